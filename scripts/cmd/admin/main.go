@@ -1,0 +1,150 @@
+// Command admin is the operator tool that stands in for the
+// practice-management application's settings and workflows. Every command
+// prints one JSON object on stdout and exits 0, or {"error": ...} on stderr
+// and exits 1. Its surface is fixed by LOCAL-CONTRACT.md.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/practice-api/practice-api/shared/app"
+	"github.com/practice-api/practice-api/shared/auth"
+	"github.com/practice-api/practice-api/shared/seed"
+	"github.com/practice-api/practice-api/shared/store"
+)
+
+func main() {
+	out, err := run(context.Background(), os.Args[1:])
+	if err != nil {
+		b, _ := json.Marshal(map[string]string{"error": err.Error()})
+		fmt.Fprintln(os.Stderr, string(b))
+		os.Exit(1)
+	}
+	b, _ := json.Marshal(out)
+	fmt.Println(string(b))
+}
+
+const usage = `usage: admin <command> [flags]
+  org create --name NAME
+  key create --org ORG --scopes s1,s2 [--mode live|test] [--expires RFC3339] [--name N]
+  key rotate --client CLIENT
+  key revoke-secret --client CLIENT --secret SECRET_ID
+  key revoke --client CLIENT
+  seed --org ORG [--matters N] [--entries-per-matter N]
+env: DYNAMODB_ENDPOINT (default http://127.0.0.1:8000; "aws" for the SDK's own), TABLE_NAME (default practice-api)`
+
+func run(ctx context.Context, args []string) (any, error) {
+	if len(args) == 0 {
+		return nil, errors.New(usage)
+	}
+	cmd, rest := args[0], args[1:]
+	if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") && (cmd == "org" || cmd == "key") {
+		cmd, rest = cmd+" "+rest[0], rest[1:]
+	}
+	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var (
+		name     = fs.String("name", "", "name")
+		org      = fs.String("org", "", "organisation id")
+		scopes   = fs.String("scopes", "", "comma-separated scopes")
+		mode     = fs.String("mode", auth.ModeLive, "live or test")
+		expires  = fs.String("expires", "", "RFC 3339 expiry")
+		client   = fs.String("client", "", "API client id")
+		secret   = fs.String("secret", "", "secret id")
+		matters  = fs.Int("matters", 20, "matters to create")
+		perEntry = fs.Int("entries-per-matter", 0, "time entries per matter")
+	)
+	if err := fs.Parse(rest); err != nil {
+		return nil, fmt.Errorf("%s: %v\n%s", cmd, err, usage)
+	}
+	need := func(flags ...string) error {
+		for _, f := range flags {
+			if fs.Lookup(f).Value.String() == "" {
+				return fmt.Errorf("%s: --%s is required", cmd, f)
+			}
+		}
+		return nil
+	}
+	cfg := app.StoreConfigFromEnv()
+	if os.Getenv("DYNAMODB_ENDPOINT") == "" {
+		cfg.Endpoint = "http://127.0.0.1:8000"
+	}
+	db, err := store.New(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	keys := auth.NewStore(db)
+	now := time.Now()
+	switch cmd {
+	case "org create":
+		if err := need("name"); err != nil {
+			return nil, err
+		}
+		return keys.CreateOrg(ctx, "", *name, now)
+	case "key create":
+		if err := need("org", "scopes"); err != nil {
+			return nil, err
+		}
+		sc, err := auth.ParseScopes(*scopes)
+		if err != nil {
+			return nil, err
+		}
+		var exp time.Time
+		if *expires != "" {
+			if exp, err = time.Parse(time.RFC3339, *expires); err != nil {
+				return nil, fmt.Errorf("--expires must be RFC 3339, e.g. 2027-01-31T00:00:00Z")
+			}
+		}
+		c, tok, err := keys.CreateKey(ctx, auth.KeyRequest{OrgID: *org, Name: *name, Mode: *mode, Scopes: sc, Expires: exp}, now)
+		if err != nil {
+			return nil, err
+		}
+		return keyOut(c.ID, tok), nil
+	case "key rotate":
+		if err := need("client"); err != nil {
+			return nil, err
+		}
+		tok, err := keys.Rotate(ctx, *client, now)
+		if err != nil {
+			return nil, err
+		}
+		return keyOut(*client, tok), nil
+	case "key revoke-secret":
+		if err := need("client", "secret"); err != nil {
+			return nil, err
+		}
+		if err := keys.RevokeSecret(ctx, *client, *secret); err != nil {
+			return nil, err
+		}
+		return map[string]any{"client_id": *client, "secret_id": *secret, "revoked": true}, nil
+	case "key revoke":
+		if err := need("client"); err != nil {
+			return nil, err
+		}
+		if err := keys.Revoke(ctx, *client, now); err != nil {
+			return nil, err
+		}
+		return map[string]any{"client_id": *client, "revoked": true}, nil
+	case "seed":
+		if err := need("org"); err != nil {
+			return nil, err
+		}
+		if _, err := keys.GetOrg(ctx, *org); err != nil {
+			return nil, err
+		}
+		return seed.Run(ctx, db, *org, seed.Options{Matters: *matters, EntriesPerMatter: *perEntry})
+	}
+	return nil, fmt.Errorf("unknown command %q\n%s", cmd, usage)
+}
+
+func keyOut(client string, tok auth.Token) map[string]string {
+	return map[string]string{"client_id": client, "secret_id": tok.SecretID, "key": tok.String()}
+}

@@ -1,0 +1,114 @@
+// Command devserver serves every endpoint family of /api/v1 through the same
+// handlers as the Lambdas, on an embedded DynamoDB-compatible store (or the
+// one DYNAMODB_ENDPOINT names). Its surface is fixed by LOCAL-CONTRACT.md.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/truora/minidyn/server"
+
+	"github.com/practice-api/practice-api/shared/app"
+	"github.com/practice-api/practice-api/shared/families"
+	"github.com/practice-api/practice-api/shared/seed"
+	"github.com/practice-api/practice-api/shared/store"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "devserver:", err)
+		os.Exit(1)
+	}
+}
+
+func getenv(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func listen(what, addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("cannot listen on %s for %s (is the port taken? set %s): %w", addr, what,
+			map[string]string{"the API": "LISTEN_ADDR", "the embedded DynamoDB": "LOCAL_DYNAMODB_ADDR"}[what], err)
+	}
+	return ln, nil
+}
+
+func run() error {
+	app.JSONLogs()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	apiLn, err := listen("the API", getenv("LISTEN_ADDR", "127.0.0.1:8080"))
+	if err != nil {
+		return err
+	}
+	cfg := app.StoreConfigFromEnv()
+	var dynSrv *http.Server
+	if os.Getenv("DYNAMODB_ENDPOINT") == "" {
+		ln, err := listen("the embedded DynamoDB", getenv("LOCAL_DYNAMODB_ADDR", "127.0.0.1:8000"))
+		if err != nil {
+			return err
+		}
+		dynSrv = &http.Server{Handler: server.NewServer(), ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = dynSrv.Serve(ln) }()
+		cfg.Endpoint = "http://" + ln.Addr().String()
+	}
+	db, err := store.New(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	if err := db.EnsureTable(ctx); err != nil {
+		return err
+	}
+	env, err := app.Load(ctx, db)
+	if err != nil {
+		return err
+	}
+	handler, err := families.Handler(env.Edge, db)
+	if err != nil {
+		return err
+	}
+	if getenv("SEED_DEMO", "1") == "1" {
+		org, key, err := seed.Demo(ctx, db, time.Now())
+		if err != nil {
+			return fmt.Errorf("demo seed: %w", err)
+		}
+		line, _ := json.Marshal(map[string]string{"demo_org_id": org, "demo_key": key.String()})
+		fmt.Println(string(line))
+	}
+	apiSrv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- apiSrv.Serve(apiLn) }()
+	base := "http://" + apiLn.Addr().String() + "/api/v1"
+	fmt.Fprintln(os.Stderr, "ready", base)
+	slog.Info("devserver ready", "base_url", base, "dynamodb_endpoint", cfg.Endpoint, "table", cfg.TableName)
+
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		if !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = apiSrv.Shutdown(shutdown)
+	if dynSrv != nil {
+		_ = dynSrv.Shutdown(shutdown)
+	}
+	return nil
+}

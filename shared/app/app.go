@@ -1,0 +1,89 @@
+// Package app builds, from environment variables, what every process of the
+// service needs: the store and the HTTP edge's configuration. Lambdas, the
+// devserver and the admin tool call it once at start.
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/practice-api/practice-api/shared/auth"
+	"github.com/practice-api/practice-api/shared/httpapi"
+	"github.com/practice-api/practice-api/shared/store"
+)
+
+// Env is the process-wide wiring.
+type Env struct {
+	DB   *store.DB
+	Edge httpapi.Config
+}
+
+// StoreConfigFromEnv reads TABLE_NAME (default practice-api) and
+// DYNAMODB_ENDPOINT (unset or "aws": the SDK's own endpoint resolution).
+func StoreConfigFromEnv() store.Config {
+	cfg := store.Config{TableName: getenv("TABLE_NAME", "practice-api"), Endpoint: os.Getenv("DYNAMODB_ENDPOINT")}
+	if cfg.Endpoint == "aws" {
+		cfg.Endpoint = ""
+	}
+	return cfg
+}
+
+// Load builds the Env for an API process on db: the cursor key (read from
+// the table once), RATE_LIMIT_PER_MINUTE and API_KEY_MODES.
+func Load(ctx context.Context, db *store.DB) (*Env, error) {
+	key, err := db.LoadOrCreateSecret(ctx, "cursor")
+	if err != nil {
+		return nil, err
+	}
+	sealer, err := httpapi.NewSealer(key)
+	if err != nil {
+		return nil, err
+	}
+	limit := 120
+	if v := os.Getenv("RATE_LIMIT_PER_MINUTE"); v != "" {
+		limit, err = strconv.Atoi(v)
+		if err != nil || limit < 1 {
+			return nil, fmt.Errorf("RATE_LIMIT_PER_MINUTE must be a positive integer, got %q", v)
+		}
+	}
+	var modes []string
+	for _, m := range strings.Split(os.Getenv("API_KEY_MODES"), ",") {
+		switch m = strings.TrimSpace(m); m {
+		case "":
+		case auth.ModeLive, auth.ModeTest:
+			modes = append(modes, m)
+		default:
+			return nil, fmt.Errorf("API_KEY_MODES: unknown mode %q (live, test)", m)
+		}
+	}
+	return &Env{DB: db, Edge: httpapi.Config{
+		Auth: auth.NewStore(db), Sealer: sealer, RateLimit: limit, AcceptedModes: modes,
+		AccessLog: slog.Default(),
+	}}, nil
+}
+
+// LoadFromEnv is Load on the store named by the environment.
+func LoadFromEnv(ctx context.Context) (*Env, error) {
+	db, err := store.New(ctx, StoreConfigFromEnv())
+	if err != nil {
+		return nil, err
+	}
+	return Load(ctx, db)
+}
+
+// JSONLogs makes slog's default logger write JSON lines to stderr, the form
+// CloudWatch Logs Insights and operators' tools read.
+func JSONLogs() {
+	slog.SetDefault(slog.New(slog.NewJSONHandler(os.Stderr, nil)))
+}
+
+func getenv(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}

@@ -1,0 +1,27 @@
+// Package families composes every endpoint family into one handler for the
+// processes that serve them all (the devserver, end-to-end tests). Lambdas
+// do not import it: each links only its own family.
+package families
+
+import (
+	"net/http"
+
+	"github.com/practice-api/practice-api/shared/httpapi"
+	"github.com/practice-api/practice-api/shared/httpapi/routes"
+	"github.com/practice-api/practice-api/shared/matter"
+	"github.com/practice-api/practice-api/shared/party"
+	"github.com/practice-api/practice-api/shared/store"
+)
+
+// All returns the handlers of every family on db.
+func All(db *store.DB) map[string]httpapi.Handlers {
+	return map[string]httpapi.Handlers{
+		routes.Matters: matter.Handlers(matter.NewStore(db)),
+		routes.Parties: party.Handlers(party.NewStore(db)),
+	}
+}
+
+// Handler serves every family behind the edge configured by cfg.
+func Handler(cfg httpapi.Config, db *store.DB) (http.Handler, error) {
+	return httpapi.NewHandler(cfg, All(db))
+}

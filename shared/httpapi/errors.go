@@ -1,0 +1,72 @@
+// Package httpapi is the HTTP edge shared by every endpoint family:
+// authentication and rate limiting, errors, JSON, pagination and the router
+// built from the route table. It holds no business rules.
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+)
+
+// FieldError is one invalid field or parameter of a 422.
+type FieldError struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// Error is an error the client may see: its status and message are safe to
+// return. Anything else reaching WriteError is logged and answered with a
+// generic 500.
+type Error struct {
+	Status        int          `json:"-"`
+	Message       string       `json:"message"`
+	Field         string       `json:"field,omitempty"`
+	Errors        []FieldError `json:"errors,omitempty"`
+	RequiredScope string       `json:"required_scope,omitempty"`
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%d: %s", e.Status, e.Message) }
+
+// Invalid returns a 422 for one field or query parameter.
+func Invalid(field, format string, args ...any) *Error {
+	msg := fmt.Sprintf(format, args...)
+	return &Error{Status: http.StatusUnprocessableEntity, Message: msg, Field: field,
+		Errors: []FieldError{{Field: field, Message: msg}}}
+}
+
+// NotFound returns the 404 used for absent resources, including ids of other
+// organisations and malformed ids: the three are indistinguishable.
+func NotFound(what string) *Error {
+	return &Error{Status: http.StatusNotFound, Message: what + " not found"}
+}
+
+// WriteJSON writes v as the response body with status.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}
+
+// WriteError is the one place errors become HTTP responses.
+func WriteError(w http.ResponseWriter, r *http.Request, err error) {
+	var e *Error
+	if errors.As(err, &e) {
+		WriteJSON(w, e.Status, e)
+		return
+	}
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		WriteJSON(w, http.StatusRequestEntityTooLarge, &Error{Message: fmt.Sprintf("request body exceeds the limit of %d bytes", tooBig.Limit)})
+		return
+	}
+	slog.ErrorContext(r.Context(), "internal error", "err", err, "method", r.Method, "path", r.URL.Path, "request_id", RequestID(r.Context()))
+	WriteJSON(w, http.StatusInternalServerError, &Error{Message: "internal error; quote request id " + RequestID(r.Context()) + " to support"})
+}
+
+// Data wraps a single resource as {"data": ...}.
+func Data(v any) map[string]any { return map[string]any{"data": v} }

@@ -1,0 +1,263 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambdacontext"
+	"github.com/google/uuid"
+
+	"github.com/practice-api/practice-api/shared/auth"
+	"github.com/practice-api/practice-api/shared/httpapi/routes"
+)
+
+// Config is what the edge needs; every field is built once per process.
+type Config struct {
+	Auth   *auth.Store
+	Sealer *Sealer
+	// RateLimit is requests per minute per API client (default 120).
+	RateLimit int
+	// AcceptedModes lists the key modes this stage accepts (default both).
+	AcceptedModes []string
+	// MaxBodyBytes is the largest request body accepted (default 1 MiB); larger is 413.
+	MaxBodyBytes int64
+	// Now is the clock (tests move it); default time.Now.
+	Now func() time.Time
+	// AccessLog, when set, gets one line per request.
+	AccessLog *slog.Logger
+}
+
+// DefaultMaxBodyBytes is the documented request body limit.
+const DefaultMaxBodyBytes = 1 << 20
+
+func (c *Config) defaults() {
+	if c.RateLimit <= 0 {
+		c.RateLimit = 120
+	}
+	if len(c.AcceptedModes) == 0 {
+		c.AcceptedModes = []string{auth.ModeLive, auth.ModeTest}
+	}
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+}
+
+// Handlers maps route names (routes.Route.Name) to their handlers.
+type Handlers map[string]http.HandlerFunc
+
+type ctxKey int
+
+const (
+	envKey ctxKey = iota
+	requestIDKey
+)
+
+// requestEnv is what the edge learned about a request: the authenticated
+// client (which alone decides the organisation) and the cursor sealer.
+type requestEnv struct {
+	client *auth.Client
+	sealer *Sealer
+}
+
+func envFrom(ctx context.Context) *requestEnv {
+	if e, ok := ctx.Value(envKey).(*requestEnv); ok {
+		return e
+	}
+	return &requestEnv{client: &auth.Client{}}
+}
+
+// OrgID is the organisation of the authenticated key. Handlers take the
+// organisation from here and nowhere else.
+func OrgID(ctx context.Context) string { return envFrom(ctx).client.OrgID }
+
+// ClientID is the authenticated API client.
+func ClientID(ctx context.Context) string { return envFrom(ctx).client.ID }
+
+// RequestID is the id logged with every line of a request and returned in
+// X-Request-Id: the Lambda request id in AWS, a fresh uuid elsewhere.
+func RequestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey).(string)
+	return id
+}
+
+// NewHandler mounts the given families of the route table on one mux, each
+// route behind authentication, rate limiting and its scope. It fails when a
+// family lacks a handler for one of its routes or has one for no route.
+func NewHandler(cfg Config, families map[string]Handlers) (http.Handler, error) {
+	cfg.defaults()
+	mux := http.NewServeMux()
+	methods := map[string][]string{}
+	var order []string
+	for family, handlers := range families {
+		served := map[string]bool{}
+		for _, rt := range routes.Family(family) {
+			h, ok := handlers[rt.Name]
+			if !ok {
+				return nil, fmt.Errorf("family %s: no handler for route %s", family, rt.Name)
+			}
+			served[rt.Name] = true
+			mux.Handle(rt.Pattern(), cfg.authorize(rt, h))
+			path := routes.Prefix + rt.Path
+			if _, seen := methods[path]; !seen {
+				order = append(order, path)
+			}
+			methods[path] = append(methods[path], rt.Method)
+		}
+		for name := range handlers {
+			if !served[name] {
+				return nil, fmt.Errorf("family %s: handler %s matches no route", family, name)
+			}
+		}
+	}
+	for _, path := range order {
+		allowed := methods[path]
+		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", strings.Join(allowed, ", "))
+			WriteJSON(w, http.StatusMethodNotAllowed, &Error{Message: fmt.Sprintf("method %s is not allowed here; allowed: %s", r.Method, strings.Join(allowed, ", "))})
+		})
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		WriteJSON(w, http.StatusNotFound, &Error{Message: fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path)})
+	})
+	return cfg.edge(mux), nil
+}
+
+// edge wraps every request: request id, body limit, access log, and panic
+// recovery (a panic is a bug, but the client still gets JSON).
+func (cfg *Config) edge(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		id := ""
+		if lc, ok := lambdacontext.FromContext(r.Context()); ok {
+			id = lc.AwsRequestID
+		}
+		if id == "" {
+			id = uuid.NewString()
+		}
+		r = r.WithContext(context.WithValue(r.Context(), requestIDKey, id))
+		w.Header().Set("X-Request-Id", id)
+		rec := &statusRecorder{ResponseWriter: w}
+		defer func() {
+			if p := recover(); p != nil {
+				slog.ErrorContext(r.Context(), "panic", "panic", fmt.Sprint(p), "stack", string(debug.Stack()), "request_id", id)
+				if !rec.wrote {
+					WriteError(rec, r, fmt.Errorf("panic: %v", p))
+				}
+			}
+			if cfg.AccessLog != nil {
+				cfg.AccessLog.InfoContext(r.Context(), "request", "request_id", id, "method", r.Method, "path", r.URL.Path,
+					"status", rec.status, "duration_ms", float64(time.Since(start).Microseconds())/1000, "client_id", ClientID(r.Context()))
+			}
+		}()
+		if r.ContentLength > cfg.MaxBodyBytes {
+			WriteError(rec, r, &http.MaxBytesError{Limit: cfg.MaxBodyBytes})
+			return
+		}
+		r.Body = http.MaxBytesReader(rec, r.Body, cfg.MaxBodyBytes)
+		next.ServeHTTP(rec, r)
+	})
+}
+
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+	wrote  bool
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if !s.wrote {
+		s.status, s.wrote = code, true
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	if !s.wrote {
+		s.status, s.wrote = http.StatusOK, true
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+// queryKeyParams are names integrators try for keys in URLs; we say why they fail.
+var queryKeyParams = []string{"api_key", "apikey", "key", "token", "access_token"}
+
+// authorize authenticates the bearer key, counts the request against its
+// client's limit (one store round trip for both), sets the rate-limit
+// headers, and checks the route's scope.
+func (cfg *Config) authorize(rt routes.Route, next http.HandlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok, err := bearer(r)
+		if err == nil && !slices.Contains(cfg.AcceptedModes, tok.Mode) {
+			err = &Error{Status: http.StatusUnauthorized, Message: fmt.Sprintf("%s keys are not accepted by this deployment", tok.Mode)}
+		}
+		var client auth.Client
+		var usage auth.Usage
+		now := cfg.Now()
+		if err == nil {
+			client, usage, err = cfg.Auth.Authenticate(r.Context(), tok, now)
+			if errors.Is(err, auth.ErrUnauthenticated) {
+				err = &Error{Status: http.StatusUnauthorized, Message: "the API key is unknown, revoked or expired"}
+			}
+		}
+		if err != nil {
+			var e *Error
+			if errors.As(err, &e) && e.Status == http.StatusUnauthorized {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="api"`)
+			}
+			WriteError(w, r, err)
+			return
+		}
+		remaining := max(int64(cfg.RateLimit)-usage.Count, 0)
+		h := w.Header()
+		h.Set("X-RateLimit-Limit", strconv.Itoa(cfg.RateLimit))
+		h.Set("X-RateLimit-Remaining", strconv.FormatInt(remaining, 10))
+		h.Set("X-RateLimit-Reset", strconv.FormatInt(usage.Reset.Unix(), 10))
+		r = r.WithContext(context.WithValue(r.Context(), envKey, &requestEnv{client: &client, sealer: cfg.Sealer}))
+		if usage.Count > int64(cfg.RateLimit) {
+			wait := int64(usage.Reset.Sub(now).Seconds() + 0.999)
+			h.Set("Retry-After", strconv.FormatInt(max(wait, 1), 10))
+			WriteError(w, r, &Error{Status: http.StatusTooManyRequests, Message: fmt.Sprintf("rate limit of %d requests per minute exceeded; retry after %d seconds", cfg.RateLimit, max(wait, 1))})
+			return
+		}
+		if !client.HasScope(rt.Scope) {
+			WriteError(w, r, &Error{Status: http.StatusForbidden, Message: fmt.Sprintf("this key lacks the scope %s, which %s %s requires; scopes are fixed when a key is created, so ask for a new key", rt.Scope, rt.Method, routes.Prefix+rt.Path), RequiredScope: rt.Scope})
+			return
+		}
+		next(w, r)
+	})
+}
+
+func bearer(r *http.Request) (auth.Token, error) {
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		msg := "missing Authorization header; send Authorization: Bearer <API key>"
+		q := r.URL.Query()
+		for _, p := range queryKeyParams {
+			if q.Has(p) {
+				msg = "API keys are accepted only in the Authorization header (Authorization: Bearer <API key>), never in the query string"
+				break
+			}
+		}
+		return auth.Token{}, &Error{Status: http.StatusUnauthorized, Message: msg}
+	}
+	scheme, value, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return auth.Token{}, &Error{Status: http.StatusUnauthorized, Message: "the Authorization header must use the Bearer scheme: Authorization: Bearer <API key>"}
+	}
+	tok, err := auth.ParseToken(strings.TrimSpace(value))
+	if err != nil {
+		return auth.Token{}, &Error{Status: http.StatusUnauthorized, Message: "the API key is unknown, revoked or expired"}
+	}
+	return tok, nil
+}

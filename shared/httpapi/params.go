@@ -1,0 +1,65 @@
+package httpapi
+
+import (
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/practice-api/practice-api/shared/store"
+)
+
+// UUIDParam validates an optional uuid filter; "" when absent. Ids are
+// returned in canonical lower-case form.
+func UUIDParam(q url.Values, name string) (string, error) {
+	v := q.Get(name)
+	if v == "" {
+		return "", nil
+	}
+	id, err := uuid.Parse(v)
+	if err != nil || len(v) != 36 {
+		return "", Invalid(name, "%s must be a UUID such as 0b0f6e3c-4a51-4d1c-9d3e-2f1a8c6b7e10", name)
+	}
+	return id.String(), nil
+}
+
+// EnumParam validates an optional filter against its allowed values.
+func EnumParam(q url.Values, name string, allowed ...string) (string, error) {
+	v := q.Get(name)
+	if v == "" || slices.Contains(allowed, v) {
+		return v, nil
+	}
+	return "", Invalid(name, "%s must be one of %s", name, strings.Join(allowed, ", "))
+}
+
+// SinceParam parses updated_since: a date (midnight UTC) or an ISO 8601
+// date-time with Z or an offset. A '+' sent unencoded arrives as a space and
+// is refused with a message that says so. The result is in store.TimeLayout.
+func SinceParam(q url.Values, name string) (string, error) {
+	v := q.Get(name)
+	if v == "" {
+		return "", nil
+	}
+	if strings.Contains(v, " ") {
+		return "", Invalid(name, "%s contains a space: a '+' in a query string means a space, so send the offset as %%2B (for example 2024-05-01T10:00:00%%2B02:00) or use Z", name)
+	}
+	if t, err := time.Parse(time.DateOnly, v); err == nil {
+		return store.FormatTime(t), nil
+	}
+	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
+		return store.FormatTime(t), nil
+	}
+	return "", Invalid(name, "%s must be a date (2024-05-01) or a date-time with Z or an offset (2024-05-01T10:00:00Z)", name)
+}
+
+// PathID returns the canonical form of a path id, or ok=false for a malformed
+// one, which callers answer with the same 404 as an absent id.
+func PathID(v string) (string, bool) {
+	id, err := uuid.Parse(v)
+	if err != nil || len(v) != 36 {
+		return "", false
+	}
+	return id.String(), true
+}

@@ -1,0 +1,72 @@
+// Package routes is the single source of truth for the API surface: every
+// endpoint's family, method, path pattern and required scope. The devserver
+// mounts it, each family's Lambda serves its part, and the CDK app creates
+// the HTTP API routes from it. It imports nothing so that all three can.
+package routes
+
+// Prefix is the path prefix of this API version.
+const Prefix = "/api/v1"
+
+// Families: one Lambda each in AWS.
+const (
+	Matters     = "matters"
+	Parties     = "parties" // clients, people, companies
+	TimeEntries = "timeentries"
+	Invoices    = "invoices"
+	Documents   = "documents"
+	Reports     = "reports"
+	Webhooks    = "webhooks"
+)
+
+// Route is one operation of the API.
+type Route struct {
+	Family string
+	Method string
+	// Path is relative to Prefix, with {name} wildcards as in net/http
+	// patterns and API Gateway route keys alike.
+	Path  string
+	Scope string
+	// Name identifies the operation; a family's handlers are keyed by it.
+	Name string
+}
+
+// Pattern is the net/http ServeMux pattern of the route.
+func (r Route) Pattern() string { return r.Method + " " + Prefix + r.Path }
+
+// Table lists every operation that is implemented. Later families add their
+// rows here, and nowhere else.
+var Table = []Route{
+	{Family: Matters, Method: "GET", Path: "/matters", Scope: "matters:read", Name: "matters.list"},
+	{Family: Matters, Method: "GET", Path: "/matters/{matter}", Scope: "matters:read", Name: "matters.get"},
+
+	{Family: Parties, Method: "GET", Path: "/clients", Scope: "clients:read", Name: "clients.list"},
+	{Family: Parties, Method: "GET", Path: "/clients/{client}", Scope: "clients:read", Name: "clients.get"},
+	{Family: Parties, Method: "GET", Path: "/people", Scope: "clients:read", Name: "people.list"},
+	{Family: Parties, Method: "GET", Path: "/people/{person}", Scope: "clients:read", Name: "people.get"},
+	{Family: Parties, Method: "GET", Path: "/companies", Scope: "clients:read", Name: "companies.list"},
+	{Family: Parties, Method: "GET", Path: "/companies/{company}", Scope: "clients:read", Name: "companies.get"},
+}
+
+// Family returns the routes of one family.
+func Family(family string) []Route {
+	var out []Route
+	for _, r := range Table {
+		if r.Family == family {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Families returns the family names that have routes, in table order.
+func Families() []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, r := range Table {
+		if !seen[r.Family] {
+			seen[r.Family] = true
+			out = append(out, r.Family)
+		}
+	}
+	return out
+}

@@ -1,0 +1,108 @@
+// Package matter holds matters: their item, reads and HTTP handlers.
+package matter
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+
+	"github.com/practice-api/practice-api/shared/httpapi"
+	"github.com/practice-api/practice-api/shared/store"
+)
+
+// Statuses of a matter.
+var Statuses = []string{"active", "dormant", "closed", "archived"}
+
+// Matter is a case, always belonging to one client engagement.
+type Matter struct {
+	store.Keys   `json:"-"`
+	ID           string `dynamodbav:"id" json:"id"`
+	ClientID     string `dynamodbav:"client_id" json:"client_id"`
+	MatterNumber string `dynamodbav:"matter_number" json:"matter_number"`
+	Title        string `dynamodbav:"title,omitempty" json:"title,omitempty"`
+	Status       string `dynamodbav:"status" json:"status"`
+	// HourlyRate is in minor units of Currency; null when the matter has none.
+	HourlyRate *int64 `dynamodbav:"hourly_rate,omitempty" json:"hourly_rate"`
+	Currency   string `dynamodbav:"currency" json:"currency"`
+	CreatedAt  string `dynamodbav:"created_at" json:"created_at"`
+	UpdatedAt  string `dynamodbav:"updated_at" json:"updated_at"`
+	ClosedAt   string `dynamodbav:"closed_at,omitempty" json:"closed_at,omitempty"`
+}
+
+func matterSK(id string) string { return "MATTER#" + id }
+
+// SetKeys fills the item keys. Every index sorts by last change, so
+// updated_since is a key condition whichever index a filter picks:
+// GSI1 all matters, GSI2 by client, GSI3 by status.
+func (m *Matter) SetKeys(org string) {
+	seq := store.Seq(m.UpdatedAt, m.ID)
+	m.Keys = store.Keys{PK: store.OrgPK(org), SK: matterSK(m.ID), Kind: "matter",
+		GSI1PK: store.Collection(org, "MATTER"), GSI1SK: seq,
+		GSI2PK: store.Collection(org, "MATTER", "CLIENT", m.ClientID), GSI2SK: seq,
+		GSI3PK: store.Collection(org, "MATTER", "STATUS", m.Status), GSI3SK: seq}
+}
+
+// Guards returns the guard that keeps matter numbers unique in an organisation.
+func (m *Matter) Guards(org string) []store.Guard {
+	return []store.Guard{store.NewGuard(org, "MATTERNO", m.MatterNumber, m.ID)}
+}
+
+// Filter holds the /matters filters.
+type Filter struct {
+	ClientID     string `json:"client_id,omitempty"`
+	Status       string `json:"status,omitempty"`
+	UpdatedSince string `json:"updated_since,omitempty"`
+}
+
+// Store reads matters of one organisation at a time.
+type Store struct{ db *store.DB }
+
+// NewStore returns a Store on db.
+func NewStore(db *store.DB) *Store { return &Store{db: db} }
+
+// Get reads a matter of org; store.ErrNotFound for absent or foreign ids.
+func (s *Store) Get(ctx context.Context, org, id string) (Matter, error) {
+	return store.GetInto[Matter](ctx, s.db, store.OrgPK(org), matterSK(id))
+}
+
+// List picks the index that answers the most selective filter: client_id →
+// GSI2 (status, when also given, as a filter expression: a client has few
+// matters); status → GSI3; neither → GSI1. updated_since bounds the sort key.
+func (s *Store) List(ctx context.Context, org string, req httpapi.ListRequest[Filter]) ([]Matter, store.StartKey, error) {
+	f := req.Filter
+	q := store.ListQuery{Index: "GSI1", PK: store.Collection(org, "MATTER"),
+		SKFrom: f.UpdatedSince, Limit: req.PerPage, After: req.After}
+	switch {
+	case f.ClientID != "":
+		q.Index, q.PK = "GSI2", store.Collection(org, "MATTER", "CLIENT", f.ClientID)
+		if f.Status != "" {
+			q.Equal = map[string]string{"status": f.Status}
+		}
+	case f.Status != "":
+		q.Index, q.PK = "GSI3", store.Collection(org, "MATTER", "STATUS", f.Status)
+	}
+	return store.QueryInto[Matter](ctx, s.db, q)
+}
+
+// Handlers returns the handlers of the matters family.
+func Handlers(s *Store) httpapi.Handlers {
+	return httpapi.Handlers{
+		"matters.list": func(w http.ResponseWriter, r *http.Request) {
+			httpapi.ServeList(w, r, "matters", parseFilter, s.List)
+		},
+		"matters.get": httpapi.GetHandler("matter", "matter", s.Get),
+	}
+}
+
+func parseFilter(q url.Values) (Filter, error) {
+	client, err := httpapi.UUIDParam(q, "client_id")
+	if err != nil {
+		return Filter{}, err
+	}
+	status, err := httpapi.EnumParam(q, "status", Statuses...)
+	if err != nil {
+		return Filter{}, err
+	}
+	since, err := httpapi.SinceParam(q, "updated_since")
+	return Filter{ClientID: client, Status: status, UpdatedSince: since}, err
+}

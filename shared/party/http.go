@@ -1,0 +1,55 @@
+package party
+
+import (
+	"net/http"
+	"net/url"
+
+	"github.com/practice-api/practice-api/shared/httpapi"
+)
+
+// Handlers returns the handlers of the parties family (clients, people, companies).
+func Handlers(s *Store) httpapi.Handlers {
+	return httpapi.Handlers{
+		"people.list": func(w http.ResponseWriter, r *http.Request) {
+			httpapi.ServeList(w, r, "people", parsePeopleFilter, s.ListPeople)
+		},
+		"people.get": httpapi.GetHandler("person", "person", s.GetPerson),
+		"companies.list": func(w http.ResponseWriter, r *http.Request) {
+			httpapi.ServeList(w, r, "companies", parseCompanyFilter, s.ListCompanies)
+		},
+		"companies.get": httpapi.GetHandler("company", "company", s.GetCompany),
+		"clients.list": func(w http.ResponseWriter, r *http.Request) {
+			httpapi.ServeList(w, r, "clients", parseClientFilter, s.ListClients)
+		},
+		"clients.get": httpapi.GetHandler("client", "client", s.GetClient),
+	}
+}
+
+func parsePeopleFilter(q url.Values) (PeopleFilter, error) {
+	since, err := httpapi.SinceParam(q, "updated_since")
+	return PeopleFilter{UpdatedSince: since}, err
+}
+
+func parseCompanyFilter(q url.Values) (CompanyFilter, error) {
+	since, err := httpapi.SinceParam(q, "updated_since")
+	if err != nil {
+		return CompanyFilter{}, err
+	}
+	f := CompanyFilter{UpdatedSince: since}
+	if raw, ok := q["cvr"]; ok && raw[0] != "" {
+		f.CVR = DigitsOnly(raw[0])
+		if f.CVR == "" || len(f.CVR) > 20 {
+			return CompanyFilter{}, httpapi.Invalid("cvr", "cvr must contain digits (formatting characters are ignored), e.g. 12345678")
+		}
+	}
+	return f, nil
+}
+
+func parseClientFilter(q url.Values) (ClientFilter, error) {
+	typ, err := httpapi.EnumParam(q, "type", TypeCompany, TypePerson)
+	if err != nil {
+		return ClientFilter{}, err
+	}
+	since, err := httpapi.SinceParam(q, "updated_since")
+	return ClientFilter{Type: typ, UpdatedSince: since}, err
+}

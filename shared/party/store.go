@@ -1,0 +1,74 @@
+package party
+
+import (
+	"context"
+
+	"github.com/practice-api/practice-api/shared/httpapi"
+	"github.com/practice-api/practice-api/shared/store"
+)
+
+// Store reads parties and engagements of one organisation at a time.
+type Store struct{ db *store.DB }
+
+// NewStore returns a Store on db.
+func NewStore(db *store.DB) *Store { return &Store{db: db} }
+
+// GetPerson reads a person of org; store.ErrNotFound for absent or foreign ids.
+func (s *Store) GetPerson(ctx context.Context, org, id string) (Person, error) {
+	return store.GetInto[Person](ctx, s.db, store.OrgPK(org), personSK(id))
+}
+
+// GetCompany reads a company of org.
+func (s *Store) GetCompany(ctx context.Context, org, id string) (Company, error) {
+	return store.GetInto[Company](ctx, s.db, store.OrgPK(org), companySK(id))
+}
+
+// GetClient reads an engagement of org.
+func (s *Store) GetClient(ctx context.Context, org, id string) (Client, error) {
+	return store.GetInto[Client](ctx, s.db, store.OrgPK(org), clientSK(id))
+}
+
+// PeopleFilter holds the /people filters.
+type PeopleFilter struct {
+	UpdatedSince string `json:"updated_since,omitempty"`
+}
+
+// CompanyFilter holds the /companies filters; CVR is digits only.
+type CompanyFilter struct {
+	UpdatedSince string `json:"updated_since,omitempty"`
+	CVR          string `json:"cvr,omitempty"`
+}
+
+// ClientFilter holds the /clients filters.
+type ClientFilter struct {
+	Type         string `json:"type,omitempty"`
+	UpdatedSince string `json:"updated_since,omitempty"`
+}
+
+// ListPeople: Query GSI1 "O#org#PERSON", sort key >= updated_since.
+func (s *Store) ListPeople(ctx context.Context, org string, req httpapi.ListRequest[PeopleFilter]) ([]Person, store.StartKey, error) {
+	return store.QueryInto[Person](ctx, s.db, store.ListQuery{Index: "GSI1", PK: store.Collection(org, "PERSON"),
+		SKFrom: req.Filter.UpdatedSince, Limit: req.PerPage, After: req.After})
+}
+
+// ListCompanies: with cvr, Query GSI2 "O#org#COMPANY#CVR#<digits>";
+// otherwise GSI1 "O#org#COMPANY"; updated_since is the sort-key bound on either.
+func (s *Store) ListCompanies(ctx context.Context, org string, req httpapi.ListRequest[CompanyFilter]) ([]Company, store.StartKey, error) {
+	q := store.ListQuery{Index: "GSI1", PK: store.Collection(org, "COMPANY"),
+		SKFrom: req.Filter.UpdatedSince, Limit: req.PerPage, After: req.After}
+	if req.Filter.CVR != "" {
+		q.Index, q.PK = "GSI2", store.Collection(org, "COMPANY", "CVR", req.Filter.CVR)
+	}
+	return store.QueryInto[Company](ctx, s.db, q)
+}
+
+// ListClients: with type, Query GSI2 "O#org#CLIENT#TYPE#<type>"; otherwise
+// GSI1 "O#org#CLIENT"; updated_since is the sort-key bound on either.
+func (s *Store) ListClients(ctx context.Context, org string, req httpapi.ListRequest[ClientFilter]) ([]Client, store.StartKey, error) {
+	q := store.ListQuery{Index: "GSI1", PK: store.Collection(org, "CLIENT"),
+		SKFrom: req.Filter.UpdatedSince, Limit: req.PerPage, After: req.After}
+	if req.Filter.Type != "" {
+		q.Index, q.PK = "GSI2", store.Collection(org, "CLIENT", "TYPE", req.Filter.Type)
+	}
+	return store.QueryInto[Client](ctx, s.db, q)
+}

@@ -1,0 +1,106 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// Keys are the key attributes every item carries; domain items embed it.
+// GSI slots an item does not use stay empty and keep it out of that index.
+type Keys struct {
+	PK     string `dynamodbav:"PK"`
+	SK     string `dynamodbav:"SK"`
+	GSI1PK string `dynamodbav:"GSI1PK,omitempty"`
+	GSI1SK string `dynamodbav:"GSI1SK,omitempty"`
+	GSI2PK string `dynamodbav:"GSI2PK,omitempty"`
+	GSI2SK string `dynamodbav:"GSI2SK,omitempty"`
+	GSI3PK string `dynamodbav:"GSI3PK,omitempty"`
+	GSI3SK string `dynamodbav:"GSI3SK,omitempty"`
+	GSI4PK string `dynamodbav:"GSI4PK,omitempty"`
+	GSI4SK string `dynamodbav:"GSI4SK,omitempty"`
+	GSI5PK string `dynamodbav:"GSI5PK,omitempty"`
+	GSI5SK string `dynamodbav:"GSI5SK,omitempty"`
+	// Kind names the item type, for operators reading the table.
+	Kind string `dynamodbav:"kind"`
+}
+
+// Key returns the primary key of an item.
+func Key(pk, sk string) map[string]ddbtypes.AttributeValue {
+	return map[string]ddbtypes.AttributeValue{
+		AttrPK: &ddbtypes.AttributeValueMemberS{Value: pk},
+		AttrSK: &ddbtypes.AttributeValueMemberS{Value: sk},
+	}
+}
+
+// Marshal turns a domain item into attributes.
+func Marshal(v any) (map[string]ddbtypes.AttributeValue, error) {
+	m, err := attributevalue.MarshalMap(v)
+	if err != nil {
+		return nil, fmt.Errorf("store: marshal %T: %w", v, err)
+	}
+	return m, nil
+}
+
+// Unmarshal decodes attributes into a domain item.
+func Unmarshal(m map[string]ddbtypes.AttributeValue, v any) error {
+	if err := attributevalue.UnmarshalMap(m, v); err != nil {
+		return fmt.Errorf("store: unmarshal %T: %w", v, err)
+	}
+	return nil
+}
+
+// Get reads one item into v with a strongly consistent read; ErrNotFound
+// when it does not exist.
+func (db *DB) Get(ctx context.Context, pk, sk string, v any) error {
+	out, err := db.Client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(db.Table), Key: Key(pk, sk), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return fmt.Errorf("get %s %s: %w", pk, sk, err)
+	}
+	if out.Item == nil {
+		return ErrNotFound
+	}
+	return Unmarshal(out.Item, v)
+}
+
+// PutNew writes an item that must not exist yet; ErrConflict when it does.
+func (db *DB) PutNew(ctx context.Context, item map[string]ddbtypes.AttributeValue) error {
+	_, err := db.Client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: aws.String(db.Table), Item: item,
+		ConditionExpression: aws.String("attribute_not_exists(PK)"),
+	})
+	if IsConditionFailed(err) {
+		return ErrConflict
+	}
+	return err
+}
+
+// BatchPut writes items unconditionally, 25 at a time, retrying unprocessed
+// ones. It is for bulk loads (seed) whose keys are fresh by construction.
+func (db *DB) BatchPut(ctx context.Context, items []map[string]ddbtypes.AttributeValue) error {
+	for start := 0; start < len(items); start += 25 {
+		end := min(start+25, len(items))
+		reqs := make([]ddbtypes.WriteRequest, 0, end-start)
+		for _, it := range items[start:end] {
+			reqs = append(reqs, ddbtypes.WriteRequest{PutRequest: &ddbtypes.PutRequest{Item: it}})
+		}
+		pending := map[string][]ddbtypes.WriteRequest{db.Table: reqs}
+		for attempt := 0; len(pending[db.Table]) > 0; attempt++ {
+			if attempt > 8 {
+				return fmt.Errorf("batch put: %d items still unprocessed", len(pending[db.Table]))
+			}
+			out, err := db.Client.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: pending})
+			if err != nil {
+				return fmt.Errorf("batch put: %w", err)
+			}
+			pending = out.UnprocessedItems
+		}
+	}
+	return nil
+}

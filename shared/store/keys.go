@@ -1,0 +1,34 @@
+package store
+
+import (
+	"errors"
+	"time"
+)
+
+func errorsAs(err error, target any) bool { return errors.As(err, target) }
+
+// TimeLayout is the fixed-width UTC form used for every timestamp in keys and
+// responses, so that string order is time order.
+const TimeLayout = "2006-01-02T15:04:05.000000Z"
+
+// FormatTime renders t in TimeLayout.
+func FormatTime(t time.Time) string { return t.UTC().Format(TimeLayout) }
+
+// OrgPK is the base-table partition of an organisation: every item of an
+// organisation lives under it, so a read without the caller's organisation
+// cannot reach another one's rows.
+func OrgPK(org string) string { return "O#" + org }
+
+// Collection is the partition of a GSI that lists one item type, optionally
+// narrowed by further segments, within an organisation
+// (Collection(org, "MATTER", "CLIENT", id) = "O#org#MATTER#CLIENT#id").
+func Collection(org string, parts ...string) string {
+	s := OrgPK(org)
+	for _, p := range parts {
+		s += "#" + p
+	}
+	return s
+}
+
+// Seq builds a sort key that orders by a value and breaks ties by id.
+func Seq(value, id string) string { return value + "#" + id }

@@ -1,0 +1,157 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// StartKey is where a listing resumes: the key attributes (table and index)
+// of the last item returned. All key attributes of the table are strings.
+type StartKey map[string]string
+
+// ListQuery is one list request against the table or a GSI: a partition,
+// an optional inclusive sort-key range, and optional equality filters on
+// other attributes for combined filters that no single index answers.
+type ListQuery struct {
+	Index  string // "" for the base table
+	PK     string
+	SKFrom string // inclusive lower bound on the sort key; "" for none
+	SKTo   string // inclusive upper bound on the sort key; "" for none
+	// SKPrefix restricts the sort key to a prefix (base-table collections).
+	SKPrefix string
+	Equal    map[string]string // attribute = value, applied as a FilterExpression
+	Limit    int               // items wanted on this page
+	After    StartKey          // resume after this key; nil for the first page
+}
+
+// maxFilterReads bounds the Query calls spent filling one filtered page, so a
+// filter that matches nothing in a large partition cannot make a request
+// unbounded; the page then comes back short with a continuation.
+const maxFilterReads = 10
+
+// Page is one page of items with the key to resume from, nil on the last page.
+type Page struct {
+	Items []map[string]ddbtypes.AttributeValue
+	Next  StartKey
+}
+
+// Query runs q, looping until the page is full or the partition is
+// exhausted: with a FilterExpression, DynamoDB's Limit caps items read, not
+// items returned. The continuation is built from the last item returned, not
+// from LastEvaluatedKey, so nothing read past the page is skipped.
+func (db *DB) Query(ctx context.Context, q ListQuery) (Page, error) {
+	pkAttr, skAttr := AttrPK, AttrSK
+	if q.Index != "" {
+		pkAttr, skAttr = GSIKeyAttrs(q.Index)
+	}
+	names := map[string]string{"#pk": pkAttr}
+	values := map[string]ddbtypes.AttributeValue{":pk": &ddbtypes.AttributeValueMemberS{Value: q.PK}}
+	cond := "#pk = :pk"
+	switch {
+	case q.SKPrefix != "":
+		names["#sk"] = skAttr
+		values[":skp"] = &ddbtypes.AttributeValueMemberS{Value: q.SKPrefix}
+		cond += " AND begins_with(#sk, :skp)"
+	case q.SKFrom != "" && q.SKTo != "":
+		names["#sk"] = skAttr
+		values[":skf"] = &ddbtypes.AttributeValueMemberS{Value: q.SKFrom}
+		values[":skt"] = &ddbtypes.AttributeValueMemberS{Value: q.SKTo}
+		cond += " AND #sk BETWEEN :skf AND :skt"
+	case q.SKFrom != "":
+		names["#sk"] = skAttr
+		values[":skf"] = &ddbtypes.AttributeValueMemberS{Value: q.SKFrom}
+		cond += " AND #sk >= :skf"
+	case q.SKTo != "":
+		names["#sk"] = skAttr
+		values[":skt"] = &ddbtypes.AttributeValueMemberS{Value: q.SKTo}
+		cond += " AND #sk <= :skt"
+	}
+	var filter *string
+	if len(q.Equal) > 0 {
+		expr := ""
+		i := 0
+		for attr, v := range q.Equal {
+			n, val := fmt.Sprintf("#f%d", i), fmt.Sprintf(":f%d", i)
+			names[n] = attr
+			values[val] = &ddbtypes.AttributeValueMemberS{Value: v}
+			if expr != "" {
+				expr += " AND "
+			}
+			expr += n + " = " + val
+			i++
+		}
+		filter = aws.String(expr)
+	}
+	want := q.Limit + 1 // one more than the page tells whether another page exists
+	readLimit := want
+	if filter != nil {
+		readLimit = min(max(want*4, 200), 1000)
+	}
+	in := &dynamodb.QueryInput{
+		TableName:                 aws.String(db.Table),
+		KeyConditionExpression:    aws.String(cond),
+		FilterExpression:          filter,
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
+	}
+	if q.Index != "" {
+		in.IndexName = aws.String(q.Index)
+	}
+	if q.After != nil {
+		in.ExclusiveStartKey = toAttrs(q.After)
+	}
+	var page Page
+	for reads := 0; ; reads++ {
+		in.Limit = aws.Int32(int32(readLimit))
+		out, err := db.Client.Query(ctx, in)
+		if err != nil {
+			return Page{}, fmt.Errorf("query %s %s: %w", q.Index, q.PK, err)
+		}
+		page.Items = append(page.Items, out.Items...)
+		if len(page.Items) >= want {
+			page.Items = page.Items[:q.Limit]
+			page.Next = keyOf(page.Items[len(page.Items)-1], pkAttr, skAttr)
+			return page, nil
+		}
+		if out.LastEvaluatedKey == nil {
+			return page, nil
+		}
+		if reads+1 >= maxFilterReads {
+			page.Next = fromAttrs(out.LastEvaluatedKey)
+			return page, nil
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+}
+
+func keyOf(item map[string]ddbtypes.AttributeValue, pkAttr, skAttr string) StartKey {
+	k := StartKey{}
+	for _, a := range []string{AttrPK, AttrSK, pkAttr, skAttr} {
+		if v, ok := item[a].(*ddbtypes.AttributeValueMemberS); ok {
+			k[a] = v.Value
+		}
+	}
+	return k
+}
+
+func toAttrs(k StartKey) map[string]ddbtypes.AttributeValue {
+	m := make(map[string]ddbtypes.AttributeValue, len(k))
+	for a, v := range k {
+		m[a] = &ddbtypes.AttributeValueMemberS{Value: v}
+	}
+	return m
+}
+
+func fromAttrs(m map[string]ddbtypes.AttributeValue) StartKey {
+	k := StartKey{}
+	for a, v := range m {
+		if s, ok := v.(*ddbtypes.AttributeValueMemberS); ok {
+			k[a] = s.Value
+		}
+	}
+	return k
+}

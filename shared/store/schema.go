@@ -1,0 +1,93 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// Key attribute names of the table and its indexes. The GSIs are generic and
+// sparse: each item type fills only the slots it needs (docs/data-model.md).
+const (
+	AttrPK = "PK"
+	AttrSK = "SK"
+	// AttrTTL is the table's TTL attribute (epoch seconds). TTL only tidies:
+	// every condition checks expiry itself, since TTL deletes lazily.
+	AttrTTL = "ttl"
+)
+
+// GSIs lists the global secondary indexes by name; index i uses the
+// attributes GSI<i>PK and GSI<i>SK.
+var GSIs = []string{"GSI1", "GSI2", "GSI3", "GSI4", "GSI5"}
+
+// GSIKeyAttrs returns the partition and sort key attribute names of an index.
+func GSIKeyAttrs(index string) (pk, sk string) { return index + "PK", index + "SK" }
+
+// TableDefinition is the single table's schema, shared by EnsureTable and
+// the CDK app so that the two cannot drift.
+func TableDefinition(name string) *dynamodb.CreateTableInput {
+	in := &dynamodb.CreateTableInput{
+		TableName:   aws.String(name),
+		BillingMode: ddbtypes.BillingModePayPerRequest,
+		AttributeDefinitions: []ddbtypes.AttributeDefinition{
+			{AttributeName: aws.String(AttrPK), AttributeType: ddbtypes.ScalarAttributeTypeS},
+			{AttributeName: aws.String(AttrSK), AttributeType: ddbtypes.ScalarAttributeTypeS},
+		},
+		KeySchema: []ddbtypes.KeySchemaElement{
+			{AttributeName: aws.String(AttrPK), KeyType: ddbtypes.KeyTypeHash},
+			{AttributeName: aws.String(AttrSK), KeyType: ddbtypes.KeyTypeRange},
+		},
+	}
+	for _, idx := range GSIs {
+		pk, sk := GSIKeyAttrs(idx)
+		in.AttributeDefinitions = append(in.AttributeDefinitions,
+			ddbtypes.AttributeDefinition{AttributeName: aws.String(pk), AttributeType: ddbtypes.ScalarAttributeTypeS},
+			ddbtypes.AttributeDefinition{AttributeName: aws.String(sk), AttributeType: ddbtypes.ScalarAttributeTypeS})
+		in.GlobalSecondaryIndexes = append(in.GlobalSecondaryIndexes, ddbtypes.GlobalSecondaryIndex{
+			IndexName: aws.String(idx),
+			KeySchema: []ddbtypes.KeySchemaElement{
+				{AttributeName: aws.String(pk), KeyType: ddbtypes.KeyTypeHash},
+				{AttributeName: aws.String(sk), KeyType: ddbtypes.KeyTypeRange},
+			},
+			Projection: &ddbtypes.Projection{ProjectionType: ddbtypes.ProjectionTypeAll},
+		})
+	}
+	return in
+}
+
+// EnsureTable creates the table when it is missing and waits until it is
+// usable. It does not use the SDK waiter: minidyn reports no TableStatus.
+func (db *DB) EnsureTable(ctx context.Context) error {
+	_, err := db.Client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(db.Table)})
+	if err == nil {
+		return nil
+	}
+	if !IsResourceNotFound(err) {
+		return fmt.Errorf("describe table %s: %w", db.Table, err)
+	}
+	if _, err := db.Client.CreateTable(ctx, TableDefinition(db.Table)); err != nil {
+		var inUse *ddbtypes.ResourceInUseException
+		if !errorsAs(err, &inUse) {
+			return fmt.Errorf("create table %s: %w", db.Table, err)
+		}
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		out, err := db.Client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(db.Table)})
+		if err == nil && (out.Table.TableStatus == "" || out.Table.TableStatus == ddbtypes.TableStatusActive) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("table %s not active after 2 minutes (last error: %v)", db.Table, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}

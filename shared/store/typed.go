@@ -1,0 +1,44 @@
+package store
+
+import "context"
+
+// QueryInto runs q and decodes the page into values of T.
+func QueryInto[T any](ctx context.Context, db *DB, q ListQuery) ([]T, StartKey, error) {
+	page, err := db.Query(ctx, q)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := make([]T, 0, len(page.Items))
+	for _, it := range page.Items {
+		var v T
+		if err := Unmarshal(it, &v); err != nil {
+			return nil, nil, err
+		}
+		out = append(out, v)
+	}
+	return out, page.Next, nil
+}
+
+// GetInto reads one item of T; ErrNotFound when absent.
+func GetInto[T any](ctx context.Context, db *DB, pk, sk string) (T, error) {
+	var v T
+	err := db.Get(ctx, pk, sk, &v)
+	return v, err
+}
+
+// Guard is a uniqueness guard: an item whose key is the unique value within
+// an organisation (an e-mail, a CVR, a party's engagement, a matter number)
+// and whose ref names the item holding it. Creates write guards with
+// attribute_not_exists in the same transaction as the resource.
+type Guard struct {
+	Keys
+	Ref string `dynamodbav:"ref"`
+}
+
+// GuardSK is the sort key of the guard for value in namespace.
+func GuardSK(namespace, value string) string { return "UNIQ#" + namespace + "#" + value }
+
+// NewGuard builds a guard item.
+func NewGuard(org, namespace, value, ref string) Guard {
+	return Guard{Keys: Keys{PK: OrgPK(org), SK: GuardSK(namespace, value), Kind: "guard"}, Ref: ref}
+}
