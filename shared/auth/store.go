@@ -44,7 +44,8 @@ type Secret struct {
 
 // Client is an API client: one organisation, fixed scopes, an optional
 // expiry, and one or more active secrets. Its item also carries the
-// client's rate-limit counters (attributes rl_<minute>).
+// client's rate-limit counters: rl maps a minute (unix seconds / 60) to the
+// requests counted in it.
 type Client struct {
 	store.Keys
 	ID        string            `dynamodbav:"id"`
@@ -56,6 +57,7 @@ type Client struct {
 	ExpiresAt int64             `dynamodbav:"expires_at,omitempty"` // unix seconds; 0 = never
 	RevokedAt string            `dynamodbav:"revoked_at,omitempty"`
 	Secrets   map[string]Secret `dynamodbav:"secrets"`
+	RL        map[string]int64  `dynamodbav:"rl"`
 }
 
 // HasScope reports whether the client was granted scope.
@@ -136,6 +138,7 @@ func (s *Store) CreateKey(ctx context.Context, req KeyRequest, now time.Time) (C
 		ID: id, OrgID: req.OrgID, Name: req.Name, Mode: req.Mode, Scopes: req.Scopes,
 		CreatedAt: store.FormatTime(now),
 		Secrets:   map[string]Secret{tok.SecretID: {Hash: tok.Hash(), CreatedAt: store.FormatTime(now)}},
+		RL:        map[string]int64{},
 	}
 	if !req.Expires.IsZero() {
 		c.ExpiresAt = req.Expires.Unix()
@@ -232,8 +235,6 @@ type Usage struct {
 	Reset time.Time // when the current window ends
 }
 
-// windowAttr names the counter attribute of the minute containing t.
-func windowAttr(minute int64) string { return "rl_" + strconv.FormatInt(minute, 10) }
 
 // Authenticate checks a token and counts the request against its client's
 // rate limit in one conditional UpdateItem: the condition admits only a
@@ -242,17 +243,18 @@ func windowAttr(minute int64) string { return "rl_" + strconv.FormatInt(minute, 
 // cached: a revocation or expiry applies to the very next request.
 func (s *Store) Authenticate(ctx context.Context, tok Token, now time.Time) (Client, Usage, error) {
 	minute := now.Unix() / 60
-	cur, prev := windowAttr(minute), windowAttr(minute-1)
+	cur, prev := strconv.FormatInt(minute, 10), strconv.FormatInt(minute-1, 10)
 	pk, sk := clientKey(tok.ClientID)
 	out, err := s.db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:        aws.String(s.db.Table),
 		Key:              store.Key(pk, sk),
-		UpdateExpression: aws.String("ADD #cur :one REMOVE #prev"),
+		UpdateExpression: aws.String("SET rl.#cur = if_not_exists(rl.#cur, :zero) + :one REMOVE rl.#prev"),
 		ConditionExpression: aws.String("attribute_exists(PK) AND attribute_not_exists(revoked_at) AND #mode = :mode" +
 			" AND secrets.#sid.h = :h AND (attribute_not_exists(expires_at) OR expires_at > :now)"),
 		ExpressionAttributeNames: map[string]string{"#cur": cur, "#prev": prev, "#sid": tok.SecretID, "#mode": "mode"},
 		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{
 			":one":  &ddbtypes.AttributeValueMemberN{Value: "1"},
+			":zero": &ddbtypes.AttributeValueMemberN{Value: "0"},
 			":mode": &ddbtypes.AttributeValueMemberS{Value: tok.Mode},
 			":h":    &ddbtypes.AttributeValueMemberS{Value: tok.Hash()},
 			":now":  &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(now.Unix(), 10)},
@@ -276,40 +278,30 @@ func (s *Store) Authenticate(ctx context.Context, tok Token, now time.Time) (Cli
 		c.RevokedAt != "" || c.Mode != tok.Mode || (c.ExpiresAt != 0 && c.ExpiresAt <= now.Unix()) {
 		return Client{}, Usage{}, ErrUnauthenticated
 	}
-	u := Usage{Reset: time.Unix((minute+1)*60, 0).UTC()}
-	if n, ok := out.Attributes[cur].(*ddbtypes.AttributeValueMemberN); ok {
-		u.Count, _ = strconv.ParseInt(n.Value, 10, 64)
-	}
-	s.sweepWindows(ctx, pk, sk, out.Attributes, cur)
+	u := Usage{Count: c.RL[cur], Reset: time.Unix((minute+1)*60, 0).UTC()}
+	s.sweepWindows(ctx, pk, sk, c.RL, cur)
 	return c, u, nil
 }
 
 // sweepWindows removes counters of windows older than the previous one,
-// which REMOVE #prev misses after an idle spell. It runs at most once per
-// idle spell per client, and its failure is harmless (counts are keyed by
-// minute, so a stale attribute is never read as the current count).
-func (s *Store) sweepWindows(ctx context.Context, pk, sk string, attrs map[string]ddbtypes.AttributeValue, cur string) {
-	var stale []string
-	for a := range attrs {
-		if strings.HasPrefix(a, "rl_") && a != cur {
-			stale = append(stale, a)
-		}
-	}
-	if len(stale) == 0 {
-		return
-	}
+// which REMOVE rl.#prev misses after an idle spell. It runs at most once per
+// idle spell per client, and its failure is harmless: counts are keyed by
+// minute, so a stale entry is never read as the current count.
+func (s *Store) sweepWindows(ctx context.Context, pk, sk string, rl map[string]int64, cur string) {
 	names := map[string]string{}
-	expr := "REMOVE "
-	for i, a := range stale {
-		n := fmt.Sprintf("#s%d", i)
-		names[n] = a
-		if i > 0 {
-			expr += ", "
+	var parts []string
+	for minute := range rl {
+		if minute != cur {
+			n := fmt.Sprintf("#s%d", len(parts))
+			names[n] = minute
+			parts = append(parts, "rl."+n)
 		}
-		expr += n
+	}
+	if len(parts) == 0 {
+		return
 	}
 	_, _ = s.db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(s.db.Table), Key: store.Key(pk, sk),
-		UpdateExpression: aws.String(expr), ExpressionAttributeNames: names,
+		UpdateExpression: aws.String("REMOVE " + strings.Join(parts, ", ")), ExpressionAttributeNames: names,
 	})
 }

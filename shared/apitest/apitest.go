@@ -1,0 +1,196 @@
+// Package apitest runs the whole API over real HTTP (httptest) on a fresh
+// table of the embedded DynamoDB server, with a clock tests can set and a
+// counter of DynamoDB round trips.
+package apitest
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/smithy-go/middleware"
+
+	"github.com/practice-api/practice-api/shared/auth"
+	"github.com/practice-api/practice-api/shared/families"
+	"github.com/practice-api/practice-api/shared/httpapi"
+	"github.com/practice-api/practice-api/shared/store"
+	"github.com/practice-api/practice-api/shared/store/storetest"
+)
+
+// RoundTrips counts DynamoDB HTTP round trips (every attempt) by operation.
+type RoundTrips struct {
+	mu  sync.Mutex
+	ops []string
+}
+
+// Middleware is the smithy hook that records each attempt.
+func (c *RoundTrips) Middleware(stack *middleware.Stack) error {
+	return stack.Deserialize.Add(middleware.DeserializeMiddlewareFunc("countRoundTrips",
+		func(ctx context.Context, in middleware.DeserializeInput, next middleware.DeserializeHandler) (middleware.DeserializeOutput, middleware.Metadata, error) {
+			c.mu.Lock()
+			c.ops = append(c.ops, awsmiddleware.GetOperationName(ctx))
+			c.mu.Unlock()
+			return next.HandleDeserialize(ctx, in)
+		}), middleware.After)
+}
+
+// Reset forgets what was counted.
+func (c *RoundTrips) Reset() { c.mu.Lock(); c.ops = nil; c.mu.Unlock() }
+
+// Ops returns the operations since the last Reset, in order.
+func (c *RoundTrips) Ops() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.ops...)
+}
+
+// Env is one test's API: server, store, clock and helpers.
+type Env struct {
+	t      testing.TB
+	DB     *store.DB
+	Keys   *auth.Store
+	Server *httptest.Server
+	Calls  *RoundTrips
+	now    atomic.Int64 // unix nanos; 0 = real time
+}
+
+// Options tune an Env.
+type Options struct {
+	RateLimit int
+}
+
+// New starts the API on a fresh table.
+func New(t testing.TB, opt Options) *Env {
+	t.Helper()
+	e := &Env{t: t, Calls: &RoundTrips{}}
+	e.DB = storetest.NewDB(t, e.Calls.Middleware)
+	e.Keys = auth.NewStore(e.DB)
+	key, err := e.DB.LoadOrCreateSecret(context.Background(), "cursor")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealer, err := httpapi.NewSealer(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := families.Handler(httpapi.Config{Auth: e.Keys, Sealer: sealer, RateLimit: opt.RateLimit, Now: e.Now}, e.DB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Server = httptest.NewServer(h)
+	t.Cleanup(e.Server.Close)
+	return e
+}
+
+// Now is the Env's clock.
+func (e *Env) Now() time.Time {
+	if n := e.now.Load(); n != 0 {
+		return time.Unix(0, n)
+	}
+	return time.Now()
+}
+
+// SetNow fixes the clock at t.
+func (e *Env) SetNow(t time.Time) { e.now.Store(t.UnixNano()) }
+
+// Org creates an organisation and returns its id.
+func (e *Env) Org(name string) string {
+	e.t.Helper()
+	o, err := e.Keys.CreateOrg(context.Background(), "", name, e.Now())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return o.ID
+}
+
+// Key mints a test-mode key on org with scopes (every scope when none).
+func (e *Env) Key(org string, scopes ...string) string {
+	e.t.Helper()
+	c, _ := e.KeyWith(auth.KeyRequest{OrgID: org, Scopes: scopes, Mode: auth.ModeTest})
+	return c
+}
+
+// KeyWith mints a key from req (scopes default to all, mode to test) and
+// returns the bearer token and the client id.
+func (e *Env) KeyWith(req auth.KeyRequest) (token, clientID string) {
+	e.t.Helper()
+	if len(req.Scopes) == 0 {
+		req.Scopes = auth.Catalogue
+	}
+	if req.Mode == "" {
+		req.Mode = auth.ModeTest
+	}
+	c, tok, err := e.Keys.CreateKey(context.Background(), req, e.Now())
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return tok.String(), c.ID
+}
+
+// Response is a decoded API response.
+type Response struct {
+	Status int
+	Header http.Header
+	Raw    []byte
+	Body   map[string]any
+}
+
+// Do sends a request with an optional bearer key and body.
+func (e *Env) Do(method, path, key string, body io.Reader) Response {
+	e.t.Helper()
+	url := path
+	if !strings.HasPrefix(path, "http") {
+		url = e.Server.URL + path
+	}
+	req, err := http.NewRequest(method, url, body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	r := Response{Status: resp.StatusCode, Header: resp.Header, Raw: raw}
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &r.Body); err != nil {
+			e.t.Fatalf("%s %s: body is not a JSON object: %s", method, path, raw)
+		}
+	}
+	return r
+}
+
+// Get sends a GET with key.
+func (e *Env) Get(path, key string) Response { e.t.Helper(); return e.Do("GET", path, key, nil) }
+
+// Data returns the list in a list response's data.
+func (r Response) Data() []map[string]any {
+	list, _ := r.Body["data"].([]any)
+	out := make([]map[string]any, 0, len(list))
+	for _, v := range list {
+		out = append(out, v.(map[string]any))
+	}
+	return out
+}
+
+// Next returns links.next, "" when null.
+func (r Response) Next() string {
+	links, _ := r.Body["links"].(map[string]any)
+	s, _ := links["next"].(string)
+	return s
+}
