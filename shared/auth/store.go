@@ -235,7 +235,6 @@ type Usage struct {
 	Reset time.Time // when the current window ends
 }
 
-
 // Authenticate checks a token and counts the request against its client's
 // rate limit in one conditional UpdateItem: the condition admits only a
 // live, unexpired client holding this secret, so unknown and revoked keys

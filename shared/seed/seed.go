@@ -86,8 +86,8 @@ func Run(ctx context.Context, db *store.DB, org string, opt Options) (Counts, er
 		cl := party.Client{ID: uuid.NewString(), KYCStatus: "pending", CreatedAt: created, UpdatedAt: created}
 		if i%2 == 0 {
 			co := party.Company{ID: uuid.NewString(),
-				Name:      firmWords[r.IntN(len(firmWords))] + " " + firmWords[r.IntN(len(firmWords))] + " " + firmForms[r.IntN(len(firmForms))],
-				CVR:       cvr(runID, i), CreatedAt: created, UpdatedAt: created}
+				Name: firmWords[r.IntN(len(firmWords))] + " " + firmWords[r.IntN(len(firmWords))] + " " + firmForms[r.IntN(len(firmForms))],
+				CVR:  cvr(runID, i), CreatedAt: created, UpdatedAt: created}
 			co.SetKeys(org)
 			if err := add(co, co.Guards(org)[0]); err != nil {
 				return c, err

@@ -1,0 +1,15 @@
+// Command matters is the Lambda of the matters family: GET /matters and
+// GET /matters/{matter}.
+package main
+
+import (
+	"github.com/practice-api/practice-api/shared/app"
+	"github.com/practice-api/practice-api/shared/httpapi"
+	"github.com/practice-api/practice-api/shared/httpapi/routes"
+	"github.com/practice-api/practice-api/shared/matter"
+	"github.com/practice-api/practice-api/shared/store"
+)
+
+func main() {
+	app.StartLambda(routes.Matters, func(db *store.DB) httpapi.Handlers { return matter.Handlers(matter.NewStore(db)) })
+}

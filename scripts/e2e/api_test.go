@@ -1,0 +1,163 @@
+package e2e
+
+import (
+	"net"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// newOrg creates an organisation and a key with scopes through scripts/admin.
+func newOrg(t *testing.T, scopes string) (org, key, client string) {
+	t.Helper()
+	o := mustAdmin(t, "org", "create", "--name", "E2E "+t.Name())
+	k := mustAdmin(t, "key", "create", "--org", o["id"].(string), "--scopes", scopes, "--mode", "test", "--name", "e2e")
+	for _, f := range []string{"client_id", "secret_id", "key"} {
+		if k[f] == nil || k[f] == "" {
+			t.Fatalf("key create printed %v, missing %s", k, f)
+		}
+	}
+	return o["id"].(string), k["key"].(string), k["client_id"].(string)
+}
+
+func TestDemoKeyReadsMatters(t *testing.T) {
+	if api.demoKey == "" {
+		t.Skip("the suite did not start the devserver")
+	}
+	r := get(t, "/matters", api.demoKey)
+	if r.status != 200 || len(r.body["data"].([]any)) == 0 {
+		t.Fatalf("GET /matters with the demo key: %d %s", r.status, r.raw)
+	}
+	for _, h := range []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"} {
+		if r.header.Get(h) == "" {
+			t.Fatalf("missing %s", h)
+		}
+	}
+}
+
+func TestKeysLifecycleThroughAdmin(t *testing.T) {
+	org, key, client := newOrg(t, "matters:read,clients:read")
+	if !strings.HasPrefix(key, "pa_test_") {
+		t.Fatalf("test key %q lacks the test prefix", key)
+	}
+	seeded := mustAdmin(t, "seed", "--org", org, "--matters", "30")
+	if seeded["matters"] != 30.0 || seeded["clients"] != 15.0 {
+		t.Fatalf("seed printed %v", seeded)
+	}
+	r := get(t, "/matters?per_page=100", key)
+	if r.status != 200 || len(r.body["data"].([]any)) != 30 {
+		t.Fatalf("GET /matters: %d, %d items", r.status, len(r.body["data"].([]any)))
+	}
+	for _, p := range []string{"/clients", "/people", "/companies"} {
+		if r := get(t, p, key); r.status != 200 || len(r.body["data"].([]any)) == 0 {
+			t.Fatalf("GET %s: %d %s", p, r.status, r.raw)
+		}
+	}
+	if r := get(t, "/matters", ""); r.status != 401 || r.body["message"] == nil {
+		t.Fatalf("no key: %d", r.status)
+	}
+	if r := get(t, "/time-entries", key); r.status != 404 && r.status != 403 {
+		t.Fatalf("GET /time-entries: %d", r.status)
+	}
+
+	rot := mustAdmin(t, "key", "rotate", "--client", client)
+	if rot["client_id"] != client || rot["key"] == key {
+		t.Fatalf("rotate printed %v", rot)
+	}
+	second := rot["key"].(string)
+	first := strings.Split(key, "_")[3]
+	if out := mustAdmin(t, "key", "revoke-secret", "--client", client, "--secret", first); out["revoked"] != true || out["secret_id"] != first {
+		t.Fatalf("revoke-secret printed %v", out)
+	}
+	if r := get(t, "/matters", key); r.status != 401 {
+		t.Fatalf("revoked secret: %d", r.status)
+	}
+	if r := get(t, "/matters", second); r.status != 200 {
+		t.Fatalf("rotated secret: %d", r.status)
+	}
+	if out := mustAdmin(t, "key", "revoke", "--client", client); out["revoked"] != true || out["client_id"] != client {
+		t.Fatalf("revoke printed %v", out)
+	}
+	if r := get(t, "/matters", second); r.status != 401 {
+		t.Fatalf("revoked client: %d", r.status)
+	}
+}
+
+func TestScopeAndExpiryThroughAdmin(t *testing.T) {
+	o := mustAdmin(t, "org", "create", "--name", "E2E scopes")
+	k := mustAdmin(t, "key", "create", "--org", o["id"].(string), "--scopes", "clients:read")
+	if !strings.HasPrefix(k["key"].(string), "pa_live_") {
+		t.Fatalf("default mode is live, got %q", k["key"])
+	}
+	r := get(t, "/matters", k["key"].(string))
+	if r.status != 403 || r.body["required_scope"] != "matters:read" {
+		t.Fatalf("403: %d %s", r.status, r.raw)
+	}
+	exp := time.Now().Add(3 * time.Second).UTC().Format(time.RFC3339)
+	e := mustAdmin(t, "key", "create", "--org", o["id"].(string), "--scopes", "matters:read", "--expires", exp)
+	if r := get(t, "/matters", e["key"].(string)); r.status != 200 {
+		t.Fatalf("before expiry: %d", r.status)
+	}
+	time.Sleep(time.Until(time.Now().Add(4 * time.Second).Truncate(time.Second)))
+	if r := get(t, "/matters", e["key"].(string)); r.status != 401 {
+		t.Fatalf("after expiry: %d", r.status)
+	}
+}
+
+func TestAdminErrors(t *testing.T) {
+	cases := [][]string{
+		{"key", "create", "--org", "00000000-0000-4000-8000-000000000000", "--scopes", "matters:read"},
+		{"key", "create", "--org", "x", "--scopes", "matters:destroy"},
+		{"key", "rotate", "--client", "00000000-0000-4000-8000-000000000000"},
+		{"org", "create"},
+		{"bogus"},
+	}
+	for _, args := range cases {
+		if out, err := admin(t, args...); err == nil || out["error"] == "" {
+			t.Errorf("admin %v succeeded: %v", args, out)
+		}
+	}
+}
+
+func TestPaginationAcrossTheWire(t *testing.T) {
+	org, key, _ := newOrg(t, "matters:read")
+	mustAdmin(t, "seed", "--org", org, "--matters", "25")
+	seen := map[string]bool{}
+	next := api.base + "/matters?per_page=7"
+	for pages := 0; next != ""; pages++ {
+		r := get(t, next, key)
+		if r.status != 200 || pages > 10 {
+			t.Fatalf("page %d: %d", pages, r.status)
+		}
+		for _, d := range r.body["data"].([]any) {
+			id := d.(map[string]any)["id"].(string)
+			if seen[id] {
+				t.Fatalf("%s seen twice", id)
+			}
+			seen[id] = true
+		}
+		next, _ = r.body["links"].(map[string]any)["next"].(string)
+	}
+	if len(seen) != 25 {
+		t.Fatalf("saw %d matters, want 25", len(seen))
+	}
+}
+
+func TestDevserverRefusesATakenPort(t *testing.T) {
+	if api.local == nil {
+		t.Skip("the suite did not start the devserver")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	cmd := exec.Command(filepath.Join(api.root, "scripts", "devserver"))
+	cmd.Env = append(append([]string{}, api.localEnv...), "LISTEN_ADDR="+ln.Addr().String())
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), ln.Addr().String()) || !strings.Contains(string(out), "LISTEN_ADDR") {
+		t.Fatalf("devserver on a taken port: err %v, output %s", err, out)
+	}
+}

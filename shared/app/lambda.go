@@ -1,0 +1,39 @@
+package app
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
+
+	"github.com/practice-api/practice-api/shared/httpapi"
+	"github.com/practice-api/practice-api/shared/store"
+)
+
+// Build makes a family's handlers on the store.
+type Build func(db *store.DB) httpapi.Handlers
+
+// FamilyHandler builds, from the environment, the HTTP handler of one
+// family: exactly what its Lambda serves.
+func FamilyHandler(ctx context.Context, family string, build Build) (http.Handler, error) {
+	env, err := LoadFromEnv(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return httpapi.NewHandler(env.Edge, map[string]httpapi.Handlers{family: build(env.DB)})
+}
+
+// StartLambda serves one family as an API Gateway HTTP API (payload v2)
+// Lambda. Everything is built once, at cold start.
+func StartLambda(family string, build Build) {
+	JSONLogs()
+	h, err := FamilyHandler(context.Background(), family, build)
+	if err != nil {
+		slog.Error("cold start failed", "family", family, "err", err)
+		os.Exit(1)
+	}
+	lambda.Start(httpadapter.NewV2(h).ProxyWithContext)
+}
