@@ -100,7 +100,9 @@ func (t *target) startDevserver(extraEnv []string) (stop func(), err error) {
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
-			var d struct{ DemoKey string `json:"demo_key"` }
+			var d struct {
+				DemoKey string `json:"demo_key"`
+			}
 			if json.Unmarshal(sc.Bytes(), &d) == nil && d.DemoKey != "" {
 				demo <- d.DemoKey
 			}

@@ -1,0 +1,60 @@
+package families_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/practice-api/practice-api/shared/apitest"
+	"github.com/practice-api/practice-api/shared/seed"
+)
+
+// benchGet measures GET path over real HTTP and loopback DynamoDB, and
+// reports p50 and p99 besides the mean.
+func benchGet(b *testing.B, e *apitest.Env, path, key string) {
+	req, _ := http.NewRequest("GET", e.Server.URL+path, nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	durations := make([]time.Duration, 0, b.N)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		start := time.Now()
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			b.Fatalf("status %d", resp.StatusCode)
+		}
+		durations = append(durations, time.Since(start))
+	}
+	b.StopTimer()
+	slices.Sort(durations)
+	b.ReportMetric(float64(durations[len(durations)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(durations[len(durations)*99/100].Microseconds())/1000, "p99-ms")
+}
+
+func BenchmarkListMatters100(b *testing.B) {
+	e := apitest.New(b, apitest.Options{RateLimit: 1 << 30})
+	org := e.Org("bench")
+	if _, err := seed.Run(context.Background(), e.DB, org, seed.Options{Matters: 1000}); err != nil {
+		b.Fatal(err)
+	}
+	benchGet(b, e, "/api/v1/matters?per_page=100", e.Key(org))
+}
+
+func BenchmarkGetMatter(b *testing.B) {
+	e := apitest.New(b, apitest.Options{RateLimit: 1 << 30})
+	org := e.Org("bench")
+	if _, err := seed.Run(context.Background(), e.DB, org, seed.Options{Matters: 100}); err != nil {
+		b.Fatal(err)
+	}
+	key := e.Key(org)
+	r := e.Get("/api/v1/matters?per_page=1", key)
+	benchGet(b, e, "/api/v1/matters/"+r.Data()[0]["id"].(string), key)
+}

@@ -1,0 +1,100 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/practice-api/practice-api/shared/store"
+)
+
+func TestNewHandlerChecksTheRouteTable(t *testing.T) {
+	ok := func(http.ResponseWriter, *http.Request) {}
+	if _, err := NewHandler(Config{}, map[string]Handlers{"matters": {"matters.list": ok}}); err == nil {
+		t.Fatal("a family missing a route's handler was accepted")
+	}
+	if _, err := NewHandler(Config{}, map[string]Handlers{"matters": {"matters.list": ok, "matters.get": ok, "matters.delete": ok}}); err == nil {
+		t.Fatal("a handler for no route was accepted")
+	}
+}
+
+func TestPanicBecomesJSON500(t *testing.T) {
+	cfg := Config{}
+	cfg.defaults()
+	h := cfg.edge(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") }))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/api/v1/matters", nil))
+	var body map[string]string
+	if rec.Code != 500 || json.Unmarshal(rec.Body.Bytes(), &body) != nil || !strings.Contains(body["message"], rec.Header().Get("X-Request-Id")) {
+		t.Fatalf("panic: %d %s", rec.Code, rec.Body)
+	}
+	if strings.Contains(rec.Body.String(), "boom") {
+		t.Fatal("panic value leaked to the client")
+	}
+}
+
+func TestChunkedBodyOverLimitIs413(t *testing.T) {
+	cfg := Config{MaxBodyBytes: 10}
+	cfg.defaults()
+	h := cfg.edge(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var v any
+		if err := json.NewDecoder(r.Body).Decode(&v); err != nil {
+			WriteError(w, r, err)
+		}
+	}))
+	req := httptest.NewRequest("POST", "/x", bytes.NewReader([]byte(`{"a":"0123456789"}`)))
+	req.ContentLength = -1 // unknown length: only the reader can enforce the limit
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != 413 {
+		t.Fatalf("status %d: %s", rec.Code, rec.Body)
+	}
+}
+
+func TestCursorSealing(t *testing.T) {
+	s, err := NewSealer(bytes.Repeat([]byte{7}, 32))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := NewSealer(bytes.Repeat([]byte{8}, 32))
+	c := cursor{Org: "o", Resource: "matters", Filter: json.RawMessage(`{"status":"active"}`), After: store.StartKey{"PK": "O#o"}}
+	sealed, err := s.seal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.open(sealed)
+	if err != nil || got.Org != "o" || got.After["PK"] != "O#o" || string(got.Filter) != `{"status":"active"}` {
+		t.Fatalf("round trip: %v %v", got, err)
+	}
+	if strings.Contains(sealed, "active") {
+		t.Fatal("cursor is not opaque")
+	}
+	if _, err := other.open(sealed); err == nil {
+		t.Fatal("a cursor opened under another key")
+	}
+	for i := range sealed {
+		b := []byte(sealed)
+		b[i] ^= 0x01
+		if _, err := s.open(string(b)); err == nil && string(b) != sealed {
+			t.Fatalf("flipping byte %d still opens", i)
+		}
+	}
+	for _, junk := range []string{"", "a", "!!!!", strings.Repeat("A", 5000)} {
+		if _, err := s.open(junk); err == nil {
+			t.Fatalf("junk %q opened", junk)
+		}
+	}
+}
+
+func FuzzCursorOpen(f *testing.F) {
+	s, _ := NewSealer(bytes.Repeat([]byte{7}, 32))
+	good, _ := s.seal(cursor{Org: "o", Resource: "r"})
+	f.Add(good)
+	f.Add("")
+	f.Fuzz(func(t *testing.T, v string) {
+		_, _ = s.open(v) // must not panic
+	})
+}
