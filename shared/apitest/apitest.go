@@ -21,6 +21,7 @@ import (
 	"github.com/practice-api/practice-api/shared/auth"
 	"github.com/practice-api/practice-api/shared/families"
 	"github.com/practice-api/practice-api/shared/httpapi"
+	"github.com/practice-api/practice-api/shared/idempotency"
 	"github.com/practice-api/practice-api/shared/store"
 	"github.com/practice-api/practice-api/shared/store/storetest"
 )
@@ -62,6 +63,9 @@ type Env struct {
 	now    atomic.Int64 // unix nanos; 0 = real time
 }
 
+// IdempotencyLock is the claim lock of test Envs; tests move the clock past it.
+const IdempotencyLock = 30 * time.Second
+
 // Options tune an Env.
 type Options struct {
 	RateLimit int
@@ -81,7 +85,8 @@ func New(t testing.TB, opt Options) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := families.Handler(httpapi.Config{Auth: e.Keys, Sealer: sealer, RateLimit: opt.RateLimit, Now: e.Now}, e.DB)
+	h, err := families.Handler(httpapi.Config{Auth: e.Keys, Sealer: sealer, RateLimit: opt.RateLimit, Now: e.Now,
+		Idempotency: idempotency.NewStore(e.DB, IdempotencyLock)}, e.DB)
 	if err != nil {
 		t.Fatal(err)
 	}

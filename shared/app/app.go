@@ -13,6 +13,7 @@ import (
 
 	"github.com/practice-api/practice-api/shared/auth"
 	"github.com/practice-api/practice-api/shared/httpapi"
+	"github.com/practice-api/practice-api/shared/idempotency"
 	"github.com/practice-api/practice-api/shared/store"
 )
 
@@ -62,7 +63,7 @@ func Load(ctx context.Context, db *store.DB) (*Env, error) {
 	}
 	return &Env{DB: db, Edge: httpapi.Config{
 		Auth: auth.NewStore(db), Sealer: sealer, RateLimit: limit, AcceptedModes: modes,
-		AccessLog: slog.Default(),
+		AccessLog: slog.Default(), Idempotency: idempotency.NewStore(db, 0),
 	}}, nil
 }
 

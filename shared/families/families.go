@@ -11,13 +11,15 @@ import (
 	"github.com/practice-api/practice-api/shared/matter"
 	"github.com/practice-api/practice-api/shared/party"
 	"github.com/practice-api/practice-api/shared/store"
+	"github.com/practice-api/practice-api/shared/timeentry"
 )
 
 // All returns the handlers of every family on db.
 func All(db *store.DB) map[string]httpapi.Handlers {
 	return map[string]httpapi.Handlers{
-		routes.Matters: matter.Handlers(matter.NewStore(db)),
-		routes.Parties: party.Handlers(party.NewStore(db)),
+		routes.Matters:     matter.Handlers(matter.NewStore(db)),
+		routes.Parties:     party.Handlers(party.NewStore(db)),
+		routes.TimeEntries: timeentry.Handlers(timeentry.NewStore(db)),
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+
+	"github.com/aws/smithy-go"
 )
 
 // FieldError is one invalid field or parameter of a 422.
@@ -62,6 +64,15 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
 		WriteJSON(w, http.StatusRequestEntityTooLarge, &Error{Message: fmt.Sprintf("request body exceeds the limit of %d bytes", tooBig.Limit)})
+		return
+	}
+	var opErr *smithy.OperationError
+	if errors.As(err, &opErr) {
+		// The store failed (throttling, an outage): nothing was half-written,
+		// and the same request, with the same Idempotency-Key, can be retried.
+		slog.ErrorContext(r.Context(), "store unavailable", "err", err, "method", r.Method, "path", r.URL.Path, "request_id", RequestID(r.Context()))
+		w.Header().Set("Retry-After", "1")
+		WriteJSON(w, http.StatusServiceUnavailable, &Error{Message: "the data store is temporarily unavailable; retry the request (with the same Idempotency-Key for a create); request id " + RequestID(r.Context())})
 		return
 	}
 	slog.ErrorContext(r.Context(), "internal error", "err", err, "method", r.Method, "path", r.URL.Path, "request_id", RequestID(r.Context()))

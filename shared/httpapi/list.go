@@ -120,19 +120,11 @@ func parsePerPage(q url.Values) (int, error) {
 	return n, nil
 }
 
-// nextURL is an absolute URL on the host the client called.
+// nextURL is the absolute URL of the next page.
 func nextURL(r *http.Request, cursor string, perPage int) string {
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	if p := r.Header.Get("X-Forwarded-Proto"); p == "https" || p == "http" {
-		scheme = p
-	}
 	q := url.Values{"cursor": {cursor}}
 	if perPage != DefaultPerPage {
 		q.Set("per_page", strconv.Itoa(perPage))
 	}
-	u := url.URL{Scheme: scheme, Host: r.Host, Path: r.URL.Path, RawQuery: q.Encode()}
-	return u.String()
+	return absoluteURL(r, r.URL.Path) + "?" + q.Encode()
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/practice-api/practice-api/shared/auth"
 	"github.com/practice-api/practice-api/shared/httpapi/routes"
+	"github.com/practice-api/practice-api/shared/idempotency"
 )
 
 // Config is what the edge needs; every field is built once per process.
@@ -33,6 +34,8 @@ type Config struct {
 	Now func() time.Time
 	// AccessLog, when set, gets one line per request.
 	AccessLog *slog.Logger
+	// Idempotency keeps the Idempotency-Key records of creates.
+	Idempotency *idempotency.Store
 }
 
 // DefaultMaxBodyBytes is the documented request body limit.
@@ -68,13 +71,15 @@ const (
 type requestEnv struct {
 	client *auth.Client
 	sealer *Sealer
+	idem   *idempotency.Store
+	now    func() time.Time
 }
 
 func envFrom(ctx context.Context) *requestEnv {
 	if e, ok := ctx.Value(envKey).(*requestEnv); ok {
 		return e
 	}
-	return &requestEnv{client: &auth.Client{}}
+	return &requestEnv{client: &auth.Client{}, now: time.Now}
 }
 
 // OrgID is the organisation of the authenticated key. Handlers take the
@@ -223,7 +228,7 @@ func (cfg *Config) authorize(rt routes.Route, next http.HandlerFunc) http.Handle
 		h.Set("X-RateLimit-Limit", strconv.Itoa(cfg.RateLimit))
 		h.Set("X-RateLimit-Remaining", strconv.FormatInt(remaining, 10))
 		h.Set("X-RateLimit-Reset", strconv.FormatInt(usage.Reset.Unix(), 10))
-		r = r.WithContext(context.WithValue(r.Context(), envKey, &requestEnv{client: &client, sealer: cfg.Sealer}))
+		r = r.WithContext(context.WithValue(r.Context(), envKey, &requestEnv{client: &client, sealer: cfg.Sealer, idem: cfg.Idempotency, now: cfg.Now}))
 		if usage.Count > int64(cfg.RateLimit) {
 			wait := int64(usage.Reset.Sub(now).Seconds() + 0.999)
 			h.Set("Retry-After", strconv.FormatInt(max(wait, 1), 10))

@@ -63,3 +63,15 @@ func PathID(v string) (string, bool) {
 	}
 	return id.String(), true
 }
+
+// DateParam validates an optional YYYY-MM-DD filter.
+func DateParam(q url.Values, name string) (string, error) {
+	v := q.Get(name)
+	if v == "" {
+		return "", nil
+	}
+	if _, err := time.Parse(time.DateOnly, v); err != nil || len(v) != 10 {
+		return "", Invalid(name, "%s must be a date in the form YYYY-MM-DD", name)
+	}
+	return v, nil
+}

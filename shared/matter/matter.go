@@ -91,6 +91,9 @@ func Handlers(s *Store) httpapi.Handlers {
 			httpapi.ServeList(w, r, "matters", parseFilter, s.List)
 		},
 		"matters.get": httpapi.GetHandler("matter", "matter", s.Get),
+		"matters.create": func(w http.ResponseWriter, r *http.Request) {
+			httpapi.ServeCreate(w, r, "matters", "/matters", s.Create)
+		},
 	}
 }
 

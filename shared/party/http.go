@@ -22,6 +22,15 @@ func Handlers(s *Store) httpapi.Handlers {
 			httpapi.ServeList(w, r, "clients", parseClientFilter, s.ListClients)
 		},
 		"clients.get": httpapi.GetHandler("client", "client", s.GetClient),
+		"people.create": func(w http.ResponseWriter, r *http.Request) {
+			httpapi.ServeCreate(w, r, "people", "/people", s.CreatePerson)
+		},
+		"companies.create": func(w http.ResponseWriter, r *http.Request) {
+			httpapi.ServeCreate(w, r, "companies", "/companies", s.CreateCompany)
+		},
+		"clients.create": func(w http.ResponseWriter, r *http.Request) {
+			httpapi.ServeCreate(w, r, "clients", "/clients", s.CreateClient)
+		},
 	}
 }
 

@@ -4,6 +4,7 @@
 package party
 
 import (
+	"encoding/json"
 	"strings"
 
 	"github.com/practice-api/practice-api/shared/store"
@@ -30,11 +31,38 @@ type Person struct {
 // Company is a company party.
 type Company struct {
 	store.Keys `json:"-"`
-	ID         string `dynamodbav:"id" json:"id"`
-	Name       string `dynamodbav:"name" json:"name"`
-	CVR        string `dynamodbav:"cvr" json:"cvr"` // digits only
-	CreatedAt  string `dynamodbav:"created_at" json:"created_at"`
-	UpdatedAt  string `dynamodbav:"updated_at" json:"updated_at"`
+	ID         string      `dynamodbav:"id" json:"id"`
+	Name       string      `dynamodbav:"name" json:"name"`
+	CVR        string      `dynamodbav:"cvr" json:"cvr"` // digits only
+	Enrichment *Enrichment `dynamodbav:"enrichment,omitempty" json:"enrichment,omitempty"`
+	CreatedAt  string      `dynamodbav:"created_at" json:"created_at"`
+	UpdatedAt  string      `dynamodbav:"updated_at" json:"updated_at"`
+}
+
+// Enrichment states of a company.
+const (
+	EnrichmentPending = "pending" // queued or being retried
+	EnrichmentDone    = "done"
+	EnrichmentFailed  = "failed"  // gave up after the last retry
+	EnrichmentSkipped = "skipped" // no company register is configured
+)
+
+// Enrichment is what the background job fetched from the company register.
+type Enrichment struct {
+	Status   string `dynamodbav:"status" json:"status"`
+	Attempts int    `dynamodbav:"attempts,omitempty" json:"attempts,omitempty"`
+	// Register is the register's snapshot of the company, as it answered.
+	Register  json.RawMessage `dynamodbav:"register,omitempty" json:"register,omitempty"`
+	Logo      *Logo           `dynamodbav:"logo,omitempty" json:"logo,omitempty"`
+	Error     string          `dynamodbav:"error,omitempty" json:"error,omitempty"`
+	UpdatedAt string          `dynamodbav:"updated_at,omitempty" json:"updated_at,omitempty"`
+}
+
+// Logo describes the stored logo; its bytes live in their own item.
+type Logo struct {
+	ContentType string `dynamodbav:"content_type" json:"content_type"`
+	Size        int    `dynamodbav:"size" json:"size"`
+	SHA256      string `dynamodbav:"sha256" json:"sha256"`
 }
 
 // Client is an engagement on exactly one party; it has no party data of its own.
@@ -57,6 +85,21 @@ func (c *Client) PartyID() string {
 	}
 	return c.PersonID
 }
+
+// KYC statuses of an engagement. Imports open at pending; the application
+// (scripts/admin kyc set) moves them.
+const (
+	KYCPending    = "pending"
+	KYCInProgress = "in_progress"
+	KYCApproved   = "approved"
+	KYCRejected   = "rejected"
+)
+
+// KYCStatuses lists every KYC status.
+var KYCStatuses = []string{KYCPending, KYCInProgress, KYCApproved, KYCRejected}
+
+// ClientKey returns the primary key of an engagement, for other packages.
+func ClientKey(org, id string) (pk, sk string) { return store.OrgPK(org), clientSK(id) }
 
 // Sort keys of the base table (partition store.OrgPK(org)).
 func personSK(id string) string  { return "PERSON#" + id }

@@ -4,7 +4,6 @@ package seed
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
@@ -16,12 +15,12 @@ import (
 	"github.com/practice-api/practice-api/shared/matter"
 	"github.com/practice-api/practice-api/shared/party"
 	"github.com/practice-api/practice-api/shared/store"
+	"github.com/practice-api/practice-api/shared/timeentry"
 )
 
 // Options size a seed run.
 type Options struct {
-	Matters int
-	// EntriesPerMatter needs time entries, which arrive with the import issue.
+	Matters          int
 	EntriesPerMatter int
 	// Now anchors the generated timestamps (the last 18 months before it).
 	Now time.Time
@@ -45,16 +44,19 @@ var (
 	firmForms  = []string{"ApS", "A/S", "I/S", "IVS"}
 	subjects   = []string{"Lejekontrakt", "Ansættelsessag", "Generationsskifte", "Erhvervsoverdragelse", "Inkasso", "Skilsmisse", "Dødsbo", "Voldgift", "Persondata", "Franchiseaftale"}
 	statuses   = []string{"active", "active", "active", "dormant", "dormant", "closed", "archived"}
+	// entryStatuses weights the statuses of seeded time as a practice sees them.
+	entryStatuses = []string{"draft", "submitted", "approved", "approved", "invoiced", "invoiced", "invoiced", "written_off"}
+	tasks         = []string{"Møde med klient", "Udarbejdelse af processkrift", "Telefonmøde", "Gennemgang af kontrakt", "Korrespondance", "Retsmøde", "Research"}
 )
 
 // Run seeds org with opt.Matters matters on about opt.Matters/2 clients,
 // half companies and half people.
 func Run(ctx context.Context, db *store.DB, org string, opt Options) (Counts, error) {
-	if opt.EntriesPerMatter > 0 {
-		return Counts{}, errors.New("seed: time entries are not built yet (they arrive with the import issue); use --entries-per-matter 0")
-	}
 	if opt.Matters < 0 || opt.Matters > 1_000_000 {
 		return Counts{}, fmt.Errorf("seed: --matters must be from 0 to 1000000")
+	}
+	if opt.EntriesPerMatter < 0 || opt.EntriesPerMatter > 10_000 {
+		return Counts{}, fmt.Errorf("seed: --entries-per-matter must be from 0 to 10000")
 	}
 	r := opt.Rand
 	if r == nil {
@@ -119,6 +121,10 @@ func Run(ctx context.Context, db *store.DB, org string, opt Options) (Counts, er
 			return c, err
 		}
 		first := last - int64(opt.Matters) + 1
+		users := make([]string, 8) // the fee earners of the organisation
+		for i := range users {
+			users[i] = uuid.NewString()
+		}
 		for i := range opt.Matters {
 			cl := clients[i%len(clients)]
 			updated := stamp()
@@ -138,6 +144,18 @@ func Run(ctx context.Context, db *store.DB, org string, opt Options) (Counts, er
 				return c, err
 			}
 			c.Matters++
+			for range opt.EntriesPerMatter {
+				day := opt.Now.AddDate(0, 0, -r.IntN(540)).Format(time.DateOnly)
+				t := timeentry.TimeEntry{ID: uuid.NewString(), MatterID: m.ID, ClientID: m.ClientID,
+					UserID: users[r.IntN(len(users))], Date: day, DurationMinutes: int64(6 * (1 + r.IntN(40))),
+					HourlyRate: rate, Currency: "DKK", Status: entryStatuses[r.IntN(len(entryStatuses))],
+					Description: tasks[r.IntN(len(tasks))], CreatedAt: updated, UpdatedAt: updated}
+				t.SetKeys(org)
+				if err := add(t); err != nil {
+					return c, err
+				}
+				c.TimeEntries++
+			}
 		}
 	}
 	return c, db.BatchPut(ctx, items)

@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
@@ -81,26 +83,57 @@ func (db *DB) PutNew(ctx context.Context, item map[string]ddbtypes.AttributeValu
 	return err
 }
 
-// BatchPut writes items unconditionally, 25 at a time, retrying unprocessed
-// ones. It is for bulk loads (seed) whose keys are fresh by construction.
+// batchWriters is how many BatchWriteItem calls a bulk load keeps in flight.
+const batchWriters = 4
+
+// BatchPut writes items unconditionally, 25 at a time over a few parallel
+// writers, retrying unprocessed ones. It is for bulk loads (seed) whose keys
+// are fresh by construction.
 func (db *DB) BatchPut(ctx context.Context, items []map[string]ddbtypes.AttributeValue) error {
+	starts := make(chan int)
+	errs := make(chan error, batchWriters)
+	for range batchWriters {
+		go func() {
+			var first error
+			for start := range starts {
+				if first == nil {
+					first = db.batchPut(ctx, items[start:min(start+25, len(items))])
+				}
+			}
+			errs <- first
+		}()
+	}
 	for start := 0; start < len(items); start += 25 {
-		end := min(start+25, len(items))
-		reqs := make([]ddbtypes.WriteRequest, 0, end-start)
-		for _, it := range items[start:end] {
-			reqs = append(reqs, ddbtypes.WriteRequest{PutRequest: &ddbtypes.PutRequest{Item: it}})
+		starts <- start
+	}
+	close(starts)
+	var err error
+	for range batchWriters {
+		err = errors.Join(err, <-errs)
+	}
+	return err
+}
+
+// batchPut writes up to 25 items, retrying what DynamoDB leaves
+// unprocessed (throttling) with a growing pause.
+func (db *DB) batchPut(ctx context.Context, chunk []map[string]ddbtypes.AttributeValue) error {
+	reqs := make([]ddbtypes.WriteRequest, 0, len(chunk))
+	for _, it := range chunk {
+		reqs = append(reqs, ddbtypes.WriteRequest{PutRequest: &ddbtypes.PutRequest{Item: it}})
+	}
+	pending := map[string][]ddbtypes.WriteRequest{db.Table: reqs}
+	for attempt := 0; len(pending[db.Table]) > 0; attempt++ {
+		if attempt > 8 {
+			return fmt.Errorf("batch put: %d items still unprocessed", len(pending[db.Table]))
 		}
-		pending := map[string][]ddbtypes.WriteRequest{db.Table: reqs}
-		for attempt := 0; len(pending[db.Table]) > 0; attempt++ {
-			if attempt > 8 {
-				return fmt.Errorf("batch put: %d items still unprocessed", len(pending[db.Table]))
-			}
-			out, err := db.Client.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: pending})
-			if err != nil {
-				return fmt.Errorf("batch put: %w", err)
-			}
-			pending = out.UnprocessedItems
+		if attempt > 0 {
+			time.Sleep(time.Duration(attempt*attempt) * 50 * time.Millisecond)
 		}
+		out, err := db.Client.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: pending})
+		if err != nil {
+			return fmt.Errorf("batch put: %w", err)
+		}
+		pending = out.UnprocessedItems
 	}
 	return nil
 }

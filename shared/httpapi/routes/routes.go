@@ -38,6 +38,7 @@ func (r Route) Pattern() string { return r.Method + " " + Prefix + r.Path }
 var Table = []Route{
 	{Family: Matters, Method: "GET", Path: "/matters", Scope: "matters:read", Name: "matters.list"},
 	{Family: Matters, Method: "GET", Path: "/matters/{matter}", Scope: "matters:read", Name: "matters.get"},
+	{Family: Matters, Method: "POST", Path: "/matters", Scope: "matters:write", Name: "matters.create"},
 
 	{Family: Parties, Method: "GET", Path: "/clients", Scope: "clients:read", Name: "clients.list"},
 	{Family: Parties, Method: "GET", Path: "/clients/{client}", Scope: "clients:read", Name: "clients.get"},
@@ -45,6 +46,12 @@ var Table = []Route{
 	{Family: Parties, Method: "GET", Path: "/people/{person}", Scope: "clients:read", Name: "people.get"},
 	{Family: Parties, Method: "GET", Path: "/companies", Scope: "clients:read", Name: "companies.list"},
 	{Family: Parties, Method: "GET", Path: "/companies/{company}", Scope: "clients:read", Name: "companies.get"},
+	{Family: Parties, Method: "POST", Path: "/clients", Scope: "clients:write", Name: "clients.create"},
+	{Family: Parties, Method: "POST", Path: "/people", Scope: "parties:write", Name: "people.create"},
+	{Family: Parties, Method: "POST", Path: "/companies", Scope: "parties:write", Name: "companies.create"},
+
+	{Family: TimeEntries, Method: "GET", Path: "/time-entries", Scope: "time:read", Name: "time_entries.list"},
+	{Family: TimeEntries, Method: "POST", Path: "/time-entries", Scope: "time:write", Name: "time_entries.create"},
 }
 
 // Family returns the routes of one family.

@@ -1,0 +1,212 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/uuid"
+)
+
+// Body decodes a JSON object strictly: every field is read through a typed
+// accessor, derived and forbidden fields are refused by name, unknown fields
+// are refused, and all problems are reported together in one 422.
+type Body struct {
+	fields map[string]json.RawMessage
+	used   map[string]bool
+	errs   []FieldError
+}
+
+// DecodeBody parses raw as one JSON object.
+func DecodeBody(raw []byte) (*Body, error) {
+	var fields map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&fields); err != nil || fields == nil {
+		return nil, &Error{Status: http.StatusUnprocessableEntity, Message: "the request body must be a JSON object"}
+	}
+	if dec.More() {
+		return nil, &Error{Status: http.StatusUnprocessableEntity, Message: "the request body must be a single JSON object"}
+	}
+	return &Body{fields: fields, used: map[string]bool{}}, nil
+}
+
+// Fail records a problem with a field.
+func (b *Body) Fail(field, format string, args ...any) {
+	b.errs = append(b.errs, FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
+}
+
+func (b *Body) take(name string, required bool) (json.RawMessage, bool) {
+	b.used[name] = true
+	raw, ok := b.fields[name]
+	if !ok || string(raw) == "null" {
+		if required {
+			b.Fail(name, "%s is required", name)
+		}
+		return nil, false
+	}
+	return raw, true
+}
+
+// Has reports whether a field was sent (and is not null).
+func (b *Body) Has(name string) bool {
+	raw, ok := b.fields[name]
+	return ok && string(raw) != "null"
+}
+
+// String reads a string of 1 to maxLen characters, trimmed.
+func (b *Body) String(name string, required bool, maxLen int) string {
+	raw, ok := b.take(name, required)
+	if !ok {
+		return ""
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		b.Fail(name, "%s must be a string", name)
+		return ""
+	}
+	s = strings.TrimSpace(s)
+	switch {
+	case s == "" && required:
+		b.Fail(name, "%s must not be empty", name)
+	case utf8.RuneCountInString(s) > maxLen:
+		b.Fail(name, "%s is longer than %d characters", name, maxLen)
+	case strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 && r != '\t' }):
+		b.Fail(name, "%s contains control characters", name)
+	default:
+		return s
+	}
+	return ""
+}
+
+// Int reads an integer in [lo, hi]. Decimals (1250.00), exponents and
+// strings are refused, never rounded or converted.
+func (b *Body) Int(name string, required bool, lo, hi int64, hint string) (int64, bool) {
+	raw, ok := b.take(name, required)
+	if !ok {
+		return 0, false
+	}
+	lit := string(raw)
+	n, err := strconv.ParseInt(lit, 10, 64)
+	if err != nil {
+		switch {
+		case strings.HasPrefix(lit, `"`):
+			b.Fail(name, "%s must be a JSON number, not a string%s", name, hint)
+		case strings.ContainsAny(lit, ".eE"):
+			b.Fail(name, "%s must be a whole number; %s is refused, never rounded%s", name, lit, hint)
+		default:
+			b.Fail(name, "%s must be a whole number%s", name, hint)
+		}
+		return 0, false
+	}
+	if n < lo || n > hi {
+		b.Fail(name, "%s must be from %d to %d%s", name, lo, hi, hint)
+		return 0, false
+	}
+	return n, true
+}
+
+// MoneyHint explains minor units in money errors.
+const MoneyHint = " (integer minor units: 1250 means 12.50 DKK)"
+
+// Money reads a non-negative amount in minor units.
+func (b *Body) Money(name string, required bool) *int64 {
+	v, ok := b.Int(name, required, 0, 1_000_000_000_00, MoneyHint)
+	if !ok {
+		return nil
+	}
+	return &v
+}
+
+// UUID reads a uuid, returned in canonical form.
+func (b *Body) UUID(name string, required bool) string {
+	raw, ok := b.take(name, required)
+	if !ok {
+		return ""
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil && len(s) == 36 {
+		if id, err := uuid.Parse(s); err == nil {
+			return id.String()
+		}
+	}
+	b.Fail(name, "%s must be a UUID string", name)
+	return ""
+}
+
+// Date reads a YYYY-MM-DD calendar date.
+func (b *Body) Date(name string, required bool) string {
+	raw, ok := b.take(name, required)
+	if !ok {
+		return ""
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		if _, err := time.Parse(time.DateOnly, s); err == nil && len(s) == 10 {
+			return s
+		}
+	}
+	b.Fail(name, "%s must be a date in the form YYYY-MM-DD", name)
+	return ""
+}
+
+// Enum reads one of allowed.
+func (b *Body) Enum(name string, required bool, allowed ...string) string {
+	raw, ok := b.take(name, required)
+	if !ok {
+		return ""
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil && slices.Contains(allowed, s) {
+		return s
+	}
+	b.Fail(name, "%s must be one of %s", name, strings.Join(allowed, ", "))
+	return ""
+}
+
+// Forbid refuses fields the caller must not send, with the reason.
+func (b *Body) Forbid(reason string, names ...string) {
+	for _, n := range names {
+		b.used[n] = true
+		if _, ok := b.fields[n]; ok {
+			b.Fail(n, "%s must not be sent: %s", n, reason)
+		}
+	}
+}
+
+// Names returns the names of the fields sent.
+func (b *Body) Names() []string {
+	out := make([]string, 0, len(b.fields))
+	for n := range b.fields {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Raw returns a field's raw JSON.
+func (b *Body) Raw(name string) json.RawMessage { return b.fields[name] }
+
+// Err returns the 422 for every problem found, unknown fields included.
+func (b *Body) Err() error {
+	for _, n := range b.Names() {
+		if !b.used[n] {
+			b.Fail(n, "unknown field %s", n)
+		}
+	}
+	if len(b.errs) == 0 {
+		return nil
+	}
+	msg := b.errs[0].Message
+	if len(b.errs) > 1 {
+		msg = fmt.Sprintf("%s (and %d more problems, listed in errors)", msg, len(b.errs)-1)
+	}
+	return &Error{Status: http.StatusUnprocessableEntity, Message: msg, Field: b.errs[0].Field, Errors: b.errs}
+}

@@ -1,0 +1,137 @@
+package matter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/google/uuid"
+
+	"github.com/practice-api/practice-api/shared/httpapi"
+	"github.com/practice-api/practice-api/shared/outbox"
+	"github.com/practice-api/practice-api/shared/party"
+	"github.com/practice-api/practice-api/shared/store"
+)
+
+// Key returns the primary key of a matter, for other packages that read it.
+func Key(org, id string) (pk, sk string) { return store.OrgPK(org), matterSK(id) }
+
+var numberPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/-]{0,49}$`)
+
+// errNumberTaken: an auto-assigned number collided with one sent explicitly earlier.
+var errNumberTaken = errors.New("matter: number taken")
+
+// maxNumberAttempts bounds how many auto-assigned numbers a create may skip
+// because integrators sent those numbers explicitly.
+const maxNumberAttempts = 5
+
+// Create imports a matter on a client of the caller's organisation. Its
+// number is the one sent, or the next SAG-<n> of the organisation's counter.
+// status active requires the client's KYC to be approved and unexpired,
+// checked inside the create's transaction so that no concurrent KYC change
+// slips between check and write.
+func (s *Store) Create(ctx context.Context, req *httpapi.CreateRequest) (string, any, error) {
+	b, err := httpapi.DecodeBody(req.Body)
+	if err != nil {
+		return "", nil, err
+	}
+	b.Forbid("it is assigned by the service", "id", "created_at", "updated_at", "closed_at")
+	m := Matter{ID: uuid.NewString(), ClientID: b.UUID("client_id", true), Status: "dormant", Currency: "DKK",
+		Title: b.String("title", false, 200), HourlyRate: b.Money("hourly_rate", false),
+		MatterNumber: b.String("matter_number", false, 50), CreatedAt: store.FormatTime(req.Now)}
+	if b.Has("status") {
+		if st := b.Enum("status", false, Statuses...); st == "closed" || st == "archived" {
+			b.Fail("status", "a matter is imported as dormant or active; closing and archiving happen in the application")
+		} else if st != "" {
+			m.Status = st
+		}
+	}
+	if m.MatterNumber != "" && !numberPattern.MatchString(m.MatterNumber) {
+		b.Fail("matter_number", "matter_number may hold letters, digits and . _ / - (at most 50), starting with a letter or digit")
+	}
+	if b.Has("currency") && b.Enum("currency", false, "DKK") == "" {
+		b.Fail("currency", "currency must be DKK")
+	}
+	if err := b.Err(); err != nil {
+		return "", nil, err
+	}
+	m.UpdatedAt = m.CreatedAt
+	auto := m.MatterNumber == ""
+	for attempt := 0; ; attempt++ {
+		if auto {
+			// Numbers come from an atomic counter before the transaction, so a
+			// create that fails afterwards leaves a gap: numbers are unique and
+			// increasing, not gapless.
+			n, err := s.db.Increment(ctx, store.OrgPK(req.Org), "COUNTER#MATTER", 1)
+			if err != nil {
+				return "", nil, err
+			}
+			m.MatterNumber = fmt.Sprintf("SAG-%d", n)
+		}
+		err := s.create(ctx, req, &m)
+		if errors.Is(err, errNumberTaken) {
+			if auto && attempt+1 < maxNumberAttempts {
+				continue
+			}
+			return "", nil, httpapi.Invalid("matter_number", "the matter number %s is already used in your organisation", m.MatterNumber)
+		}
+		return m.ID, m, err
+	}
+}
+
+func (s *Store) create(ctx context.Context, req *httpapi.CreateRequest, m *Matter) error {
+	m.SetKeys(req.Org)
+	guard := m.Guards(req.Org)[0]
+	ev, err := outbox.New(req.Org, outbox.MatterCreated, "matter", Event(m), req.Now)
+	if err != nil {
+		return err
+	}
+	cpk, csk := party.ClientKey(req.Org, m.ClientID)
+	cond := "attribute_exists(PK)"
+	var values map[string]ddbtypes.AttributeValue
+	if m.Status == "active" {
+		cond += " AND kyc_status = :approved AND (attribute_not_exists(kyc_expires_at) OR kyc_expires_at > :now)"
+		values = map[string]ddbtypes.AttributeValue{
+			":approved": &ddbtypes.AttributeValueMemberS{Value: party.KYCApproved},
+			":now":      &ddbtypes.AttributeValueMemberS{Value: store.FormatTime(req.Now)},
+		}
+	}
+	tx := s.db.Tx()
+	ci := tx.Check(cpk, csk, cond, nil, values)
+	tx.PutNew(m)
+	gi := tx.PutNew(guard)
+	tx.PutNew(ev)
+	return req.Commit(ctx, tx, m.ID, m, func(f *store.TxFailed) error {
+		switch {
+		case f.Has(ci):
+			return s.explainClient(ctx, req, m)
+		case f.Has(gi):
+			return errNumberTaken
+		}
+		return nil
+	})
+}
+
+// explainClient says why the client condition failed: no such client, or KYC.
+func (s *Store) explainClient(ctx context.Context, req *httpapi.CreateRequest, m *Matter) error {
+	pk, sk := party.ClientKey(req.Org, m.ClientID)
+	c, err := store.GetInto[party.Client](ctx, s.db, pk, sk)
+	if errors.Is(err, store.ErrNotFound) {
+		return httpapi.Invalid("client_id", "no client with id %s exists in your organisation; create the engagement with POST /clients first", m.ClientID)
+	}
+	if err != nil {
+		return err
+	}
+	why := "its KYC case is " + c.KYCStatus
+	if c.KYCStatus == party.KYCApproved {
+		why = "its KYC approval expired at " + c.KYCExpiresAt
+	}
+	return httpapi.Invalid("status", "the matter cannot be imported as active: the client's KYC is not in order (%s); import it with status dormant and activate it in the application once KYC is approved", why)
+}
+
+// Event is the matter as webhook events carry it: identifiers and status.
+func Event(m *Matter) map[string]any {
+	return map[string]any{"id": m.ID, "status": m.Status, "client_id": m.ClientID, "matter_number": m.MatterNumber}
+}

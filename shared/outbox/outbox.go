@@ -1,0 +1,63 @@
+// Package outbox writes business events into the table in the same
+// transaction as the change that raises them. Delivery reads them from
+// there, so an event that exists is delivered at least once, whatever
+// crashes in between.
+package outbox
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/practice-api/practice-api/shared/store"
+)
+
+// Event types of the spec.
+const (
+	MatterCreated    = "matter.created"
+	MatterClosed     = "matter.closed"
+	InvoiceIssued    = "invoice.issued"
+	InvoicePaid      = "invoice.paid"
+	DocumentSigned   = "document.signed"
+	TimeEntryCreated = "time_entry.created"
+)
+
+// Types lists every event type subscribers can choose.
+var Types = []string{MatterCreated, MatterClosed, InvoiceIssued, InvoicePaid, DocumentSigned, TimeEntryCreated}
+
+// Shards spread pending events over partitions of the sweep index.
+const Shards = 10
+
+// Event is an outbox item. Pending events carry the GSI4 slot
+// OUTBOX#PENDING#<shard>; dispatch removes it.
+type Event struct {
+	store.Keys
+	ID        string `dynamodbav:"id"`
+	OrgID     string `dynamodbav:"org_id"`
+	Type      string `dynamodbav:"type"`
+	Data      string `dynamodbav:"data"` // JSON of the envelope's data object
+	CreatedAt string `dynamodbav:"created_at"`
+}
+
+// PendingPK is the sweep index partition of a shard.
+func PendingPK(shard int) string { return fmt.Sprintf("OUTBOX#PENDING#%d", shard) }
+
+// New builds an event of org whose data object holds key: payload.
+func New(org, typ, key string, payload any, now time.Time) (Event, error) {
+	data, err := json.Marshal(map[string]any{key: payload})
+	if err != nil {
+		return Event{}, fmt.Errorf("outbox: %w", err)
+	}
+	id := uuid.NewString()
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(id))
+	created := store.FormatTime(now)
+	return Event{
+		Keys: store.Keys{PK: store.OrgPK(org), SK: "EVT#" + id, Kind: "event",
+			GSI4PK: PendingPK(int(h.Sum32() % Shards)), GSI4SK: store.Seq(created, id)},
+		ID: id, OrgID: org, Type: typ, Data: string(data), CreatedAt: created,
+	}, nil
+}

@@ -1,0 +1,82 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// TxBuilder collects the items of one TransactWriteItems.
+type TxBuilder struct {
+	db    *DB
+	items []ddbtypes.TransactWriteItem
+	err   error
+}
+
+// Tx starts a transaction on db.
+func (db *DB) Tx() *TxBuilder { return &TxBuilder{db: db} }
+
+// PutNew adds a Put of v that must not exist yet; it returns the item's
+// index in the transaction, to match against failed conditions.
+func (b *TxBuilder) PutNew(v any) int {
+	item, err := Marshal(v)
+	if err != nil && b.err == nil {
+		b.err = err
+	}
+	b.items = append(b.items, ddbtypes.TransactWriteItem{Put: &ddbtypes.Put{
+		TableName: aws.String(b.db.Table), Item: item,
+		ConditionExpression: aws.String("attribute_not_exists(PK)"),
+	}})
+	return len(b.items) - 1
+}
+
+// Check adds a ConditionCheck on an existing item.
+func (b *TxBuilder) Check(pk, sk, cond string, names map[string]string, values map[string]ddbtypes.AttributeValue) int {
+	b.items = append(b.items, ddbtypes.TransactWriteItem{ConditionCheck: &ddbtypes.ConditionCheck{
+		TableName: aws.String(b.db.Table), Key: Key(pk, sk), ConditionExpression: aws.String(cond),
+		ExpressionAttributeNames: names, ExpressionAttributeValues: values,
+	}})
+	return len(b.items) - 1
+}
+
+// Add adds a prepared item (an idempotency completion, an update).
+func (b *TxBuilder) Add(it ddbtypes.TransactWriteItem) int {
+	b.items = append(b.items, it)
+	return len(b.items) - 1
+}
+
+// TxFailed is returned when conditions failed; Failed holds their indexes.
+type TxFailed struct{ Failed []int }
+
+func (e *TxFailed) Error() string {
+	return fmt.Sprintf("store: transaction conditions failed at %v", e.Failed)
+}
+
+// Has reports whether the condition of item i failed.
+func (e *TxFailed) Has(i int) bool {
+	for _, f := range e.Failed {
+		if f == i {
+			return true
+		}
+	}
+	return false
+}
+
+// Commit runs the transaction. A cancellation by failed conditions is a
+// *TxFailed; anything else is a store error.
+func (b *TxBuilder) Commit(ctx context.Context) error {
+	if b.err != nil {
+		return b.err
+	}
+	_, err := b.db.Client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: b.items})
+	if err == nil {
+		return nil
+	}
+	if failed, ok := CancelledConditions(err); ok && len(failed) > 0 {
+		return &TxFailed{Failed: failed}
+	}
+	return fmt.Errorf("transaction: %w", err)
+}
