@@ -7,8 +7,10 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -60,7 +62,8 @@ type Env struct {
 	Keys   *auth.Store
 	Server *httptest.Server
 	Calls  *RoundTrips
-	now    atomic.Int64 // unix nanos; 0 = real time
+	Faults *Faults
+	now    *atomic.Int64 // unix nanos; 0 = real time; shared by For views
 }
 
 // IdempotencyLock is the claim lock of test Envs; tests move the clock past it.
@@ -71,11 +74,19 @@ type Options struct {
 	RateLimit int
 }
 
-// New starts the API on a fresh table.
+var quiet sync.Once
+
+// New starts the API on a fresh table. Error logs of the API (the injected
+// faults of many tests) are dropped unless APITEST_LOG=1.
 func New(t testing.TB, opt Options) *Env {
 	t.Helper()
-	e := &Env{t: t, Calls: &RoundTrips{}}
-	e.DB = storetest.NewDB(t, e.Calls.Middleware)
+	quiet.Do(func() {
+		if os.Getenv("APITEST_LOG") != "1" {
+			slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
+		}
+	})
+	e := &Env{t: t, Calls: &RoundTrips{}, Faults: &Faults{}, now: &atomic.Int64{}}
+	e.DB = storetest.NewDB(t, e.Calls.Middleware, e.Faults.Middleware)
 	e.Keys = auth.NewStore(e.DB)
 	key, err := e.DB.LoadOrCreateSecret(context.Background(), "cursor")
 	if err != nil {
@@ -93,6 +104,14 @@ func New(t testing.TB, opt Options) *Env {
 	e.Server = httptest.NewServer(h)
 	t.Cleanup(e.Server.Close)
 	return e
+}
+
+// For returns a view of the Env that reports to t (a fuzz target's T, a
+// subtest's); server, store and clock are shared.
+func (e *Env) For(t testing.TB) *Env {
+	v := *e
+	v.t = t
+	return &v
 }
 
 // Now is the Env's clock.
@@ -162,6 +181,12 @@ func (e *Env) Do(method, path, key string, body io.Reader) Response {
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
 	}
+	return e.send(req)
+}
+
+func (e *Env) send(req *http.Request) Response {
+	e.t.Helper()
+	method, path := req.Method, req.URL.Path
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		e.t.Fatal(err)
@@ -178,6 +203,20 @@ func (e *Env) Do(method, path, key string, body io.Reader) Response {
 		}
 	}
 	return r
+}
+
+// Post sends a create with key, Idempotency-Key idem (none when "") and body.
+func (e *Env) Post(path, key, idem, body string) Response {
+	e.t.Helper()
+	req, err := http.NewRequest("POST", e.Server.URL+path, strings.NewReader(body))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+key)
+	if idem != "" {
+		req.Header.Set("Idempotency-Key", idem)
+	}
+	return e.send(req)
 }
 
 // Get sends a GET with key.

@@ -137,3 +137,18 @@ func (db *DB) batchPut(ctx context.Context, chunk []map[string]ddbtypes.Attribut
 	}
 	return nil
 }
+
+// Replace overwrites an existing item whose updated_at is still prev
+// (optimistic concurrency): a concurrent change makes it ErrConflict.
+// Rewriting the whole item also moves its GSI sort keys with updated_at.
+func (db *DB) Replace(ctx context.Context, item map[string]ddbtypes.AttributeValue, prev string) error {
+	_, err := db.Client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: aws.String(db.Table), Item: item,
+		ConditionExpression:       aws.String("attribute_exists(PK) AND updated_at = :prev"),
+		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":prev": &ddbtypes.AttributeValueMemberS{Value: prev}},
+	})
+	if IsConditionFailed(err) {
+		return ErrConflict
+	}
+	return err
+}

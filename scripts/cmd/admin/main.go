@@ -17,6 +17,7 @@ import (
 
 	"github.com/practice-api/practice-api/shared/app"
 	"github.com/practice-api/practice-api/shared/auth"
+	"github.com/practice-api/practice-api/shared/party"
 	"github.com/practice-api/practice-api/shared/seed"
 	"github.com/practice-api/practice-api/shared/store"
 )
@@ -38,6 +39,7 @@ const usage = `usage: admin <command> [flags]
   key rotate --client CLIENT
   key revoke-secret --client CLIENT --secret SECRET_ID
   key revoke --client CLIENT
+  kyc set --org ORG --client CLIENT --status STATUS [--expires RFC3339]
   seed --org ORG [--matters N] [--entries-per-matter N]
 env: DYNAMODB_ENDPOINT (default http://127.0.0.1:8000; "aws" for the SDK's own), TABLE_NAME (default practice-api)`
 
@@ -46,7 +48,7 @@ func run(ctx context.Context, args []string) (any, error) {
 		return nil, errors.New(usage)
 	}
 	cmd, rest := args[0], args[1:]
-	if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") && (cmd == "org" || cmd == "key") {
+	if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") && (cmd == "org" || cmd == "key" || cmd == "kyc") {
 		cmd, rest = cmd+" "+rest[0], rest[1:]
 	}
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
@@ -59,6 +61,7 @@ func run(ctx context.Context, args []string) (any, error) {
 		expires  = fs.String("expires", "", "RFC 3339 expiry")
 		client   = fs.String("client", "", "API client id")
 		secret   = fs.String("secret", "", "secret id")
+		status   = fs.String("status", "", "status")
 		matters  = fs.Int("matters", 20, "matters to create")
 		perEntry = fs.Int("entries-per-matter", 0, "time entries per matter")
 	)
@@ -97,11 +100,9 @@ func run(ctx context.Context, args []string) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		var exp time.Time
-		if *expires != "" {
-			if exp, err = time.Parse(time.RFC3339, *expires); err != nil {
-				return nil, fmt.Errorf("--expires must be RFC 3339, e.g. 2027-01-31T00:00:00Z")
-			}
+		exp, err := parseTime(*expires)
+		if err != nil {
+			return nil, err
 		}
 		c, tok, err := keys.CreateKey(ctx, auth.KeyRequest{OrgID: *org, Name: *name, Mode: *mode, Scopes: sc, Expires: exp}, now)
 		if err != nil {
@@ -133,6 +134,15 @@ func run(ctx context.Context, args []string) (any, error) {
 			return nil, err
 		}
 		return map[string]any{"client_id": *client, "revoked": true}, nil
+	case "kyc set":
+		if err := need("org", "client", "status"); err != nil {
+			return nil, err
+		}
+		exp, err := parseTime(*expires)
+		if err != nil {
+			return nil, err
+		}
+		return party.NewStore(db).SetKYC(ctx, *org, *client, *status, exp, now)
 	case "seed":
 		if err := need("org"); err != nil {
 			return nil, err
@@ -143,6 +153,17 @@ func run(ctx context.Context, args []string) (any, error) {
 		return seed.Run(ctx, db, *org, seed.Options{Matters: *matters, EntriesPerMatter: *perEntry})
 	}
 	return nil, fmt.Errorf("unknown command %q\n%s", cmd, usage)
+}
+
+func parseTime(v string) (time.Time, error) {
+	if v == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("--expires must be RFC 3339, e.g. 2027-01-31T00:00:00Z")
+	}
+	return t, nil
 }
 
 func keyOut(client string, tok auth.Token) map[string]string {

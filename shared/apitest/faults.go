@@ -1,0 +1,106 @@
+package apitest
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go/middleware"
+
+	"github.com/practice-api/practice-api/shared/store"
+)
+
+// FaultMode says when an injected fault strikes.
+type FaultMode int
+
+const (
+	// FailBefore fails the call before it reaches the store: nothing happens there.
+	FailBefore FaultMode = iota
+	// FailAfter lets the call complete in the store, then loses its answer:
+	// the caller sees an error for a write that did happen.
+	FailAfter
+)
+
+// ErrInjected is the error an armed fault returns.
+var ErrInjected = errors.New("injected fault")
+
+// Faults fails one chosen DynamoDB call. It sits at the Initialize step,
+// above the SDK's retries, so one fault is one failed operation.
+type Faults struct {
+	mu    sync.Mutex
+	armed bool
+	nth   []int
+	mode  FaultMode
+	seen  int
+	fired bool
+}
+
+// Arm makes the given calls (1-based, counted from now) fail in mode.
+func (f *Faults) Arm(mode FaultMode, nth ...int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.armed, f.nth, f.mode, f.seen, f.fired = true, nth, mode, 0, false
+}
+
+// Disarm stops injecting and reports whether the armed fault fired.
+func (f *Faults) Disarm() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.armed = false
+	return f.fired
+}
+
+// Middleware is the smithy hook.
+func (f *Faults) Middleware(stack *middleware.Stack) error {
+	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("injectFaults",
+		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+			f.mu.Lock()
+			strike := false
+			if f.armed {
+				f.seen++
+				strike = slices.Contains(f.nth, f.seen)
+				if strike {
+					f.fired = true
+				}
+			}
+			mode := f.mode
+			f.mu.Unlock()
+			if strike && mode == FailBefore {
+				return middleware.InitializeOutput{}, middleware.Metadata{}, ErrInjected
+			}
+			out, md, err := next.HandleInitialize(ctx, in)
+			if strike && err == nil {
+				return middleware.InitializeOutput{}, md, ErrInjected
+			}
+			return out, md, err
+		}), middleware.Before)
+}
+
+// Items returns every item of org's partition, by kind (a test-only Scan:
+// the API itself never scans).
+func (e *Env) Items(org string) map[string][]map[string]ddbtypes.AttributeValue {
+	e.t.Helper()
+	out := map[string][]map[string]ddbtypes.AttributeValue{}
+	p := dynamodb.NewScanPaginator(e.DB.Client, &dynamodb.ScanInput{TableName: aws.String(e.DB.Table)})
+	for p.HasMorePages() {
+		page, err := p.NextPage(context.Background())
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		for _, it := range page.Items {
+			if pk, _ := it[store.AttrPK].(*ddbtypes.AttributeValueMemberS); pk == nil || pk.Value != store.OrgPK(org) {
+				continue
+			}
+			kind := ""
+			if k, ok := it["kind"].(*ddbtypes.AttributeValueMemberS); ok {
+				kind = k.Value
+			}
+			out[kind] = append(out[kind], it)
+		}
+	}
+	return out
+}

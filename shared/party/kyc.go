@@ -1,0 +1,49 @@
+package party
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/practice-api/practice-api/shared/store"
+)
+
+// SetKYC records the outcome of a client's KYC case, as the application's
+// KYC workflow does. expires (optional) ends an approval; a status without
+// expires clears any earlier expiry.
+func (s *Store) SetKYC(ctx context.Context, org, clientID, status string, expires time.Time, now time.Time) (Client, error) {
+	if !slices.Contains(KYCStatuses, status) {
+		return Client{}, fmt.Errorf("unknown KYC status %q (known: %s)", status, strings.Join(KYCStatuses, ", "))
+	}
+	for attempt := 0; attempt < 3; attempt++ {
+		c, err := s.GetClient(ctx, org, clientID)
+		if errors.Is(err, store.ErrNotFound) {
+			return Client{}, fmt.Errorf("no client %s in organisation %s", clientID, org)
+		}
+		if err != nil {
+			return Client{}, err
+		}
+		prev := c.UpdatedAt
+		c.KYCStatus, c.KYCExpiresAt = status, ""
+		if !expires.IsZero() {
+			c.KYCExpiresAt = store.FormatTime(expires)
+		}
+		if c.UpdatedAt = store.FormatTime(now); c.UpdatedAt <= prev {
+			c.UpdatedAt = store.FormatTime(now.Add(time.Microsecond)) // keep updated_at strictly increasing
+		}
+		c.SetKeys(org)
+		item, err := store.Marshal(c)
+		if err != nil {
+			return Client{}, err
+		}
+		err = s.db.Replace(ctx, item, prev)
+		if errors.Is(err, store.ErrConflict) {
+			continue // changed meanwhile: read again
+		}
+		return c, err
+	}
+	return Client{}, fmt.Errorf("client %s keeps changing; try again", clientID)
+}
