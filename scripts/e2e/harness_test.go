@@ -193,3 +193,23 @@ func get(t *testing.T, path, key string) response {
 	}
 	return r
 }
+
+// post sends a create with an Idempotency-Key.
+func post(t *testing.T, path, key, idem, body string) response {
+	t.Helper()
+	req, _ := http.NewRequest("POST", api.base+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Idempotency-Key", idem)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	r := response{status: resp.StatusCode, header: resp.Header, raw: raw}
+	if err := json.Unmarshal(raw, &r.body); err != nil {
+		t.Fatalf("POST %s: not JSON: %s", path, raw)
+	}
+	return r
+}

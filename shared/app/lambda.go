@@ -5,11 +5,14 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"strconv"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
 	"github.com/practice-api/practice-api/shared/httpapi"
+	"github.com/practice-api/practice-api/shared/queue"
 	"github.com/practice-api/practice-api/shared/store"
 )
 
@@ -36,4 +39,22 @@ func StartLambda(family string, build Build) {
 		os.Exit(1)
 	}
 	lambda.Start(httpadapter.NewV2(h).ProxyWithContext)
+}
+
+// SQSHandler adapts a queue handler to an SQS-triggered Lambda with partial
+// batch responses: records whose handling failed go back to the queue, the
+// others are deleted.
+func SQSHandler(h queue.Handler) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
+	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+		var resp events.SQSEventResponse
+		for _, r := range ev.Records {
+			n, _ := strconv.Atoi(r.Attributes["ApproximateReceiveCount"])
+			m := queue.Message{ID: r.MessageId, Body: []byte(r.Body), Receipt: r.ReceiptHandle, ReceiveCount: n}
+			if err := h(ctx, m); err != nil {
+				slog.ErrorContext(ctx, "message failed", "message", r.MessageId, "err", err)
+				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.MessageId})
+			}
+		}
+		return resp, nil
+	}
 }

@@ -55,7 +55,7 @@ func (s *Sealer) seal(c cursor) (string, error) {
 }
 
 func (s *Sealer) open(v string) (cursor, error) {
-	raw, err := base64.RawURLEncoding.DecodeString(v)
+	raw, err := base64.RawURLEncoding.Strict().DecodeString(v)
 	if err != nil || len(raw) < s.aead.NonceSize() {
 		return cursor{}, errBadCursor
 	}

@@ -3,6 +3,8 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -22,6 +24,8 @@ func TestNewHandlerChecksTheRouteTable(t *testing.T) {
 }
 
 func TestPanicBecomesJSON500(t *testing.T) {
+	defer func(l *slog.Logger) { slog.SetDefault(l) }(slog.Default())
+	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil))) // the panic is expected
 	cfg := Config{}
 	cfg.defaults()
 	h := cfg.edge(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") }))

@@ -25,6 +25,10 @@ const (
 	TimeEntryCreated = "time_entry.created"
 )
 
+// CompanyCreated is internal: it starts the company's enrichment and is
+// never sent to webhook subscribers.
+const CompanyCreated = "company.created"
+
 // Types lists every event type subscribers can choose.
 var Types = []string{MatterCreated, MatterClosed, InvoiceIssued, InvoicePaid, DocumentSigned, TimeEntryCreated}
 

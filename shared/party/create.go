@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/practice-api/practice-api/shared/httpapi"
+	"github.com/practice-api/practice-api/shared/outbox"
 	"github.com/practice-api/practice-api/shared/store"
 )
 
@@ -74,9 +75,16 @@ func (s *Store) CreateCompany(ctx context.Context, req *httpapi.CreateRequest) (
 	c.Enrichment = &Enrichment{Status: EnrichmentPending}
 	c.SetKeys(req.Org)
 	guard := c.Guards(req.Org)[0]
+	// The enrichment job starts from the outbox, so it cannot be lost
+	// between this commit and a queue.
+	ev, err := outbox.New(req.Org, outbox.CompanyCreated, "company", map[string]string{"id": c.ID, "cvr": c.CVR}, req.Now)
+	if err != nil {
+		return "", nil, err
+	}
 	tx := s.db.Tx()
 	tx.PutNew(c)
 	gi := tx.PutNew(guard)
+	tx.PutNew(ev)
 	err = req.Commit(ctx, tx, c.ID, c, func(f *store.TxFailed) error {
 		if f.Has(gi) {
 			return s.conflict(ctx, guard, "cvr", "the CVR %s is already held by company %s in your organisation; CVRs are unique among companies", c.CVR)

@@ -31,9 +31,7 @@ func (s *Store) SetKYC(ctx context.Context, org, clientID, status string, expire
 		if !expires.IsZero() {
 			c.KYCExpiresAt = store.FormatTime(expires)
 		}
-		if c.UpdatedAt = store.FormatTime(now); c.UpdatedAt <= prev {
-			c.UpdatedAt = store.FormatTime(now.Add(time.Microsecond)) // keep updated_at strictly increasing
-		}
+		c.UpdatedAt = store.NextUpdate(prev, now)
 		c.SetKeys(org)
 		item, err := store.Marshal(c)
 		if err != nil {

@@ -32,3 +32,17 @@ func Collection(org string, parts ...string) string {
 
 // Seq builds a sort key that orders by a value and breaks ties by id.
 func Seq(value, id string) string { return value + "#" + id }
+
+// NextUpdate is the updated_at of a change made at now to an item last
+// changed at prev: now, or one microsecond after prev when the clocks of two
+// writers disagree, so that updated_at (and updated_since) never go back.
+func NextUpdate(prev string, now time.Time) string {
+	next := FormatTime(now)
+	if next > prev {
+		return next
+	}
+	if t, err := time.Parse(TimeLayout, prev); err == nil {
+		return FormatTime(t.Add(time.Microsecond))
+	}
+	return next
+}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/practice-api/practice-api/shared/app"
 	"github.com/practice-api/practice-api/shared/families"
+	"github.com/practice-api/practice-api/shared/queue"
 	"github.com/practice-api/practice-api/shared/seed"
 	"github.com/practice-api/practice-api/shared/store"
 )
@@ -82,6 +83,17 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	// Background workers in-process, on the same store: the outbox
+	// dispatcher polls for pending events (the stream's stand-in) and the
+	// enrichment worker consumes an in-process queue (SQS's stand-in).
+	enrichQ := queue.NewMemory(time.Minute)
+	workers, err := app.NewWorkers(db, enrichQ)
+	if err != nil {
+		return err
+	}
+	go workers.Dispatcher.Poll(ctx, 200*time.Millisecond, func(err error) { slog.Error("outbox sweep", "err", err) })
+	go queue.Run(ctx, enrichQ, "enrichment", workers.Enricher.Handle)
+
 	if getenv("SEED_DEMO", "1") == "1" {
 		org, key, err := seed.Demo(ctx, db, time.Now())
 		if err != nil {

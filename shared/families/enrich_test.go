@@ -1,0 +1,145 @@
+package families_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/practice-api/practice-api/shared/apitest"
+	"github.com/practice-api/practice-api/shared/outbox"
+	"github.com/practice-api/practice-api/shared/party"
+	"github.com/practice-api/practice-api/shared/queue"
+)
+
+// fakeRegister is a company register over real HTTP: the snapshot for
+// 12345678, a logo, 404 for other CVRs; it fails the first `failures`
+// snapshot requests with 503.
+func fakeRegister(t *testing.T, failures int64) (*httptest.Server, *atomic.Int64) {
+	var calls atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/companies/12345678":
+			if calls.Add(1) <= failures {
+				http.Error(w, "busy", http.StatusServiceUnavailable)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"name":"Nordlys ApS","status":"NORMAL","industry":"Advokatvirksomhed","employees":12}`))
+		case "/companies/12345678/logo":
+			w.Header().Set("Content-Type", "image/png")
+			_, _ = w.Write([]byte("\x89PNG\r\n\x1a\nlogo"))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &calls
+}
+
+// drain runs the outbox dispatcher and the enrichment worker until the queue
+// is empty, moving the clock past any retry pause.
+func drain(t *testing.T, e *apitest.Env, d *outbox.Dispatcher, q *queue.Memory, en *party.Enricher) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := d.Sweep(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	for rounds := 0; q.Len() > 0; rounds++ {
+		if rounds > 20 {
+			t.Fatal("the enrichment queue does not drain")
+		}
+		msgs, err := q.Receive(ctx, 10, 200*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range msgs {
+			if err := en.Handle(ctx, m); err != nil {
+				t.Fatal(err)
+			}
+			_ = q.Delete(ctx, m)
+		}
+	}
+}
+
+func enrichEnv(t *testing.T, register string) (*apitest.Env, string, *outbox.Dispatcher, *queue.Memory, *party.Enricher) {
+	e := apitest.New(t, apitest.Options{})
+	q := queue.NewMemory(time.Minute)
+	en := &party.Enricher{Store: party.NewStore(e.DB), Register: register, Queue: q, Schedule: []time.Duration{0, 0, 0}}
+	d := &outbox.Dispatcher{DB: e.DB, Routes: map[string][]queue.Queue{outbox.CompanyCreated: {q}}}
+	org := e.Org("A")
+	return e, org, d, q, en
+}
+
+func TestCompanyEnrichment(t *testing.T) {
+	reg, calls := fakeRegister(t, 2) // two failures, then the snapshot
+	e, org, d, q, en := enrichEnv(t, reg.URL)
+	key := e.Key(org)
+	r := e.Post("/api/v1/companies", key, "c1", `{"name":"Nordlys ApS","cvr":"12345678"}`)
+	mustStatus(t, r, 201)
+	if r.Body["data"].(map[string]any)["enrichment"].(map[string]any)["status"] != "pending" {
+		t.Fatalf("new company: %s", r.Raw)
+	}
+	created := r.Body["data"].(map[string]any)["updated_at"].(string)
+	drain(t, e, d, q, en)
+	c := e.Get(r.Header.Get("Location"), key).Body["data"].(map[string]any)
+	en2 := c["enrichment"].(map[string]any)
+	if en2["status"] != "done" || en2["attempts"] != 3.0 || calls.Load() != 3 {
+		t.Fatalf("enrichment %v after %d register calls", en2, calls.Load())
+	}
+	if en2["register"].(map[string]any)["industry"] != "Advokatvirksomhed" {
+		t.Fatalf("snapshot %v", en2["register"])
+	}
+	logo := en2["logo"].(map[string]any)
+	if logo["content_type"] != "image/png" || logo["size"] != 12.0 || len(logo["sha256"].(string)) != 64 {
+		t.Fatalf("logo %v", logo)
+	}
+	// The change is visible to an updated_since sync.
+	if !(c["updated_at"].(string) > created) {
+		t.Fatalf("updated_at did not move: %v", c["updated_at"])
+	}
+	since := e.Get("/api/v1/companies?updated_since="+c["updated_at"].(string), key)
+	if len(since.Data()) != 1 {
+		t.Fatal("the enriched company is not in the updated_since page")
+	}
+	// A duplicate delivery of the finished job (at-least-once) changes nothing.
+	ev := e.Items(org)["event"][0]
+	dup, _ := json.Marshal(outbox.Message{ID: attrS(ev, "id"), OrgID: org, Type: attrS(ev, "type"), Data: json.RawMessage(attrS(ev, "data"))})
+	if err := en.Handle(context.Background(), queue.Message{Body: dup}); err != nil {
+		t.Fatal(err)
+	}
+	again := e.Get(r.Header.Get("Location"), key).Body["data"].(map[string]any)
+	if again["updated_at"] != c["updated_at"] || calls.Load() != 3 || len(e.Items(org)["company_logo"]) != 1 {
+		t.Fatalf("a duplicate job redid the work: %v", again)
+	}
+}
+
+func TestEnrichmentGivesUpAndSkips(t *testing.T) {
+	reg, _ := fakeRegister(t, 100) // always busy
+	e, org, d, q, en := enrichEnv(t, reg.URL)
+	key := e.Key(org)
+	busy := e.Post("/api/v1/companies", key, "c1", `{"name":"Nordlys ApS","cvr":"12345678"}`)
+	unknown := e.Post("/api/v1/companies", key, "c2", `{"name":"Ukendt ApS","cvr":"87654321"}`)
+	drain(t, e, d, q, en)
+	got := e.Get(busy.Header.Get("Location"), key).Body["data"].(map[string]any)["enrichment"].(map[string]any)
+	if got["status"] != "failed" || got["attempts"] != 4.0 || !strings.Contains(got["error"].(string), "503") {
+		t.Fatalf("after the last retry: %v", got)
+	}
+	got = e.Get(unknown.Header.Get("Location"), key).Body["data"].(map[string]any)["enrichment"].(map[string]any)
+	if got["status"] != "failed" || got["attempts"] != 1.0 || !strings.Contains(got["error"].(string), "no company with CVR") {
+		t.Fatalf("unknown CVR: %v", got)
+	}
+
+	e2, org2, d2, q2, en2 := enrichEnv(t, "")
+	key2 := e2.Key(org2)
+	r := e2.Post("/api/v1/companies", key2, "c1", `{"name":"Nordlys ApS","cvr":"12345678"}`)
+	drain(t, e2, d2, q2, en2)
+	got = e2.Get(r.Header.Get("Location"), key2).Body["data"].(map[string]any)["enrichment"].(map[string]any)
+	if got["status"] != "skipped" {
+		t.Fatalf("without a register: %v", got)
+	}
+}

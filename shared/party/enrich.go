@@ -1,0 +1,214 @@
+package party
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/practice-api/practice-api/shared/outbox"
+	"github.com/practice-api/practice-api/shared/queue"
+	"github.com/practice-api/practice-api/shared/store"
+)
+
+// Limits on what the register may send.
+const (
+	maxSnapshotBytes = 64 << 10
+	maxLogoBytes     = 256 << 10
+)
+
+// DefaultEnrichSchedule is the pause before each retry of a failed
+// enrichment; after the last, the company's enrichment is failed.
+var DefaultEnrichSchedule = []time.Duration{10 * time.Second, time.Minute, 5 * time.Minute, 15 * time.Minute}
+
+// Enricher fetches a company's register snapshot and logo after its
+// creation. It consumes company.created events from its queue; a failure
+// re-enqueues the job with the next pause of Schedule.
+type Enricher struct {
+	Store *Store
+	// Register is COMPANY_REGISTER_URL; empty means no register: enrichment
+	// is recorded as skipped.
+	Register string
+	HTTP     *http.Client
+	Queue    queue.Queue
+	Schedule []time.Duration
+	Now      func() time.Time
+}
+
+// Logo is stored apart from the company, so that reads stay small.
+type logoItem struct {
+	store.Keys
+	ContentType string `dynamodbav:"content_type"`
+	Bytes       []byte `dynamodbav:"bytes"`
+}
+
+// errPermanent marks failures that retrying cannot fix.
+type errPermanent struct{ msg string }
+
+func (e errPermanent) Error() string { return e.msg }
+
+// Handle runs one job. It returns an error only when the job could not be
+// recorded (the store failed): the queue then delivers it again.
+func (e *Enricher) Handle(ctx context.Context, m queue.Message) error {
+	var msg outbox.Message
+	if err := json.Unmarshal(m.Body, &msg); err != nil || msg.Type != outbox.CompanyCreated {
+		return nil // not ours: drop rather than loop on it
+	}
+	var data struct {
+		Company struct{ ID, CVR string } `json:"company"`
+	}
+	if err := json.Unmarshal(msg.Data, &data); err != nil {
+		return nil
+	}
+	c, err := e.Store.GetCompany(ctx, msg.OrgID, data.Company.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if c.Enrichment != nil && c.Enrichment.Status != EnrichmentPending {
+		return nil // a duplicate delivery of a finished job
+	}
+	now := e.now()
+	if e.Register == "" {
+		return e.record(ctx, msg.OrgID, c.ID, &Enrichment{Status: EnrichmentSkipped, UpdatedAt: store.FormatTime(now),
+			Error: "no company register is configured (COMPANY_REGISTER_URL)"}, nil)
+	}
+	snapshot, logo, err := e.fetch(ctx, c.CVR)
+	attempts := msg.Attempt + 1
+	var perm errPermanent
+	switch {
+	case err == nil:
+		en := &Enrichment{Status: EnrichmentDone, Attempts: attempts, Register: snapshot, UpdatedAt: store.FormatTime(now)}
+		if logo != nil {
+			sum := sha256.Sum256(logo.Bytes)
+			en.Logo = &Logo{ContentType: logo.ContentType, Size: len(logo.Bytes), SHA256: hex.EncodeToString(sum[:])}
+			logo.Keys = store.Keys{PK: store.OrgPK(msg.OrgID), SK: "COMPANYLOGO#" + c.ID, Kind: "company_logo"}
+		}
+		return e.record(ctx, msg.OrgID, c.ID, en, logo)
+	case errors.As(err, &perm) || attempts > len(e.schedule()):
+		return e.record(ctx, msg.OrgID, c.ID, &Enrichment{Status: EnrichmentFailed, Attempts: attempts, Error: err.Error(), UpdatedAt: store.FormatTime(now)}, nil)
+	default:
+		msg.Attempt = attempts
+		body, _ := json.Marshal(msg)
+		if err := e.Queue.Send(ctx, body, e.schedule()[attempts-1]); err != nil {
+			return err
+		}
+		return e.record(ctx, msg.OrgID, c.ID, &Enrichment{Status: EnrichmentPending, Attempts: attempts, Error: err.Error(), UpdatedAt: store.FormatTime(now)}, nil)
+	}
+}
+
+func (e *Enricher) now() time.Time {
+	if e.Now != nil {
+		return e.Now()
+	}
+	return time.Now()
+}
+
+func (e *Enricher) schedule() []time.Duration {
+	if e.Schedule != nil {
+		return e.Schedule
+	}
+	return DefaultEnrichSchedule
+}
+
+// record stores the outcome on the company (which moves its updated_at, so
+// updated_since syncs see it) and the logo beside it.
+func (e *Enricher) record(ctx context.Context, org, id string, en *Enrichment, logo *logoItem) error {
+	if logo != nil {
+		item, err := store.Marshal(logo)
+		if err != nil {
+			return err
+		}
+		if err := e.Store.db.BatchPut(ctx, []map[string]ddbtypes.AttributeValue{item}); err != nil {
+			return err
+		}
+	}
+	for attempt := 0; attempt < 3; attempt++ {
+		c, err := e.Store.GetCompany(ctx, org, id)
+		if err != nil {
+			return err
+		}
+		prev := c.UpdatedAt
+		c.Enrichment = en
+		c.UpdatedAt = store.NextUpdate(prev, e.now())
+		c.SetKeys(org)
+		item, err := store.Marshal(c)
+		if err != nil {
+			return err
+		}
+		if err = e.Store.db.Replace(ctx, item, prev); !errors.Is(err, store.ErrConflict) {
+			return err
+		}
+	}
+	return fmt.Errorf("company %s keeps changing", id)
+}
+
+func (e *Enricher) client() *http.Client {
+	if e.HTTP != nil {
+		return e.HTTP
+	}
+	return &http.Client{Timeout: 10 * time.Second}
+}
+
+// fetch reads the snapshot (required) and the logo (optional).
+func (e *Enricher) fetch(ctx context.Context, cvr string) (json.RawMessage, *logoItem, error) {
+	base := strings.TrimRight(e.Register, "/") + "/companies/" + url.PathEscape(cvr)
+	body, _, status, err := e.get(ctx, base, maxSnapshotBytes)
+	switch {
+	case err != nil:
+		return nil, nil, err
+	case status == http.StatusNotFound:
+		return nil, nil, errPermanent{fmt.Sprintf("the register has no company with CVR %s", cvr)}
+	case status != http.StatusOK:
+		return nil, nil, fmt.Errorf("register answered %d for the snapshot", status)
+	}
+	var obj map[string]any
+	if err := json.Unmarshal(body, &obj); err != nil {
+		return nil, nil, fmt.Errorf("register snapshot is not a JSON object")
+	}
+	lb, ctype, status, err := e.get(ctx, base+"/logo", maxLogoBytes)
+	switch {
+	case err != nil:
+		return nil, nil, err
+	case status == http.StatusNotFound:
+		return body, nil, nil
+	case status != http.StatusOK:
+		return nil, nil, fmt.Errorf("register answered %d for the logo", status)
+	}
+	if mt, _, _ := mime.ParseMediaType(ctype); !strings.HasPrefix(mt, "image/") {
+		return body, nil, nil // not an image: keep the snapshot, skip the logo
+	}
+	return body, &logoItem{ContentType: ctype, Bytes: lb}, nil
+}
+
+func (e *Enricher) get(ctx context.Context, u string, limit int64) ([]byte, string, int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, "", 0, errPermanent{err.Error()}
+	}
+	resp, err := e.client().Do(req)
+	if err != nil {
+		return nil, "", 0, fmt.Errorf("register unreachable: %w", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	if err != nil {
+		return nil, "", 0, fmt.Errorf("register read: %w", err)
+	}
+	if int64(len(b)) > limit && resp.StatusCode == http.StatusOK {
+		return nil, "", 0, errPermanent{fmt.Sprintf("register answer over %d bytes", limit)}
+	}
+	return b, resp.Header.Get("Content-Type"), resp.StatusCode, nil
+}

@@ -1,0 +1,64 @@
+// Package queue is the work-queue port of the background jobs (company
+// enrichment, webhook delivery): SQS in AWS, an in-process adapter in the
+// devserver, both behind Queue. Delivery is at least once.
+package queue
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+)
+
+// MaxDelay is the longest delay a Send may ask for (SQS's DelaySeconds limit).
+const MaxDelay = 15 * time.Minute
+
+// Message is one received message; Receipt identifies this receipt of it.
+type Message struct {
+	ID           string
+	Body         []byte
+	Receipt      string
+	ReceiveCount int
+}
+
+// Queue is a work queue with visibility timeouts.
+type Queue interface {
+	// Send enqueues body, visible after delay (at most MaxDelay).
+	Send(ctx context.Context, body []byte, delay time.Duration) error
+	// Receive waits up to wait for up to max visible messages and hides them
+	// for the queue's visibility timeout.
+	Receive(ctx context.Context, max int, wait time.Duration) ([]Message, error)
+	// Delete acknowledges a message for good.
+	Delete(ctx context.Context, m Message) error
+}
+
+// ErrDelayTooLong is returned for a delay beyond MaxDelay.
+var ErrDelayTooLong = errors.New("queue: delay beyond 15 minutes")
+
+// Handler processes one message; an error leaves it to reappear after the
+// visibility timeout.
+type Handler func(ctx context.Context, m Message) error
+
+// Run receives and handles messages until ctx ends: the devserver's stand-in
+// for a Lambda's SQS event source.
+func Run(ctx context.Context, q Queue, name string, h Handler) {
+	for ctx.Err() == nil {
+		msgs, err := q.Receive(ctx, 10, time.Second)
+		if err != nil {
+			if ctx.Err() == nil {
+				slog.Error("queue receive", "queue", name, "err", err)
+				time.Sleep(time.Second)
+			}
+			continue
+		}
+		for _, m := range msgs {
+			if err := h(ctx, m); err != nil {
+				slog.Error("queue handler", "queue", name, "message", m.ID, "err", err)
+				continue
+			}
+			if err := q.Delete(ctx, m); err != nil {
+				slog.Error("queue delete", "queue", name, "message", m.ID, "err", err)
+			}
+		}
+	}
+}
