@@ -2,9 +2,11 @@ package families_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -57,4 +59,52 @@ func BenchmarkGetMatter(b *testing.B) {
 	key := e.Key(org)
 	r := e.Get("/api/v1/matters?per_page=1", key)
 	benchGet(b, e, "/api/v1/matters/"+r.Data()[0]["id"].(string), key)
+}
+
+// benchPost measures creates; body(i) and key(i) vary per iteration.
+func benchPost(b *testing.B, e *apitest.Env, path, key string, idem func(int) string, body func(int) string, want int) {
+	durations := make([]time.Duration, 0, b.N)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		req, _ := http.NewRequest("POST", e.Server.URL+path, strings.NewReader(body(i)))
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Idempotency-Key", idem(i))
+		start := time.Now()
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			b.Fatalf("status %d", resp.StatusCode)
+		}
+		durations = append(durations, time.Since(start))
+	}
+	b.StopTimer()
+	slices.Sort(durations)
+	b.ReportMetric(float64(durations[len(durations)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(durations[len(durations)*99/100].Microseconds())/1000, "p99-ms")
+}
+
+func BenchmarkCreatePerson(b *testing.B) {
+	e := apitest.New(b, apitest.Options{RateLimit: 1 << 30})
+	key := e.Key(e.Org("bench"))
+	benchPost(b, e, "/api/v1/people", key, func(i int) string { return fmt.Sprintf("p-%d", i) },
+		func(i int) string { return fmt.Sprintf(`{"name":"Anne Holm","email":"anne%d@example.dk"}`, i) }, 201)
+}
+
+func BenchmarkReplayPerson(b *testing.B) {
+	e := apitest.New(b, apitest.Options{RateLimit: 1 << 30})
+	key := e.Key(e.Org("bench"))
+	body := `{"name":"Anne Holm","email":"anne@example.dk"}`
+	mustStatusB(b, e.Post("/api/v1/people", key, "same", body), 201)
+	benchPost(b, e, "/api/v1/people", key, func(int) string { return "same" }, func(int) string { return body }, 200)
+}
+
+func mustStatusB(b *testing.B, r apitest.Response, want int) {
+	if r.Status != want {
+		b.Fatalf("status %d: %s", r.Status, r.Raw)
+	}
 }
