@@ -4,7 +4,11 @@ GO ?= $(shell command -v go || echo /usr/local/go/bin/go)
 FUNCTIONS := $(notdir $(wildcard functions/*))
 LAMBDA_OUT := .bin/lambda
 
-.PHONY: run test check unit e2e bench build clean
+.PHONY: run test check unit e2e bench build synth deploy local-up local-deploy local-test local-down clean
+
+# jsii (the CDK's Go bridge) runs on Node; Node 20 works but warns loudly.
+export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
 ## run: the API on http://127.0.0.1:8080/api/v1 with a demo key and the embedded store
 run:
@@ -36,6 +40,41 @@ build: $(addprefix $(LAMBDA_OUT)/,$(addsuffix /bootstrap,$(FUNCTIONS)))
 $(LAMBDA_OUT)/%/bootstrap: FORCE
 	@mkdir -p $(dir $@)
 	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -tags lambda.norpc -ldflags "-s -w" -o $@ ./functions/$*
+
+## synth: the CloudFormation template into cdk.out, offline (STAGE=prod for another stage)
+STAGE ?= dev
+synth: build
+	CDK_CONTEXT_JSON='{"stage":"$(STAGE)"}' $(GO) run ./infra
+
+# The CDK CLI, pinned in localstack/.cli/package.json (npm's latest is 3.x).
+CDK_BIN := localstack/.cli/node_modules/.bin
+$(CDK_BIN)/cdk $(CDK_BIN)/cdklocal: localstack/.cli/package.json localstack/.cli/package-lock.json
+	cd localstack/.cli && npm ci --no-audit --no-fund
+	@touch $(CDK_BIN)/cdk $(CDK_BIN)/cdklocal
+
+## deploy: build and deploy STAGE to the AWS account of your credentials
+deploy: build $(CDK_BIN)/cdk
+	$(CDK_BIN)/cdk deploy -c stage=$(STAGE) --require-approval broadening
+
+## local-up/local-deploy/local-test/local-down: the LocalStack path (localstack/README.md)
+LOCALSTACK := http://127.0.0.1:4566
+local-up:
+	docker compose -f localstack/docker-compose.yml up -d
+	@for i in $$(seq 1 90); do curl -fs $(LOCALSTACK)/_localstack/init/ready | grep -q '"completed": *true' && exit 0; sleep 2; done; \
+	  echo "LocalStack not ready after 3 minutes"; exit 1
+
+local-deploy: build $(CDK_BIN)/cdklocal
+	$(CDK_BIN)/cdklocal bootstrap -c stage=local
+	$(CDK_BIN)/cdklocal deploy -c stage=local --require-approval never --outputs-file localstack/outputs.json
+
+local-test:
+	E2E_BASE_URL=$$(jq -r '.["PracticeApi-local"].ApiUrl' localstack/outputs.json) \
+	E2E_TABLE_NAME=$$(jq -r '.["PracticeApi-local"].TableName' localstack/outputs.json) \
+	E2E_DYNAMODB_ENDPOINT=$(LOCALSTACK) AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 \
+	  $(GO) test -count=1 -v ./scripts/e2e/...
+
+local-down:
+	docker compose -f localstack/docker-compose.yml down
 
 .PHONY: FORCE
 FORCE:

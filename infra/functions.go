@@ -1,0 +1,37 @@
+package main
+
+import "github.com/practice-api/practice-api/shared/httpapi/routes"
+
+// Function is one Lambda: its directory under functions/, the API family
+// it serves (none for workers), its size, and exactly the table actions
+// its code performs.
+type Function struct {
+	Name      string
+	Family    string
+	MemoryMB  float64
+	TimeoutS  float64
+	Table     []string // dynamodb actions on the table
+	IndexRead bool     // Query on the GSIs too
+	// Queue access is wired per function in the stack.
+}
+
+// apiActions are what every API family does: authenticate and count
+// (UpdateItem), load the cursor key (GetItem, PutItem on first use), read
+// (GetItem, Query), and create through the idempotency claim (UpdateItem,
+// DeleteItem on release) and one transaction (PutItem, UpdateItem,
+// ConditionCheckItem).
+var apiActions = []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
+	"dynamodb:ConditionCheckItem", "dynamodb:Query"}
+
+// Functions lists every Lambda of the service. API functions get 256 MB
+// (CPU scales with memory; Go's footprint is ~30 MB) and 10 s, below
+// API Gateway's 30 s and the idempotency claim's 30 s lock.
+var Functions = []Function{
+	{Name: "matters", Family: routes.Matters, MemoryMB: 256, TimeoutS: 10, Table: apiActions, IndexRead: true},
+	{Name: "parties", Family: routes.Parties, MemoryMB: 256, TimeoutS: 10, Table: apiActions, IndexRead: true},
+	{Name: "timeentries", Family: routes.TimeEntries, MemoryMB: 256, TimeoutS: 10, Table: apiActions, IndexRead: true},
+	// The dispatcher reads the pending index and rewrites dispatched events.
+	{Name: "dispatcher", MemoryMB: 256, TimeoutS: 60, Table: []string{"dynamodb:Query", "dynamodb:PutItem"}, IndexRead: true},
+	// Enrichment reads and rewrites the company and writes its logo.
+	{Name: "enrichment", MemoryMB: 256, TimeoutS: 30, Table: []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:BatchWriteItem"}},
+}

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// Props are the stage's settings, from CDK context (`-c key=value` or cdk.json).
+type Props struct {
+	awscdk.StackProps
+	// Stage names the deployment ("dev", "staging", "prod"). Stages other
+	// than dev keep their table on stack deletion and protect it.
+	Stage string
+	// CodeDir holds one <function>/bootstrap per Lambda (make build).
+	CodeDir string
+	// RateLimit is RATE_LIMIT_PER_MINUTE.
+	RateLimit int
+	// CompanyRegisterURL is COMPANY_REGISTER_URL ("" skips enrichment).
+	CompanyRegisterURL string
+	// AlarmEmail, when set, subscribes to the alarm topic.
+	AlarmEmail string
+}
+
+var stagePattern = regexp.MustCompile(`^[a-z][a-z0-9-]{1,19}$`)
+
+// PropsFromContext reads stage, rateLimit, companyRegisterUrl, alarmEmail
+// and codeDir from the app's context.
+func PropsFromContext(app awscdk.App) (*Props, error) {
+	get := func(k, def string) string {
+		if v, ok := app.Node().TryGetContext(jsii.String(k)).(string); ok && v != "" {
+			return v
+		}
+		return def
+	}
+	p := &Props{Stage: get("stage", "dev"), CodeDir: get("codeDir", ".bin/lambda"),
+		CompanyRegisterURL: get("companyRegisterUrl", ""), AlarmEmail: get("alarmEmail", "")}
+	if !stagePattern.MatchString(p.Stage) {
+		return nil, fmt.Errorf("stage %q: use 2-20 lower-case letters, digits and dashes", p.Stage)
+	}
+	rl, err := strconv.Atoi(get("rateLimit", "120"))
+	if err != nil || rl < 1 {
+		return nil, fmt.Errorf("rateLimit must be a positive integer")
+	}
+	p.RateLimit = rl
+	for _, fn := range Functions {
+		if _, err := os.Stat(filepath.Join(p.CodeDir, fn.Name, "bootstrap")); err != nil {
+			return nil, fmt.Errorf("%s/%s/bootstrap is missing: run `make build` first", p.CodeDir, fn.Name)
+		}
+	}
+	if acct, region := os.Getenv("CDK_DEFAULT_ACCOUNT"), os.Getenv("CDK_DEFAULT_REGION"); acct != "" && region != "" {
+		p.Env = &awscdk.Environment{Account: jsii.String(acct), Region: jsii.String(region)}
+	}
+	return p, nil
+}
+
+// Protected reports whether the stage keeps and protects its data: every
+// stage but the throw-away ones (dev, local).
+func (p *Props) Protected() bool { return p.Stage != "dev" && p.Stage != "local" }

@@ -1,0 +1,203 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2integrations"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/practice-api/practice-api/shared/httpapi/routes"
+	"github.com/practice-api/practice-api/shared/store"
+)
+
+// Stack is the service's one stack and the parts tests look at.
+type Stack struct {
+	awscdk.Stack
+	Table     awsdynamodb.Table
+	Functions map[string]awslambda.Function
+	Queues    map[string]awssqs.Queue // name -> main queue (each has a DLQ)
+	DLQs      map[string]awssqs.Queue
+	API       awsapigatewayv2.HttpApi
+}
+
+// NewPracticeStack builds the stack: data, queues, functions, the HTTP API
+// from the route table, the outbox triggers, and alarms.
+func NewPracticeStack(scope constructs.Construct, id string, p *Props) *Stack {
+	st := awscdk.NewStack(scope, jsii.String(id), &p.StackProps)
+	s := &Stack{Stack: st, Functions: map[string]awslambda.Function{}, Queues: map[string]awssqs.Queue{}, DLQs: map[string]awssqs.Queue{}}
+	awscdk.Tags_Of(st).Add(jsii.String("service"), jsii.String("practice-api"), nil)
+	awscdk.Tags_Of(st).Add(jsii.String("stage"), jsii.String(p.Stage), nil)
+	s.Table = newTable(st, p)
+	// The enrichment worker runs up to 30 s; SQS should hide a message for
+	// six times that while a batch is in flight (AWS's guidance).
+	s.addQueue("enrichment", 180)
+	for _, fn := range Functions {
+		s.Functions[fn.Name] = s.newFunction(fn, p)
+	}
+	s.wireWorkers()
+	s.API = s.newAPI(p)
+	newAlarms(s, p)
+	awscdk.NewCfnOutput(st, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{Value: jsii.String(*s.API.ApiEndpoint() + routes.Prefix), Description: jsii.String("base URL of /api/v1")})
+	awscdk.NewCfnOutput(st, jsii.String("TableName"), &awscdk.CfnOutputProps{Value: s.Table.TableName(), Description: jsii.String("TABLE_NAME for scripts/admin")})
+	return s
+}
+
+// newTable is the single table, its keys and GSIs exactly as the code
+// defines them (store.TableDefinition), on demand, with point-in-time
+// recovery, the TTL attribute, and a stream for the outbox dispatcher.
+func newTable(scope constructs.Construct, p *Props) awsdynamodb.Table {
+	def := store.TableDefinition("practice-api")
+	removal := awscdk.RemovalPolicy_DESTROY
+	if p.Protected() {
+		removal = awscdk.RemovalPolicy_RETAIN
+	}
+	key := func(name *string) *awsdynamodb.Attribute {
+		return &awsdynamodb.Attribute{Name: name, Type: awsdynamodb.AttributeType_STRING}
+	}
+	t := awsdynamodb.NewTable(scope, jsii.String("Table"), &awsdynamodb.TableProps{
+		PartitionKey:        key(def.KeySchema[0].AttributeName),
+		SortKey:             key(def.KeySchema[1].AttributeName),
+		BillingMode:         awsdynamodb.BillingMode_PAY_PER_REQUEST,
+		TimeToLiveAttribute: jsii.String(store.AttrTTL),
+		Stream:              awsdynamodb.StreamViewType_NEW_IMAGE,
+		DeletionProtection:  jsii.Bool(p.Protected()),
+		RemovalPolicy:       removal,
+		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
+			PointInTimeRecoveryEnabled: jsii.Bool(true),
+		},
+	})
+	for _, g := range def.GlobalSecondaryIndexes {
+		t.AddGlobalSecondaryIndex(&awsdynamodb.GlobalSecondaryIndexProps{
+			IndexName:      g.IndexName,
+			PartitionKey:   key(g.KeySchema[0].AttributeName),
+			SortKey:        key(g.KeySchema[1].AttributeName),
+			ProjectionType: awsdynamodb.ProjectionType_ALL,
+		})
+	}
+	return t
+}
+
+// addQueue makes a queue with a dead-letter queue: a message that failed
+// five receives goes there (and raises an alarm) instead of looping.
+func (s *Stack) addQueue(name string, visibilityS float64) {
+	dlq := awssqs.NewQueue(s.Stack, jsii.String(name+"-dlq"), &awssqs.QueueProps{
+		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)), EnforceSSL: jsii.Bool(true),
+	})
+	q := awssqs.NewQueue(s.Stack, jsii.String(name+"-queue"), &awssqs.QueueProps{
+		VisibilityTimeout: awscdk.Duration_Seconds(jsii.Number(visibilityS)),
+		RetentionPeriod:   awscdk.Duration_Days(jsii.Number(4)),
+		EnforceSSL:        jsii.Bool(true),
+		DeadLetterQueue:   &awssqs.DeadLetterQueue{Queue: dlq, MaxReceiveCount: jsii.Number(5)},
+	})
+	s.Queues[name], s.DLQs[name] = q, dlq
+}
+
+// newFunction builds one Lambda with exactly its table actions.
+func (s *Stack) newFunction(fn Function, p *Props) awslambda.Function {
+	logs := awslogs.NewLogGroup(s.Stack, jsii.String(fn.Name+"-logs"), &awslogs.LogGroupProps{
+		Retention: awslogs.RetentionDays_ONE_MONTH, RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+	})
+	modes := "test"
+	if p.Stage == "prod" {
+		modes = "live"
+	}
+	env := map[string]*string{
+		"TABLE_NAME":            s.Table.TableName(),
+		"RATE_LIMIT_PER_MINUTE": jsii.String(strconv.Itoa(p.RateLimit)),
+		"API_KEY_MODES":         jsii.String(modes),
+		"COMPANY_REGISTER_URL":  jsii.String(p.CompanyRegisterURL),
+		"ENRICHMENT_QUEUE_URL":  s.Queues["enrichment"].QueueUrl(),
+		"STAGE":                 jsii.String(p.Stage),
+	}
+	f := awslambda.NewFunction(s.Stack, jsii.String(fn.Name), &awslambda.FunctionProps{
+		Description:   jsii.String("practice-api " + fn.Name),
+		Runtime:       awslambda.Runtime_PROVIDED_AL2023(),
+		Architecture:  awslambda.Architecture_ARM_64(),
+		Handler:       jsii.String("bootstrap"),
+		Code:          awslambda.Code_FromAsset(jsii.String(filepath.Join(p.CodeDir, fn.Name)), nil),
+		MemorySize:    jsii.Number(fn.MemoryMB),
+		Timeout:       awscdk.Duration_Seconds(jsii.Number(fn.TimeoutS)),
+		Environment:   &env,
+		Tracing:       awslambda.Tracing_ACTIVE,
+		LoggingFormat: awslambda.LoggingFormat_JSON,
+		LogGroup:      logs,
+	})
+	resources := []*string{s.Table.TableArn()}
+	if fn.IndexRead {
+		resources = append(resources, jsii.String(*s.Table.TableArn()+"/index/*"))
+	}
+	f.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid: jsii.String("Table"), Actions: jsii.Strings(fn.Table...), Resources: &resources,
+	}))
+	return f
+}
+
+// wireWorkers connects the outbox and the queues: the dispatcher runs on
+// every new outbox event (stream, filtered to event inserts) and every
+// minute (the sweep); the enrichment worker consumes its queue.
+func (s *Stack) wireWorkers() {
+	d := s.Functions["dispatcher"]
+	d.AddEventSource(awslambdaeventsources.NewDynamoEventSource(s.Table, &awslambdaeventsources.DynamoEventSourceProps{
+		StartingPosition:  awslambda.StartingPosition_LATEST,
+		BatchSize:         jsii.Number(100),
+		MaxBatchingWindow: awscdk.Duration_Seconds(jsii.Number(1)),
+		RetryAttempts:     jsii.Number(3),
+		Filters: &[]*map[string]interface{}{awslambda.FilterCriteria_Filter(&map[string]interface{}{
+			"eventName": awslambda.FilterRule_IsEqual("INSERT"),
+			"dynamodb":  map[string]interface{}{"NewImage": map[string]interface{}{"kind": map[string]interface{}{"S": awslambda.FilterRule_IsEqual("event")}}},
+		})},
+	}))
+	awsevents.NewRule(s.Stack, jsii.String("outbox-sweep"), &awsevents.RuleProps{
+		Description: jsii.String("sweep outbox events that no stream invocation dispatched"),
+		Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(1))),
+		Targets:     &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(d, nil)},
+	})
+	s.Queues["enrichment"].GrantSendMessages(d)
+
+	e := s.Functions["enrichment"]
+	e.AddEventSource(awslambdaeventsources.NewSqsEventSource(s.Queues["enrichment"], &awslambdaeventsources.SqsEventSourceProps{
+		BatchSize: jsii.Number(10), ReportBatchItemFailures: jsii.Bool(true),
+	}))
+	s.Queues["enrichment"].GrantSendMessages(e) // retries re-enqueue with a delay
+}
+
+// newAPI creates the HTTP API (payload v2) with one route per row of the
+// route table, each to its family's function.
+func (s *Stack) newAPI(p *Props) awsapigatewayv2.HttpApi {
+	api := awsapigatewayv2.NewHttpApi(s.Stack, jsii.String("Api"), &awsapigatewayv2.HttpApiProps{
+		ApiName:     jsii.String("practice-api-" + p.Stage),
+		Description: jsii.String("Practice API /api/v1 (" + p.Stage + ")"),
+	})
+	integrations := map[string]awsapigatewayv2integrations.HttpLambdaIntegration{}
+	for _, fn := range Functions {
+		if fn.Family != "" {
+			integrations[fn.Family] = awsapigatewayv2integrations.NewHttpLambdaIntegration(jsii.String(fn.Name+"-integration"), s.Functions[fn.Name],
+				&awsapigatewayv2integrations.HttpLambdaIntegrationProps{PayloadFormatVersion: awsapigatewayv2.PayloadFormatVersion_VERSION_2_0()})
+		}
+	}
+	for _, rt := range routes.Table {
+		integ, ok := integrations[rt.Family]
+		if !ok {
+			panic(fmt.Sprintf("route %s: family %s has no function in infra/functions.go", rt.Name, rt.Family))
+		}
+		api.AddRoutes(&awsapigatewayv2.AddRoutesOptions{
+			Path:        jsii.String(routes.Prefix + rt.Path),
+			Methods:     &[]awsapigatewayv2.HttpMethod{awsapigatewayv2.HttpMethod(rt.Method)},
+			Integration: integ,
+		})
+	}
+	return api
+}

@@ -1,0 +1,383 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/practice-api/practice-api/shared/app"
+	"github.com/practice-api/practice-api/shared/auth"
+	"github.com/practice-api/practice-api/shared/httpapi"
+	"github.com/practice-api/practice-api/shared/httpapi/routes"
+	"github.com/practice-api/practice-api/shared/matter"
+	"github.com/practice-api/practice-api/shared/party"
+	"github.com/practice-api/practice-api/shared/queue"
+	"github.com/practice-api/practice-api/shared/store"
+	"github.com/practice-api/practice-api/shared/store/storetest"
+	"github.com/practice-api/practice-api/shared/timeentry"
+)
+
+// templates are synthesized once per stage for all tests (jsii is slow to start).
+var templates = map[string]map[string]any{}
+var assertTemplates = map[string]assertions.Template{}
+
+func TestMain(m *testing.M) {
+	os.Setenv("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
+	os.Setenv("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+	code := func() int {
+		defer jsii.Close()
+		dir, err := os.MkdirTemp("", "lambda-code")
+		if err != nil {
+			panic(err)
+		}
+		defer os.RemoveAll(dir)
+		for _, fn := range Functions { // stand-in binaries: assets only need files
+			_ = os.MkdirAll(filepath.Join(dir, fn.Name), 0o755)
+			_ = os.WriteFile(filepath.Join(dir, fn.Name, "bootstrap"), []byte(fn.Name), 0o755)
+		}
+		for _, stage := range []string{"dev", "prod"} {
+			// GIVEN a stage's props WHEN the stack is synthesized
+			a := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(filepath.Join(dir, "out-"+stage))})
+			s := NewPracticeStack(a, "PracticeApi-"+stage, &Props{Stage: stage, CodeDir: dir, RateLimit: 120})
+			tpl := assertions.Template_FromStack(s.Stack, nil)
+			assertTemplates[stage] = tpl
+			var parsed map[string]any
+			raw, _ := json.Marshal(tpl.ToJSON())
+			if err := json.Unmarshal(raw, &parsed); err != nil {
+				panic(err)
+			}
+			templates[stage] = parsed
+		}
+		return m.Run()
+	}()
+	os.Exit(code)
+}
+
+func resources(stage, typ string) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	for id, r := range templates[stage]["Resources"].(map[string]any) {
+		if r.(map[string]any)["Type"] == typ {
+			out[id] = r.(map[string]any)
+		}
+	}
+	return out
+}
+
+func props(r map[string]any) map[string]any { return r["Properties"].(map[string]any) }
+
+// functionIDs maps each function's logical id to its name under functions/.
+func functionIDs(stage string) map[string]string {
+	out := map[string]string{}
+	for id, r := range resources(stage, "AWS::Lambda::Function") {
+		out[id] = strings.TrimPrefix(props(r)["Description"].(string), "practice-api ")
+	}
+	return out
+}
+
+func TestEveryRouteReachesItsFamilysFunction(t *testing.T) {
+	fns := functionIDs("dev")
+	integrationFn := map[string]string{}
+	for id, r := range resources("dev", "AWS::ApiGatewayV2::Integration") {
+		p := props(r)
+		if p["PayloadFormatVersion"] != "2.0" || p["IntegrationType"] != "AWS_PROXY" {
+			t.Fatalf("integration %s: %v", id, p)
+		}
+		integrationFn[id] = fns[p["IntegrationUri"].(map[string]any)["Fn::GetAtt"].([]any)[0].(string)]
+	}
+	byKey := map[string]string{}
+	for _, r := range resources("dev", "AWS::ApiGatewayV2::Route") {
+		p := props(r)
+		target, _ := json.Marshal(p["Target"])
+		for integ, fn := range integrationFn {
+			if strings.Contains(string(target), `"`+integ+`"`) {
+				byKey[p["RouteKey"].(string)] = fn
+			}
+		}
+	}
+	if len(byKey) != len(routes.Table) {
+		t.Fatalf("%d routes in the template, %d in the route table", len(byKey), len(routes.Table))
+	}
+	family := map[string]string{}
+	for _, fn := range Functions {
+		family[fn.Name] = fn.Family
+	}
+	for _, rt := range routes.Table {
+		key := rt.Method + " " + routes.Prefix + rt.Path
+		if fn, ok := byKey[key]; !ok || family[fn] != rt.Family {
+			t.Errorf("route %s goes to %q, want the %s function", key, fn, rt.Family)
+		}
+	}
+}
+
+func TestFunctionsRuntimeArchitectureAndLimits(t *testing.T) {
+	tpl := assertTemplates["dev"]
+	for _, fn := range Functions {
+		tpl.HasResourceProperties(jsii.String("AWS::Lambda::Function"), &map[string]any{
+			"Description":   "practice-api " + fn.Name,
+			"Runtime":       "provided.al2023",
+			"Architectures": []string{"arm64"},
+			"Handler":       "bootstrap",
+			"MemorySize":    fn.MemoryMB,
+			"Timeout":       fn.TimeoutS,
+			"TracingConfig": map[string]any{"Mode": "Active"},
+			"LoggingConfig": assertions.Match_ObjectLike(&map[string]any{"LogFormat": "JSON"}),
+		})
+	}
+	if n := len(resources("dev", "AWS::Lambda::Function")); n != len(Functions) {
+		t.Fatalf("%d functions, want %d", n, len(Functions))
+	}
+}
+
+// actionsOf collects every action of the policies attached to a function's role.
+func actionsOf(stage, fnID string) []string {
+	role := props(templates[stage]["Resources"].(map[string]any)[fnID].(map[string]any))["Role"].(map[string]any)["Fn::GetAtt"].([]any)[0].(string)
+	var out []string
+	for _, r := range resources(stage, "AWS::IAM::Policy") {
+		p := props(r)
+		attached := false
+		for _, ref := range p["Roles"].([]any) {
+			attached = attached || ref.(map[string]any)["Ref"] == role
+		}
+		if !attached {
+			continue
+		}
+		for _, st := range p["PolicyDocument"].(map[string]any)["Statement"].([]any) {
+			switch a := st.(map[string]any)["Action"].(type) {
+			case string:
+				out = append(out, a)
+			case []any:
+				for _, x := range a {
+					out = append(out, x.(string))
+				}
+			}
+		}
+	}
+	sort.Strings(out)
+	return slices.Compact(out)
+}
+
+func TestLeastPrivilegePerFunction(t *testing.T) {
+	xray := []string{"xray:PutTelemetryRecords", "xray:PutTraceSegments"}
+	// Written out here, independently of infra/functions.go: what each
+	// function's code calls (a transaction needs the item-level actions).
+	api := []string{"dynamodb:ConditionCheckItem", "dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}
+	expect := map[string][]string{
+		"matters": api, "parties": api, "timeentries": api,
+		"dispatcher": {"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams",
+			"dynamodb:PutItem", "dynamodb:Query", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"},
+		"enrichment": {"dynamodb:BatchWriteItem", "dynamodb:GetItem", "dynamodb:PutItem",
+			"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl",
+			"sqs:ReceiveMessage", "sqs:SendMessage"},
+	}
+	names := functionIDs("dev")
+	for _, fn := range Functions {
+		var id string
+		for k, v := range names {
+			if v == fn.Name {
+				id = k
+			}
+		}
+		want := append(append([]string{}, expect[fn.Name]...), xray...)
+		sort.Strings(want)
+		got := actionsOf("dev", id)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: actions %v\nwant %v", fn.Name, got, want)
+		}
+		for _, a := range got {
+			if strings.Contains(a, "*") {
+				t.Errorf("%s: wildcard action %s", fn.Name, a)
+			}
+		}
+	}
+}
+
+func TestTableKeysIndexesAndRecovery(t *testing.T) {
+	def := store.TableDefinition("x")
+	var gsis []any
+	for _, g := range def.GlobalSecondaryIndexes {
+		gsis = append(gsis, map[string]any{
+			"IndexName": *g.IndexName,
+			"KeySchema": []any{
+				map[string]any{"AttributeName": *g.KeySchema[0].AttributeName, "KeyType": "HASH"},
+				map[string]any{"AttributeName": *g.KeySchema[1].AttributeName, "KeyType": "RANGE"},
+			},
+			"Projection": map[string]any{"ProjectionType": "ALL"},
+		})
+	}
+	for stage, protected := range map[string]bool{"dev": false, "prod": true} {
+		tpl := assertTemplates[stage]
+		tpl.HasResourceProperties(jsii.String("AWS::DynamoDB::Table"), &map[string]any{
+			"KeySchema": []any{
+				map[string]any{"AttributeName": "PK", "KeyType": "HASH"},
+				map[string]any{"AttributeName": "SK", "KeyType": "RANGE"},
+			},
+			"BillingMode":                      "PAY_PER_REQUEST",
+			"GlobalSecondaryIndexes":           gsis,
+			"PointInTimeRecoverySpecification": map[string]any{"PointInTimeRecoveryEnabled": true},
+			"TimeToLiveSpecification":          map[string]any{"AttributeName": "ttl", "Enabled": true},
+			"StreamSpecification":              map[string]any{"StreamViewType": "NEW_IMAGE"},
+			"DeletionProtectionEnabled":        protected,
+		})
+		policy := "Delete"
+		if protected {
+			policy = "Retain"
+		}
+		tpl.HasResource(jsii.String("AWS::DynamoDB::Table"), &map[string]any{"DeletionPolicy": policy, "UpdateReplacePolicy": policy})
+	}
+}
+
+func TestQueuesHaveDeadLetterQueues(t *testing.T) {
+	queues := resources("dev", "AWS::SQS::Queue")
+	var main []map[string]any
+	for _, q := range queues {
+		if _, ok := props(q)["RedrivePolicy"]; ok {
+			main = append(main, props(q))
+		}
+	}
+	if len(main) == 0 || len(main)*2 != len(queues) {
+		t.Fatalf("%d queues, %d with a dead-letter queue", len(queues), len(main))
+	}
+	for _, p := range main {
+		rp := p["RedrivePolicy"].(map[string]any)
+		if rp["maxReceiveCount"] != 5.0 || rp["deadLetterTargetArn"] == nil {
+			t.Fatalf("redrive %v", rp)
+		}
+		// Visibility is at least six times the consuming function's timeout.
+		if p["VisibilityTimeout"].(float64) < 6*30 {
+			t.Fatalf("visibility %v", p["VisibilityTimeout"])
+		}
+	}
+	assertTemplates["dev"].HasResourceProperties(jsii.String("AWS::Lambda::EventSourceMapping"), &map[string]any{
+		"FunctionResponseTypes": []string{"ReportBatchItemFailures"},
+	})
+	assertTemplates["dev"].HasResourceProperties(jsii.String("AWS::Lambda::EventSourceMapping"), &map[string]any{
+		"StartingPosition": "LATEST",
+		"FilterCriteria":   assertions.Match_ObjectLike(&map[string]any{}),
+	})
+	assertTemplates["dev"].HasResourceProperties(jsii.String("AWS::Events::Rule"), &map[string]any{"ScheduleExpression": "rate(1 minute)"})
+}
+
+func TestAlarmsGoToTheTopic(t *testing.T) {
+	alarms := resources("dev", "AWS::CloudWatch::Alarm")
+	want := 1 + 2*len(Functions) + 1 + 1 // 5xx rate, errors+throttles, DLQ, disabled webhooks
+	if len(alarms) != want {
+		t.Fatalf("%d alarms, want %d", len(alarms), want)
+	}
+	var topic string
+	for id := range resources("dev", "AWS::SNS::Topic") {
+		topic = id
+	}
+	var descs []string
+	for _, a := range alarms {
+		p := props(a)
+		actions, _ := json.Marshal(p["AlarmActions"])
+		if !strings.Contains(string(actions), topic) {
+			t.Fatalf("alarm %v does not notify the topic", p["AlarmDescription"])
+		}
+		descs = append(descs, p["AlarmDescription"].(string))
+	}
+	all := strings.Join(descs, "\n")
+	for _, s := range []string{"5xx", "dead-letter", "webhook endpoint was disabled", "throttled", "invocation errors"} {
+		if !strings.Contains(all, s) {
+			t.Errorf("no alarm on %s", s)
+		}
+	}
+}
+
+func TestOutputs(t *testing.T) {
+	out := templates["dev"]["Outputs"].(map[string]any)
+	if _, ok := out["ApiUrl"]; !ok {
+		t.Fatal("no ApiUrl output")
+	}
+	if _, ok := out["TableName"]; !ok {
+		t.Fatal("no TableName output")
+	}
+	url, _ := json.Marshal(out["ApiUrl"])
+	if !strings.Contains(string(url), "/api/v1") {
+		t.Fatalf("ApiUrl %s", url)
+	}
+}
+
+// TestWiringFromTheStacksEnvironment builds each function's handler from
+// exactly the environment variables the stack gives it (references resolved
+// to a local table and queue): a variable the code needs and the stack
+// forgets, or renames, fails here.
+func TestWiringFromTheStacksEnvironment(t *testing.T) {
+	db := storetest.NewDB(t)
+	builds := map[string]app.Build{
+		routes.Matters:     func(db *store.DB) httpapi.Handlers { return matter.Handlers(matter.NewStore(db)) },
+		routes.Parties:     func(db *store.DB) httpapi.Handlers { return party.Handlers(party.NewStore(db)) },
+		routes.TimeEntries: func(db *store.DB) httpapi.Handlers { return timeentry.Handlers(timeentry.NewStore(db)) },
+	}
+	names := functionIDs("dev")
+	for id, r := range resources("dev", "AWS::Lambda::Function") {
+		name := names[id]
+		t.Run(name, func(t *testing.T) {
+			vars := props(r)["Environment"].(map[string]any)["Variables"].(map[string]any)
+			for k, v := range vars {
+				s, ok := v.(string)
+				switch {
+				case k == "TABLE_NAME":
+					s = db.Table
+				case k == "ENRICHMENT_QUEUE_URL":
+					s = "http://127.0.0.1:1/queue/enrichment"
+				case !ok:
+					t.Fatalf("%s=%v is a reference the test cannot resolve", k, v)
+				}
+				t.Setenv(k, s)
+			}
+			t.Setenv("DYNAMODB_ENDPOINT", storetest.Endpoint()) // the one variable AWS does not need
+			var fn Function
+			for _, f := range Functions {
+				if f.Name == name {
+					fn = f
+				}
+			}
+			if fn.Family == "" {
+				q, err := app.SQSQueue(context.Background(), os.Getenv("ENRICHMENT_QUEUE_URL"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				w, err := app.NewWorkers(db, q)
+				if err != nil || w.Enricher.Register != os.Getenv("COMPANY_REGISTER_URL") {
+					t.Fatalf("workers: %v", err)
+				}
+				var _ queue.Queue = q
+				return
+			}
+			h, err := app.FamilyHandler(context.Background(), fn.Family, builds[fn.Family])
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A real request through the handler, with a key of the store.
+			keys := auth.NewStore(db)
+			org, err := keys.CreateOrg(context.Background(), "", "wiring", time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, tok, err := keys.CreateKey(context.Background(), auth.KeyRequest{OrgID: org.ID, Mode: os.Getenv("API_KEY_MODES"), Scopes: auth.Catalogue}, time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			rt := routes.Family(fn.Family)[0]
+			req := httptest.NewRequest(rt.Method, routes.Prefix+rt.Path, nil)
+			req.Header.Set("Authorization", "Bearer "+tok.String())
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != 200 || rec.Header().Get("X-RateLimit-Limit") != os.Getenv("RATE_LIMIT_PER_MINUTE") {
+				t.Fatalf("%s %s: %d %s", rt.Method, rt.Path, rec.Code, rec.Body)
+			}
+		})
+	}
+}
