@@ -23,6 +23,10 @@ type Function struct {
 var apiActions = []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
 	"dynamodb:ConditionCheckItem", "dynamodb:Query"}
 
+// readActions are what a read-only family does: authenticate and count,
+// load the cursor key, read.
+var readActions = []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"}
+
 // Functions lists every Lambda of the service. API functions get 256 MB
 // (CPU scales with memory; Go's footprint is ~30 MB) and 10 s, below
 // API Gateway's 30 s and the idempotency claim's 30 s lock.
@@ -30,6 +34,10 @@ var Functions = []Function{
 	{Name: "matters", Family: routes.Matters, MemoryMB: 256, TimeoutS: 10, Table: apiActions, IndexRead: true},
 	{Name: "parties", Family: routes.Parties, MemoryMB: 256, TimeoutS: 10, Table: apiActions, IndexRead: true},
 	{Name: "timeentries", Family: routes.TimeEntries, MemoryMB: 256, TimeoutS: 10, Table: apiActions, IndexRead: true},
+	{Name: "invoices", Family: routes.Invoices, MemoryMB: 256, TimeoutS: 10, Table: readActions, IndexRead: true},
+	{Name: "documents", Family: routes.Documents, MemoryMB: 256, TimeoutS: 10, Table: readActions, IndexRead: true},
+	// Reports aggregate up to a year of entries in memory: more memory, more CPU.
+	{Name: "reports", Family: routes.Reports, MemoryMB: 512, TimeoutS: 25, Table: readActions, IndexRead: true},
 	// The dispatcher reads the pending index and rewrites dispatched events.
 	{Name: "dispatcher", MemoryMB: 256, TimeoutS: 60, Table: []string{"dynamodb:Query", "dynamodb:PutItem"}, IndexRead: true},
 	// Enrichment reads and rewrites the company and writes its logo.

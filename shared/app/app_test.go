@@ -12,10 +12,13 @@ import (
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
 	"github.com/practice-api/practice-api/shared/app"
+	"github.com/practice-api/practice-api/shared/billing"
+	"github.com/practice-api/practice-api/shared/document"
 	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/httpapi/routes"
 	"github.com/practice-api/practice-api/shared/matter"
 	"github.com/practice-api/practice-api/shared/party"
+	"github.com/practice-api/practice-api/shared/report"
 	"github.com/practice-api/practice-api/shared/seed"
 	"github.com/practice-api/practice-api/shared/store"
 	"github.com/practice-api/practice-api/shared/store/storetest"
@@ -38,6 +41,9 @@ func TestFamilyLambdasServeV2Events(t *testing.T) {
 		routes.Matters:     func(db *store.DB) httpapi.Handlers { return matter.Handlers(matter.NewStore(db)) },
 		routes.Parties:     func(db *store.DB) httpapi.Handlers { return party.Handlers(party.NewStore(db)) },
 		routes.TimeEntries: func(db *store.DB) httpapi.Handlers { return timeentry.Handlers(timeentry.NewStore(db)) },
+		routes.Invoices:    func(db *store.DB) httpapi.Handlers { return billing.Handlers(billing.NewStore(db)) },
+		routes.Documents:   func(db *store.DB) httpapi.Handlers { return document.Handlers(document.NewStore(db)) },
+		routes.Reports:     func(db *store.DB) httpapi.Handlers { return report.Handlers(report.NewStore(db)) },
 	}
 	invoke := func(h http.Handler, method, path, body string) (int, map[string]string, map[string]any) {
 		t.Helper()
@@ -70,6 +76,9 @@ func TestFamilyLambdasServeV2Events(t *testing.T) {
 			path := routes.Prefix + rt.Path
 			if i := strings.Index(path, "/{"); i >= 0 {
 				path = path[:i] + "/" + firstID[path[:i]]
+				if rt.Name == "reports.get" {
+					path = path[:i] + "/wip"
+				}
 			}
 			if rt.Method == "POST" {
 				// An empty object reaches the family's own validation: a 422

@@ -6,10 +6,13 @@ package families
 import (
 	"net/http"
 
+	"github.com/practice-api/practice-api/shared/billing"
+	"github.com/practice-api/practice-api/shared/document"
 	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/httpapi/routes"
 	"github.com/practice-api/practice-api/shared/matter"
 	"github.com/practice-api/practice-api/shared/party"
+	"github.com/practice-api/practice-api/shared/report"
 	"github.com/practice-api/practice-api/shared/store"
 	"github.com/practice-api/practice-api/shared/timeentry"
 )
@@ -20,6 +23,9 @@ func All(db *store.DB) map[string]httpapi.Handlers {
 		routes.Matters:     matter.Handlers(matter.NewStore(db)),
 		routes.Parties:     party.Handlers(party.NewStore(db)),
 		routes.TimeEntries: timeentry.Handlers(timeentry.NewStore(db)),
+		routes.Invoices:    billing.Handlers(billing.NewStore(db)),
+		routes.Documents:   document.Handlers(document.NewStore(db)),
+		routes.Reports:     report.Handlers(report.NewStore(db)),
 	}
 }
 

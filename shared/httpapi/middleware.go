@@ -266,3 +266,6 @@ func bearer(r *http.Request) (auth.Token, error) {
 	}
 	return tok, nil
 }
+
+// Now is the edge's clock for this request (tests set it through Config.Now).
+func Now(ctx context.Context) time.Time { return envFrom(ctx).now() }

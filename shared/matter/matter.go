@@ -72,15 +72,9 @@ func (s *Store) List(ctx context.Context, org string, req httpapi.ListRequest[Fi
 	f := req.Filter
 	q := store.ListQuery{Index: "GSI1", PK: store.Collection(org, "MATTER"),
 		SKFrom: f.UpdatedSince, Limit: req.PerPage, After: req.After}
-	switch {
-	case f.ClientID != "":
-		q.Index, q.PK = "GSI2", store.Collection(org, "MATTER", "CLIENT", f.ClientID)
-		if f.Status != "" {
-			q.Equal = map[string]string{"status": f.Status}
-		}
-	case f.Status != "":
-		q.Index, q.PK = "GSI3", store.Collection(org, "MATTER", "STATUS", f.Status)
-	}
+	q.NarrowBy(org, "MATTER",
+		store.KeyFilter{Index: "GSI2", Attr: "client_id", Segment: "CLIENT", Value: f.ClientID},
+		store.KeyFilter{Index: "GSI3", Attr: "status", Segment: "STATUS", Value: f.Status})
 	return store.QueryInto[Matter](ctx, s.db, q)
 }
 

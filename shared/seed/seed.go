@@ -12,6 +12,8 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/uuid"
 
+	"github.com/practice-api/practice-api/shared/billing"
+	"github.com/practice-api/practice-api/shared/document"
 	"github.com/practice-api/practice-api/shared/matter"
 	"github.com/practice-api/practice-api/shared/party"
 	"github.com/practice-api/practice-api/shared/store"
@@ -35,6 +37,8 @@ type Counts struct {
 	Clients     int `json:"clients"`
 	Matters     int `json:"matters"`
 	TimeEntries int `json:"time_entries"`
+	Invoices    int `json:"invoices"`
+	Documents   int `json:"documents"`
 }
 
 var (
@@ -46,6 +50,8 @@ var (
 	statuses   = []string{"active", "active", "active", "dormant", "dormant", "closed", "archived"}
 	// entryStatuses weights the statuses of seeded time as a practice sees them.
 	entryStatuses = []string{"draft", "submitted", "approved", "approved", "invoiced", "invoiced", "invoiced", "written_off"}
+	invoiceStates = []string{"sent", "paid", "paid", "overdue", "partially_paid", "draft", "approved"}
+	folders       = []string{"Korrespondance", "Kontrakter", "Processkrifter", "Notater"}
 	tasks         = []string{"Møde med klient", "Udarbejdelse af processkrift", "Telefonmøde", "Gennemgang af kontrakt", "Korrespondance", "Retsmøde", "Research"}
 )
 
@@ -80,6 +86,7 @@ func Run(ctx context.Context, db *store.DB, org string, opt Options) (Counts, er
 		return nil
 	}
 	var c Counts
+	var invoices []billing.Invoice
 	nClients := max((opt.Matters+1)/2, min(opt.Matters, 1))
 	clients := make([]party.Client, 0, nClients)
 	runID := uuid.NewString()[:8] // keeps e-mails and CVRs of repeated runs apart
@@ -144,18 +151,67 @@ func Run(ctx context.Context, db *store.DB, org string, opt Options) (Counts, er
 				return c, err
 			}
 			c.Matters++
+			var billed []timeentry.TimeEntry
 			for range opt.EntriesPerMatter {
 				day := opt.Now.AddDate(0, 0, -r.IntN(540)).Format(time.DateOnly)
 				t := timeentry.TimeEntry{ID: uuid.NewString(), MatterID: m.ID, ClientID: m.ClientID,
 					UserID: users[r.IntN(len(users))], Date: day, DurationMinutes: int64(6 * (1 + r.IntN(40))),
 					HourlyRate: rate, Currency: "DKK", Status: entryStatuses[r.IntN(len(entryStatuses))],
 					Description: tasks[r.IntN(len(tasks))], CreatedAt: updated, UpdatedAt: updated}
+				if t.Status == "invoiced" {
+					billed = append(billed, t) // added once its invoice is known
+					continue
+				}
 				t.SetKeys(org)
 				if err := add(t); err != nil {
 					return c, err
 				}
 				c.TimeEntries++
 			}
+			for start := 0; start < len(billed); start += billing.MaxLines {
+				inv := billing.Invoice{ID: uuid.NewString(), MatterID: m.ID, ClientID: m.ClientID,
+					Status: invoiceStates[r.IntN(len(invoiceStates))], Currency: "DKK", CreatedAt: updated, UpdatedAt: updated}
+				for i := start; i < min(start+billing.MaxLines, len(billed)); i++ {
+					t := &billed[i]
+					t.InvoiceID = inv.ID
+					inv.Lines = append(inv.Lines, billing.Line{Description: t.Date + " " + t.Description, Amount: t.Amount, TimeEntryID: t.ID})
+					inv.Total += t.Amount
+					inv.IssueDate = max(inv.IssueDate, t.Date)
+					t.SetKeys(org)
+					if err := add(t); err != nil {
+						return c, err
+					}
+					c.TimeEntries++
+				}
+				issue, _ := time.Parse(time.DateOnly, inv.IssueDate)
+				inv.DueDate = issue.AddDate(0, 0, 30).Format(time.DateOnly)
+				invoices = append(invoices, inv)
+			}
+			for d := range 2 {
+				doc := document.Document{ID: uuid.NewString(), MatterID: m.ID, Name: fmt.Sprintf("%s – bilag %d", m.Title, d+1),
+					Filename: fmt.Sprintf("bilag-%d.pdf", d+1), MimeType: "application/pdf", SizeBytes: int64(20_000 + r.IntN(2_000_000)),
+					Folder: folders[r.IntN(len(folders))], CreatedAt: updated, UpdatedAt: updated}
+				doc.SetKeys(org)
+				if err := add(doc); err != nil {
+					return c, err
+				}
+				c.Documents++
+			}
+		}
+	}
+	if len(invoices) > 0 {
+		last, err := db.Increment(ctx, store.OrgPK(org), "COUNTER#INVOICE", int64(len(invoices)))
+		if err != nil {
+			return c, err
+		}
+		for i := range invoices {
+			v := &invoices[i]
+			v.Number = fmt.Sprintf("INV-%d", last-int64(len(invoices))+int64(i)+1)
+			v.SetKeys(org)
+			if err := add(v, v.Guards(org)[0]); err != nil {
+				return c, err
+			}
+			c.Invoices++
 		}
 	}
 	return c, db.BatchPut(ctx, items)

@@ -155,3 +155,28 @@ func fromAttrs(m map[string]ddbtypes.AttributeValue) StartKey {
 	}
 	return k
 }
+
+// KeyFilter is an equality filter that a GSI answers: the index's partition
+// for it is Collection(org, type, Segment, Value), and Attr is the item
+// attribute holding the same value.
+type KeyFilter struct{ Index, Attr, Segment, Value string }
+
+// NarrowBy points q at the index of the first filter that has a value
+// (callers list them most selective first) and turns the others that have a
+// value into equality filter expressions. With no value at all, q stays on
+// its collection.
+func (q *ListQuery) NarrowBy(org, typ string, filters ...KeyFilter) {
+	picked := false
+	for _, f := range filters {
+		switch {
+		case f.Value == "":
+		case !picked:
+			q.Index, q.PK, picked = f.Index, Collection(org, typ, f.Segment, f.Value), true
+		default:
+			if q.Equal == nil {
+				q.Equal = map[string]string{}
+			}
+			q.Equal[f.Attr] = f.Value
+		}
+	}
+}

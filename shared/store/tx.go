@@ -80,3 +80,23 @@ func (b *TxBuilder) Commit(ctx context.Context) error {
 	}
 	return fmt.Errorf("transaction: %w", err)
 }
+
+// PutIf adds a Put of v that replaces an item only if cond holds (a state
+// precondition, an unchanged updated_at).
+func (b *TxBuilder) PutIf(v any, cond string, names map[string]string, values map[string]ddbtypes.AttributeValue) int {
+	item, err := Marshal(v)
+	if err != nil && b.err == nil {
+		b.err = err
+	}
+	b.items = append(b.items, ddbtypes.TransactWriteItem{Put: &ddbtypes.Put{
+		TableName: aws.String(b.db.Table), Item: item, ConditionExpression: aws.String(cond),
+		ExpressionAttributeNames: names, ExpressionAttributeValues: values,
+	}})
+	return len(b.items) - 1
+}
+
+// Unchanged is the condition of PutIf for an optimistic replace: the item
+// exists and its updated_at is still prev.
+func Unchanged(prev string) (string, map[string]ddbtypes.AttributeValue) {
+	return "attribute_exists(PK) AND updated_at = :prev", map[string]ddbtypes.AttributeValue{":prev": &ddbtypes.AttributeValueMemberS{Value: prev}}
+}

@@ -42,3 +42,22 @@ func GuardSK(namespace, value string) string { return "UNIQ#" + namespace + "#" 
 func NewGuard(org, namespace, value, ref string) Guard {
 	return Guard{Keys: Keys{PK: OrgPK(org), SK: GuardSK(namespace, value), Kind: "guard"}, Ref: ref}
 }
+
+// Each runs q to the end of its range, a page at a time, calling visit on
+// every item; for reports, whose callers bound the range.
+func Each[T any](ctx context.Context, db *DB, q ListQuery, visit func(T)) error {
+	q.Limit = 1000
+	for {
+		items, next, err := QueryInto[T](ctx, db, q)
+		if err != nil {
+			return err
+		}
+		for _, it := range items {
+			visit(it)
+		}
+		if next == nil {
+			return nil
+		}
+		q.After = next
+	}
+}

@@ -34,6 +34,7 @@ type TimeEntry struct {
 	Currency        string `dynamodbav:"currency" json:"currency"`
 	Status          string `dynamodbav:"status" json:"status"`
 	Description     string `dynamodbav:"description,omitempty" json:"description,omitempty"`
+	InvoiceID       string `dynamodbav:"invoice_id,omitempty" json:"invoice_id,omitempty"`
 	CreatedAt       string `dynamodbav:"created_at" json:"created_at"`
 	UpdatedAt       string `dynamodbav:"updated_at" json:"updated_at"`
 }
@@ -170,25 +171,11 @@ func (s *Store) List(ctx context.Context, org string, req httpapi.ListRequest[Fi
 	if f.DateTo != "" {
 		q.SKTo = f.DateTo + "~" // after every "<date>#<id>" of that day
 	}
-	equal := map[string]string{}
-	picked := false
-	for _, c := range []struct{ index, attr, seg, value string }{
-		{"GSI2", "matter_id", "MATTER", f.MatterID},
-		{"GSI3", "client_id", "CLIENT", f.ClientID},
-		{"GSI4", "user_id", "USER", f.UserID},
-		{"GSI5", "status", "STATUS", f.Status},
-	} {
-		switch {
-		case c.value == "":
-		case !picked:
-			q.Index, q.PK, picked = c.index, store.Collection(org, "TE", c.seg, c.value), true
-		default:
-			equal[c.attr] = c.value
-		}
-	}
-	if len(equal) > 0 {
-		q.Equal = equal
-	}
+	q.NarrowBy(org, "TE",
+		store.KeyFilter{Index: "GSI2", Attr: "matter_id", Segment: "MATTER", Value: f.MatterID},
+		store.KeyFilter{Index: "GSI3", Attr: "client_id", Segment: "CLIENT", Value: f.ClientID},
+		store.KeyFilter{Index: "GSI4", Attr: "user_id", Segment: "USER", Value: f.UserID},
+		store.KeyFilter{Index: "GSI5", Attr: "status", Segment: "STATUS", Value: f.Status})
 	return store.QueryInto[TimeEntry](ctx, s.db, q)
 }
 

@@ -17,9 +17,13 @@ import (
 
 	"github.com/practice-api/practice-api/shared/app"
 	"github.com/practice-api/practice-api/shared/auth"
+	"github.com/practice-api/practice-api/shared/billing"
+	"github.com/practice-api/practice-api/shared/document"
+	"github.com/practice-api/practice-api/shared/matter"
 	"github.com/practice-api/practice-api/shared/party"
 	"github.com/practice-api/practice-api/shared/seed"
 	"github.com/practice-api/practice-api/shared/store"
+	"github.com/practice-api/practice-api/shared/timeentry"
 )
 
 func main() {
@@ -40,6 +44,13 @@ const usage = `usage: admin <command> [flags]
   key revoke-secret --client CLIENT --secret SECRET_ID
   key revoke --client CLIENT
   kyc set --org ORG --client CLIENT --status STATUS [--expires RFC3339]
+  matter close --org ORG --matter MATTER
+  matter set-status --org ORG --matter MATTER --status STATUS
+  time-entry set-status --org ORG --entry ENTRY --status STATUS
+  invoice create --org ORG --matter MATTER --issue-date YYYY-MM-DD --lines JSON [--status draft]
+  invoice set-status --org ORG --invoice INVOICE --status STATUS
+  document create --org ORG --matter MATTER --name N --filename F --mime M --size BYTES [--folder F]
+  document seal --org ORG --document DOCUMENT
   seed --org ORG [--matters N] [--entries-per-matter N]
 env: DYNAMODB_ENDPOINT (default http://127.0.0.1:8000; "aws" for the SDK's own), TABLE_NAME (default practice-api)`
 
@@ -48,7 +59,7 @@ func run(ctx context.Context, args []string) (any, error) {
 		return nil, errors.New(usage)
 	}
 	cmd, rest := args[0], args[1:]
-	if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") && (cmd == "org" || cmd == "key" || cmd == "kyc") {
+	if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") && (cmd == "org" || cmd == "key" || cmd == "kyc" || cmd == "matter" || cmd == "time-entry" || cmd == "invoice" || cmd == "document") {
 		cmd, rest = cmd+" "+rest[0], rest[1:]
 	}
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
@@ -62,6 +73,16 @@ func run(ctx context.Context, args []string) (any, error) {
 		client   = fs.String("client", "", "API client id")
 		secret   = fs.String("secret", "", "secret id")
 		status   = fs.String("status", "", "status")
+		matterID = fs.String("matter", "", "matter id")
+		entry    = fs.String("entry", "", "time entry id")
+		invoice  = fs.String("invoice", "", "invoice id")
+		docID    = fs.String("document", "", "document id")
+		issue    = fs.String("issue-date", "", "YYYY-MM-DD")
+		lines    = fs.String("lines", "", "JSON array of lines")
+		filename = fs.String("filename", "", "file name")
+		mimeType = fs.String("mime", "", "MIME type")
+		size     = fs.Int64("size", -1, "size in bytes")
+		folder   = fs.String("folder", "", "folder")
 		matters  = fs.Int("matters", 20, "matters to create")
 		perEntry = fs.Int("entries-per-matter", 0, "time entries per matter")
 	)
@@ -143,6 +164,52 @@ func run(ctx context.Context, args []string) (any, error) {
 			return nil, err
 		}
 		return party.NewStore(db).SetKYC(ctx, *org, *client, *status, exp, now)
+	case "matter close", "matter set-status":
+		if cmd == "matter close" {
+			*status = "closed"
+		}
+		if err := need("org", "matter", "status"); err != nil {
+			return nil, err
+		}
+		return matter.NewStore(db).SetStatus(ctx, *org, *matterID, *status, now)
+	case "time-entry set-status":
+		if err := need("org", "entry", "status"); err != nil {
+			return nil, err
+		}
+		return timeentry.NewStore(db).SetStatus(ctx, *org, *entry, *status, now)
+	case "invoice create":
+		if err := need("org", "matter", "issue-date", "lines"); err != nil {
+			return nil, err
+		}
+		var ls []billing.Line
+		dec := json.NewDecoder(strings.NewReader(*lines))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&ls); err != nil {
+			return nil, fmt.Errorf("--lines must be a JSON array of {\"description\", \"amount\" (integer minor units), \"time_entry_id\"?}: %v", err)
+		}
+		if *status == "" {
+			*status = "draft"
+		}
+		return billing.NewStore(db).Create(ctx, *org, billing.NewInvoice{MatterID: *matterID, IssueDate: *issue, Lines: ls, Status: *status}, now)
+	case "invoice set-status":
+		if err := need("org", "invoice", "status"); err != nil {
+			return nil, err
+		}
+		return billing.NewStore(db).SetStatus(ctx, *org, *invoice, *status, now)
+	case "document create":
+		if err := need("org", "matter", "name", "filename", "mime"); err != nil {
+			return nil, err
+		}
+		if *size < 0 {
+			return nil, fmt.Errorf("%s: --size is required (bytes)", cmd)
+		}
+		return document.NewStore(db).Create(ctx, *org, document.NewDocument{MatterID: *matterID, Name: *name, Filename: *filename,
+			MimeType: *mimeType, SizeBytes: *size, Folder: *folder}, now)
+	case "document seal":
+		if err := need("org", "document"); err != nil {
+			return nil, err
+		}
+		return document.NewStore(db).Seal(ctx, *org, *docID, now)
 	case "seed":
 		if err := need("org"); err != nil {
 			return nil, err

@@ -52,6 +52,14 @@ var Table = []Route{
 
 	{Family: TimeEntries, Method: "GET", Path: "/time-entries", Scope: "time:read", Name: "time_entries.list"},
 	{Family: TimeEntries, Method: "POST", Path: "/time-entries", Scope: "time:write", Name: "time_entries.create"},
+
+	{Family: Invoices, Method: "GET", Path: "/invoices", Scope: "invoices:read", Name: "invoices.list"},
+	{Family: Invoices, Method: "GET", Path: "/invoices/{invoice}", Scope: "invoices:read", Name: "invoices.get"},
+
+	{Family: Documents, Method: "GET", Path: "/documents", Scope: "documents:read", Name: "documents.list"},
+	{Family: Documents, Method: "GET", Path: "/documents/{id}", Scope: "documents:read", Name: "documents.get"},
+
+	{Family: Reports, Method: "GET", Path: "/reports/{type}", Scope: "reports:read", Name: "reports.get"},
 }
 
 // Family returns the routes of one family.

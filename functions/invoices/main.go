@@ -1,0 +1,14 @@
+// Command invoices is the Lambda of the invoices family.
+package main
+
+import (
+	"github.com/practice-api/practice-api/shared/app"
+	"github.com/practice-api/practice-api/shared/billing"
+	"github.com/practice-api/practice-api/shared/httpapi"
+	"github.com/practice-api/practice-api/shared/httpapi/routes"
+	"github.com/practice-api/practice-api/shared/store"
+)
+
+func main() {
+	app.StartLambda(routes.Invoices, func(db *store.DB) httpapi.Handlers { return billing.Handlers(billing.NewStore(db)) })
+}

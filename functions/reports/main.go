@@ -1,0 +1,14 @@
+// Command reports is the Lambda of the reports family.
+package main
+
+import (
+	"github.com/practice-api/practice-api/shared/app"
+	"github.com/practice-api/practice-api/shared/httpapi"
+	"github.com/practice-api/practice-api/shared/httpapi/routes"
+	"github.com/practice-api/practice-api/shared/report"
+	"github.com/practice-api/practice-api/shared/store"
+)
+
+func main() {
+	app.StartLambda(routes.Reports, func(db *store.DB) httpapi.Handlers { return report.Handlers(report.NewStore(db)) })
+}

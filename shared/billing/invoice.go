@@ -1,0 +1,360 @@
+// Package billing holds invoices: their item, the application-side
+// workflow that creates them and moves their status, and the reads.
+package billing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"time"
+
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/google/uuid"
+
+	"github.com/practice-api/practice-api/shared/httpapi"
+	"github.com/practice-api/practice-api/shared/matter"
+	"github.com/practice-api/practice-api/shared/outbox"
+	"github.com/practice-api/practice-api/shared/store"
+	"github.com/practice-api/practice-api/shared/timeentry"
+	"github.com/practice-api/practice-api/shared/workflow"
+)
+
+// Statuses of an invoice.
+var Statuses = []string{"draft", "approved", "sent", "partially_paid", "overdue", "paid", "cancelled", "credited"}
+
+// Transitions of an invoice's status. A sent invoice is withdrawn by a
+// credit note (credited), never by going back; paid never returns to draft.
+var Transitions = workflow.Transitions{
+	"draft":          {"approved", "sent", "cancelled"},
+	"approved":       {"draft", "sent", "cancelled"},
+	"sent":           {"partially_paid", "paid", "overdue", "credited"},
+	"partially_paid": {"paid", "overdue", "credited"},
+	"overdue":        {"partially_paid", "paid", "credited"},
+	"paid":           {"credited"},
+	"cancelled":      {},
+	"credited":       {},
+}
+
+// open is where an invoice is a receivable: sent to the client, not settled.
+var open = []string{"sent", "partially_paid", "overdue"}
+
+// MaxLines keeps an invoice item far below DynamoDB's 400 KB.
+const MaxLines = 200
+
+// Line is one invoice line in minor units; it may bill a time entry.
+type Line struct {
+	Description string `dynamodbav:"description" json:"description"`
+	Amount      int64  `dynamodbav:"amount" json:"amount"`
+	TimeEntryID string `dynamodbav:"time_entry_id,omitempty" json:"time_entry_id,omitempty"`
+}
+
+// Invoice is a bill on one matter. Lines are returned by the single read only.
+type Invoice struct {
+	store.Keys `json:"-"`
+	ID         string `dynamodbav:"id" json:"id"`
+	Number     string `dynamodbav:"number" json:"number"`
+	MatterID   string `dynamodbav:"matter_id" json:"matter_id"`
+	ClientID   string `dynamodbav:"client_id" json:"client_id"`
+	Status     string `dynamodbav:"status" json:"status"`
+	IssueDate  string `dynamodbav:"issue_date" json:"issue_date"`
+	DueDate    string `dynamodbav:"due_date" json:"due_date"`
+	Currency   string `dynamodbav:"currency" json:"currency"`
+	Total      int64  `dynamodbav:"total" json:"total"`
+	Lines      []Line `dynamodbav:"lines" json:"lines,omitempty"`
+	CreatedAt  string `dynamodbav:"created_at" json:"created_at"`
+	UpdatedAt  string `dynamodbav:"updated_at" json:"updated_at"`
+	SentAt     string `dynamodbav:"sent_at,omitempty" json:"sent_at,omitempty"`
+	PaidAt     string `dynamodbav:"paid_at,omitempty" json:"paid_at,omitempty"`
+}
+
+func invoiceSK(id string) string { return "INV#" + id }
+
+// SetKeys fills the keys: GSI1 all by issue date, GSI2 by matter, GSI3 by
+// client, GSI5 by status; GSI4 only while open, by due date (receivables).
+func (v *Invoice) SetKeys(org string) {
+	seq := store.Seq(v.IssueDate, v.ID)
+	v.Keys = store.Keys{PK: store.OrgPK(org), SK: invoiceSK(v.ID), Kind: "invoice",
+		GSI1PK: store.Collection(org, "INV"), GSI1SK: seq,
+		GSI2PK: store.Collection(org, "INV", "MATTER", v.MatterID), GSI2SK: seq,
+		GSI3PK: store.Collection(org, "INV", "CLIENT", v.ClientID), GSI3SK: seq,
+		GSI5PK: store.Collection(org, "INV", "STATUS", v.Status), GSI5SK: seq}
+	if slices.Contains(open, v.Status) {
+		v.GSI4PK, v.GSI4SK = OpenPK(org), store.Seq(v.DueDate, v.ID)
+	}
+}
+
+// OpenPK is the partition of open invoices, for the receivables report.
+func OpenPK(org string) string { return store.Collection(org, "INV", "OPEN") }
+
+// Guards: an invoice's number is unique.
+func (v *Invoice) Guards(org string) []store.Guard {
+	return []store.Guard{store.NewGuard(org, "INVOICENO", v.Number, v.ID)}
+}
+
+// Event is the invoice as webhook events carry it: identifiers and status.
+func Event(v *Invoice) map[string]any {
+	return map[string]any{"id": v.ID, "status": v.Status, "total": v.Total, "currency": v.Currency, "matter_id": v.MatterID, "client_id": v.ClientID}
+}
+
+// Store keeps invoices.
+type Store struct{ db *store.DB }
+
+// NewStore returns a Store on db.
+func NewStore(db *store.DB) *Store { return &Store{db: db} }
+
+// Get reads an invoice with its lines.
+func (s *Store) Get(ctx context.Context, org, id string) (Invoice, error) {
+	return store.GetInto[Invoice](ctx, s.db, store.OrgPK(org), invoiceSK(id))
+}
+
+// Filter holds the /invoices filters.
+type Filter struct {
+	MatterID string `json:"matter_id,omitempty"`
+	ClientID string `json:"client_id,omitempty"`
+	Status   string `json:"status,omitempty"`
+	From     string `json:"issue_date_from,omitempty"`
+	To       string `json:"issue_date_to,omitempty"`
+}
+
+// List picks the index by priority matter, client, status (the rest become
+// filter expressions); the issue-date range is the sort-key range. Lines are
+// left out.
+func (s *Store) List(ctx context.Context, org string, req httpapi.ListRequest[Filter]) ([]Invoice, store.StartKey, error) {
+	f := req.Filter
+	q := store.ListQuery{Index: "GSI1", PK: store.Collection(org, "INV"), SKFrom: f.From, Limit: req.PerPage, After: req.After}
+	if f.To != "" {
+		q.SKTo = f.To + "~"
+	}
+	q.NarrowBy(org, "INV",
+		store.KeyFilter{Index: "GSI2", Attr: "matter_id", Segment: "MATTER", Value: f.MatterID},
+		store.KeyFilter{Index: "GSI3", Attr: "client_id", Segment: "CLIENT", Value: f.ClientID},
+		store.KeyFilter{Index: "GSI5", Attr: "status", Segment: "STATUS", Value: f.Status})
+	out, next, err := store.QueryInto[Invoice](ctx, s.db, q)
+	for i := range out {
+		out[i].Lines = nil
+	}
+	return out, next, err
+}
+
+// NewInvoice describes an invoice the application issues.
+type NewInvoice struct {
+	MatterID  string
+	IssueDate string
+	Lines     []Line
+	Status    string // draft (default), approved or sent
+}
+
+// Create issues an invoice on a matter. Lines that bill a time entry need an
+// approved entry of that matter; the entries become invoiced in the same
+// transaction as the invoice (and its invoice.issued event, when created
+// as sent), or nothing happens.
+func (s *Store) Create(ctx context.Context, org string, in NewInvoice, now time.Time) (Invoice, error) {
+	if in.Status == "" {
+		in.Status = "draft"
+	}
+	if !slices.Contains([]string{"draft", "approved", "sent"}, in.Status) {
+		return Invoice{}, fmt.Errorf("%w: an invoice is created as draft, approved or sent, not %s", workflow.ErrRefused, in.Status)
+	}
+	issue, err := time.Parse(time.DateOnly, in.IssueDate)
+	if err != nil {
+		return Invoice{}, fmt.Errorf("issue date %q is not YYYY-MM-DD", in.IssueDate)
+	}
+	if len(in.Lines) == 0 || len(in.Lines) > MaxLines {
+		return Invoice{}, fmt.Errorf("an invoice needs 1 to %d lines", MaxLines)
+	}
+	mpk, msk := matter.Key(org, in.MatterID)
+	m, err := store.GetInto[matter.Matter](ctx, s.db, mpk, msk)
+	if errors.Is(err, store.ErrNotFound) {
+		return Invoice{}, fmt.Errorf("no matter %s in organisation %s", in.MatterID, org)
+	}
+	if err != nil {
+		return Invoice{}, err
+	}
+	v := Invoice{ID: uuid.NewString(), MatterID: m.ID, ClientID: m.ClientID, Status: in.Status, IssueDate: in.IssueDate,
+		DueDate: issue.AddDate(0, 0, 30).Format(time.DateOnly), Currency: "DKK", Lines: in.Lines,
+		CreatedAt: store.FormatTime(now)}
+	v.UpdatedAt = v.CreatedAt
+	if v.Status == "sent" {
+		v.SentAt = v.CreatedAt
+	}
+	entries := timeentry.NewStore(s.db)
+	var billed []timeentry.TimeEntry
+	for i, l := range in.Lines {
+		if l.Description == "" {
+			return Invoice{}, fmt.Errorf("line %d has no description", i+1)
+		}
+		v.Total += l.Amount
+		if l.TimeEntryID == "" {
+			continue
+		}
+		t, err := entries.Get(ctx, org, l.TimeEntryID)
+		if errors.Is(err, store.ErrNotFound) || (err == nil && t.MatterID != m.ID) {
+			return Invoice{}, fmt.Errorf("line %d: no time entry %s on matter %s", i+1, l.TimeEntryID, m.ID)
+		}
+		if err != nil {
+			return Invoice{}, err
+		}
+		if t.Status != "approved" {
+			return Invoice{}, fmt.Errorf("%w: line %d: time entry %s is %s; only approved time is invoiced", workflow.ErrRefused, i+1, t.ID, t.Status)
+		}
+		billed = append(billed, t)
+	}
+	if v.Total < 0 {
+		return Invoice{}, fmt.Errorf("the lines add up to %d: an invoice's total cannot be negative (issue a credit note instead)", v.Total)
+	}
+	n, err := s.db.Increment(ctx, store.OrgPK(org), "COUNTER#INVOICE", 1)
+	if err != nil {
+		return Invoice{}, err
+	}
+	v.Number = fmt.Sprintf("INV-%d", n)
+	v.SetKeys(org)
+	tx := s.db.Tx()
+	tx.PutNew(v)
+	tx.PutNew(v.Guards(org)[0])
+	first := -1
+	for _, t := range billed {
+		prev := t.UpdatedAt
+		t.Status, t.InvoiceID, t.UpdatedAt = "invoiced", v.ID, store.NextUpdate(prev, now)
+		t.SetKeys(org)
+		i := tx.PutIf(t, "updated_at = :prev AND #st = :approved", map[string]string{"#st": "status"}, map[string]ddbtypes.AttributeValue{
+			":prev": &ddbtypes.AttributeValueMemberS{Value: prev}, ":approved": &ddbtypes.AttributeValueMemberS{Value: "approved"}})
+		if first < 0 {
+			first = i
+		}
+	}
+	if v.Status == "sent" {
+		if err := addEvent(tx, org, outbox.InvoiceIssued, &v, now); err != nil {
+			return Invoice{}, err
+		}
+	}
+	if err := tx.Commit(ctx); err != nil {
+		var failed *store.TxFailed
+		if errors.As(err, &failed) && first >= 0 {
+			return Invoice{}, fmt.Errorf("%w: a billed time entry changed while the invoice was created; try again", workflow.ErrRefused)
+		}
+		return Invoice{}, err
+	}
+	return v, nil
+}
+
+// SetStatus moves an invoice: sent raises invoice.issued, paid raises
+// invoice.paid, cancelled gives its time entries back as approved.
+func (s *Store) SetStatus(ctx context.Context, org, id, to string, now time.Time) (Invoice, error) {
+	for attempt := 0; attempt < 3; attempt++ {
+		v, err := s.Get(ctx, org, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return Invoice{}, fmt.Errorf("no invoice %s in organisation %s", id, org)
+		}
+		if err != nil {
+			return Invoice{}, err
+		}
+		if err := Transitions.Check("invoice", v.Status, to); err != nil {
+			return Invoice{}, err
+		}
+		prev := v.UpdatedAt
+		v.Status, v.UpdatedAt = to, store.NextUpdate(prev, now)
+		switch to {
+		case "sent":
+			v.SentAt = v.UpdatedAt
+		case "paid":
+			v.PaidAt = v.UpdatedAt
+		}
+		v.SetKeys(org)
+		tx := s.db.Tx()
+		cond, vals := store.Unchanged(prev)
+		tx.PutIf(v, cond, nil, vals)
+		if to == "cancelled" {
+			if err := s.release(ctx, tx, org, &v, now); err != nil {
+				return Invoice{}, err
+			}
+		}
+		switch to {
+		case "sent":
+			err = addEvent(tx, org, outbox.InvoiceIssued, &v, now)
+		case "paid":
+			err = addEvent(tx, org, outbox.InvoicePaid, &v, now)
+		}
+		if err != nil {
+			return Invoice{}, err
+		}
+		err = tx.Commit(ctx)
+		var failed *store.TxFailed
+		if errors.As(err, &failed) {
+			continue // the invoice or an entry changed meanwhile: read again
+		}
+		if err != nil {
+			return Invoice{}, err
+		}
+		return v, nil
+	}
+	return Invoice{}, fmt.Errorf("invoice %s keeps changing; try again", id)
+}
+
+// release puts the invoice's time entries back to approved.
+func (s *Store) release(ctx context.Context, tx *store.TxBuilder, org string, v *Invoice, now time.Time) error {
+	entries := timeentry.NewStore(s.db)
+	for _, l := range v.Lines {
+		if l.TimeEntryID == "" {
+			continue
+		}
+		t, err := entries.Get(ctx, org, l.TimeEntryID)
+		if err != nil {
+			return err
+		}
+		if t.InvoiceID != v.ID || t.Status != "invoiced" {
+			continue
+		}
+		prev := t.UpdatedAt
+		t.Status, t.InvoiceID, t.UpdatedAt = "approved", "", store.NextUpdate(prev, now)
+		t.SetKeys(org)
+		cond, vals := store.Unchanged(prev)
+		tx.PutIf(t, cond, nil, vals)
+	}
+	return nil
+}
+
+func addEvent(tx *store.TxBuilder, org, typ string, v *Invoice, now time.Time) error {
+	ev, err := outbox.New(org, typ, "invoice", Event(v), now)
+	if err != nil {
+		return err
+	}
+	tx.PutNew(ev)
+	return nil
+}
+
+// Handlers returns the handlers of the invoices family.
+func Handlers(s *Store) httpapi.Handlers {
+	return httpapi.Handlers{
+		"invoices.list": func(w http.ResponseWriter, r *http.Request) {
+			httpapi.ServeList(w, r, "invoices", parseFilter, s.List)
+		},
+		"invoices.get": httpapi.GetHandler("invoice", "invoice", s.Get),
+	}
+}
+
+func parseFilter(q url.Values) (Filter, error) {
+	var f Filter
+	var err error
+	if f.MatterID, err = httpapi.UUIDParam(q, "matter_id"); err != nil {
+		return Filter{}, err
+	}
+	if f.ClientID, err = httpapi.UUIDParam(q, "client_id"); err != nil {
+		return Filter{}, err
+	}
+	if f.Status, err = httpapi.EnumParam(q, "status", Statuses...); err != nil {
+		return Filter{}, err
+	}
+	if f.From, err = httpapi.DateParam(q, "issue_date_from"); err != nil {
+		return Filter{}, err
+	}
+	if f.To, err = httpapi.DateParam(q, "issue_date_to"); err != nil {
+		return Filter{}, err
+	}
+	if f.From != "" && f.To != "" && f.From > f.To {
+		return Filter{}, httpapi.Invalid("issue_date_to", "issue_date_to (%s) is before issue_date_from (%s); both are inclusive", f.To, f.From)
+	}
+	return f, nil
+}

@@ -1,0 +1,186 @@
+// Package document holds the register of document metadata: name,
+// filename, MIME type, size, matter and folder. The service never holds a
+// document's bytes, a download URL or a preview, so none can leak.
+package document
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/practice-api/practice-api/shared/httpapi"
+	"github.com/practice-api/practice-api/shared/matter"
+	"github.com/practice-api/practice-api/shared/outbox"
+	"github.com/practice-api/practice-api/shared/store"
+)
+
+// Document is one register entry.
+type Document struct {
+	store.Keys    `json:"-"`
+	ID            string `dynamodbav:"id" json:"id"`
+	MatterID      string `dynamodbav:"matter_id" json:"matter_id"`
+	Name          string `dynamodbav:"name" json:"name"`
+	Filename      string `dynamodbav:"filename" json:"filename"`
+	MimeType      string `dynamodbav:"mime_type" json:"mime_type"`
+	SizeBytes     int64  `dynamodbav:"size_bytes" json:"size_bytes"`
+	Folder        string `dynamodbav:"folder" json:"folder"`
+	SigningFlowID string `dynamodbav:"signing_flow_id,omitempty" json:"signing_flow_id,omitempty"`
+	SignedAt      string `dynamodbav:"signed_at,omitempty" json:"signed_at,omitempty"`
+	CreatedAt     string `dynamodbav:"created_at" json:"created_at"`
+	UpdatedAt     string `dynamodbav:"updated_at" json:"updated_at"`
+}
+
+// SigningFlow is a document's signing, sealed when every party has signed.
+type SigningFlow struct {
+	store.Keys `json:"-"`
+	ID         string `dynamodbav:"id" json:"id"`
+	DocumentID string `dynamodbav:"document_id" json:"document_id"`
+	MatterID   string `dynamodbav:"matter_id" json:"matter_id"`
+	Status     string `dynamodbav:"status" json:"status"`
+	SealedAt   string `dynamodbav:"sealed_at" json:"sealed_at"`
+}
+
+func docSK(id string) string { return "DOC#" + id }
+
+// SetKeys fills the keys: GSI1 all by last change, GSI2 by matter, GSI3 by
+// folder; updated_since bounds the sort key of each.
+func (d *Document) SetKeys(org string) {
+	seq := store.Seq(d.UpdatedAt, d.ID)
+	d.Keys = store.Keys{PK: store.OrgPK(org), SK: docSK(d.ID), Kind: "document",
+		GSI1PK: store.Collection(org, "DOC"), GSI1SK: seq,
+		GSI2PK: store.Collection(org, "DOC", "MATTER", d.MatterID), GSI2SK: seq,
+		GSI3PK: store.Collection(org, "DOC", "FOLDER", d.Folder), GSI3SK: seq}
+}
+
+// Guards: a document holds no unique values.
+func (d *Document) Guards(string) []store.Guard { return nil }
+
+// Store keeps the register.
+type Store struct{ db *store.DB }
+
+// NewStore returns a Store on db.
+func NewStore(db *store.DB) *Store { return &Store{db: db} }
+
+// Get reads one entry.
+func (s *Store) Get(ctx context.Context, org, id string) (Document, error) {
+	return store.GetInto[Document](ctx, s.db, store.OrgPK(org), docSK(id))
+}
+
+// Filter holds the /documents filters.
+type Filter struct {
+	MatterID     string `json:"matter_id,omitempty"`
+	Folder       string `json:"folder,omitempty"`
+	UpdatedSince string `json:"updated_since,omitempty"`
+}
+
+// List: matter_id → GSI2, folder → GSI3 (the other as a filter), else GSI1.
+func (s *Store) List(ctx context.Context, org string, req httpapi.ListRequest[Filter]) ([]Document, store.StartKey, error) {
+	q := store.ListQuery{Index: "GSI1", PK: store.Collection(org, "DOC"), SKFrom: req.Filter.UpdatedSince, Limit: req.PerPage, After: req.After}
+	q.NarrowBy(org, "DOC",
+		store.KeyFilter{Index: "GSI2", Attr: "matter_id", Segment: "MATTER", Value: req.Filter.MatterID},
+		store.KeyFilter{Index: "GSI3", Attr: "folder", Segment: "FOLDER", Value: req.Filter.Folder})
+	return store.QueryInto[Document](ctx, s.db, q)
+}
+
+// NewDocument describes a register entry the application records.
+type NewDocument struct {
+	MatterID, Name, Filename, MimeType, Folder string
+	SizeBytes                                  int64
+}
+
+// Create records a document's metadata on a matter of org.
+func (s *Store) Create(ctx context.Context, org string, in NewDocument, now time.Time) (Document, error) {
+	switch {
+	case strings.TrimSpace(in.Name) == "" || strings.TrimSpace(in.Filename) == "":
+		return Document{}, errors.New("a document needs a name and a filename")
+	case !strings.Contains(in.MimeType, "/"):
+		return Document{}, fmt.Errorf("mime type %q is not a type/subtype such as application/pdf", in.MimeType)
+	case in.SizeBytes < 0:
+		return Document{}, errors.New("size cannot be negative")
+	}
+	pk, sk := matter.Key(org, in.MatterID)
+	if _, err := store.GetInto[matter.Matter](ctx, s.db, pk, sk); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return Document{}, fmt.Errorf("no matter %s in organisation %s", in.MatterID, org)
+		}
+		return Document{}, err
+	}
+	d := Document{ID: uuid.NewString(), MatterID: in.MatterID, Name: in.Name, Filename: in.Filename, MimeType: in.MimeType,
+		SizeBytes: in.SizeBytes, Folder: in.Folder, CreatedAt: store.FormatTime(now)}
+	d.UpdatedAt = d.CreatedAt
+	d.SetKeys(org)
+	item, err := store.Marshal(d)
+	if err != nil {
+		return Document{}, err
+	}
+	return d, s.db.PutNew(ctx, item)
+}
+
+// ErrSealed is returned when a document's signing flow is sealed already.
+var ErrSealed = errors.New("document: already sealed")
+
+// Seal completes a document's signing flow: the flow, the document's
+// signed_at and the document.signed event commit together.
+func (s *Store) Seal(ctx context.Context, org, id string, now time.Time) (SigningFlow, error) {
+	d, err := s.Get(ctx, org, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return SigningFlow{}, fmt.Errorf("no document %s in organisation %s", id, org)
+	}
+	if err != nil {
+		return SigningFlow{}, err
+	}
+	if d.SigningFlowID != "" {
+		return SigningFlow{}, fmt.Errorf("%w: signing flow %s sealed it at %s", ErrSealed, d.SigningFlowID, d.SignedAt)
+	}
+	f := SigningFlow{ID: uuid.NewString(), DocumentID: d.ID, MatterID: d.MatterID, Status: "sealed", SealedAt: store.FormatTime(now)}
+	f.Keys = store.Keys{PK: store.OrgPK(org), SK: "SIGN#" + f.ID, Kind: "signing_flow"}
+	prev := d.UpdatedAt
+	d.SigningFlowID, d.SignedAt, d.UpdatedAt = f.ID, f.SealedAt, store.NextUpdate(prev, now)
+	d.SetKeys(org)
+	ev, err := outbox.New(org, outbox.DocumentSigned, "signing_flow",
+		map[string]any{"id": f.ID, "status": f.Status, "document_id": d.ID, "matter_id": d.MatterID}, now)
+	if err != nil {
+		return SigningFlow{}, err
+	}
+	tx := s.db.Tx()
+	cond, vals := store.Unchanged(prev)
+	tx.PutIf(d, cond+" AND attribute_not_exists(signing_flow_id)", nil, vals)
+	tx.PutNew(f)
+	tx.PutNew(ev)
+	var failed *store.TxFailed
+	if err := tx.Commit(ctx); errors.As(err, &failed) {
+		return SigningFlow{}, fmt.Errorf("%w (or it changed meanwhile; try again)", ErrSealed)
+	} else if err != nil {
+		return SigningFlow{}, err
+	}
+	return f, nil
+}
+
+// Handlers returns the handlers of the documents family.
+func Handlers(s *Store) httpapi.Handlers {
+	return httpapi.Handlers{
+		"documents.list": func(w http.ResponseWriter, r *http.Request) {
+			httpapi.ServeList(w, r, "documents", parseFilter, s.List)
+		},
+		"documents.get": httpapi.GetHandler("id", "document", s.Get),
+	}
+}
+
+func parseFilter(q url.Values) (Filter, error) {
+	var f Filter
+	var err error
+	if f.MatterID, err = httpapi.UUIDParam(q, "matter_id"); err != nil {
+		return Filter{}, err
+	}
+	if f.Folder = q.Get("folder"); len(f.Folder) > 200 {
+		return Filter{}, httpapi.Invalid("folder", "folder is longer than 200 characters")
+	}
+	f.UpdatedSince, err = httpapi.SinceParam(q, "updated_since")
+	return f, err
+}

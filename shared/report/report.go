@@ -1,0 +1,265 @@
+// Package report computes the reports of GET /reports/{type} from the
+// organisation's own data. Each report's work is bounded by its query (see
+// docs/api.md): a date range of at most 366 days, the unbilled entries, or
+// the open invoices.
+package report
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/practice-api/practice-api/shared/billing"
+	"github.com/practice-api/practice-api/shared/httpapi"
+	"github.com/practice-api/practice-api/shared/store"
+	"github.com/practice-api/practice-api/shared/timeentry"
+)
+
+// MaxSpanDays bounds a time summary's date range.
+const MaxSpanDays = 366
+
+// Types lists the reports.
+var Types = []string{"time-summary", "wip", "receivables-aging"}
+
+// Totals sums time or money.
+type Totals struct {
+	Entries int   `json:"entries"`
+	Minutes int64 `json:"minutes"`
+	Amount  int64 `json:"amount"`
+}
+
+func (t *Totals) add(e timeentry.TimeEntry) {
+	t.Entries++
+	t.Minutes += e.DurationMinutes
+	t.Amount += e.Amount
+}
+
+// Group is Totals for one user, matter or status.
+type Group struct {
+	Key string `json:"key"`
+	Totals
+}
+
+// TimeSummary is minutes and amounts over a date range, by status, user and matter.
+type TimeSummary struct {
+	Type     string  `json:"type"`
+	DateFrom string  `json:"date_from"`
+	DateTo   string  `json:"date_to"`
+	Currency string  `json:"currency"`
+	Totals   Totals  `json:"totals"`
+	ByStatus []Group `json:"by_status"`
+	ByUser   []Group `json:"by_user"`
+	ByMatter []Group `json:"by_matter"`
+}
+
+// WIPMatter is the unbilled time of one matter.
+type WIPMatter struct {
+	MatterID   string           `json:"matter_id"`
+	ClientID   string           `json:"client_id"`
+	OldestDate string           `json:"oldest_date"`
+	ByStatus   map[string]int64 `json:"amount_by_status"`
+	Totals
+}
+
+// WIP is the work in progress: time not yet invoiced or written off.
+type WIP struct {
+	Type     string      `json:"type"`
+	Currency string      `json:"currency"`
+	Totals   Totals      `json:"totals"`
+	Matters  []WIPMatter `json:"matters"`
+}
+
+// Bucket is the open invoices of one age bucket.
+type Bucket struct {
+	Bucket   string `json:"bucket"`
+	Invoices int    `json:"invoices"`
+	Total    int64  `json:"total"`
+}
+
+// Aging is the receivables by days past due.
+type Aging struct {
+	Type     string   `json:"type"`
+	AsOf     string   `json:"as_of"`
+	Currency string   `json:"currency"`
+	Invoices int      `json:"invoices"`
+	Total    int64    `json:"total"`
+	Buckets  []Bucket `json:"buckets"`
+}
+
+// Store computes reports.
+type Store struct{ db *store.DB }
+
+// NewStore returns a Store on db.
+func NewStore(db *store.DB) *Store { return &Store{db: db} }
+
+func groups(m map[string]*Totals) []Group {
+	out := make([]Group, 0, len(m))
+	for k, t := range m {
+		out = append(out, Group{Key: k, Totals: *t})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
+func bump(m map[string]*Totals, k string, e timeentry.TimeEntry) {
+	if m[k] == nil {
+		m[k] = &Totals{}
+	}
+	m[k].add(e)
+}
+
+// TimeSummary: one Query of GSI1 "O#org#TE" over the date range.
+func (s *Store) TimeSummary(ctx context.Context, org, from, to string) (TimeSummary, error) {
+	r := TimeSummary{Type: "time-summary", DateFrom: from, DateTo: to, Currency: "DKK"}
+	byStatus, byUser, byMatter := map[string]*Totals{}, map[string]*Totals{}, map[string]*Totals{}
+	err := store.Each(ctx, s.db, store.ListQuery{Index: "GSI1", PK: store.Collection(org, "TE"), SKFrom: from, SKTo: to + "~"},
+		func(e timeentry.TimeEntry) {
+			r.Totals.add(e)
+			bump(byStatus, e.Status, e)
+			bump(byUser, e.UserID, e)
+			bump(byMatter, e.MatterID, e)
+		})
+	r.ByStatus, r.ByUser, r.ByMatter = groups(byStatus), groups(byUser), groups(byMatter)
+	return r, err
+}
+
+// unbilled are the statuses of work in progress.
+var unbilled = []string{"draft", "submitted", "approved"}
+
+// WIP: one Query of GSI5 "O#org#TE#STATUS#<s>" per unbilled status; its
+// work follows the unbilled entries, not the organisation's history.
+func (s *Store) WIP(ctx context.Context, org string) (WIP, error) {
+	r := WIP{Type: "wip", Currency: "DKK"}
+	byMatter := map[string]*WIPMatter{}
+	for _, st := range unbilled {
+		err := store.Each(ctx, s.db, store.ListQuery{Index: "GSI5", PK: store.Collection(org, "TE", "STATUS", st)},
+			func(e timeentry.TimeEntry) {
+				m := byMatter[e.MatterID]
+				if m == nil {
+					m = &WIPMatter{MatterID: e.MatterID, ClientID: e.ClientID, OldestDate: e.Date, ByStatus: map[string]int64{}}
+					byMatter[e.MatterID] = m
+				}
+				m.add(e)
+				m.ByStatus[e.Status] += e.Amount
+				m.OldestDate = min(m.OldestDate, e.Date)
+				r.Totals.add(e)
+			})
+		if err != nil {
+			return WIP{}, err
+		}
+	}
+	for _, m := range byMatter {
+		r.Matters = append(r.Matters, *m)
+	}
+	sort.Slice(r.Matters, func(i, j int) bool {
+		if r.Matters[i].Amount != r.Matters[j].Amount {
+			return r.Matters[i].Amount > r.Matters[j].Amount
+		}
+		return r.Matters[i].MatterID < r.Matters[j].MatterID
+	})
+	if r.Matters == nil {
+		r.Matters = []WIPMatter{}
+	}
+	return r, nil
+}
+
+// AgingBuckets are the age buckets, by days past the due date.
+var AgingBuckets = []string{"current", "1-30", "31-60", "61-90", "90+"}
+
+// ReceivablesAging: one Query of the sparse GSI4 "O#org#INV#OPEN" (sent,
+// partially paid and overdue invoices only). An open invoice counts at its
+// full total: part payments are not recorded per amount.
+func (s *Store) ReceivablesAging(ctx context.Context, org string, asOf time.Time) (Aging, error) {
+	r := Aging{Type: "receivables-aging", AsOf: asOf.Format(time.DateOnly), Currency: "DKK"}
+	totals := make([]Bucket, len(AgingBuckets))
+	for i, b := range AgingBuckets {
+		totals[i].Bucket = b
+	}
+	err := store.Each(ctx, s.db, store.ListQuery{Index: "GSI4", PK: billing.OpenPK(org)}, func(v billing.Invoice) {
+		due, err := time.Parse(time.DateOnly, v.DueDate)
+		if err != nil {
+			return
+		}
+		days := int(asOf.Sub(due).Hours() / 24)
+		i := 0
+		switch {
+		case days <= 0:
+		case days <= 30:
+			i = 1
+		case days <= 60:
+			i = 2
+		case days <= 90:
+			i = 3
+		default:
+			i = 4
+		}
+		totals[i].Invoices++
+		totals[i].Total += v.Total
+		r.Invoices++
+		r.Total += v.Total
+	})
+	r.Buckets = totals
+	return r, err
+}
+
+// Handlers returns the handlers of the reports family.
+func Handlers(s *Store) httpapi.Handlers {
+	return httpapi.Handlers{"reports.get": func(w http.ResponseWriter, r *http.Request) {
+		typ := r.PathValue("type")
+		if !slices.Contains(Types, typ) {
+			httpapi.WriteError(w, r, &httpapi.Error{Status: http.StatusNotFound, Message: "no report " + typ + "; reports: " + strings.Join(Types, ", ")})
+			return
+		}
+		v, err := s.run(r.Context(), httpapi.OrgID(r.Context()), typ, r.URL.Query(), httpapi.Now(r.Context()))
+		if err != nil {
+			httpapi.WriteError(w, r, err)
+			return
+		}
+		httpapi.WriteJSON(w, http.StatusOK, httpapi.Data(v))
+	}}
+}
+
+func (s *Store) run(ctx context.Context, org, typ string, q url.Values, now time.Time) (any, error) {
+	switch typ {
+	case "time-summary":
+		from, err := requiredDate(q, "date_from")
+		if err != nil {
+			return nil, err
+		}
+		to, err := requiredDate(q, "date_to")
+		if err != nil {
+			return nil, err
+		}
+		f, _ := time.Parse(time.DateOnly, from)
+		t, _ := time.Parse(time.DateOnly, to)
+		switch {
+		case t.Before(f):
+			return nil, httpapi.Invalid("date_to", "date_to (%s) is before date_from (%s); both are inclusive", to, from)
+		case t.Sub(f) >= MaxSpanDays*24*time.Hour:
+			return nil, httpapi.Invalid("date_to", "the range may span at most %d days; ask for several ranges", MaxSpanDays)
+		}
+		return s.TimeSummary(ctx, org, from, to)
+	case "wip":
+		return s.WIP(ctx, org)
+	default: // receivables-aging
+		asOf := now.UTC().Truncate(24 * time.Hour)
+		if v, err := httpapi.DateParam(q, "as_of"); err != nil {
+			return nil, err
+		} else if v != "" {
+			asOf, _ = time.Parse(time.DateOnly, v)
+		}
+		return s.ReceivablesAging(ctx, org, asOf)
+	}
+}
+
+func requiredDate(q url.Values, name string) (string, error) {
+	v, err := httpapi.DateParam(q, name)
+	if err == nil && v == "" {
+		err = httpapi.Invalid(name, "%s is required (YYYY-MM-DD)", name)
+	}
+	return v, err
+}
