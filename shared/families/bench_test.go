@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/practice-api/practice-api/shared/apitest"
 	"github.com/practice-api/practice-api/shared/seed"
+	"github.com/practice-api/practice-api/shared/store"
 )
 
 // benchGet measures GET path over real HTTP and loopback DynamoDB, and
@@ -106,5 +108,33 @@ func BenchmarkReplayPerson(b *testing.B) {
 func mustStatusB(b *testing.B, r apitest.Response, want int) {
 	if r.Status != want {
 		b.Fatalf("status %d: %s", r.Status, r.Raw)
+	}
+}
+
+// BenchmarkTimeEntryPage measures GET /time-entries?matter_id&date_from&date_to
+// (one month, per_page=50) as the organisation's entries grow. items-read is
+// what DynamoDB bills for the page; the time against minidyn also grows with
+// the index, because minidyn evaluates the key condition on every index key.
+func BenchmarkTimeEntryPage(b *testing.B) {
+	for _, entries := range []int{1000, 20000} {
+		b.Run(fmt.Sprintf("entries=%d", entries), func(b *testing.B) {
+			e := apitest.New(b, apitest.Options{RateLimit: 1 << 30})
+			org := e.Org("bench")
+			now := time.Date(2025, 6, 30, 12, 0, 0, 0, time.UTC)
+			if _, err := seed.Run(context.Background(), e.DB, org, seed.Options{Matters: entries / 100, EntriesPerMatter: 100, Now: now,
+				Rand: rand.New(rand.NewPCG(7, 7))}); err != nil {
+				b.Fatal(err)
+			}
+			key := e.Key(org)
+			m := e.Get("/api/v1/matters?per_page=1", key).Data()[0]["id"].(string)
+			q := store.ListQuery{Index: "GSI2", PK: store.Collection(org, "TE", "MATTER", m), SKFrom: "2025-03-01", SKTo: "2025-03-31~", Limit: 50}
+			page, err := e.DB.Query(context.Background(), q)
+			if err != nil {
+				b.Fatal(err)
+			}
+			benchGet(b, e, "/api/v1/time-entries?matter_id="+m+"&date_from=2025-03-01&date_to=2025-03-31", key)
+			b.ReportMetric(float64(page.Read), "items-read/page") // after benchGet: ResetTimer drops metrics
+			b.ReportMetric(float64(len(page.Items)), "items/page")
+		})
 	}
 }

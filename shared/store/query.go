@@ -37,6 +37,9 @@ const maxFilterReads = 10
 type Page struct {
 	Items []map[string]ddbtypes.AttributeValue
 	Next  StartKey
+	// Read counts the items the store read for the page (ScannedCount): what
+	// DynamoDB bills, whatever the table's size.
+	Read int
 }
 
 // Query runs q, looping until the page is full or the partition is
@@ -112,6 +115,7 @@ func (db *DB) Query(ctx context.Context, q ListQuery) (Page, error) {
 			return Page{}, fmt.Errorf("query %s %s: %w", q.Index, q.PK, err)
 		}
 		page.Items = append(page.Items, out.Items...)
+		page.Read += int(out.ScannedCount)
 		if len(page.Items) >= want {
 			page.Items = page.Items[:q.Limit]
 			page.Next = keyOf(page.Items[len(page.Items)-1], pkAttr, skAttr)
