@@ -44,6 +44,9 @@ func NewPracticeStack(scope constructs.Construct, id string, p *Props) *Stack {
 	// The enrichment worker runs up to 30 s; SQS should hide a message for
 	// six times that while a batch is in flight (AWS's guidance).
 	s.addQueue("enrichment", 180)
+	// Deliveries: retries beyond SQS's 15-minute delay hop through the queue
+	// (a job carries its not-before time), so visibility only covers a run.
+	s.addQueue("delivery", 180)
 	for _, fn := range Functions {
 		s.Functions[fn.Name] = s.newFunction(fn, p)
 	}
@@ -120,7 +123,11 @@ func (s *Stack) newFunction(fn Function, p *Props) awslambda.Function {
 		"API_KEY_MODES":         jsii.String(modes),
 		"COMPANY_REGISTER_URL":  jsii.String(p.CompanyRegisterURL),
 		"ENRICHMENT_QUEUE_URL":  s.Queues["enrichment"].QueueUrl(),
-		"STAGE":                 jsii.String(p.Stage),
+		"DELIVERY_QUEUE_URL":    s.Queues["delivery"].QueueUrl(),
+		// Never in AWS: a subscriber URL must not reach the VPC, the
+		// metadata service or loopback.
+		"WEBHOOK_ALLOW_PRIVATE_TARGETS": jsii.String("0"),
+		"STAGE":                         jsii.String(p.Stage),
 	}
 	f := awslambda.NewFunction(s.Stack, jsii.String(fn.Name), &awslambda.FunctionProps{
 		Description:   jsii.String("practice-api " + fn.Name),
@@ -166,12 +173,20 @@ func (s *Stack) wireWorkers() {
 		Targets:     &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(d, nil)},
 	})
 	s.Queues["enrichment"].GrantSendMessages(d)
+	s.Queues["delivery"].GrantSendMessages(d) // the webhook fan-out
 
 	e := s.Functions["enrichment"]
 	e.AddEventSource(awslambdaeventsources.NewSqsEventSource(s.Queues["enrichment"], &awslambdaeventsources.SqsEventSourceProps{
 		BatchSize: jsii.Number(10), ReportBatchItemFailures: jsii.Bool(true),
 	}))
 	s.Queues["enrichment"].GrantSendMessages(e) // retries re-enqueue with a delay
+
+	w := s.Functions["delivery"]
+	w.AddEventSource(awslambdaeventsources.NewSqsEventSource(s.Queues["delivery"], &awslambdaeventsources.SqsEventSourceProps{
+		BatchSize: jsii.Number(10), ReportBatchItemFailures: jsii.Bool(true), MaxConcurrency: jsii.Number(20),
+	}))
+	s.Queues["delivery"].GrantSendMessages(w)                       // the next attempt
+	s.Queues["delivery"].GrantSendMessages(s.Functions["webhooks"]) // manual retries
 }
 
 // newAPI creates the HTTP API (payload v2) with one route per row of the

@@ -29,6 +29,7 @@ import (
 	"github.com/practice-api/practice-api/shared/store"
 	"github.com/practice-api/practice-api/shared/store/storetest"
 	"github.com/practice-api/practice-api/shared/timeentry"
+	"github.com/practice-api/practice-api/shared/webhook"
 )
 
 // templates are synthesized once per stage for all tests (jsii is slow to start).
@@ -179,6 +180,9 @@ func TestLeastPrivilegePerFunction(t *testing.T) {
 	expect := map[string][]string{
 		"matters": api, "parties": api, "timeentries": api,
 		"invoices": read, "documents": read, "reports": read,
+		"webhooks": append(append([]string{}, api...), "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"),
+		"delivery": {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem",
+			"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:ReceiveMessage", "sqs:SendMessage"},
 		"dispatcher": {"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams",
 			"dynamodb:PutItem", "dynamodb:Query", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"},
 		"enrichment": {"dynamodb:BatchWriteItem", "dynamodb:GetItem", "dynamodb:PutItem",
@@ -275,7 +279,7 @@ func TestQueuesHaveDeadLetterQueues(t *testing.T) {
 
 func TestAlarmsGoToTheTopic(t *testing.T) {
 	alarms := resources("dev", "AWS::CloudWatch::Alarm")
-	want := 1 + 2*len(Functions) + 1 + 1 // 5xx rate, errors+throttles, DLQ, disabled webhooks
+	want := 1 + 2*len(Functions) + 2 + 1 // 5xx rate, errors+throttles, two DLQs, disabled webhooks
 	if len(alarms) != want {
 		t.Fatalf("%d alarms, want %d", len(alarms), want)
 	}
@@ -338,8 +342,8 @@ func TestWiringFromTheStacksEnvironment(t *testing.T) {
 				switch {
 				case k == "TABLE_NAME":
 					s = db.Table
-				case k == "ENRICHMENT_QUEUE_URL":
-					s = "http://127.0.0.1:1/queue/enrichment"
+				case k == "ENRICHMENT_QUEUE_URL" || k == "DELIVERY_QUEUE_URL":
+					s = "http://127.0.0.1:1/queue/" + k
 				case !ok:
 					t.Fatalf("%s=%v is a reference the test cannot resolve", k, v)
 				}
@@ -352,18 +356,23 @@ func TestWiringFromTheStacksEnvironment(t *testing.T) {
 					fn = f
 				}
 			}
+			q, err := app.SQSQueue(context.Background(), os.Getenv("ENRICHMENT_QUEUE_URL"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			dq, err := app.SQSQueue(context.Background(), os.Getenv("DELIVERY_QUEUE_URL"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			w, err := app.NewWorkers(db, q, dq)
+			if err != nil || w.Enricher.Register != os.Getenv("COMPANY_REGISTER_URL") || w.Deliverer.Store.AllowPrivate {
+				t.Fatalf("workers: %v", err)
+			}
+			var _ queue.Queue = q
 			if fn.Family == "" {
-				q, err := app.SQSQueue(context.Background(), os.Getenv("ENRICHMENT_QUEUE_URL"))
-				if err != nil {
-					t.Fatal(err)
-				}
-				w, err := app.NewWorkers(db, q)
-				if err != nil || w.Enricher.Register != os.Getenv("COMPANY_REGISTER_URL") {
-					t.Fatalf("workers: %v", err)
-				}
-				var _ queue.Queue = q
 				return
 			}
+			builds[routes.Webhooks] = func(*store.DB) httpapi.Handlers { return webhook.Handlers(w.Deliverer.Store, w.Deliverer) }
 			h, err := app.FamilyHandler(context.Background(), fn.Family, builds[fn.Family])
 			if err != nil {
 				t.Fatal(err)

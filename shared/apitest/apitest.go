@@ -24,8 +24,10 @@ import (
 	"github.com/practice-api/practice-api/shared/families"
 	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/idempotency"
+	"github.com/practice-api/practice-api/shared/queue"
 	"github.com/practice-api/practice-api/shared/store"
 	"github.com/practice-api/practice-api/shared/store/storetest"
+	"github.com/practice-api/practice-api/shared/webhook"
 )
 
 // RoundTrips counts DynamoDB HTTP round trips (every attempt) by operation.
@@ -63,7 +65,11 @@ type Env struct {
 	Server *httptest.Server
 	Calls  *RoundTrips
 	Faults *Faults
-	now    *atomic.Int64 // unix nanos; 0 = real time; shared by For views
+	// Deliveries is the webhook delivery queue the API's retry operation
+	// feeds; Deliverer is its worker (its Client is the test's to set).
+	Deliveries *queue.Memory
+	Deliverer  *webhook.Deliverer
+	now        *atomic.Int64 // unix nanos; 0 = real time; shared by For views
 }
 
 // IdempotencyLock is the claim lock of test Envs; tests move the clock past it.
@@ -96,8 +102,10 @@ func New(t testing.TB, opt Options) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.Deliveries = queue.NewMemory(time.Minute)
+	e.Deliverer = &webhook.Deliverer{Store: webhook.NewStore(e.DB, true), Queue: e.Deliveries, Now: e.Now}
 	h, err := families.Handler(httpapi.Config{Auth: e.Keys, Sealer: sealer, RateLimit: opt.RateLimit, Now: e.Now,
-		Idempotency: idempotency.NewStore(e.DB, IdempotencyLock)}, e.DB)
+		Idempotency: idempotency.NewStore(e.DB, IdempotencyLock)}, e.DB, e.Deliverer)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/practice-api/practice-api/shared/party"
 	"github.com/practice-api/practice-api/shared/queue"
 	"github.com/practice-api/practice-api/shared/store"
+	"github.com/practice-api/practice-api/shared/webhook"
 )
 
 // Workers are the background jobs: the outbox dispatcher and the consumers
@@ -23,20 +24,40 @@ import (
 type Workers struct {
 	Dispatcher *outbox.Dispatcher
 	Enricher   *party.Enricher
+	Deliverer  *webhook.Deliverer
 }
 
-// NewWorkers wires the jobs on db with the given queues. COMPANY_REGISTER_URL
-// names the company register (unset: enrichment is skipped) and
-// ENRICHMENT_RETRY_SCHEDULE its retry pauses (default 10s,1m,5m,15m).
-func NewWorkers(db *store.DB, enrichment queue.Queue) (*Workers, error) {
+// NewWorkers wires the jobs on db with the given queues, from the
+// environment: COMPANY_REGISTER_URL (unset: enrichment is skipped),
+// ENRICHMENT_RETRY_SCHEDULE (default 10s,1m,5m,15m), WEBHOOK_RETRY_SCHEDULE
+// (default 30s,2m,8m,30m: five attempts), WEBHOOK_CA_FILE (extra trusted
+// roots) and WEBHOOK_ALLOW_PRIVATE_TARGETS ("1" admits loopback and private
+// targets; default off).
+func NewWorkers(db *store.DB, enrichment, deliveries queue.Queue) (*Workers, error) {
 	schedule, err := ParseSchedule(os.Getenv("ENRICHMENT_RETRY_SCHEDULE"), party.DefaultEnrichSchedule)
 	if err != nil {
 		return nil, fmt.Errorf("ENRICHMENT_RETRY_SCHEDULE: %w", err)
 	}
+	hooks, err := ParseSchedule(os.Getenv("WEBHOOK_RETRY_SCHEDULE"), webhook.DefaultSchedule)
+	if err != nil {
+		return nil, fmt.Errorf("WEBHOOK_RETRY_SCHEDULE: %w", err)
+	}
+	allowPrivate := os.Getenv("WEBHOOK_ALLOW_PRIVATE_TARGETS") == "1"
+	client, err := webhook.NewHTTPClient(os.Getenv("WEBHOOK_CA_FILE"), allowPrivate)
+	if err != nil {
+		return nil, err
+	}
+	endpoints := webhook.NewStore(db, allowPrivate)
+	routes := map[string][]outbox.Sink{outbox.CompanyCreated: {enrichment}}
+	fanout := &webhook.Fanout{Store: endpoints, Queue: deliveries}
+	for _, t := range outbox.Types {
+		routes[t] = []outbox.Sink{fanout}
+	}
 	return &Workers{
-		Dispatcher: &outbox.Dispatcher{DB: db, Routes: map[string][]queue.Queue{outbox.CompanyCreated: {enrichment}}},
+		Dispatcher: &outbox.Dispatcher{DB: db, Routes: routes},
 		Enricher: &party.Enricher{Store: party.NewStore(db), Register: os.Getenv("COMPANY_REGISTER_URL"),
 			Queue: enrichment, Schedule: schedule},
+		Deliverer: &webhook.Deliverer{Store: endpoints, Queue: deliveries, Schedule: hooks, Client: client},
 	}, nil
 }
 
@@ -76,7 +97,7 @@ func SQSQueue(ctx context.Context, url string) (*queue.SQS, error) {
 }
 
 // LoadWorkers builds the Workers of a Lambda from the environment: the
-// table, and ENRICHMENT_QUEUE_URL. It exits the process on failure, as a
+// table, ENRICHMENT_QUEUE_URL and DELIVERY_QUEUE_URL. It exits the process on failure, as a
 // cold start that cannot wire itself can do nothing else.
 func LoadWorkers() *Workers {
 	JSONLogs()
@@ -90,7 +111,11 @@ func LoadWorkers() *Workers {
 		if err != nil {
 			return nil, fmt.Errorf("ENRICHMENT_QUEUE_URL: %w", err)
 		}
-		return NewWorkers(db, q)
+		dq, err := SQSQueue(ctx, os.Getenv("DELIVERY_QUEUE_URL"))
+		if err != nil {
+			return nil, fmt.Errorf("DELIVERY_QUEUE_URL: %w", err)
+		}
+		return NewWorkers(db, q, dq)
 	}()
 	if err != nil {
 		slog.Error("cold start failed", "err", err)

@@ -70,7 +70,7 @@ func enrichEnv(t *testing.T, register string) (*apitest.Env, string, *outbox.Dis
 	e := apitest.New(t, apitest.Options{})
 	q := queue.NewMemory(time.Minute)
 	en := &party.Enricher{Store: party.NewStore(e.DB), Register: register, Queue: q, Schedule: []time.Duration{0, 0, 0}}
-	d := &outbox.Dispatcher{DB: e.DB, Routes: map[string][]queue.Queue{outbox.CompanyCreated: {q}}}
+	d := &outbox.Dispatcher{DB: e.DB, Routes: map[string][]outbox.Sink{outbox.CompanyCreated: {q}}}
 	org := e.Org("A")
 	return e, org, d, q, en
 }

@@ -15,10 +15,12 @@ import (
 	"github.com/practice-api/practice-api/shared/report"
 	"github.com/practice-api/practice-api/shared/store"
 	"github.com/practice-api/practice-api/shared/timeentry"
+	"github.com/practice-api/practice-api/shared/webhook"
 )
 
-// All returns the handlers of every family on db.
-func All(db *store.DB) map[string]httpapi.Handlers {
+// All returns the handlers of every family on db; webhook retries go
+// through d.
+func All(db *store.DB, d *webhook.Deliverer) map[string]httpapi.Handlers {
 	return map[string]httpapi.Handlers{
 		routes.Matters:     matter.Handlers(matter.NewStore(db)),
 		routes.Parties:     party.Handlers(party.NewStore(db)),
@@ -26,10 +28,11 @@ func All(db *store.DB) map[string]httpapi.Handlers {
 		routes.Invoices:    billing.Handlers(billing.NewStore(db)),
 		routes.Documents:   document.Handlers(document.NewStore(db)),
 		routes.Reports:     report.Handlers(report.NewStore(db)),
+		routes.Webhooks:    webhook.Handlers(d.Store, d),
 	}
 }
 
 // Handler serves every family behind the edge configured by cfg.
-func Handler(cfg httpapi.Config, db *store.DB) (http.Handler, error) {
-	return httpapi.NewHandler(cfg, All(db))
+func Handler(cfg httpapi.Config, db *store.DB, d *webhook.Deliverer) (http.Handler, error) {
+	return httpapi.NewHandler(cfg, All(db, d))
 }

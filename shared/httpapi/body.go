@@ -210,3 +210,30 @@ func (b *Body) Err() error {
 	}
 	return &Error{Status: http.StatusUnprocessableEntity, Message: msg, Field: b.errs[0].Field, Errors: b.errs}
 }
+
+// Bool reads a JSON boolean (not "true", not 1).
+func (b *Body) Bool(name string) bool {
+	raw, ok := b.take(name, false)
+	if !ok {
+		return false
+	}
+	var v bool
+	if err := json.Unmarshal(raw, &v); err != nil {
+		b.Fail(name, "%s must be true or false", name)
+	}
+	return v
+}
+
+// Strings reads a non-empty array of strings; ok is false when absent or invalid.
+func (b *Body) Strings(name string, required bool) ([]string, bool) {
+	raw, ok := b.take(name, required)
+	if !ok {
+		return nil, false
+	}
+	var v []string
+	if err := json.Unmarshal(raw, &v); err != nil || len(v) == 0 {
+		b.Fail(name, "%s must be a non-empty array of strings", name)
+		return nil, false
+	}
+	return v, true
+}

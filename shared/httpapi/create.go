@@ -107,7 +107,7 @@ func ServeCreate(w http.ResponseWriter, r *http.Request, endpoint, locationPath 
 			if locationPath == "" {
 				return ""
 			}
-			return absoluteURL(r, routes.Prefix+locationPath+"/"+id)
+			return AbsoluteURL(r, routes.Prefix+locationPath+"/"+id)
 		}}
 	id, resource, err := create(r.Context(), req)
 	if err != nil {
@@ -141,8 +141,8 @@ func canonicalHash(raw []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// absoluteURL is path on the scheme and host the client called.
-func absoluteURL(r *http.Request, path string) string {
+// AbsoluteURL is path on the scheme and host the client called.
+func AbsoluteURL(r *http.Request, path string) string {
 	scheme := "http"
 	if r.TLS != nil {
 		scheme = "https"

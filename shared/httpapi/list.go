@@ -126,5 +126,5 @@ func nextURL(r *http.Request, cursor string, perPage int) string {
 	if perPage != DefaultPerPage {
 		q.Set("per_page", strconv.Itoa(perPage))
 	}
-	return absoluteURL(r, r.URL.Path) + "?" + q.Encode()
+	return AbsoluteURL(r, r.URL.Path) + "?" + q.Encode()
 }

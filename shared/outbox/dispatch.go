@@ -31,9 +31,16 @@ type Message struct {
 // stream missed); in the devserver a poller runs Sweep.
 type Dispatcher struct {
 	DB     *store.DB
-	Routes map[string][]queue.Queue
+	Routes map[string][]Sink
 	Now    func() time.Time
 }
+
+// Sink takes dispatched events: a queue, or the webhook fan-out.
+type Sink interface {
+	Send(ctx context.Context, body []byte, delay time.Duration) error
+}
+
+var _ Sink = queue.Queue(nil)
 
 // Sweep dispatches every pending event older than minAge, shard by shard.
 // It returns how many it dispatched.

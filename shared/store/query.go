@@ -26,6 +26,7 @@ type ListQuery struct {
 	Equal    map[string]string // attribute = value, applied as a FilterExpression
 	Limit    int               // items wanted on this page
 	After    StartKey          // resume after this key; nil for the first page
+	Desc     bool              // newest (highest sort key) first
 }
 
 // maxFilterReads bounds the Query calls spent filling one filtered page, so a
@@ -103,6 +104,9 @@ func (db *DB) Query(ctx context.Context, q ListQuery) (Page, error) {
 	}
 	if q.Index != "" {
 		in.IndexName = aws.String(q.Index)
+	}
+	if q.Desc {
+		in.ScanIndexForward = aws.Bool(false)
 	}
 	if q.After != nil {
 		in.ExclusiveStartKey = toAttrs(q.After)

@@ -79,20 +79,26 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	handler, err := families.Handler(env.Edge, db)
-	if err != nil {
-		return err
-	}
 	// Background workers in-process, on the same store: the outbox
 	// dispatcher polls for pending events (the stream's stand-in) and the
 	// enrichment worker consumes an in-process queue (SQS's stand-in).
-	enrichQ := queue.NewMemory(time.Minute)
-	workers, err := app.NewWorkers(db, enrichQ)
+	if os.Getenv("WEBHOOK_ALLOW_PRIVATE_TARGETS") == "" {
+		os.Setenv("WEBHOOK_ALLOW_PRIVATE_TARGETS", "1") // the contract's devserver default
+	}
+	enrichQ, deliveryQ := queue.NewMemory(time.Minute), queue.NewMemory(time.Minute)
+	workers, err := app.NewWorkers(db, enrichQ, deliveryQ)
 	if err != nil {
 		return err
 	}
-	go workers.Dispatcher.Poll(ctx, 200*time.Millisecond, func(err error) { slog.Error("outbox sweep", "err", err) })
+	go workers.Dispatcher.Poll(ctx, 100*time.Millisecond, func(err error) { slog.Error("outbox sweep", "err", err) })
 	go queue.Run(ctx, enrichQ, "enrichment", workers.Enricher.Handle)
+	for range 4 { // deliveries to slow receivers must not queue behind each other
+		go queue.Run(ctx, deliveryQ, "webhook-delivery", workers.Deliverer.Handle)
+	}
+	handler, err := families.Handler(env.Edge, db, workers.Deliverer)
+	if err != nil {
+		return err
+	}
 
 	if getenv("SEED_DEMO", "1") == "1" {
 		org, key, err := seed.Demo(ctx, db, time.Now())

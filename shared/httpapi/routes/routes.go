@@ -60,6 +60,15 @@ var Table = []Route{
 	{Family: Documents, Method: "GET", Path: "/documents/{id}", Scope: "documents:read", Name: "documents.get"},
 
 	{Family: Reports, Method: "GET", Path: "/reports/{type}", Scope: "reports:read", Name: "reports.get"},
+
+	{Family: Webhooks, Method: "GET", Path: "/webhooks", Scope: "webhooks:manage", Name: "webhooks.list"},
+	{Family: Webhooks, Method: "GET", Path: "/webhooks/{id}", Scope: "webhooks:manage", Name: "webhooks.get"},
+	{Family: Webhooks, Method: "POST", Path: "/webhooks", Scope: "webhooks:manage", Name: "webhooks.create"},
+	{Family: Webhooks, Method: "PATCH", Path: "/webhooks/{id}", Scope: "webhooks:manage", Name: "webhooks.update"},
+	{Family: Webhooks, Method: "DELETE", Path: "/webhooks/{id}", Scope: "webhooks:manage", Name: "webhooks.delete"},
+	// Additive (versioning rule 2): recent attempts, and resending one failed event.
+	{Family: Webhooks, Method: "GET", Path: "/webhooks/{id}/deliveries", Scope: "webhooks:manage", Name: "webhooks.deliveries"},
+	{Family: Webhooks, Method: "POST", Path: "/webhooks/{id}/deliveries/{delivery}/retry", Scope: "webhooks:manage", Name: "webhooks.retry"},
 }
 
 // Family returns the routes of one family.

@@ -1,0 +1,393 @@
+package families_test
+
+import (
+	"context"
+	"encoding/json"
+	"encoding/pem"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/practice-api/practice-api/shared/apitest"
+	"github.com/practice-api/practice-api/shared/billing"
+	"github.com/practice-api/practice-api/shared/document"
+	"github.com/practice-api/practice-api/shared/matter"
+	"github.com/practice-api/practice-api/shared/outbox"
+	"github.com/practice-api/practice-api/shared/queue"
+	"github.com/practice-api/practice-api/shared/webhook"
+	"github.com/practice-api/practice-api/shared/webhook/signature"
+)
+
+// receiver is a real HTTPS subscriber that records deliveries and answers
+// with the next status of its script (the last one repeats).
+type receiver struct {
+	srv    *httptest.Server
+	mu     sync.Mutex
+	got    []delivery
+	script []int
+}
+
+type delivery struct {
+	header http.Header
+	body   []byte
+}
+
+func newReceiver(t *testing.T, script ...int) *receiver {
+	rc := &receiver{script: script}
+	rc.srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		rc.mu.Lock()
+		rc.got = append(rc.got, delivery{r.Header.Clone(), b})
+		status := rc.script[min(len(rc.got), len(rc.script))-1]
+		rc.mu.Unlock()
+		w.WriteHeader(status)
+		_, _ = w.Write([]byte(strings.Repeat("x", 100_000))) // only a little of this is read
+	}))
+	t.Cleanup(rc.srv.Close)
+	return rc
+}
+
+func (rc *receiver) deliveries() []delivery {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return append([]delivery(nil), rc.got...)
+}
+
+// hookEnv wires the outbox, fan-out and delivery worker of an API test Env
+// to trust the receiver's self-signed CA, as WEBHOOK_CA_FILE does.
+func hookEnv(t *testing.T, rc *receiver) (*apitest.Env, *outbox.Dispatcher) {
+	e := apitest.New(t, apitest.Options{RateLimit: 10000})
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: rc.srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	client, err := webhook.NewHTTPClient(ca, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Deliverer.Client, e.Deliverer.Schedule = client, []time.Duration{0, 0, 0, 0}
+	routes := map[string][]outbox.Sink{}
+	for _, typ := range outbox.Types {
+		routes[typ] = []outbox.Sink{&webhook.Fanout{Store: e.Deliverer.Store, Queue: e.Deliveries}}
+	}
+	return e, &outbox.Dispatcher{DB: e.DB, Routes: routes}
+}
+
+// deliverAll dispatches pending events and runs deliveries until the queue
+// is empty; workers > 1 runs them concurrently.
+func deliverAll(t *testing.T, e *apitest.Env, d *outbox.Dispatcher, workers int) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := d.Sweep(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	for rounds := 0; e.Deliveries.Len() > 0; rounds++ {
+		if rounds > 200 {
+			t.Fatal("deliveries do not drain")
+		}
+		msgs, _ := e.Deliveries.Receive(ctx, 10, 100*time.Millisecond)
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, workers)
+		for _, m := range msgs {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func(m queue.Message) {
+				defer wg.Done()
+				defer func() { <-sem }()
+				if err := e.Deliverer.Handle(ctx, m); err != nil {
+					t.Error(err)
+				}
+				_ = e.Deliveries.Delete(ctx, m)
+			}(m)
+		}
+		wg.Wait()
+	}
+}
+
+func subscribe(t *testing.T, e *apitest.Env, key, url string, types ...string) (id, secret string) {
+	t.Helper()
+	b, _ := json.Marshal(map[string]any{"url": url, "event_types": types})
+	r := e.Do("POST", "/api/v1/webhooks", key, strings.NewReader(string(b)))
+	mustStatus(t, r, 201)
+	return r.Body["data"].(map[string]any)["id"].(string), r.Body["secret"].(string)
+}
+
+func TestWebhookManagement(t *testing.T) {
+	e := apitest.New(t, apitest.Options{})
+	org := e.Org("A")
+	key := e.Key(org, "webhooks:manage")
+	for body, field := range map[string]string{
+		`{"url":"http://example.com/hook","event_types":["matter.created"]}`:                  "url",
+		`{"url":"https://example.com/hook"}`:                                                  "event_types",
+		`{"url":"https://example.com/hook","event_types":[]}`:                                 "event_types",
+		`{"url":"https://example.com/hook","event_types":["kyc.case.opened"]}`:                "event_types",
+		`{"url":"https://example.com/hook","event_types":"matter.created"}`:                   "event_types",
+		`{"url":"https://example.com/hook","event_types":["matter.created"],"secret":"mine"}`: "secret",
+		`{"event_types":["matter.created"]}`:                                                  "url",
+	} {
+		r := e.Do("POST", "/api/v1/webhooks", key, strings.NewReader(body))
+		if r.Status != 422 || r.Body["field"] != field {
+			t.Errorf("%s: %d %s", body, r.Status, r.Raw)
+		}
+	}
+	r := e.Do("POST", "/api/v1/webhooks", key, strings.NewReader(`{"url":"https://127.0.0.1:9/hook","event_types":["matter.created","matter.created","invoice.paid"]}`))
+	mustStatus(t, r, 201)
+	data := r.Body["data"].(map[string]any)
+	secret, _ := r.Body["secret"].(string)
+	if !strings.HasPrefix(secret, "whsec_") || data["is_active"] != true || data["consecutive_failures"] != 0.0 || len(data["event_types"].([]any)) != 2 {
+		t.Fatalf("created %s", r.Raw)
+	}
+	id := data["id"].(string)
+	for _, p := range []string{"/api/v1/webhooks", "/api/v1/webhooks/" + id} {
+		g := e.Get(p, key)
+		mustStatus(t, g, 200)
+		if strings.Contains(string(g.Raw), secret) || strings.Contains(string(g.Raw), `"secret"`) {
+			t.Fatalf("%s returns the secret", p)
+		}
+	}
+	p := e.Do("PATCH", "/api/v1/webhooks/"+id, key, strings.NewReader(`{"is_active":false,"event_types":["document.signed"]}`))
+	if p.Status != 200 || p.Body["data"].(map[string]any)["is_active"] != false {
+		t.Fatalf("patch: %d %s", p.Status, p.Raw)
+	}
+	for _, bad := range []string{`{"is_active":"yes"}`, `{"url":"ftp://x"}`, `{"consecutive_failures":0}`, `{"colour":1}`} {
+		if r := e.Do("PATCH", "/api/v1/webhooks/"+id, key, strings.NewReader(bad)); r.Status != 422 {
+			t.Errorf("patch %s: %d", bad, r.Status)
+		}
+	}
+	other := e.Key(e.Org("B"), "webhooks:manage")
+	mustStatus(t, e.Get("/api/v1/webhooks/"+id, other), 404)
+	mustStatus(t, e.Do("DELETE", "/api/v1/webhooks/"+id, other, nil), 404)
+	if r := e.Get("/api/v1/webhooks", e.Key(org, "matters:read")); r.Status != 403 || r.Body["required_scope"] != "webhooks:manage" {
+		t.Fatalf("scope: %d", r.Status)
+	}
+	d := e.Do("DELETE", "/api/v1/webhooks/"+id, key, nil)
+	if d.Status != 204 {
+		t.Fatalf("delete: %d", d.Status)
+	}
+	mustStatus(t, e.Get("/api/v1/webhooks/"+id, key), 404)
+}
+
+func TestEveryEventTypeArrivesSigned(t *testing.T) {
+	rc := newReceiver(t, 200)
+	e, d := hookEnv(t, rc)
+	org := e.Org("A")
+	key := e.Key(org)
+	_, secret := subscribe(t, e, key, rc.srv.URL+"/hooks", outbox.Types...)
+	ctx := context.Background()
+	im := &importer{t: t, e: e, key: key}
+	cl := im.client("company_id", im.company("11111111"))
+	m := im.matter(cl, `,"hourly_rate":100000`)["id"].(string)
+	im.post("/api/v1/time-entries", `{"matter_id":"`+m+`","date":"2025-03-01","duration_minutes":60}`)
+	if _, err := billing.NewStore(e.DB).Create(ctx, org, billing.NewInvoice{MatterID: m, IssueDate: "2025-03-31", Status: "sent",
+		Lines: []billing.Line{{Description: "Rådgivning", Amount: 100000}}}, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	inv := e.Get("/api/v1/invoices", key).Data()[0]["id"].(string)
+	if _, err := billing.NewStore(e.DB).SetStatus(ctx, org, inv, "paid", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := document.NewStore(e.DB).Create(ctx, org, document.NewDocument{MatterID: m, Name: "Aftale", Filename: "a.pdf", MimeType: "application/pdf", SizeBytes: 1}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := document.NewStore(e.DB).Seal(ctx, org, doc.ID, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := matter.NewStore(e.DB).SetStatus(ctx, org, m, "closed", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	deliverAll(t, e, d, 1)
+	keyOf := map[string]string{"matter.created": "matter", "matter.closed": "matter", "invoice.issued": "invoice",
+		"invoice.paid": "invoice", "document.signed": "signing_flow", "time_entry.created": "time_entry"}
+	var types []string
+	for _, dl := range rc.deliveries() {
+		h := dl.header
+		var env map[string]any
+		if err := json.Unmarshal(dl.body, &env); err != nil {
+			t.Fatal(err)
+		}
+		typ := env["event"].(string)
+		types = append(types, typ)
+		if h.Get("Content-Type") != "application/json" || h.Get("User-Agent") != "Service-Webhook/1.0" ||
+			h.Get("Service-Event-Id") != env["id"] || h.Get("Service-Event-Type") != typ || h.Get("Service-Delivery-Attempt") != "1" {
+			t.Errorf("%s: headers %v", typ, h)
+		}
+		if err := signature.Verify(secret, h.Get("Service-Signature"), dl.body, time.Now(), signature.DefaultTolerance); err != nil {
+			t.Errorf("%s: signature: %v", typ, err)
+		}
+		if _, err := time.Parse(time.RFC3339, env["timestamp"].(string)); err != nil || env["organization_id"] != org {
+			t.Errorf("%s: envelope %v", typ, env)
+		}
+		data := env["data"].(map[string]any)
+		obj, ok := data[keyOf[typ]].(map[string]any)
+		if len(data) != 1 || !ok || obj["id"] == nil || obj["status"] == nil {
+			t.Errorf("%s: data %v", typ, data)
+		}
+		if keyOf[typ] == "invoice" {
+			var keys []string
+			for k := range obj {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			if !slices.Equal(keys, []string{"client_id", "currency", "id", "matter_id", "status", "total"}) {
+				t.Errorf("data.invoice has %v", keys)
+			}
+		}
+	}
+	sort.Strings(types)
+	want := append([]string(nil), outbox.Types...)
+	sort.Strings(want)
+	if !slices.Equal(types, want) {
+		t.Fatalf("delivered %v, want %v", types, want)
+	}
+}
+
+func TestRetriesKeepTheEventIDAndStop(t *testing.T) {
+	rc := newReceiver(t, 500, 500, 200)
+	e, d := hookEnv(t, rc)
+	org := e.Org("A")
+	key := e.Key(org)
+	id, _ := subscribe(t, e, key, rc.srv.URL, "matter.created")
+	im := &importer{t: t, e: e, key: key}
+	im.matter(im.client("company_id", im.company("11111111")), "")
+	deliverAll(t, e, d, 1)
+	got := rc.deliveries()
+	if len(got) != 3 {
+		t.Fatalf("%d attempts", len(got))
+	}
+	for i, dl := range got {
+		if dl.header.Get("Service-Delivery-Attempt") != string(rune('1'+i)) || dl.header.Get("Service-Event-Id") != got[0].header.Get("Service-Event-Id") {
+			t.Fatalf("attempt %d: %v", i+1, dl.header)
+		}
+	}
+	log := e.Get("/api/v1/webhooks/"+id+"/deliveries", key)
+	if n := len(log.Data()); n != 3 || log.Data()[0]["attempt"] != 3.0 || log.Data()[0]["succeeded"] != true || log.Data()[2]["status_code"] != 500.0 {
+		t.Fatalf("delivery log %s", log.Raw)
+	}
+	ep := e.Get("/api/v1/webhooks/"+id, key).Body["data"].(map[string]any)
+	if ep["consecutive_failures"] != 0.0 {
+		t.Fatalf("a success did not reset the count: %v", ep)
+	}
+	// A failed attempt can be resent by hand: a new first attempt of the same event.
+	failed := log.Data()[2]["id"].(string)
+	r := e.Do("POST", "/api/v1/webhooks/"+id+"/deliveries/"+failed+"/retry", key, nil)
+	mustStatus(t, r, 202)
+	deliverAll(t, e, d, 1)
+	if got := rc.deliveries(); len(got) != 4 || got[3].header.Get("Service-Event-Id") != got[0].header.Get("Service-Event-Id") {
+		t.Fatalf("manual retry: %d deliveries", len(got))
+	}
+	mustStatus(t, e.Do("POST", "/api/v1/webhooks/"+id+"/deliveries/"+log.Data()[0]["id"].(string)+"/retry", key, nil), 409)
+	mustStatus(t, e.Do("POST", "/api/v1/webhooks/"+id+"/deliveries/nope/retry", key, nil), 404)
+
+	dead := newReceiver(t, 500)
+	e2, d2 := hookEnv(t, dead)
+	key2 := e2.Key(e2.Org("B"))
+	subscribe(t, e2, key2, dead.srv.URL, "matter.created")
+	im2 := &importer{t: t, e: e2, key: key2}
+	im2.matter(im2.client("company_id", im2.company("22222222")), "")
+	deliverAll(t, e2, d2, 1)
+	if n := len(dead.deliveries()); n != 5 {
+		t.Fatalf("a dead receiver got %d attempts, want 5", n)
+	}
+}
+
+func TestTwentyConcurrentFailuresDisable(t *testing.T) {
+	rc := newReceiver(t, 503)
+	e, d := hookEnv(t, rc)
+	e.Deliverer.Schedule = []time.Duration{} // one attempt per event: failures come from many events
+	org := e.Org("A")
+	key := e.Key(org)
+	id, _ := subscribe(t, e, key, rc.srv.URL, "time_entry.created")
+	im := &importer{t: t, e: e, key: key}
+	m := im.matter(im.client("company_id", im.company("11111111")), `,"hourly_rate":1`)["id"].(string)
+	for i := range 30 {
+		im.post("/api/v1/time-entries", `{"matter_id":"`+m+`","date":"2025-03-01","duration_minutes":`+string(rune('1'+i%9))+`}`)
+	}
+	deliverAll(t, e, d, 8)
+	ep := e.Get("/api/v1/webhooks/"+id, key).Body["data"].(map[string]any)
+	attempts := len(rc.deliveries())
+	if ep["is_active"] != false || ep["disabled_at"] == nil {
+		t.Fatalf("not disabled after %d failures: %v", attempts, ep)
+	}
+	// Exact under concurrency: every failed attempt counted once, and none
+	// sent once the endpoint was seen disabled (in-flight ones may finish).
+	if int(ep["consecutive_failures"].(float64)) != attempts || attempts < 20 || attempts >= 30 {
+		t.Fatalf("consecutive_failures %v, attempts %d", ep["consecutive_failures"], attempts)
+	}
+	// Re-enabling resets the count and deliveries resume.
+	mustStatus(t, e.Do("PATCH", "/api/v1/webhooks/"+id, key, strings.NewReader(`{"is_active":true}`)), 200)
+	rc.mu.Lock()
+	rc.script = []int{200}
+	rc.mu.Unlock()
+	im.post("/api/v1/time-entries", `{"matter_id":"`+m+`","date":"2025-03-02","duration_minutes":5}`)
+	deliverAll(t, e, d, 1)
+	ep = e.Get("/api/v1/webhooks/"+id, key).Body["data"].(map[string]any)
+	if ep["is_active"] != true || ep["consecutive_failures"] != 0.0 || len(rc.deliveries()) != attempts+1 {
+		t.Fatalf("after re-enabling: %v, %d deliveries", ep, len(rc.deliveries()))
+	}
+}
+
+func TestEventsStayInTheirOrganisation(t *testing.T) {
+	rcA, rcB := newReceiver(t, 200), newReceiver(t, 200)
+	e, d := hookEnv(t, rcA)
+	pool, _ := webhook.NewHTTPClient("", true)
+	tr := pool.Transport.(*http.Transport)
+	tr.TLSClientConfig.RootCAs.AddCert(rcA.srv.Certificate())
+	tr.TLSClientConfig.RootCAs.AddCert(rcB.srv.Certificate())
+	e.Deliverer.Client = pool
+	keyA, keyB := e.Key(e.Org("A")), e.Key(e.Org("B"))
+	subscribe(t, e, keyA, rcA.srv.URL, outbox.Types...)
+	subscribe(t, e, keyB, rcB.srv.URL, outbox.Types...)
+	imB := &importer{t: t, e: e, key: keyB}
+	imB.matter(imB.client("company_id", imB.company("22222222")), "")
+	deliverAll(t, e, d, 2)
+	if len(rcA.deliveries()) != 0 || len(rcB.deliveries()) != 1 {
+		t.Fatalf("A got %d, B got %d", len(rcA.deliveries()), len(rcB.deliveries()))
+	}
+}
+
+func TestSSRFGuard(t *testing.T) {
+	ctx := context.Background()
+	for _, u := range []string{
+		"http://example.com/hook", "https://127.0.0.1/hook", "https://[::1]/hook", "https://10.0.0.1/hook",
+		"https://169.254.169.254/latest/meta-data", "https://localhost/hook", "https://192.168.1.10/hook",
+		"https://[::ffff:127.0.0.1]/hook", "https://0.0.0.0/hook", "https://224.0.0.1/hook", "https://100.64.0.1/hook",
+		"https://user:pw@example.com/hook",
+	} {
+		if err := webhook.CheckURL(ctx, u, false, nil); err == nil {
+			t.Errorf("%s was accepted", u)
+		}
+	}
+	if err := webhook.CheckURL(ctx, "https://93.184.216.34/hook", false, nil); err != nil {
+		t.Errorf("a public address was refused: %v", err)
+	}
+	// At connect time: a name that resolves to loopback (DNS rebinding
+	// after registration) is refused by the dialer, whatever was checked.
+	rc := newReceiver(t, 200)
+	guarded, _ := webhook.NewHTTPClient("", false)
+	if _, err := guarded.Get(strings.Replace(rc.srv.URL, "127.0.0.1", "localhost", 1)); err == nil || !strings.Contains(err.Error(), "not allowed") {
+		t.Fatalf("connect to loopback: %v", err)
+	}
+	// A redirect to a private address is not followed.
+	var hits int
+	target := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits++ }))
+	defer target.Close()
+	redirector := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target.URL+"/latest/meta-data", http.StatusFound)
+	}))
+	defer redirector.Close()
+	client, _ := webhook.NewHTTPClient("", true)
+	client.Transport.(*http.Transport).TLSClientConfig.RootCAs.AddCert(redirector.Certificate())
+	resp, err := client.Get(redirector.URL)
+	if err != nil || resp.StatusCode != http.StatusFound || hits != 0 {
+		t.Fatalf("redirect: %v %v, target hit %d times", resp, err, hits)
+	}
+}

@@ -1,0 +1,279 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/practice-api/practice-api/shared/httpapi"
+	"github.com/practice-api/practice-api/shared/outbox"
+	"github.com/practice-api/practice-api/shared/queue"
+	"github.com/practice-api/practice-api/shared/store"
+	"github.com/practice-api/practice-api/shared/webhook/signature"
+)
+
+// DefaultSchedule is the spec's pauses between the five attempts.
+var DefaultSchedule = []time.Duration{30 * time.Second, 2 * time.Minute, 8 * time.Minute, 30 * time.Minute}
+
+// Job is one delivery of one event to one endpoint.
+type Job struct {
+	Event      outbox.Message `json:"event"`
+	EndpointID string         `json:"endpoint_id"`
+	Attempt    int            `json:"attempt"`
+	// NotBefore (unix seconds) carries a pause longer than a queue delay
+	// (15 minutes): the job hops through the queue until then.
+	NotBefore int64 `json:"not_before,omitempty"`
+}
+
+// Fanout turns an outbox event into one delivery job per active endpoint of
+// the organisation subscribed to its type. It is the dispatcher's sink for
+// webhook event types.
+type Fanout struct {
+	Store *Store
+	Queue queue.Queue
+}
+
+// Send fans one dispatched event out.
+func (f *Fanout) Send(ctx context.Context, body []byte, _ time.Duration) error {
+	var ev outbox.Message
+	if err := json.Unmarshal(body, &ev); err != nil {
+		return nil // not an event: nothing to deliver
+	}
+	eps, err := f.Store.All(ctx, ev.OrgID)
+	if err != nil {
+		return err
+	}
+	for _, e := range eps {
+		if !e.IsActive || !slices.Contains(e.EventTypes, ev.Type) {
+			continue
+		}
+		job, _ := json.Marshal(Job{Event: ev, EndpointID: e.ID, Attempt: 1})
+		if err := f.Queue.Send(ctx, job, 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Attempt is the record of one delivery attempt, kept 30 days.
+type Attempt struct {
+	store.Keys  `json:"-"`
+	ID          string `dynamodbav:"id" json:"id"`
+	EndpointID  string `dynamodbav:"endpoint_id" json:"endpoint_id"`
+	EventID     string `dynamodbav:"event_id" json:"event_id"`
+	EventType   string `dynamodbav:"event_type" json:"event_type"`
+	Attempt     int    `dynamodbav:"attempt" json:"attempt"`
+	Succeeded   bool   `dynamodbav:"succeeded" json:"succeeded"`
+	StatusCode  int    `dynamodbav:"status_code,omitempty" json:"status_code,omitempty"`
+	Error       string `dynamodbav:"error,omitempty" json:"error,omitempty"`
+	DurationMS  int64  `dynamodbav:"duration_ms" json:"duration_ms"`
+	AttemptedAt string `dynamodbav:"attempted_at" json:"attempted_at"`
+	Envelope    string `dynamodbav:"envelope" json:"-"`
+	TTL         int64  `dynamodbav:"ttl" json:"-"`
+}
+
+// Deliverer sends jobs: signed, bounded in time, never following redirects,
+// never reaching private addresses (unless allowed), retried on Schedule.
+type Deliverer struct {
+	Store    *Store
+	Queue    queue.Queue
+	Schedule []time.Duration
+	Client   *http.Client
+	Now      func() time.Time
+}
+
+// NewHTTPClient is the delivery client: 5 s to connect (and for TLS), 10 s
+// for the response headers, redirects returned rather than followed,
+// proxies ignored, the SSRF guard at connect time, and caFile's roots
+// trusted besides the system's.
+func NewHTTPClient(caFile string, allowPrivate bool) (*http.Client, error) {
+	roots, err := x509.SystemCertPool()
+	if err != nil {
+		roots = x509.NewCertPool()
+	}
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("WEBHOOK_CA_FILE: %w", err)
+		}
+		if !roots.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("WEBHOOK_CA_FILE %s holds no PEM certificate", caFile)
+		}
+	}
+	dialer := &net.Dialer{Timeout: 5 * time.Second}
+	if !allowPrivate {
+		dialer.Control = guardDial
+	}
+	return &http.Client{
+		Transport: &http.Transport{
+			Proxy: nil, DialContext: dialer.DialContext, TLSHandshakeTimeout: 5 * time.Second,
+			ResponseHeaderTimeout: 10 * time.Second, TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
+			MaxIdleConnsPerHost: 4, IdleConnTimeout: 60 * time.Second,
+		},
+		Timeout:       15 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}, nil
+}
+
+func (d *Deliverer) now() time.Time {
+	if d.Now != nil {
+		return d.Now()
+	}
+	return time.Now()
+}
+
+func (d *Deliverer) schedule() []time.Duration {
+	if d.Schedule != nil {
+		return d.Schedule
+	}
+	return DefaultSchedule
+}
+
+// maxResponse is how much of a receiver's answer is read (then dropped).
+const maxResponse = 4 << 10
+
+// Handle runs one job. An error (the store failed) leaves the job to the
+// queue's redelivery; a failed delivery is recorded and rescheduled instead.
+func (d *Deliverer) Handle(ctx context.Context, m queue.Message) error {
+	var job Job
+	if err := json.Unmarshal(m.Body, &job); err != nil || job.EndpointID == "" {
+		return nil
+	}
+	now := d.now()
+	if wait := time.Unix(job.NotBefore, 0).Sub(now); job.NotBefore != 0 && wait > 0 {
+		return d.enqueue(ctx, job, wait) // another hop
+	}
+	e, err := d.Store.Get(ctx, job.Event.OrgID, job.EndpointID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil // deleted: deliveries stop
+	}
+	if err != nil {
+		return err
+	}
+	if !e.IsActive || !slices.Contains(e.EventTypes, job.Event.Type) {
+		return nil // disabled or unsubscribed: deliveries stop
+	}
+	body, err := json.Marshal(job.Event)
+	if err != nil {
+		return nil
+	}
+	status, derr, took := d.post(ctx, &e, body, job)
+	ok := derr == nil && status >= 200 && status < 300
+	a := Attempt{EndpointID: e.ID, EventID: job.Event.ID, EventType: job.Event.Type, Attempt: job.Attempt, Succeeded: ok,
+		StatusCode: status, DurationMS: took.Milliseconds(), AttemptedAt: store.FormatTime(now), Envelope: string(body),
+		TTL: now.Add(30 * 24 * time.Hour).Unix()}
+	if derr != nil {
+		a.Error = derr.Error()
+	} else if !ok {
+		a.Error = fmt.Sprintf("receiver answered %d", status)
+	}
+	var rnd [4]byte
+	_, _ = rand.Read(rnd[:])
+	a.ID = strings.NewReplacer("-", "", ":", "", ".", "").Replace(a.AttemptedAt) + "-" + hex.EncodeToString(rnd[:])
+	a.Keys = store.Keys{PK: store.OrgPK(job.Event.OrgID), SK: "DLV#" + e.ID + "#" + a.ID, Kind: "webhook_attempt"}
+	item, err := store.Marshal(a)
+	if err != nil {
+		return err
+	}
+	if err := d.Store.db.PutNew(ctx, item); err != nil {
+		return err
+	}
+	disabled, err := d.Store.RecordOutcome(ctx, job.Event.OrgID, e.ID, ok, now)
+	if err != nil {
+		return err
+	}
+	if disabled {
+		// An EMF line: CloudWatch turns it into the metric the alarm watches.
+		slog.WarnContext(ctx, "webhook endpoint disabled", "endpoint_id", e.ID, "organization_id", job.Event.OrgID,
+			"_aws", map[string]any{"Timestamp": now.UnixMilli(), "CloudWatchMetrics": []any{map[string]any{
+				"Namespace": "PracticeApi", "Dimensions": [][]string{{}}, "Metrics": []any{map[string]string{"Name": "WebhookEndpointsDisabled", "Unit": "Count"}}}}},
+			"WebhookEndpointsDisabled", 1)
+	}
+	if ok || job.Attempt > len(d.schedule()) {
+		return nil
+	}
+	pause := d.schedule()[job.Attempt-1]
+	job.Attempt++
+	job.NotBefore = 0
+	if pause > queue.MaxDelay {
+		job.NotBefore = now.Add(pause).Unix()
+	}
+	return d.enqueue(ctx, job, pause)
+}
+
+func (d *Deliverer) enqueue(ctx context.Context, job Job, wait time.Duration) error {
+	body, err := json.Marshal(job)
+	if err != nil {
+		return err
+	}
+	return d.Queue.Send(ctx, body, min(wait, queue.MaxDelay))
+}
+
+// post sends the signed envelope and reads at most maxResponse of the answer.
+func (d *Deliverer) post(ctx context.Context, e *Endpoint, body []byte, job Job) (int, error, time.Duration) {
+	start := time.Now()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.URL, bytes.NewReader(body))
+	if err != nil {
+		return 0, err, 0
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "Service-Webhook/1.0")
+	req.Header.Set(signature.Header, signature.Sign(e.Secret, d.now(), body))
+	req.Header.Set("Service-Event-Id", job.Event.ID)
+	req.Header.Set("Service-Event-Type", job.Event.Type)
+	req.Header.Set("Service-Delivery-Attempt", strconv.Itoa(job.Attempt))
+	resp, err := d.Client.Do(req)
+	if err != nil {
+		return 0, err, time.Since(start)
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponse))
+	resp.Body.Close()
+	return resp.StatusCode, nil, time.Since(start)
+}
+
+// Retry resends the event of one failed attempt to its endpoint, as a new
+// first attempt.
+func (d *Deliverer) Retry(ctx context.Context, org, endpointID, deliveryID string) (map[string]any, error) {
+	e, err := d.Store.Get(ctx, org, endpointID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, httpapi.NotFound("webhook endpoint")
+	}
+	if err != nil {
+		return nil, err
+	}
+	var a Attempt
+	if err := d.Store.db.Get(ctx, store.OrgPK(org), "DLV#"+e.ID+"#"+deliveryID, &a); errors.Is(err, store.ErrNotFound) {
+		return nil, httpapi.NotFound("delivery")
+	} else if err != nil {
+		return nil, err
+	}
+	switch {
+	case a.Succeeded:
+		return nil, &httpapi.Error{Status: http.StatusConflict, Message: "that delivery succeeded; there is nothing to retry"}
+	case !e.IsActive:
+		return nil, &httpapi.Error{Status: http.StatusConflict, Message: "the endpoint is disabled; PATCH it with is_active true first"}
+	}
+	var ev outbox.Message
+	if err := json.Unmarshal([]byte(a.Envelope), &ev); err != nil {
+		return nil, err
+	}
+	if err := d.enqueue(ctx, Job{Event: ev, EndpointID: e.ID, Attempt: 1}, 0); err != nil {
+		return nil, err
+	}
+	return map[string]any{"event_id": ev.ID, "endpoint_id": e.ID, "status": "queued"}, nil
+}

@@ -1,0 +1,339 @@
+// Package webhook holds webhook endpoints (the /webhooks management API),
+// the fan-out of outbox events to subscribed endpoints, and the signed,
+// retried delivery of each event to each endpoint.
+package webhook
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/google/uuid"
+
+	"github.com/practice-api/practice-api/shared/httpapi"
+	"github.com/practice-api/practice-api/shared/outbox"
+	"github.com/practice-api/practice-api/shared/store"
+)
+
+// DisableAfter is the number of consecutive failed deliveries that turns an
+// endpoint off.
+const DisableAfter = 20
+
+// MaxEndpoints bounds an organisation's endpoints (fan-out reads them all).
+const MaxEndpoints = 50
+
+// Endpoint is a subscriber. Secret is stored to sign deliveries and is
+// returned once, beside data, at creation.
+type Endpoint struct {
+	store.Keys          `json:"-"`
+	ID                  string   `dynamodbav:"id" json:"id"`
+	URL                 string   `dynamodbav:"url" json:"url"`
+	EventTypes          []string `dynamodbav:"event_types" json:"event_types"`
+	IsActive            bool     `dynamodbav:"is_active" json:"is_active"`
+	ConsecutiveFailures int      `dynamodbav:"consecutive_failures" json:"consecutive_failures"`
+	Secret              string   `dynamodbav:"secret" json:"-"`
+	DisabledAt          string   `dynamodbav:"disabled_at,omitempty" json:"disabled_at,omitempty"`
+	CreatedAt           string   `dynamodbav:"created_at" json:"created_at"`
+	UpdatedAt           string   `dynamodbav:"updated_at" json:"updated_at"`
+}
+
+func endpointSK(id string) string { return "WH#" + id }
+
+func readBody(r *http.Request) ([]byte, error) { return io.ReadAll(r.Body) }
+
+// Store keeps endpoints and delivery attempts.
+type Store struct {
+	db *store.DB
+	// AllowPrivate admits targets on loopback and private networks
+	// (WEBHOOK_ALLOW_PRIVATE_TARGETS: the devserver's default, never AWS's).
+	AllowPrivate bool
+}
+
+// NewStore returns a Store on db.
+func NewStore(db *store.DB, allowPrivate bool) *Store {
+	return &Store{db: db, AllowPrivate: allowPrivate}
+}
+
+// Get reads an endpoint of org.
+func (s *Store) Get(ctx context.Context, org, id string) (Endpoint, error) {
+	return store.GetInto[Endpoint](ctx, s.db, store.OrgPK(org), endpointSK(id))
+}
+
+// All returns every endpoint of org: Query base PK O#org, SK prefix WH#.
+func (s *Store) All(ctx context.Context, org string) ([]Endpoint, error) {
+	eps, _, err := store.QueryInto[Endpoint](ctx, s.db, store.ListQuery{PK: store.OrgPK(org), SKPrefix: "WH#", Limit: MaxEndpoints + 1})
+	return eps, err
+}
+
+type noFilter struct{}
+
+func (s *Store) list(ctx context.Context, org string, req httpapi.ListRequest[noFilter]) ([]Endpoint, store.StartKey, error) {
+	return store.QueryInto[Endpoint](ctx, s.db, store.ListQuery{PK: store.OrgPK(org), SKPrefix: "WH#", Limit: req.PerPage, After: req.After})
+}
+
+func (s *Store) validate(ctx context.Context, b *httpapi.Body, required bool) (urlStr string, types []string) {
+	urlStr = b.String("url", required, 2048)
+	if urlStr != "" {
+		if err := CheckURL(ctx, urlStr, s.AllowPrivate, nil); err != nil {
+			b.Fail("url", "%s", err.Error())
+		}
+	}
+	if ts, ok := b.Strings("event_types", required); ok {
+		for _, t := range ts {
+			if !slices.Contains(outbox.Types, t) {
+				b.Fail("event_types", "unknown event type %q; known: %v", t, outbox.Types)
+			} else if !slices.Contains(types, t) {
+				types = append(types, t)
+			}
+		}
+	}
+	return urlStr, types
+}
+
+// Create registers an endpoint with a fresh secret.
+func (s *Store) Create(ctx context.Context, org string, raw []byte, now time.Time) (Endpoint, error) {
+	b, err := httpapi.DecodeBody(raw)
+	if err != nil {
+		return Endpoint{}, err
+	}
+	b.Forbid("it is assigned by the service", "id", "secret", "created_at", "updated_at", "consecutive_failures")
+	u, types := s.validate(ctx, b, true)
+	active := true
+	if b.Has("is_active") {
+		active = b.Bool("is_active")
+	}
+	if err := b.Err(); err != nil {
+		return Endpoint{}, err
+	}
+	if all, err := s.All(ctx, org); err != nil {
+		return Endpoint{}, err
+	} else if len(all) >= MaxEndpoints {
+		return Endpoint{}, httpapi.Invalid("url", "an organisation can have at most %d webhook endpoints; delete one first", MaxEndpoints)
+	}
+	var sec [32]byte
+	if _, err := rand.Read(sec[:]); err != nil {
+		return Endpoint{}, err
+	}
+	e := Endpoint{ID: uuid.NewString(), URL: u, EventTypes: types, IsActive: active, Secret: "whsec_" + hex.EncodeToString(sec[:]),
+		CreatedAt: store.FormatTime(now)}
+	e.UpdatedAt = e.CreatedAt
+	e.Keys = store.Keys{PK: store.OrgPK(org), SK: endpointSK(e.ID), Kind: "webhook_endpoint"}
+	item, err := store.Marshal(e)
+	if err != nil {
+		return Endpoint{}, err
+	}
+	return e, s.db.PutNew(ctx, item)
+}
+
+// Update applies a PATCH: is_active, url, event_types. Turning an endpoint
+// back on resets its failure count, so deliveries resume.
+func (s *Store) Update(ctx context.Context, org, id string, raw []byte, now time.Time) (Endpoint, error) {
+	b, err := httpapi.DecodeBody(raw)
+	if err != nil {
+		return Endpoint{}, err
+	}
+	b.Forbid("it cannot be changed", "id", "secret", "created_at", "updated_at", "consecutive_failures")
+	u, types := s.validate(ctx, b, false)
+	var active *bool
+	if b.Has("is_active") {
+		v := b.Bool("is_active")
+		active = &v
+	}
+	if err := b.Err(); err != nil {
+		return Endpoint{}, err
+	}
+	for attempt := 0; attempt < 3; attempt++ {
+		e, err := s.Get(ctx, org, id)
+		if err != nil {
+			return Endpoint{}, err
+		}
+		prev := e.UpdatedAt
+		if u != "" {
+			e.URL = u
+		}
+		if types != nil {
+			e.EventTypes = types
+		}
+		if active != nil {
+			if *active && !e.IsActive {
+				e.ConsecutiveFailures, e.DisabledAt = 0, ""
+			}
+			e.IsActive = *active
+		}
+		e.UpdatedAt = store.NextUpdate(prev, now)
+		item, err := store.Marshal(e)
+		if err != nil {
+			return Endpoint{}, err
+		}
+		if err := s.db.Replace(ctx, item, prev); errors.Is(err, store.ErrConflict) {
+			continue
+		} else if err != nil {
+			return Endpoint{}, err
+		}
+		return e, nil
+	}
+	return Endpoint{}, fmt.Errorf("endpoint %s keeps changing; try again", id)
+}
+
+// Delete removes an endpoint; deliveries to it stop.
+func (s *Store) Delete(ctx context.Context, org, id string) error {
+	_, err := s.db.Client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName: aws.String(s.db.Table), Key: store.Key(store.OrgPK(org), endpointSK(id)),
+		ConditionExpression: aws.String("attribute_exists(PK)"),
+	})
+	if store.IsConditionFailed(err) {
+		return store.ErrNotFound
+	}
+	return err
+}
+
+// RecordOutcome counts a delivery's outcome atomically: success resets the
+// count, failure adds one; the failure that reaches DisableAfter turns the
+// endpoint off (exactly once, by condition). It reports whether this call
+// disabled it.
+func (s *Store) RecordOutcome(ctx context.Context, org, id string, ok bool, now time.Time) (disabled bool, err error) {
+	key := store.Key(store.OrgPK(org), endpointSK(id))
+	if ok {
+		_, err = s.db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: aws.String(s.db.Table), Key: key, UpdateExpression: aws.String("SET consecutive_failures = :zero"),
+			ConditionExpression:       aws.String("attribute_exists(PK)"),
+			ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":zero": &ddbtypes.AttributeValueMemberN{Value: "0"}},
+		})
+		if store.IsConditionFailed(err) {
+			err = nil // deleted meanwhile
+		}
+		return false, err
+	}
+	out, err := s.db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.db.Table), Key: key, UpdateExpression: aws.String("ADD consecutive_failures :one"),
+		ConditionExpression:       aws.String("attribute_exists(PK)"),
+		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":one": &ddbtypes.AttributeValueMemberN{Value: "1"}},
+		ReturnValues:              ddbtypes.ReturnValueUpdatedNew,
+	})
+	if store.IsConditionFailed(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	n := 0
+	if v, ok := out.Attributes["consecutive_failures"].(*ddbtypes.AttributeValueMemberN); ok {
+		n, _ = strconv.Atoi(v.Value)
+	}
+	if n < DisableAfter {
+		return false, nil
+	}
+	_, err = s.db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.db.Table), Key: key, UpdateExpression: aws.String("SET is_active = :off, disabled_at = :now"),
+		ConditionExpression: aws.String("is_active = :on"),
+		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":off": &ddbtypes.AttributeValueMemberBOOL{Value: false},
+			":on": &ddbtypes.AttributeValueMemberBOOL{Value: true}, ":now": &ddbtypes.AttributeValueMemberS{Value: store.FormatTime(now)}},
+	})
+	if store.IsConditionFailed(err) {
+		return false, nil // already off
+	}
+	return err == nil, err
+}
+
+// Handlers returns the handlers of the webhooks family.
+func Handlers(s *Store, d *Deliverer) httpapi.Handlers {
+	get := func(ctx context.Context, org, id string) (Endpoint, error) { return s.Get(ctx, org, id) }
+	return httpapi.Handlers{
+		"webhooks.list": func(w http.ResponseWriter, r *http.Request) {
+			httpapi.ServeList(w, r, "webhooks", func(url.Values) (noFilter, error) { return noFilter{}, nil }, s.list)
+		},
+		"webhooks.get": httpapi.GetHandler("id", "webhook endpoint", get),
+		"webhooks.create": func(w http.ResponseWriter, r *http.Request) {
+			raw, err := readBody(r)
+			if err != nil {
+				httpapi.WriteError(w, r, err)
+				return
+			}
+			e, err := s.Create(r.Context(), httpapi.OrgID(r.Context()), raw, httpapi.Now(r.Context()))
+			if err != nil {
+				httpapi.WriteError(w, r, err)
+				return
+			}
+			w.Header().Set("Location", httpapi.AbsoluteURL(r, "/api/v1/webhooks/"+e.ID))
+			httpapi.WriteJSON(w, http.StatusCreated, map[string]any{"data": e, "secret": e.Secret})
+		},
+		"webhooks.update": func(w http.ResponseWriter, r *http.Request) {
+			id, ok := httpapi.PathID(r.PathValue("id"))
+			raw, err := readBody(r)
+			if !ok {
+				err = httpapi.NotFound("webhook endpoint")
+			}
+			if err != nil {
+				httpapi.WriteError(w, r, err)
+				return
+			}
+			e, err := s.Update(r.Context(), httpapi.OrgID(r.Context()), id, raw, httpapi.Now(r.Context()))
+			if errors.Is(err, store.ErrNotFound) {
+				err = httpapi.NotFound("webhook endpoint")
+			}
+			if err != nil {
+				httpapi.WriteError(w, r, err)
+				return
+			}
+			httpapi.WriteJSON(w, http.StatusOK, httpapi.Data(e))
+		},
+		"webhooks.delete": func(w http.ResponseWriter, r *http.Request) {
+			id, ok := httpapi.PathID(r.PathValue("id"))
+			err := store.ErrNotFound
+			if ok {
+				err = s.Delete(r.Context(), httpapi.OrgID(r.Context()), id)
+			}
+			if errors.Is(err, store.ErrNotFound) {
+				err = httpapi.NotFound("webhook endpoint")
+			}
+			if err != nil {
+				httpapi.WriteError(w, r, err)
+				return
+			}
+			w.WriteHeader(http.StatusNoContent)
+		},
+		"webhooks.deliveries": func(w http.ResponseWriter, r *http.Request) {
+			id, ok := httpapi.PathID(r.PathValue("id"))
+			if !ok {
+				httpapi.WriteError(w, r, httpapi.NotFound("webhook endpoint"))
+				return
+			}
+			if _, err := s.Get(r.Context(), httpapi.OrgID(r.Context()), id); err != nil {
+				if errors.Is(err, store.ErrNotFound) {
+					err = httpapi.NotFound("webhook endpoint")
+				}
+				httpapi.WriteError(w, r, err)
+				return
+			}
+			httpapi.ServeList(w, r, "webhook_deliveries:"+id, func(url.Values) (noFilter, error) { return noFilter{}, nil },
+				func(ctx context.Context, org string, req httpapi.ListRequest[noFilter]) ([]Attempt, store.StartKey, error) {
+					return store.QueryInto[Attempt](ctx, s.db, store.ListQuery{PK: store.OrgPK(org), SKPrefix: "DLV#" + id + "#",
+						Limit: req.PerPage, After: req.After, Desc: true})
+				})
+		},
+		"webhooks.retry": func(w http.ResponseWriter, r *http.Request) {
+			id, ok := httpapi.PathID(r.PathValue("id"))
+			if !ok {
+				httpapi.WriteError(w, r, httpapi.NotFound("webhook endpoint"))
+				return
+			}
+			a, err := d.Retry(r.Context(), httpapi.OrgID(r.Context()), id, r.PathValue("delivery"))
+			if err != nil {
+				httpapi.WriteError(w, r, err)
+				return
+			}
+			httpapi.WriteJSON(w, http.StatusAccepted, httpapi.Data(a))
+		},
+	}
+}
