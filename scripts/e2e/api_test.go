@@ -10,9 +10,9 @@ import (
 )
 
 // newOrg creates an organisation and a key with scopes through scripts/admin.
-func newOrg(t *testing.T, scopes string) (org, key, client string) {
+func newOrg(t testing.TB, scopes string) (org, key, client string) {
 	t.Helper()
-	o := mustAdmin(t, "org", "create", "--name", "E2E "+t.Name())
+	o := mustAdmin(t, "org", "create", "--name", "E2E org")
 	k := mustAdmin(t, "key", "create", "--org", o["id"].(string), "--scopes", scopes, "--mode", "test", "--name", "e2e")
 	for _, f := range []string{"client_id", "secret_id", "key"} {
 		if k[f] == nil || k[f] == "" {

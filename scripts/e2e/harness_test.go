@@ -58,13 +58,20 @@ func TestMain(m *testing.M) {
 		api.table = os.Getenv("E2E_TABLE_NAME")
 		os.Exit(m.Run())
 	}
-	stop, err := api.startDevserver(nil)
+	stopReceiver, err := startReceiver()
 	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		os.Exit(1)
+	}
+	stop, err := api.startDevserver([]string{"WEBHOOK_CA_FILE=" + rcv.ca, "WEBHOOK_RETRY_SCHEDULE=1s,1s,1s,1s"})
+	if err != nil {
+		stopReceiver()
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		os.Exit(1)
 	}
 	code := m.Run()
 	stop()
+	stopReceiver()
 	os.Exit(code)
 }
 
@@ -134,7 +141,7 @@ func (t *target) startDevserver(extraEnv []string) (stop func(), err error) {
 
 // admin runs scripts/admin against the target's table and decodes its one
 // JSON object; failures return the decoded {"error"} and a non-nil error.
-func admin(t *testing.T, args ...string) (map[string]any, error) {
+func admin(t testing.TB, args ...string) (map[string]any, error) {
 	t.Helper()
 	cmd := exec.Command(filepath.Join(api.root, "scripts", "admin"), args...)
 	cmd.Env = append(os.Environ(), "DYNAMODB_ENDPOINT="+api.dynamo, "TABLE_NAME="+api.table)
@@ -155,7 +162,7 @@ func admin(t *testing.T, args ...string) (map[string]any, error) {
 	return out, nil
 }
 
-func mustAdmin(t *testing.T, args ...string) map[string]any {
+func mustAdmin(t testing.TB, args ...string) map[string]any {
 	t.Helper()
 	out, err := admin(t, args...)
 	if err != nil {
@@ -197,9 +204,17 @@ func get(t *testing.T, path, key string) response {
 // post sends a create with an Idempotency-Key.
 func post(t *testing.T, path, key, idem, body string) response {
 	t.Helper()
+	return postT(t, path, key, idem, body)
+}
+
+// postT is post for tests and benchmarks; idem "" sends no Idempotency-Key.
+func postT(t testing.TB, path, key, idem, body string) response {
+	t.Helper()
 	req, _ := http.NewRequest("POST", api.base+path, strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Idempotency-Key", idem)
+	if idem != "" {
+		req.Header.Set("Idempotency-Key", idem)
+	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
