@@ -18,18 +18,11 @@ import (
 
 	"github.com/practice-api/practice-api/shared/app"
 	"github.com/practice-api/practice-api/shared/auth"
-	"github.com/practice-api/practice-api/shared/billing"
-	"github.com/practice-api/practice-api/shared/document"
-	"github.com/practice-api/practice-api/shared/httpapi"
+	"github.com/practice-api/practice-api/shared/families"
 	"github.com/practice-api/practice-api/shared/httpapi/routes"
-	"github.com/practice-api/practice-api/shared/matter"
-	"github.com/practice-api/practice-api/shared/party"
 	"github.com/practice-api/practice-api/shared/queue"
-	"github.com/practice-api/practice-api/shared/report"
 	"github.com/practice-api/practice-api/shared/store"
 	"github.com/practice-api/practice-api/shared/store/storetest"
-	"github.com/practice-api/practice-api/shared/timeentry"
-	"github.com/practice-api/practice-api/shared/webhook"
 )
 
 // templates are synthesized once per stage for all tests (jsii is slow to start).
@@ -324,14 +317,6 @@ func TestOutputs(t *testing.T) {
 // forgets, or renames, fails here.
 func TestWiringFromTheStacksEnvironment(t *testing.T) {
 	db := storetest.NewDB(t)
-	builds := map[string]app.Build{
-		routes.Matters:     func(db *store.DB) httpapi.Handlers { return matter.Handlers(matter.NewStore(db)) },
-		routes.Parties:     func(db *store.DB) httpapi.Handlers { return party.Handlers(party.NewStore(db)) },
-		routes.TimeEntries: func(db *store.DB) httpapi.Handlers { return timeentry.Handlers(timeentry.NewStore(db)) },
-		routes.Invoices:    func(db *store.DB) httpapi.Handlers { return billing.Handlers(billing.NewStore(db)) },
-		routes.Documents:   func(db *store.DB) httpapi.Handlers { return document.Handlers(document.NewStore(db)) },
-		routes.Reports:     func(db *store.DB) httpapi.Handlers { return report.Handlers(report.NewStore(db)) },
-	}
 	names := functionIDs("dev")
 	for id, r := range resources("dev", "AWS::Lambda::Function") {
 		name := names[id]
@@ -372,8 +357,7 @@ func TestWiringFromTheStacksEnvironment(t *testing.T) {
 			if fn.Family == "" {
 				return
 			}
-			builds[routes.Webhooks] = func(*store.DB) httpapi.Handlers { return webhook.Handlers(w.Deliverer.Store, w.Deliverer) }
-			h, err := app.FamilyHandler(context.Background(), fn.Family, builds[fn.Family])
+			h, err := app.FamilyHandler(context.Background(), fn.Family, families.Builds(w.Deliverer)[fn.Family])
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -180,13 +180,26 @@ type response struct {
 
 func get(t *testing.T, path, key string) response {
 	t.Helper()
+	return do(t, "GET", path, key, "", "")
+}
+
+// do sends a request to the target: path below the base URL (or a full
+// URL), an optional bearer key, Idempotency-Key and body.
+func do(t testing.TB, method, path, key, idem, body string) response {
+	t.Helper()
 	url := path
 	if !strings.HasPrefix(path, "http") {
 		url = api.base + path
 	}
-	req, _ := http.NewRequest("GET", url, nil)
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
 	if key != "" {
 		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	if idem != "" {
+		req.Header.Set("Idempotency-Key", idem)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
@@ -196,7 +209,7 @@ func get(t *testing.T, path, key string) response {
 	raw, _ := io.ReadAll(resp.Body)
 	r := response{status: resp.StatusCode, header: resp.Header, raw: raw}
 	if err := json.Unmarshal(raw, &r.body); err != nil {
-		t.Fatalf("GET %s: not JSON: %s", path, raw)
+		t.Fatalf("%s %s: not JSON: %s", method, path, raw)
 	}
 	return r
 }
@@ -210,21 +223,5 @@ func post(t *testing.T, path, key, idem, body string) response {
 // postT is post for tests and benchmarks; idem "" sends no Idempotency-Key.
 func postT(t testing.TB, path, key, idem, body string) response {
 	t.Helper()
-	req, _ := http.NewRequest("POST", api.base+path, strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+key)
-	if idem != "" {
-		req.Header.Set("Idempotency-Key", idem)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	r := response{status: resp.StatusCode, header: resp.Header, raw: raw}
-	if err := json.Unmarshal(raw, &r.body); err != nil {
-		t.Fatalf("POST %s: not JSON: %s", path, raw)
-	}
-	return r
+	return do(t, "POST", path, key, idem, body)
 }

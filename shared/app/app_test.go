@@ -12,18 +12,11 @@ import (
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
 	"github.com/practice-api/practice-api/shared/app"
-	"github.com/practice-api/practice-api/shared/billing"
-	"github.com/practice-api/practice-api/shared/document"
-	"github.com/practice-api/practice-api/shared/httpapi"
+	"github.com/practice-api/practice-api/shared/families"
 	"github.com/practice-api/practice-api/shared/httpapi/routes"
-	"github.com/practice-api/practice-api/shared/matter"
-	"github.com/practice-api/practice-api/shared/party"
 	"github.com/practice-api/practice-api/shared/queue"
-	"github.com/practice-api/practice-api/shared/report"
 	"github.com/practice-api/practice-api/shared/seed"
-	"github.com/practice-api/practice-api/shared/store"
 	"github.com/practice-api/practice-api/shared/store/storetest"
-	"github.com/practice-api/practice-api/shared/timeentry"
 	"github.com/practice-api/practice-api/shared/webhook"
 )
 
@@ -39,18 +32,8 @@ func TestFamilyLambdasServeV2Events(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	builds := map[string]app.Build{
-		routes.Matters:     func(db *store.DB) httpapi.Handlers { return matter.Handlers(matter.NewStore(db)) },
-		routes.Parties:     func(db *store.DB) httpapi.Handlers { return party.Handlers(party.NewStore(db)) },
-		routes.TimeEntries: func(db *store.DB) httpapi.Handlers { return timeentry.Handlers(timeentry.NewStore(db)) },
-		routes.Invoices:    func(db *store.DB) httpapi.Handlers { return billing.Handlers(billing.NewStore(db)) },
-		routes.Documents:   func(db *store.DB) httpapi.Handlers { return document.Handlers(document.NewStore(db)) },
-		routes.Reports:     func(db *store.DB) httpapi.Handlers { return report.Handlers(report.NewStore(db)) },
-		routes.Webhooks: func(db *store.DB) httpapi.Handlers {
-			d := &webhook.Deliverer{Store: webhook.NewStore(db, false), Queue: queue.NewMemory(time.Minute)}
-			return webhook.Handlers(d.Store, d)
-		},
-	}
+	d := &webhook.Deliverer{Store: webhook.NewStore(db, false), Queue: queue.NewMemory(time.Minute)}
+	builds := families.Builds(d)
 	invoke := func(h http.Handler, method, path, body string) (int, map[string]string, map[string]any) {
 		t.Helper()
 		resp, err := httpadapter.NewV2(h).ProxyWithContext(ctx, events.APIGatewayV2HTTPRequest{
@@ -128,7 +111,7 @@ func TestFamilyLambdasServeV2Events(t *testing.T) {
 			}
 		})
 	}
-	if _, err := app.FamilyHandler(ctx, routes.Matters, builds[routes.Parties]); err == nil {
+	if _, err := app.FamilyHandler(ctx, routes.Matters, app.Build(builds[routes.Parties])); err == nil {
 		t.Fatal("a family wired with another family's handlers was accepted")
 	}
 }

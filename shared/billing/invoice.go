@@ -124,10 +124,8 @@ type Filter struct {
 // left out.
 func (s *Store) List(ctx context.Context, org string, req httpapi.ListRequest[Filter]) ([]Invoice, store.StartKey, error) {
 	f := req.Filter
-	q := store.ListQuery{Index: "GSI1", PK: store.Collection(org, "INV"), SKFrom: f.From, Limit: req.PerPage, After: req.After}
-	if f.To != "" {
-		q.SKTo = f.To + "~"
-	}
+	q := store.ListQuery{Index: "GSI1", PK: store.Collection(org, "INV"), Limit: req.PerPage, After: req.After}
+	q.Dates(f.From, f.To)
 	q.NarrowBy(org, "INV",
 		store.KeyFilter{Index: "GSI2", Attr: "matter_id", Segment: "MATTER", Value: f.MatterID},
 		store.KeyFilter{Index: "GSI3", Attr: "client_id", Segment: "CLIENT", Value: f.ClientID},
@@ -347,14 +345,6 @@ func parseFilter(q url.Values) (Filter, error) {
 	if f.Status, err = httpapi.EnumParam(q, "status", Statuses...); err != nil {
 		return Filter{}, err
 	}
-	if f.From, err = httpapi.DateParam(q, "issue_date_from"); err != nil {
-		return Filter{}, err
-	}
-	if f.To, err = httpapi.DateParam(q, "issue_date_to"); err != nil {
-		return Filter{}, err
-	}
-	if f.From != "" && f.To != "" && f.From > f.To {
-		return Filter{}, httpapi.Invalid("issue_date_to", "issue_date_to (%s) is before issue_date_from (%s); both are inclusive", f.To, f.From)
-	}
-	return f, nil
+	f.From, f.To, err = httpapi.DateRangeParams(q, "issue_date_from", "issue_date_to")
+	return f, err
 }

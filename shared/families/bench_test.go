@@ -38,9 +38,7 @@ func benchGet(b *testing.B, e *apitest.Env, path, key string) {
 		durations = append(durations, time.Since(start))
 	}
 	b.StopTimer()
-	slices.Sort(durations)
-	b.ReportMetric(float64(durations[len(durations)/2].Microseconds())/1000, "p50-ms")
-	b.ReportMetric(float64(durations[len(durations)*99/100].Microseconds())/1000, "p99-ms")
+	reportPercentiles(b, durations)
 }
 
 func BenchmarkListMatters100(b *testing.B) {
@@ -85,9 +83,7 @@ func benchPost(b *testing.B, e *apitest.Env, path, key string, idem func(int) st
 		durations = append(durations, time.Since(start))
 	}
 	b.StopTimer()
-	slices.Sort(durations)
-	b.ReportMetric(float64(durations[len(durations)/2].Microseconds())/1000, "p50-ms")
-	b.ReportMetric(float64(durations[len(durations)*99/100].Microseconds())/1000, "p99-ms")
+	reportPercentiles(b, durations)
 }
 
 func BenchmarkCreatePerson(b *testing.B) {
@@ -138,4 +134,11 @@ func BenchmarkTimeEntryPage(b *testing.B) {
 			b.ReportMetric(float64(len(page.Items)), "items/page") // after benchGet: ResetTimer drops metrics
 		})
 	}
+}
+
+// reportPercentiles adds p50 and p99 of the measured durations.
+func reportPercentiles(b *testing.B, durations []time.Duration) {
+	slices.Sort(durations)
+	b.ReportMetric(float64(durations[len(durations)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(durations[len(durations)*99/100].Microseconds())/1000, "p99-ms")
 }

@@ -18,18 +18,27 @@ import (
 	"github.com/practice-api/practice-api/shared/webhook"
 )
 
-// All returns the handlers of every family on db; webhook retries go
-// through d.
-func All(db *store.DB, d *webhook.Deliverer) map[string]httpapi.Handlers {
-	return map[string]httpapi.Handlers{
-		routes.Matters:     matter.Handlers(matter.NewStore(db)),
-		routes.Parties:     party.Handlers(party.NewStore(db)),
-		routes.TimeEntries: timeentry.Handlers(timeentry.NewStore(db)),
-		routes.Invoices:    billing.Handlers(billing.NewStore(db)),
-		routes.Documents:   document.Handlers(document.NewStore(db)),
-		routes.Reports:     report.Handlers(report.NewStore(db)),
-		routes.Webhooks:    webhook.Handlers(d.Store, d),
+// Builds returns how each family's handlers are built on a store, as its
+// Lambda's main builds them; webhook operations (manual retries) use d.
+func Builds(d *webhook.Deliverer) map[string]func(*store.DB) httpapi.Handlers {
+	return map[string]func(*store.DB) httpapi.Handlers{
+		routes.Matters:     func(db *store.DB) httpapi.Handlers { return matter.Handlers(matter.NewStore(db)) },
+		routes.Parties:     func(db *store.DB) httpapi.Handlers { return party.Handlers(party.NewStore(db)) },
+		routes.TimeEntries: func(db *store.DB) httpapi.Handlers { return timeentry.Handlers(timeentry.NewStore(db)) },
+		routes.Invoices:    func(db *store.DB) httpapi.Handlers { return billing.Handlers(billing.NewStore(db)) },
+		routes.Documents:   func(db *store.DB) httpapi.Handlers { return document.Handlers(document.NewStore(db)) },
+		routes.Reports:     func(db *store.DB) httpapi.Handlers { return report.Handlers(report.NewStore(db)) },
+		routes.Webhooks:    func(*store.DB) httpapi.Handlers { return webhook.Handlers(d.Store, d) },
 	}
+}
+
+// All returns the handlers of every family on db.
+func All(db *store.DB, d *webhook.Deliverer) map[string]httpapi.Handlers {
+	out := map[string]httpapi.Handlers{}
+	for family, build := range Builds(d) {
+		out[family] = build(db)
+	}
+	return out
 }
 
 // Handler serves every family behind the edge configured by cfg.

@@ -75,3 +75,18 @@ func DateParam(q url.Values, name string) (string, error) {
 	}
 	return v, nil
 }
+
+// DateRangeParams validates an optional inclusive date range; a range that
+// ends before it starts is a 422 on toName.
+func DateRangeParams(q url.Values, fromName, toName string) (from, to string, err error) {
+	if from, err = DateParam(q, fromName); err != nil {
+		return "", "", err
+	}
+	if to, err = DateParam(q, toName); err != nil {
+		return "", "", err
+	}
+	if from != "" && to != "" && from > to {
+		return "", "", Invalid(toName, "%s (%s) is before %s (%s); both are inclusive", toName, to, fromName, from)
+	}
+	return from, to, nil
+}

@@ -116,7 +116,9 @@ func bump(m map[string]*Totals, k string, e timeentry.TimeEntry) {
 func (s *Store) TimeSummary(ctx context.Context, org, from, to string) (TimeSummary, error) {
 	r := TimeSummary{Type: "time-summary", DateFrom: from, DateTo: to, Currency: "DKK"}
 	byStatus, byUser, byMatter := map[string]*Totals{}, map[string]*Totals{}, map[string]*Totals{}
-	err := store.Each(ctx, s.db, store.ListQuery{Index: "GSI1", PK: store.Collection(org, "TE"), SKFrom: from, SKTo: to + "~"},
+	q := store.ListQuery{Index: "GSI1", PK: store.Collection(org, "TE")}
+	q.Dates(from, to)
+	err := store.Each(ctx, s.db, q,
 		func(e timeentry.TimeEntry) {
 			r.Totals.add(e)
 			bump(byStatus, e.Status, e)
@@ -226,20 +228,18 @@ func Handlers(s *Store) httpapi.Handlers {
 func (s *Store) run(ctx context.Context, org, typ string, q url.Values, now time.Time) (any, error) {
 	switch typ {
 	case "time-summary":
-		from, err := requiredDate(q, "date_from")
-		if err != nil {
+		from, to, err := httpapi.DateRangeParams(q, "date_from", "date_to")
+		switch {
+		case err != nil:
 			return nil, err
-		}
-		to, err := requiredDate(q, "date_to")
-		if err != nil {
-			return nil, err
+		case from == "":
+			return nil, httpapi.Invalid("date_from", "date_from is required (YYYY-MM-DD)")
+		case to == "":
+			return nil, httpapi.Invalid("date_to", "date_to is required (YYYY-MM-DD)")
 		}
 		f, _ := time.Parse(time.DateOnly, from)
 		t, _ := time.Parse(time.DateOnly, to)
-		switch {
-		case t.Before(f):
-			return nil, httpapi.Invalid("date_to", "date_to (%s) is before date_from (%s); both are inclusive", to, from)
-		case t.Sub(f) >= MaxSpanDays*24*time.Hour:
+		if t.Sub(f) >= MaxSpanDays*24*time.Hour {
 			return nil, httpapi.Invalid("date_to", "the range may span at most %d days; ask for several ranges", MaxSpanDays)
 		}
 		return s.TimeSummary(ctx, org, from, to)
@@ -254,12 +254,4 @@ func (s *Store) run(ctx context.Context, org, typ string, q url.Values, now time
 		}
 		return s.ReceivablesAging(ctx, org, asOf)
 	}
-}
-
-func requiredDate(q url.Values, name string) (string, error) {
-	v, err := httpapi.DateParam(q, name)
-	if err == nil && v == "" {
-		err = httpapi.Invalid(name, "%s is required (YYYY-MM-DD)", name)
-	}
-	return v, err
 }

@@ -188,3 +188,12 @@ func (q *ListQuery) NarrowBy(org, typ string, filters ...KeyFilter) {
 		}
 	}
 }
+
+// Dates bounds q's sort key to the inclusive date range [from, to] (either
+// may be ""), for sort keys that start with a YYYY-MM-DD date.
+func (q *ListQuery) Dates(from, to string) {
+	q.SKFrom = from
+	if to != "" {
+		q.SKTo = to + "~" // after every "<date>#<id>" of that day
+	}
+}

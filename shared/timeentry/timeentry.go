@@ -165,12 +165,7 @@ type Filter struct {
 func (s *Store) List(ctx context.Context, org string, req httpapi.ListRequest[Filter]) ([]TimeEntry, store.StartKey, error) {
 	f := req.Filter
 	q := store.ListQuery{Index: "GSI1", PK: store.Collection(org, "TE"), Limit: req.PerPage, After: req.After}
-	if f.DateFrom != "" {
-		q.SKFrom = f.DateFrom
-	}
-	if f.DateTo != "" {
-		q.SKTo = f.DateTo + "~" // after every "<date>#<id>" of that day
-	}
+	q.Dates(f.DateFrom, f.DateTo)
 	q.NarrowBy(org, "TE",
 		store.KeyFilter{Index: "GSI2", Attr: "matter_id", Segment: "MATTER", Value: f.MatterID},
 		store.KeyFilter{Index: "GSI3", Attr: "client_id", Segment: "CLIENT", Value: f.ClientID},
@@ -190,14 +185,8 @@ func parseFilter(q url.Values) (Filter, error) {
 			return Filter{}, err
 		}
 	}
-	if f.DateFrom, err = httpapi.DateParam(q, "date_from"); err != nil {
+	if f.DateFrom, f.DateTo, err = httpapi.DateRangeParams(q, "date_from", "date_to"); err != nil {
 		return Filter{}, err
-	}
-	if f.DateTo, err = httpapi.DateParam(q, "date_to"); err != nil {
-		return Filter{}, err
-	}
-	if f.DateFrom != "" && f.DateTo != "" && f.DateFrom > f.DateTo {
-		return Filter{}, httpapi.Invalid("date_to", "date_to (%s) is before date_from (%s); both are inclusive", f.DateTo, f.DateFrom)
 	}
 	if f.Status, err = httpapi.EnumParam(q, "status", Statuses...); err != nil {
 		return Filter{}, err
