@@ -1,8 +1,11 @@
 // Command webhooks is the Lambda of the webhooks family: the endpoint
-// management API, its delivery log and manual retries.
+// management API, its delivery log and manual retries (which feed the
+// delivery queue).
 package main
 
 import (
+	"context"
+
 	"github.com/practice-api/practice-api/shared/app"
 	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/httpapi/routes"
@@ -11,6 +14,11 @@ import (
 )
 
 func main() {
-	d := app.LoadWorkers().Deliverer
-	app.StartLambda(routes.Webhooks, func(*store.DB) httpapi.Handlers { return webhook.Handlers(d.Store, d) })
+	app.StartLambdaE(routes.Webhooks, func(db *store.DB) (httpapi.Handlers, error) {
+		w, err := app.WorkersOn(context.Background(), db)
+		if err != nil {
+			return nil, err
+		}
+		return webhook.Handlers(w.Deliverer.Store, w.Deliverer), nil
+	})
 }

@@ -16,24 +16,41 @@ import (
 	"github.com/practice-api/practice-api/shared/store"
 )
 
-// Build makes a family's handlers on the store.
+// Build makes a family's handlers on the store; an error fails the cold start.
 type Build func(db *store.DB) httpapi.Handlers
+
+// BuildE is a Build that can fail (one that wires queues too).
+type BuildE func(db *store.DB) (httpapi.Handlers, error)
 
 // FamilyHandler builds, from the environment, the HTTP handler of one
 // family: exactly what its Lambda serves.
 func FamilyHandler(ctx context.Context, family string, build Build) (http.Handler, error) {
+	return FamilyHandlerE(ctx, family, func(db *store.DB) (httpapi.Handlers, error) { return build(db), nil })
+}
+
+// FamilyHandlerE is FamilyHandler for a build that can fail.
+func FamilyHandlerE(ctx context.Context, family string, build BuildE) (http.Handler, error) {
 	env, err := LoadFromEnv(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return httpapi.NewHandler(env.Edge, map[string]httpapi.Handlers{family: build(env.DB)})
+	h, err := build(env.DB)
+	if err != nil {
+		return nil, err
+	}
+	return httpapi.NewHandler(env.Edge, map[string]httpapi.Handlers{family: h})
 }
 
 // StartLambda serves one family as an API Gateway HTTP API (payload v2)
 // Lambda. Everything is built once, at cold start.
 func StartLambda(family string, build Build) {
+	StartLambdaE(family, func(db *store.DB) (httpapi.Handlers, error) { return build(db), nil })
+}
+
+// StartLambdaE is StartLambda for a build that can fail.
+func StartLambdaE(family string, build BuildE) {
 	JSONLogs()
-	h, err := FamilyHandler(context.Background(), family, build)
+	h, err := FamilyHandlerE(context.Background(), family, build)
 	if err != nil {
 		slog.Error("cold start failed", "family", family, "err", err)
 		os.Exit(1)

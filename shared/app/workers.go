@@ -96,30 +96,34 @@ func SQSQueue(ctx context.Context, url string) (*queue.SQS, error) {
 	return queue.NewSQS(client, url), nil
 }
 
-// LoadWorkers builds the Workers of a Lambda from the environment: the
-// table, ENRICHMENT_QUEUE_URL and DELIVERY_QUEUE_URL. It exits the process on failure, as a
-// cold start that cannot wire itself can do nothing else.
+// WorkersOn builds the Workers on db with the SQS queues the environment
+// names: ENRICHMENT_QUEUE_URL and DELIVERY_QUEUE_URL.
+func WorkersOn(ctx context.Context, db *store.DB) (*Workers, error) {
+	q, err := SQSQueue(ctx, os.Getenv("ENRICHMENT_QUEUE_URL"))
+	if err != nil {
+		return nil, fmt.Errorf("ENRICHMENT_QUEUE_URL: %w", err)
+	}
+	dq, err := SQSQueue(ctx, os.Getenv("DELIVERY_QUEUE_URL"))
+	if err != nil {
+		return nil, fmt.Errorf("DELIVERY_QUEUE_URL: %w", err)
+	}
+	return NewWorkers(db, q, dq)
+}
+
+// LoadWorkers builds the Workers of a worker Lambda from the environment.
+// It exits the process on failure, as a cold start that cannot wire itself
+// can do nothing else.
 func LoadWorkers() *Workers {
 	JSONLogs()
 	ctx := context.Background()
-	w, err := func() (*Workers, error) {
-		db, err := store.New(ctx, StoreConfigFromEnv())
-		if err != nil {
-			return nil, err
+	db, err := store.New(ctx, StoreConfigFromEnv())
+	if err == nil {
+		var w *Workers
+		if w, err = WorkersOn(ctx, db); err == nil {
+			return w
 		}
-		q, err := SQSQueue(ctx, os.Getenv("ENRICHMENT_QUEUE_URL"))
-		if err != nil {
-			return nil, fmt.Errorf("ENRICHMENT_QUEUE_URL: %w", err)
-		}
-		dq, err := SQSQueue(ctx, os.Getenv("DELIVERY_QUEUE_URL"))
-		if err != nil {
-			return nil, fmt.Errorf("DELIVERY_QUEUE_URL: %w", err)
-		}
-		return NewWorkers(db, q, dq)
-	}()
-	if err != nil {
-		slog.Error("cold start failed", "err", err)
-		os.Exit(1)
 	}
-	return w
+	slog.Error("cold start failed", "err", err)
+	os.Exit(1)
+	return nil
 }

@@ -9,10 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/practice-api/practice-api/shared/app"
 	"github.com/practice-api/practice-api/shared/queue"
 )
 
@@ -129,5 +131,56 @@ func TestSQSHideExtendsVisibility(t *testing.T) {
 	}
 	if again, _ := q.Receive(ctx, 1, 5*time.Second); len(again) != 1 {
 		t.Fatal("the hidden message did not come back")
+	}
+}
+
+// TestSQSEventHandlerOnMoto runs the Lambda side of a queue (app.SQSHandler,
+// as the delivery and enrichment Lambdas use it) on messages received from
+// SQS: a failed record is reported as a batch item failure and comes back;
+// the others are gone once deleted, as the event source mapping deletes them.
+func TestSQSEventHandlerOnMoto(t *testing.T) {
+	q := sqsQueue(t, 1*time.Second)
+	ctx := context.Background()
+	for _, b := range []string{"ok-1", "fail", "ok-2"} {
+		if err := q.Send(ctx, []byte(b), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var msgs []queue.Message
+	for deadline := time.Now().Add(5 * time.Second); len(msgs) < 3 && time.Now().Before(deadline); {
+		got, err := q.Receive(ctx, 10, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs = append(msgs, got...)
+	}
+	ev := events.SQSEvent{}
+	for _, m := range msgs {
+		ev.Records = append(ev.Records, events.SQSMessage{MessageId: m.ID, ReceiptHandle: m.Receipt, Body: string(m.Body),
+			Attributes: map[string]string{"ApproximateReceiveCount": fmt.Sprint(m.ReceiveCount)}})
+	}
+	var handled []string
+	h := app.SQSHandler(func(_ context.Context, m queue.Message) error {
+		handled = append(handled, string(m.Body))
+		if string(m.Body) == "fail" {
+			return fmt.Errorf("receiver down")
+		}
+		return nil
+	})
+	resp, err := h(ctx, ev)
+	if err != nil || len(handled) != 3 || len(resp.BatchItemFailures) != 1 {
+		t.Fatalf("handled %v, failures %v, %v", handled, resp.BatchItemFailures, err)
+	}
+	failed := resp.BatchItemFailures[0].ItemIdentifier
+	for _, m := range msgs { // what the event source mapping does with the answer
+		if m.ID != failed {
+			if err := q.Delete(ctx, m); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	again, err := q.Receive(ctx, 10, 4*time.Second)
+	if err != nil || len(again) != 1 || string(again[0].Body) != "fail" || again[0].ReceiveCount != 2 {
+		t.Fatalf("after the batch: %v %v", again, err)
 	}
 }
