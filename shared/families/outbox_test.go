@@ -1,0 +1,76 @@
+package families_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/practice-api/practice-api/shared/apitest"
+	"github.com/practice-api/practice-api/shared/outbox"
+	"github.com/practice-api/practice-api/shared/queue"
+	"github.com/practice-api/practice-api/shared/store"
+)
+
+// flakySink fails its first n sends, as a queue outage would.
+type flakySink struct {
+	fails atomic.Int64
+	q     *queue.Memory
+}
+
+func (f *flakySink) Send(ctx context.Context, body []byte, d time.Duration) error {
+	if f.fails.Add(-1) >= 0 {
+		return errors.New("queue unavailable")
+	}
+	return f.q.Send(ctx, body, d)
+}
+
+// TestStuckOutboxEventsAreSweptAgain: a dispatch that dies at the queue send
+// leaves the event pending, and the next sweep sends it; a dispatch that
+// dies after the send but before marking sends it again (at least once).
+func TestStuckOutboxEventsAreSweptAgain(t *testing.T) {
+	e := apitest.New(t, apitest.Options{})
+	ctx := context.Background()
+	org := e.Org("A")
+	key := e.Key(org)
+	im := &importer{t: t, e: e, key: key}
+	cl := im.client("company_id", im.company("11111111"))
+	im.matter(cl, "")
+	q := queue.NewMemory(time.Minute)
+	sink := &flakySink{q: q}
+	sink.fails.Store(1)
+	d := &outbox.Dispatcher{DB: e.DB, Routes: map[string][]outbox.Sink{outbox.MatterCreated: {sink}}}
+	if _, err := d.Sweep(ctx, 0); err == nil || q.Len() != 0 {
+		t.Fatalf("first sweep: %v, %d queued", err, q.Len())
+	}
+	n, err := d.Sweep(ctx, 0)
+	if err != nil || q.Len() != 1 {
+		t.Fatalf("second sweep: %d dispatched, %d queued, %v", n, q.Len(), err)
+	}
+	if n, _ := d.Sweep(ctx, 0); n != 0 || q.Len() != 1 {
+		t.Fatalf("a dispatched event was sent again: %d", n)
+	}
+	// The mark fails after the send (Dispatch's only store call): the event
+	// stays pending and goes out again on the next sweep.
+	im.matter(cl, "")
+	var pending outbox.Event
+	for _, it := range e.Items(org)["event"] {
+		var ev outbox.Event
+		if err := store.Unmarshal(it, &ev); err != nil {
+			t.Fatal(err)
+		}
+		if ev.GSI4PK != "" {
+			pending = ev
+		}
+	}
+	e.Faults.Arm(apitest.FailBefore, 1)
+	err = d.Dispatch(ctx, pending)
+	e.Faults.Disarm()
+	if err == nil || q.Len() != 2 {
+		t.Fatalf("dispatch with a lost mark: %v, %d queued", err, q.Len())
+	}
+	if n, err := d.Sweep(ctx, 0); err != nil || n != 1 || q.Len() != 3 {
+		t.Fatalf("resend after the lost mark: %d, %d queued, %v", n, q.Len(), err)
+	}
+}
