@@ -77,7 +77,8 @@ const IdempotencyLock = 30 * time.Second
 
 // Options tune an Env.
 type Options struct {
-	RateLimit int
+	RateLimit   int
+	Deprecation *httpapi.Deprecation
 }
 
 var quiet sync.Once
@@ -105,7 +106,7 @@ func New(t testing.TB, opt Options) *Env {
 	e.Deliveries = queue.NewMemory(time.Minute)
 	e.Deliverer = &webhook.Deliverer{Store: webhook.NewStore(e.DB, true), Queue: e.Deliveries, Now: e.Now}
 	h, err := families.Handler(httpapi.Config{Auth: e.Keys, Sealer: sealer, RateLimit: opt.RateLimit, Now: e.Now,
-		Idempotency: idempotency.NewStore(e.DB, IdempotencyLock)}, e.DB, e.Deliverer)
+		Idempotency: idempotency.NewStore(e.DB, IdempotencyLock), Deprecation: opt.Deprecation}, e.DB, e.Deliverer)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/practice-api/practice-api/shared/auth"
 	"github.com/practice-api/practice-api/shared/httpapi"
@@ -61,10 +62,37 @@ func Load(ctx context.Context, db *store.DB) (*Env, error) {
 			return nil, fmt.Errorf("API_KEY_MODES: unknown mode %q (live, test)", m)
 		}
 	}
+	dep, err := deprecationFromEnv()
+	if err != nil {
+		return nil, err
+	}
 	return &Env{DB: db, Edge: httpapi.Config{
 		Auth: auth.NewStore(db), Sealer: sealer, RateLimit: limit, AcceptedModes: modes,
-		AccessLog: slog.Default(), Idempotency: idempotency.NewStore(db, 0),
+		AccessLog: slog.Default(), Idempotency: idempotency.NewStore(db, 0), Deprecation: dep,
 	}}, nil
+}
+
+// deprecationFromEnv reads API_DEPRECATED_SINCE and API_SUNSET (RFC 3339)
+// and API_DEPRECATION_LINK; unset means the version is current.
+func deprecationFromEnv() (*httpapi.Deprecation, error) {
+	since := os.Getenv("API_DEPRECATED_SINCE")
+	if since == "" {
+		return nil, nil
+	}
+	d := &httpapi.Deprecation{Link: os.Getenv("API_DEPRECATION_LINK")}
+	var err error
+	if d.Since, err = time.Parse(time.RFC3339, since); err != nil {
+		return nil, fmt.Errorf("API_DEPRECATED_SINCE must be RFC 3339: %w", err)
+	}
+	if v := os.Getenv("API_SUNSET"); v != "" {
+		if d.Sunset, err = time.Parse(time.RFC3339, v); err != nil {
+			return nil, fmt.Errorf("API_SUNSET must be RFC 3339: %w", err)
+		}
+		if d.Sunset.Before(d.Since.AddDate(0, 6, 0)) {
+			return nil, fmt.Errorf("API_SUNSET must be at least six months after API_DEPRECATED_SINCE (spec: versioning 4)")
+		}
+	}
+	return d, nil
 }
 
 // LoadFromEnv is Load on the store named by the environment.

@@ -115,3 +115,19 @@ func TestFamilyLambdasServeV2Events(t *testing.T) {
 		t.Fatal("a family wired with another family's handlers was accepted")
 	}
 }
+
+func TestDeprecationFromEnvironment(t *testing.T) {
+	db := storetest.NewDB(t)
+	t.Setenv("TABLE_NAME", db.Table)
+	t.Setenv("DYNAMODB_ENDPOINT", storetest.Endpoint())
+	t.Setenv("API_DEPRECATED_SINCE", "2027-01-01T00:00:00Z")
+	t.Setenv("API_SUNSET", "2027-03-01T00:00:00Z")
+	if _, err := app.LoadFromEnv(context.Background()); err == nil || !strings.Contains(err.Error(), "six months") {
+		t.Fatalf("a sunset under six months: %v", err)
+	}
+	t.Setenv("API_SUNSET", "2027-07-01T00:00:00Z")
+	env, err := app.LoadFromEnv(context.Background())
+	if err != nil || env.Edge.Deprecation == nil || env.Edge.Deprecation.Sunset.Month() != time.July {
+		t.Fatalf("%v %+v", err, env)
+	}
+}

@@ -2,15 +2,20 @@ package httpapi
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/practice-api/practice-api/shared/store"
 )
 
 // GetHandler serves a single read of the path id named param in the caller's
-// organisation as {"data": ...}. A malformed, absent or foreign id is the
-// same 404.
+// organisation as {"data": ...}, with a strong ETag of the body; a matching
+// If-None-Match answers 304 without a body. A malformed, absent or foreign
+// id is the same 404.
 func GetHandler[T any](param, what string, get func(ctx context.Context, org, id string) (T, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		id, ok := PathID(r.PathValue(param))
@@ -26,6 +31,31 @@ func GetHandler[T any](param, what string, get func(ctx context.Context, org, id
 			WriteError(w, r, err)
 			return
 		}
-		WriteJSON(w, http.StatusOK, Data(v))
+		body, err := json.Marshal(Data(v))
+		if err != nil {
+			WriteError(w, r, err)
+			return
+		}
+		sum := sha256.Sum256(body)
+		etag := `"` + hex.EncodeToString(sum[:16]) + `"`
+		w.Header().Set("ETag", etag)
+		if matchesETag(r.Header.Get("If-None-Match"), etag) {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(append(body, '\n'))
 	}
+}
+
+// matchesETag applies If-None-Match: "*" or any listed tag, weak or strong
+// (RFC 9110 compares weakly for GET).
+func matchesETag(header, etag string) bool {
+	for _, t := range strings.Split(header, ",") {
+		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
+		if t == "*" || t == etag {
+			return true
+		}
+	}
+	return false
 }

@@ -36,6 +36,17 @@ type Config struct {
 	AccessLog *slog.Logger
 	// Idempotency keeps the Idempotency-Key records of creates.
 	Idempotency *idempotency.Store
+	// Deprecation, when set, announces this version's deprecation on every
+	// response (Deprecation: @<unix seconds>, RFC 9745), with Sunset (the
+	// HTTP-date of removal) and a Link to the migration notes when given.
+	Deprecation *Deprecation
+}
+
+// Deprecation is the announcement of a version's retirement.
+type Deprecation struct {
+	Since  time.Time // when the version became deprecated
+	Sunset time.Time // when it will be removed (at least six months after Since)
+	Link   string    // where integrators read how to migrate
 }
 
 // DefaultMaxBodyBytes is the documented request body limit.
@@ -152,6 +163,15 @@ func (cfg *Config) edge(next http.Handler) http.Handler {
 		}
 		r = r.WithContext(context.WithValue(r.Context(), requestIDKey, id))
 		w.Header().Set("X-Request-Id", id)
+		if d := cfg.Deprecation; d != nil {
+			w.Header().Set("Deprecation", "@"+strconv.FormatInt(d.Since.Unix(), 10))
+			if !d.Sunset.IsZero() {
+				w.Header().Set("Sunset", d.Sunset.UTC().Format(http.TimeFormat))
+			}
+			if d.Link != "" {
+				w.Header().Set("Link", "<"+d.Link+`>; rel="deprecation"; type="text/html"`)
+			}
+		}
 		rec := &statusRecorder{ResponseWriter: w}
 		defer func() {
 			if p := recover(); p != nil {
@@ -228,6 +248,9 @@ func (cfg *Config) authorize(rt routes.Route, next http.HandlerFunc) http.Handle
 		h.Set("X-RateLimit-Limit", strconv.Itoa(cfg.RateLimit))
 		h.Set("X-RateLimit-Remaining", strconv.FormatInt(remaining, 10))
 		h.Set("X-RateLimit-Reset", strconv.FormatInt(usage.Reset.Unix(), 10))
+		// The IETF draft's fields alongside: t is seconds until the reset.
+		h.Set("RateLimit-Policy", fmt.Sprintf(`"default";q=%d;w=60`, cfg.RateLimit))
+		h.Set("RateLimit", fmt.Sprintf(`"default";r=%d;t=%d`, remaining, max(int64(usage.Reset.Sub(now).Seconds()+0.999), 0)))
 		r = r.WithContext(context.WithValue(r.Context(), envKey, &requestEnv{client: &client, sealer: cfg.Sealer, idem: cfg.Idempotency, now: cfg.Now}))
 		if usage.Count > int64(cfg.RateLimit) {
 			wait := int64(usage.Reset.Sub(now).Seconds() + 0.999)

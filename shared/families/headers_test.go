@@ -1,0 +1,85 @@
+package families_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/practice-api/practice-api/shared/apitest"
+	"github.com/practice-api/practice-api/shared/httpapi"
+	"github.com/practice-api/practice-api/shared/matter"
+)
+
+func TestConditionalReads(t *testing.T) {
+	e := apitest.New(t, apitest.Options{})
+	w := newWorld(e, "A")
+	path := "/api/v1/matters/" + w.matters[0].ID
+	first := e.Get(path, w.key)
+	etag := first.Header.Get("ETag")
+	if len(etag) != 34 || !strings.HasPrefix(etag, `"`) {
+		t.Fatalf("ETag %q", etag)
+	}
+	if again := e.Get(path, w.key); again.Header.Get("ETag") != etag {
+		t.Fatal("the ETag of an unchanged resource changed")
+	}
+	for _, inm := range []string{etag, "W/" + etag, `"other", ` + etag, "*"} {
+		req, _ := http.NewRequest("GET", e.Server.URL+path, nil)
+		req.Header.Set("Authorization", "Bearer "+w.key)
+		req.Header.Set("If-None-Match", inm)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotModified || resp.Header.Get("ETag") != etag || resp.Header.Get("X-RateLimit-Remaining") == "" {
+			t.Fatalf("If-None-Match %s: %d %v", inm, resp.StatusCode, resp.Header)
+		}
+	}
+	req, _ := http.NewRequest("GET", e.Server.URL+path, nil)
+	req.Header.Set("Authorization", "Bearer "+w.key)
+	req.Header.Set("If-None-Match", `"stale"`)
+	resp, _ := http.DefaultClient.Do(req)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("a stale ETag: %d", resp.StatusCode)
+	}
+	// A change gives a new ETag: the client's copy is stale.
+	if _, err := matterStore(e).SetStatus(t.Context(), w.org, w.matters[0].ID, "closed", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if e.Get(path, w.key).Header.Get("ETag") == etag {
+		t.Fatal("ETag unchanged after a change")
+	}
+}
+
+func TestRateLimitDraftHeaders(t *testing.T) {
+	e := apitest.New(t, apitest.Options{RateLimit: 10})
+	org := e.Org("A")
+	start := time.Now().Truncate(time.Minute).Add(time.Minute)
+	e.SetNow(start.Add(15 * time.Second))
+	key := e.Key(org)
+	r := e.Get("/api/v1/matters", key)
+	if r.Header.Get("RateLimit-Policy") != `"default";q=10;w=60` || r.Header.Get("RateLimit") != `"default";r=9;t=45` {
+		t.Fatalf("headers %v", r.Header)
+	}
+}
+
+func TestDeprecationHeaders(t *testing.T) {
+	since := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
+	e := apitest.New(t, apitest.Options{Deprecation: &httpapi.Deprecation{Since: since, Sunset: since.AddDate(0, 6, 0), Link: "https://example.com/migrate-to-v2"}})
+	key := e.Key(e.Org("A"))
+	for _, path := range []string{"/api/v1/matters", "/api/v1/nothing", "/api/v1/matters/x"} {
+		r := e.Get(path, key)
+		if r.Header.Get("Deprecation") != "@1798761600" || r.Header.Get("Sunset") != "Thu, 01 Jul 2027 00:00:00 GMT" ||
+			r.Header.Get("Link") != `<https://example.com/migrate-to-v2>; rel="deprecation"; type="text/html"` {
+			t.Fatalf("%s: %v", path, r.Header)
+		}
+	}
+	plain := apitest.New(t, apitest.Options{})
+	if r := plain.Get("/api/v1/matters", plain.Key(plain.Org("A"))); r.Header.Get("Deprecation") != "" || r.Header.Get("Sunset") != "" {
+		t.Fatal("a current version announces deprecation")
+	}
+}
+
+func matterStore(e *apitest.Env) *matter.Store { return matter.NewStore(e.DB) }
