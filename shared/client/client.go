@@ -1,0 +1,211 @@
+// Package client is a Go client of the Practice API (/api/v1) for
+// integrators: typed resources, cursor iteration, idempotency keys, and
+// rate limits handled by honouring Retry-After. It depends on nothing of
+// the service's own.
+package client
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"iter"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Client calls one base URL (ending in /api/v1) with one API key.
+type Client struct {
+	BaseURL string
+	Key     string
+	HTTP    *http.Client
+	// MaxRetries bounds the retries of a rate-limited (429) or unavailable
+	// (503) request; each waits for the server's Retry-After.
+	MaxRetries int
+	// Sleep waits (tests replace it); default time.Sleep honouring ctx.
+	Sleep func(ctx context.Context, d time.Duration) error
+}
+
+// New returns a client with sensible defaults.
+func New(baseURL, key string) *Client {
+	return &Client{BaseURL: strings.TrimRight(baseURL, "/"), Key: key, HTTP: &http.Client{Timeout: 30 * time.Second}, MaxRetries: 5}
+}
+
+// FieldError is one invalid field of a 422.
+type FieldError struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// Error is an API error answer.
+type Error struct {
+	Status        int          `json:"-"`
+	Message       string       `json:"message"`
+	Field         string       `json:"field,omitempty"`
+	Errors        []FieldError `json:"errors,omitempty"`
+	RequiredScope string       `json:"required_scope,omitempty"`
+	RetryAfter    time.Duration
+}
+
+func (e *Error) Error() string {
+	if e.Field != "" {
+		return fmt.Sprintf("%d %s: %s", e.Status, e.Field, e.Message)
+	}
+	return fmt.Sprintf("%d: %s", e.Status, e.Message)
+}
+
+// RateLimit is what the last answer said about the client's budget.
+type RateLimit struct {
+	Limit, Remaining int
+	Reset            time.Time
+}
+
+// Response is an answer's status and headers.
+type Response struct {
+	Status    int
+	Replayed  bool // Idempotent-Replayed: true
+	Location  string
+	RateLimit RateLimit
+}
+
+func (c *Client) sleep(ctx context.Context, d time.Duration) error {
+	if c.Sleep != nil {
+		return c.Sleep(ctx, d)
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
+
+// Do sends a request (path below the base URL, or a full URL) and decodes a
+// 2xx body into out. It retries 429 and 503 after Retry-After.
+func (c *Client) Do(ctx context.Context, method, path string, headers map[string]string, body, out any) (Response, error) {
+	var raw []byte
+	if body != nil {
+		var err error
+		if raw, err = json.Marshal(body); err != nil {
+			return Response{}, err
+		}
+	}
+	u := path
+	if !strings.HasPrefix(path, "http") {
+		u = c.BaseURL + path
+	}
+	for attempt := 0; ; attempt++ {
+		req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(raw))
+		if err != nil {
+			return Response{}, err
+		}
+		req.Header.Set("Authorization", "Bearer "+c.Key)
+		if raw != nil {
+			req.Header.Set("Content-Type", "application/json")
+		}
+		for k, v := range headers {
+			req.Header.Set(k, v)
+		}
+		resp, err := c.HTTP.Do(req)
+		if err != nil {
+			return Response{}, err
+		}
+		data, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return Response{}, err
+		}
+		r := Response{Status: resp.StatusCode, Replayed: resp.Header.Get("Idempotent-Replayed") == "true", Location: resp.Header.Get("Location")}
+		r.RateLimit.Limit, _ = strconv.Atoi(resp.Header.Get("X-RateLimit-Limit"))
+		r.RateLimit.Remaining, _ = strconv.Atoi(resp.Header.Get("X-RateLimit-Remaining"))
+		if s, err := strconv.ParseInt(resp.Header.Get("X-RateLimit-Reset"), 10, 64); err == nil {
+			r.RateLimit.Reset = time.Unix(s, 0)
+		}
+		if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+			if out != nil && len(data) > 0 {
+				if err := json.Unmarshal(data, out); err != nil {
+					return r, fmt.Errorf("decode %s %s: %w", method, path, err)
+				}
+			}
+			return r, nil
+		}
+		apiErr := &Error{Status: resp.StatusCode}
+		_ = json.Unmarshal(data, apiErr)
+		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil {
+			apiErr.RetryAfter = time.Duration(s) * time.Second
+		}
+		if (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) && attempt < c.MaxRetries {
+			if err := c.sleep(ctx, max(apiErr.RetryAfter, time.Second)); err != nil {
+				return r, err
+			}
+			continue
+		}
+		return r, apiErr
+	}
+}
+
+// NewIdempotencyKey returns a random key, for creates without a source id.
+func NewIdempotencyKey() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+type page[T any] struct {
+	Data  []T `json:"data"`
+	Links struct {
+		Next *string `json:"next"`
+	} `json:"links"`
+}
+
+// List iterates every item of a list endpoint, following links.next; the
+// filters ride in the cursor after the first page.
+func List[T any](ctx context.Context, c *Client, path string, filters url.Values) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		next := path
+		if len(filters) > 0 {
+			next += "?" + filters.Encode()
+		}
+		for next != "" {
+			var p page[T]
+			if _, err := c.Do(ctx, http.MethodGet, next, nil, nil, &p); err != nil {
+				var zero T
+				yield(zero, err)
+				return
+			}
+			for _, it := range p.Data {
+				if !yield(it, nil) {
+					return
+				}
+			}
+			next = ""
+			if p.Links.Next != nil {
+				next = *p.Links.Next
+			}
+		}
+	}
+}
+
+// Get reads one resource.
+func Get[T any](ctx context.Context, c *Client, path string) (T, error) {
+	var out struct{ Data T }
+	_, err := c.Do(ctx, http.MethodGet, path, nil, nil, &out)
+	return out.Data, err
+}
+
+// Create posts body under idempotencyKey (a fresh one when empty) and
+// returns the resource, and whether the answer was a replay.
+func Create[T any](ctx context.Context, c *Client, path, idempotencyKey string, body any) (T, Response, error) {
+	if idempotencyKey == "" {
+		idempotencyKey = NewIdempotencyKey()
+	}
+	var out struct{ Data T }
+	r, err := c.Do(ctx, http.MethodPost, path, map[string]string{"Idempotency-Key": idempotencyKey}, body, &out)
+	return out.Data, r, err
+}
