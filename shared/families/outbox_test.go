@@ -60,7 +60,7 @@ func TestStuckOutboxEventsAreSweptAgain(t *testing.T) {
 		if err := store.Unmarshal(it, &ev); err != nil {
 			t.Fatal(err)
 		}
-		if ev.GSI4PK != "" {
+		if ev.GSI6PK != "" {
 			pending = ev
 		}
 	}

@@ -55,7 +55,7 @@ func (d *Dispatcher) Sweep(ctx context.Context, minAge time.Duration) (int, erro
 		// Dispatched events leave the index, so each round reads the shard
 		// from its start again.
 		for {
-			evs, next, err := store.QueryInto[Event](ctx, d.DB, store.ListQuery{Index: "GSI4", PK: PendingPK(shard), SKTo: upTo, Limit: 100})
+			evs, next, err := store.QueryInto[Event](ctx, d.DB, store.ListQuery{Index: "GSI6", PK: PendingPK(shard), SKTo: upTo, Limit: 100})
 			if err != nil {
 				return n, err
 			}
@@ -77,7 +77,7 @@ func (d *Dispatcher) Sweep(ctx context.Context, minAge time.Duration) (int, erro
 // between sends it again on the next sweep: consumers deduplicate on the
 // event id.
 func (d *Dispatcher) Dispatch(ctx context.Context, ev Event) error {
-	if ev.GSI4PK == "" {
+	if ev.GSI6PK == "" {
 		return nil // already dispatched
 	}
 	body, err := json.Marshal(Message{ID: ev.ID, OrgID: ev.OrgID, Type: ev.Type, CreatedAt: ev.CreatedAt, Data: json.RawMessage(ev.Data)})
@@ -89,15 +89,15 @@ func (d *Dispatcher) Dispatch(ctx context.Context, ev Event) error {
 			return fmt.Errorf("dispatch %s: %w", ev.ID, err)
 		}
 	}
-	pending := ev.GSI4PK
-	ev.GSI4PK, ev.GSI4SK = "", "" // out of the pending index
+	pending := ev.GSI6PK
+	ev.GSI6PK, ev.GSI6SK = "", "" // out of the pending index
 	item, err := store.Marshal(ev)
 	if err != nil {
 		return err
 	}
 	_, err = d.DB.Client.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: aws.String(d.DB.Table), Item: item,
-		ConditionExpression:       aws.String("GSI4PK = :pending"),
+		ConditionExpression:       aws.String("GSI6PK = :pending"),
 		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":pending": &ddbtypes.AttributeValueMemberS{Value: pending}},
 	})
 	if err != nil && !store.IsConditionFailed(err) { // a concurrent sweep marked it first
@@ -106,9 +106,10 @@ func (d *Dispatcher) Dispatch(ctx context.Context, ev Event) error {
 	return nil
 }
 
-// Poll sweeps every interval until ctx ends: the devserver's stand-in for
-// the stream trigger.
-func (d *Dispatcher) Poll(ctx context.Context, interval time.Duration, onError func(error)) {
+// Poll sweeps whenever kick fires (a write in this process) and every
+// interval (events written elsewhere, say by the admin tool) until ctx
+// ends: the devserver's stand-in for the stream trigger.
+func (d *Dispatcher) Poll(ctx context.Context, kick <-chan struct{}, interval time.Duration, onError func(error)) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -118,6 +119,7 @@ func (d *Dispatcher) Poll(ctx context.Context, interval time.Duration, onError f
 		select {
 		case <-ctx.Done():
 			return
+		case <-kick:
 		case <-t.C:
 		}
 	}

@@ -35,7 +35,7 @@ var Types = []string{MatterCreated, MatterClosed, InvoiceIssued, InvoicePaid, Do
 // Shards spread pending events over partitions of the sweep index.
 const Shards = 10
 
-// Event is an outbox item. Pending events carry the GSI4 slot
+// Event is an outbox item. Pending events carry the GSI6 slot
 // OUTBOX#PENDING#<shard>; dispatch removes it.
 type Event struct {
 	store.Keys
@@ -61,7 +61,7 @@ func New(org, typ, key string, payload any, now time.Time) (Event, error) {
 	created := store.FormatTime(now)
 	return Event{
 		Keys: store.Keys{PK: store.OrgPK(org), SK: "EVT#" + id, Kind: "event",
-			GSI4PK: PendingPK(int(h.Sum32() % Shards)), GSI4SK: store.Seq(created, id)},
+			GSI6PK: PendingPK(int(h.Sum32() % Shards)), GSI6SK: store.Seq(created, id)},
 		ID: id, OrgID: org, Type: typ, Data: string(data), CreatedAt: created,
 	}, nil
 }

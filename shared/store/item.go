@@ -27,6 +27,8 @@ type Keys struct {
 	GSI4SK string `dynamodbav:"GSI4SK,omitempty"`
 	GSI5PK string `dynamodbav:"GSI5PK,omitempty"`
 	GSI5SK string `dynamodbav:"GSI5SK,omitempty"`
+	GSI6PK string `dynamodbav:"GSI6PK,omitempty"`
+	GSI6SK string `dynamodbav:"GSI6SK,omitempty"`
 	// Kind names the item type, for operators reading the table.
 	Kind string `dynamodbav:"kind"`
 }

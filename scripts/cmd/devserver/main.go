@@ -90,7 +90,8 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	go workers.Dispatcher.Poll(ctx, 100*time.Millisecond, func(err error) { slog.Error("outbox sweep", "err", err) })
+	kick := make(chan struct{}, 1)
+	go workers.Dispatcher.Poll(ctx, kick, time.Second, func(err error) { slog.Error("outbox sweep", "err", err) })
 	go queue.Run(ctx, enrichQ, "enrichment", workers.Enricher.Handle)
 	for range 4 { // deliveries to slow receivers must not queue behind each other
 		go queue.Run(ctx, deliveryQ, "webhook-delivery", workers.Deliverer.Handle)
@@ -108,7 +109,7 @@ func run() error {
 		line, _ := json.Marshal(map[string]string{"demo_org_id": org, "demo_key": key.String()})
 		fmt.Println(string(line))
 	}
-	apiSrv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	apiSrv := &http.Server{Handler: kickAfterWrites(handler, kick), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- apiSrv.Serve(apiLn) }()
 	base := "http://" + apiLn.Addr().String() + "/api/v1"
@@ -129,4 +130,19 @@ func run() error {
 		_ = dynSrv.Shutdown(shutdown)
 	}
 	return nil
+}
+
+// kickAfterWrites wakes the outbox dispatcher after every request that may
+// have written an event (any method but GET and HEAD): where AWS has the
+// table's stream, the devserver knows its own writes.
+func kickAfterWrites(next http.Handler, kick chan<- struct{}) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(w, r)
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			select {
+			case kick <- struct{}{}:
+			default: // a sweep is already due
+			}
+		}
+	})
 }

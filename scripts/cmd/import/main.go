@@ -1,0 +1,336 @@
+// Command import loads a CSV or JSONL export (parties, engagements, matters,
+// time entries) through the public API, in the spec's order.
+//
+//	scripts/import --file export.jsonl --key $KEY [--base-url URL] [--state F] [--report F]
+//
+// Each row is {"kind": company|person|client|matter|time_entry,
+// "source_id": …, fields…}; references name earlier rows by source id:
+// a client's "party", a matter's "client", a time entry's "matter". CSV
+// files have a header row with the same names.
+//
+// Resumable: every create's Idempotency-Key is derived from its kind and
+// source id, and finished rows are appended to a state file, so a killed run
+// started again skips what was done and replays (never duplicates) what was
+// in flight. Refused rows (4xx) are written to the report with the API's
+// message; a failure of the service (5xx, network) stops the run.
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/csv"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/practice-api/practice-api/shared/client"
+)
+
+// order is the spec's import order.
+var order = map[string]int{"company": 0, "person": 0, "client": 1, "matter": 2, "time_entry": 3}
+
+var paths = map[string]string{"company": "/companies", "person": "/people", "client": "/clients", "matter": "/matters", "time_entry": "/time-entries"}
+
+// refs name the field that references an earlier row, and the body field it becomes.
+var refs = map[string]struct{ from, kinds string }{
+	"client": {"party", "company,person"}, "matter": {"client", "client"}, "time_entry": {"matter", "matter"},
+}
+
+type row map[string]any
+
+func (r row) str(k string) string { s, _ := r[k].(string); return s }
+
+func main() {
+	file := flag.String("file", "", "CSV or JSONL export")
+	base := flag.String("base-url", envOr("PRACTICE_API_URL", "http://127.0.0.1:8080/api/v1"), "API base URL")
+	key := flag.String("key", os.Getenv("PRACTICE_API_KEY"), "API key (or PRACTICE_API_KEY)")
+	state := flag.String("state", "", "state file (default: <file>.state)")
+	report := flag.String("report", "", "refused rows, JSON lines (default: <file>.refused)")
+	flag.Parse()
+	if *file == "" || *key == "" {
+		fmt.Fprintln(os.Stderr, "import: --file and --key are required")
+		os.Exit(2)
+	}
+	if *state == "" {
+		*state = *file + ".state"
+	}
+	if *report == "" {
+		*report = *file + ".refused"
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, *file, *base, *key, *state, *report); err != nil {
+		fmt.Fprintln(os.Stderr, "\nimport:", err)
+		os.Exit(1)
+	}
+}
+
+func envOr(k, d string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return d
+}
+
+func run(ctx context.Context, file, base, key, statePath, reportPath string) error {
+	rows, err := load(file)
+	if err != nil {
+		return err
+	}
+	sort.SliceStable(rows, func(i, j int) bool { return order[rows[i].str("kind")] < order[rows[j].str("kind")] })
+	done, err := loadState(statePath)
+	if err != nil {
+		return err
+	}
+	st, err := os.OpenFile(statePath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	rep, err := os.OpenFile(reportPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	defer rep.Close()
+	c := client.New(base, key)
+	p := &progress{total: len(rows), start: time.Now(), tty: isTTY()}
+	refused := map[string]string{} // "kind:source" -> why, for rows that depend on them
+	for _, r := range rows {
+		kind, src := r.str("kind"), r.str("source_id")
+		id := stateKey(kind, src)
+		p.step()
+		if _, ok := done[id]; ok {
+			p.skipped++
+			continue
+		}
+		path, ok := paths[kind]
+		if kind == "" || src == "" || !ok {
+			refuse(rep, r, 0, "", "each row needs kind (company, person, client, matter, time_entry) and source_id")
+			p.refused++
+			continue
+		}
+		body, why := resolve(r, done, refused)
+		if why != "" {
+			refuse(rep, r, 0, "", why)
+			refused[id] = why
+			p.refused++
+			continue
+		}
+		var out struct {
+			Data struct {
+				ID string `json:"id"`
+			} `json:"data"`
+		}
+		resp, err := c.Do(ctx, "POST", path, map[string]string{"Idempotency-Key": idempotencyKey(kind, src)}, body, &out)
+		var apiErr *client.Error
+		switch {
+		case errors.As(err, &apiErr) && apiErr.Status < 500:
+			refuse(rep, r, apiErr.Status, apiErr.Field, apiErr.Message)
+			refused[id] = apiErr.Message
+			p.refused++
+			continue
+		case err != nil:
+			return fmt.Errorf("row %s %s: %w (run again to resume)", kind, src, err)
+		}
+		done[id] = out.Data.ID
+		if _, err := fmt.Fprintf(st, "{\"row\":%q,\"id\":%q}\n", id, out.Data.ID); err != nil {
+			return err
+		}
+		p.imported++
+		// Pace under the limit instead of running into 429s.
+		if rl := resp.RateLimit; rl.Limit > 0 && rl.Remaining == 0 {
+			if wait := time.Until(rl.Reset); wait > 0 {
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(wait):
+				}
+			}
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	p.finish()
+	return nil
+}
+
+// resolve builds the body: the row without kind/source_id, its reference
+// replaced by the id the earlier row got.
+func resolve(r row, done map[string]string, refused map[string]string) (map[string]any, string) {
+	kind := r.str("kind")
+	body := map[string]any{}
+	for k, v := range r {
+		if k != "kind" && k != "source_id" {
+			body[k] = v
+		}
+	}
+	ref, ok := refs[kind]
+	if !ok {
+		return body, ""
+	}
+	target := r.str(ref.from)
+	delete(body, ref.from)
+	if target == "" {
+		return nil, fmt.Sprintf("%s needs %s (the source_id of a %s row)", kind, ref.from, ref.kinds)
+	}
+	for _, k := range strings.Split(ref.kinds, ",") {
+		if id, ok := done[stateKey(k, target)]; ok {
+			switch {
+			case kind == "client" && k == "company":
+				body["company_id"] = id
+			case kind == "client":
+				body["person_id"] = id
+			case kind == "matter":
+				body["client_id"] = id
+			default:
+				body["matter_id"] = id
+			}
+			return body, ""
+		}
+		if why, ok := refused[stateKey(k, target)]; ok {
+			return nil, fmt.Sprintf("its %s %s was refused: %s", k, target, why)
+		}
+	}
+	return nil, fmt.Sprintf("no %s row with source_id %s", ref.kinds, target)
+}
+
+func stateKey(kind, src string) string { return kind + ":" + src }
+
+// idempotencyKey is derived from the row, so a rerun replays it.
+func idempotencyKey(kind, src string) string {
+	k := "import:" + kind + ":" + src
+	if len(k) > 255 {
+		sum := sha256.Sum256([]byte(k))
+		k = "import:" + kind + ":sha256:" + hex.EncodeToString(sum[:])
+	}
+	return k
+}
+
+func refuse(w io.Writer, r row, status int, field, msg string) {
+	line, _ := json.Marshal(map[string]any{"kind": r["kind"], "source_id": r["source_id"], "status": status, "field": field, "message": msg})
+	fmt.Fprintln(w, string(line))
+}
+
+func loadState(path string) (map[string]string, error) {
+	done := map[string]string{}
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return done, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var s struct{ Row, ID string }
+		if json.Unmarshal(sc.Bytes(), &s) == nil && s.ID != "" { // a torn last line is ignored: the key replays it
+			done[s.Row] = s.ID
+		}
+	}
+	return done, sc.Err()
+}
+
+// load reads JSONL, or CSV with a header row (numbers stay numbers).
+func load(path string) ([]row, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var rows []row
+	if strings.HasSuffix(strings.ToLower(path), ".csv") {
+		cr := csv.NewReader(f)
+		header, err := cr.Read()
+		if err != nil {
+			return nil, fmt.Errorf("%s: no header row: %w", path, err)
+		}
+		for {
+			rec, err := cr.Read()
+			if err == io.EOF {
+				return rows, nil
+			}
+			if err != nil {
+				return nil, err
+			}
+			r := row{}
+			for i, h := range header {
+				if i >= len(rec) || rec[i] == "" {
+					continue
+				}
+				if h == "hourly_rate" || h == "duration_minutes" {
+					if n, err := strconv.ParseInt(rec[i], 10, 64); err == nil {
+						r[h] = n
+						continue
+					}
+				}
+				r[h] = rec[i]
+			}
+			rows = append(rows, r)
+		}
+	}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		if strings.TrimSpace(sc.Text()) == "" {
+			continue
+		}
+		dec := json.NewDecoder(strings.NewReader(sc.Text()))
+		dec.UseNumber() // 1250.00 reaches the API as written, to be refused there
+		var r row
+		if err := dec.Decode(&r); err != nil {
+			return nil, fmt.Errorf("%s line %d: %w", path, n, err)
+		}
+		rows = append(rows, r)
+	}
+	return rows, sc.Err()
+}
+
+// progress prints rows done, rate and ETA to stderr.
+type progress struct {
+	total, n, imported, skipped, refused int
+	start, last                          time.Time
+	tty                                  bool
+}
+
+func (p *progress) step() {
+	p.n++
+	if time.Since(p.last) >= 200*time.Millisecond {
+		p.print()
+	}
+}
+
+func (p *progress) print() {
+	p.last = time.Now()
+	rate := float64(p.n) / max(time.Since(p.start).Seconds(), 0.001)
+	eta := time.Duration(float64(p.total-p.n)/max(rate, 0.001)) * time.Second
+	line := fmt.Sprintf("%d/%d rows  %.0f rows/s  ETA %s  imported %d  skipped %d  refused %d",
+		p.n, p.total, rate, eta.Round(time.Second), p.imported, p.skipped, p.refused)
+	if p.tty {
+		fmt.Fprintf(os.Stderr, "\r%s   ", line)
+	} else {
+		fmt.Fprintln(os.Stderr, line)
+	}
+}
+
+func (p *progress) finish() {
+	p.print()
+	fmt.Fprintf(os.Stderr, "\ndone: %d imported, %d already done, %d refused\n", p.imported, p.skipped, p.refused)
+}
+
+func isTTY() bool {
+	fi, err := os.Stderr.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}

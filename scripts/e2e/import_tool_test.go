@@ -1,0 +1,161 @@
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/practice-api/practice-api/shared/client"
+)
+
+// writeExport writes a JSONL export: companies and people, an engagement
+// each, two matters per engagement, three time entries per matter, shuffled
+// out of order (the importer puts them in the spec's order).
+func writeExport(t *testing.T, dir string, parties int, extra ...string) (string, int) {
+	t.Helper()
+	var lines []string
+	run := time.Now().UnixNano() % 1000000
+	for i := range parties {
+		kind := "company"
+		body := fmt.Sprintf(`"name":"Firma %d ApS","cvr":"%08d"`, i, int(run)*100+i)
+		if i%2 == 1 {
+			kind, body = "person", fmt.Sprintf(`"name":"Person %d","email":"p%d-%d@example.dk"`, i, run, i)
+		}
+		lines = append(lines, fmt.Sprintf(`{"kind":%q,"source_id":"P%d",%s}`, kind, i, body))
+		lines = append(lines, fmt.Sprintf(`{"kind":"client","source_id":"C%d","party":"P%d"}`, i, i))
+		for m := range 2 {
+			lines = append(lines, fmt.Sprintf(`{"kind":"matter","source_id":"M%d-%d","client":"C%d","hourly_rate":100000}`, i, m, i))
+			for e := range 3 {
+				lines = append(lines, fmt.Sprintf(`{"kind":"time_entry","source_id":"T%d-%d-%d","matter":"M%d-%d","date":"2025-03-0%d","duration_minutes":%d}`, i, m, e, i, m, e+1, 15*(e+1)))
+			}
+		}
+	}
+	lines = append(lines, extra...)
+	// Time entries first: the importer must order rows itself.
+	for i, j := 0, len(lines)-1; i < j; i, j = i+1, j-1 {
+		lines[i], lines[j] = lines[j], lines[i]
+	}
+	path := filepath.Join(dir, "export.jsonl")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path, len(lines)
+}
+
+func importCmd(file, key string) *exec.Cmd {
+	cmd := exec.Command(filepath.Join(api.root, "scripts", "import"), "--file", file, "--key", key, "--base-url", api.base)
+	cmd.Dir = api.root
+	return cmd
+}
+
+func count[T any](t *testing.T, seq func(yield func(T, error) bool)) int {
+	n := 0
+	for _, err := range seq {
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	return n
+}
+
+// TestImportIsResumableAfterAKill kills scripts/import midway through a
+// 2,000-row file, runs it again, and finds each row imported exactly once.
+func TestImportIsResumableAfterAKill(t *testing.T) {
+	_, key, _ := newOrg(t, "parties:write,clients:write,clients:read,matters:write,matters:read,time:write,time:read")
+	dir := t.TempDir()
+	file, rows := writeExport(t, dir, 200) // 200 × (1 + 1 + 2 + 6) = 2,000 rows
+	if rows != 2000 {
+		t.Fatalf("%d rows", rows)
+	}
+	first := importCmd(file, key)
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Kill it (no chance to clean up) once it is well into the file.
+	for deadline := time.Now().Add(3 * time.Minute); ; {
+		if n := lines(file + ".state"); n >= 700 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the importer made no progress")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_ = first.Process.Signal(syscall.SIGKILL)
+	_ = first.Wait()
+	killedAt := lines(file + ".state")
+	if killedAt >= rows {
+		t.Fatalf("the importer finished before it was killed (%d rows)", killedAt)
+	}
+	out, err := importCmd(file, key).CombinedOutput()
+	if err != nil {
+		t.Fatalf("resumed run: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "refused 0") || !strings.Contains(string(out), fmt.Sprintf("%d already done", killedAt)) {
+		t.Fatalf("resumed run said:\n%s", out)
+	}
+	c := client.New(api.base, key)
+	c.MaxRetries = 10
+	ctx := t.Context()
+	page := url.Values{"per_page": {"100"}}
+	if n := count(t, c.Companies(ctx, page)) + count(t, c.People(ctx, page)); n != 200 {
+		t.Errorf("%d parties, want 200", n)
+	}
+	if n := count(t, c.Engagements(ctx, page)); n != 200 {
+		t.Errorf("%d clients, want 200", n)
+	}
+	if n := count(t, c.Matters(ctx, page)); n != 400 {
+		t.Errorf("%d matters, want 400", n)
+	}
+	if n := count(t, c.TimeEntries(ctx, page)); n != 1200 {
+		t.Errorf("%d time entries, want 1200", n)
+	}
+}
+
+func TestImportReportsRefusedRows(t *testing.T) {
+	_, key, _ := newOrg(t, "parties:write,clients:write,matters:write,time:write")
+	dir := t.TempDir()
+	file, _ := writeExport(t, dir, 2,
+		`{"kind":"time_entry","source_id":"BAD-1","matter":"M0-0","date":"2025-03-01","duration_minutes":1.5}`,
+		`{"kind":"matter","source_id":"BAD-2","client":"NOPE"}`,
+		`{"kind":"person","source_id":"BAD-3","name":"X","email":"x@example.dk","cpr":"0101901234"}`)
+	out, err := importCmd(file, key).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "refused 3") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	f, err := os.Open(file + ".refused")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	why := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		var r struct {
+			SourceID string `json:"source_id"`
+			Message  string `json:"message"`
+		}
+		_ = json.Unmarshal(sc.Bytes(), &r)
+		why[r.SourceID] = r.Message
+	}
+	if !strings.Contains(why["BAD-1"], "whole number") || !strings.Contains(why["BAD-2"], "no client row") || !strings.Contains(why["BAD-3"], "CPR") {
+		t.Fatalf("report %v", why)
+	}
+}
+
+func lines(path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	return strings.Count(string(b), "\n")
+}
