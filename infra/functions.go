@@ -41,7 +41,7 @@ var Functions = []Function{
 	// The dispatcher reads the pending index and rewrites dispatched events.
 	{Name: "dispatcher", MemoryMB: 256, TimeoutS: 60, Table: []string{"dynamodb:Query", "dynamodb:PutItem"}, IndexRead: true},
 	// Enrichment reads and rewrites the company and writes its logo.
-	{Name: "enrichment", MemoryMB: 256, TimeoutS: 30, Table: []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:BatchWriteItem"}},
+	{Name: "enrichment", MemoryMB: 256, TimeoutS: 30, Table: []string{"dynamodb:GetItem", "dynamodb:PutItem"}},
 	{Name: "webhooks", Family: routes.Webhooks, MemoryMB: 256, TimeoutS: 10, Table: apiActions, IndexRead: true},
 	// Delivery reads the endpoint, records the attempt and counts the outcome.
 	// Its timeout covers 5 s to connect and 10 s for the answer, with room.

@@ -178,7 +178,7 @@ func TestLeastPrivilegePerFunction(t *testing.T) {
 			"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:ReceiveMessage", "sqs:SendMessage"},
 		"dispatcher": {"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams",
 			"dynamodb:PutItem", "dynamodb:Query", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"},
-		"enrichment": {"dynamodb:BatchWriteItem", "dynamodb:GetItem", "dynamodb:PutItem",
+		"enrichment": {"dynamodb:GetItem", "dynamodb:PutItem",
 			"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl",
 			"sqs:ReceiveMessage", "sqs:SendMessage"},
 	}

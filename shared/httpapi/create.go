@@ -80,14 +80,15 @@ func ServeCreate(w http.ResponseWriter, r *http.Request, endpoint, locationPath 
 		return
 	}
 	now := env.now()
-	claim, existing, err := env.idem.Claim(r.Context(), env.client.OrgID, endpoint, key, canonicalHash(raw), now)
+	hash := canonicalHash(raw)
+	claim, existing, err := env.idem.Claim(r.Context(), env.client.OrgID, endpoint, key, hash, now)
 	if err != nil {
 		WriteError(w, r, err)
 		return
 	}
 	if existing != nil {
 		switch {
-		case existing.BodyHash != canonicalHash(raw):
+		case existing.BodyHash != hash:
 			WriteError(w, r, &Error{Status: http.StatusConflict, Message: "this Idempotency-Key was already used with a different request body; use a new key for a different record"})
 		case existing.State != idempotency.StateCompleted:
 			WriteError(w, r, &Error{Status: http.StatusConflict, Message: "a request with this Idempotency-Key is still being processed; retry after it finishes"})

@@ -14,8 +14,6 @@ import (
 	"strings"
 	"time"
 
-	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"github.com/practice-api/practice-api/shared/outbox"
 	"github.com/practice-api/practice-api/shared/queue"
 	"github.com/practice-api/practice-api/shared/store"
@@ -131,7 +129,7 @@ func (e *Enricher) record(ctx context.Context, org, id string, en *Enrichment, l
 		if err != nil {
 			return err
 		}
-		if err := e.Store.db.BatchPut(ctx, []map[string]ddbtypes.AttributeValue{item}); err != nil {
+		if err := e.Store.db.Put(ctx, item); err != nil {
 			return err
 		}
 	}

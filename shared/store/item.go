@@ -73,6 +73,12 @@ func (db *DB) Get(ctx context.Context, pk, sk string, v any) error {
 	return Unmarshal(out.Item, v)
 }
 
+// Put writes an item unconditionally (an item only its writer owns).
+func (db *DB) Put(ctx context.Context, item map[string]ddbtypes.AttributeValue) error {
+	_, err := db.Client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(db.Table), Item: item})
+	return err
+}
+
 // PutNew writes an item that must not exist yet; ErrConflict when it does.
 func (db *DB) PutNew(ctx context.Context, item map[string]ddbtypes.AttributeValue) error {
 	_, err := db.Client.PutItem(ctx, &dynamodb.PutItemInput{

@@ -1,11 +1,6 @@
 package store
 
-import (
-	"errors"
-	"time"
-)
-
-func errorsAs(err error, target any) bool { return errors.As(err, target) }
+import "time"
 
 // TimeLayout is the fixed-width UTC form used for every timestamp in keys and
 // responses, so that string order is time order.

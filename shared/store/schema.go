@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -73,7 +74,7 @@ func (db *DB) EnsureTable(ctx context.Context) error {
 	}
 	if _, err := db.Client.CreateTable(ctx, TableDefinition(db.Table)); err != nil {
 		var inUse *ddbtypes.ResourceInUseException
-		if !errorsAs(err, &inUse) {
+		if !errors.As(err, &inUse) {
 			return fmt.Errorf("create table %s: %w", db.Table, err)
 		}
 	}
