@@ -12,7 +12,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
 ## run: the API on http://127.0.0.1:8080/api/v1 with a demo key and the embedded store
 run:
-	scripts/devserver
+	@scripts/devserver
 
 ## test: formatting, vet, tidy, then every test (unit, API, end-to-end)
 test: check
