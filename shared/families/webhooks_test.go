@@ -391,3 +391,66 @@ func TestSSRFGuard(t *testing.T) {
 		t.Fatalf("redirect: %v %v, target hit %d times", resp, err, hits)
 	}
 }
+
+// TestLongPausesHopThroughTheQueue: a pause beyond SQS's 15-minute delay
+// (the 30-minute one before attempt 5) goes back to the queue with at most
+// 15 minutes' delay and a not-before time; a job received before that time
+// hops again without delivering.
+func TestLongPausesHopThroughTheQueue(t *testing.T) {
+	rc := newReceiver(t, 500)
+	e, d := hookEnv(t, rc)
+	now := time.Now()
+	e.SetNow(now)
+	e.Deliverer.Schedule = []time.Duration{30 * time.Minute}
+	rec := &recordingQueue{}
+	e.Deliverer.Queue = rec
+	key := e.Key(e.Org("A"))
+	subscribe(t, e, key, rc.srv.URL, "matter.created")
+	im := &importer{t: t, e: e, key: key}
+	im.matter(im.client("company_id", im.company("11111111")), "")
+	deliverAll(t, e, d, 1) // attempt 1 fails; attempt 2 is scheduled
+	if len(rc.deliveries()) != 1 || len(rec.sent) != 1 || rec.delays[0] != queue.MaxDelay {
+		t.Fatalf("after attempt 1: %d deliveries, sent %d with delays %v", len(rc.deliveries()), len(rec.sent), rec.delays)
+	}
+	var job webhook.Job
+	_ = json.Unmarshal(rec.sent[0], &job)
+	if job.Attempt != 2 || job.NotBefore != now.Add(30*time.Minute).Unix() {
+		t.Fatalf("job %+v", job)
+	}
+	// Received after 15 minutes: not due yet, so it hops for the rest.
+	e.SetNow(now.Add(15 * time.Minute))
+	if err := e.Deliverer.Handle(context.Background(), queue.Message{Body: rec.sent[0]}); err != nil {
+		t.Fatal(err)
+	}
+	if len(rc.deliveries()) != 1 || len(rec.sent) != 2 || rec.delays[1] <= 15*time.Minute-time.Second || rec.delays[1] > 15*time.Minute {
+		t.Fatalf("early: %d deliveries, delays %v", len(rc.deliveries()), rec.delays)
+	}
+	// Due: attempt 2 goes out.
+	e.SetNow(now.Add(30 * time.Minute))
+	if err := e.Deliverer.Handle(context.Background(), queue.Message{Body: rec.sent[1]}); err != nil {
+		t.Fatal(err)
+	}
+	if got := rc.deliveries(); len(got) != 2 || got[1].header.Get("Service-Delivery-Attempt") != "2" {
+		t.Fatalf("due: %d deliveries", len(got))
+	}
+}
+
+// recordingQueue keeps what is sent and with which delay.
+type recordingQueue struct {
+	mu     sync.Mutex
+	sent   [][]byte
+	delays []time.Duration
+}
+
+func (q *recordingQueue) Send(_ context.Context, body []byte, d time.Duration) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.sent, q.delays = append(q.sent, body), append(q.delays, d)
+	return nil
+}
+
+func (q *recordingQueue) Receive(context.Context, int, time.Duration) ([]queue.Message, error) {
+	return nil, nil
+}
+
+func (q *recordingQueue) Delete(context.Context, queue.Message) error { return nil }
