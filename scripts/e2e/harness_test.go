@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -32,6 +33,27 @@ type target struct {
 	local    *exec.Cmd
 	root     string
 	localEnv []string
+	logs     syncBuffer // the devserver's stderr
+}
+
+// syncBuffer is a bytes.Buffer safe for one writer and readers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) WriteString(v string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !strings.Contains(v, `"msg":"request"`) { // access lines are many and tell little
+		s.b.WriteString(v)
+	}
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 var api *target
@@ -72,6 +94,13 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	stop()
 	stopReceiver()
+	if code != 0 { // the devserver's errors explain most failures
+		for _, l := range strings.Split(api.logs.String(), "\n") {
+			if strings.Contains(l, `"level":"ERROR"`) || strings.Contains(l, `"level":"WARN"`) {
+				fmt.Fprintln(os.Stderr, "devserver:", l)
+			}
+		}
+	}
 	os.Exit(code)
 }
 
@@ -92,7 +121,7 @@ func (t *target) startDevserver(extraEnv []string) (stop func(), err error) {
 		return nil, err
 	}
 	ready := make(chan string, 1)
-	var logs bytes.Buffer
+	logs := &t.logs
 	go func() {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {

@@ -100,11 +100,16 @@ func TestImportIsResumableAfterAKill(t *testing.T) {
 	if err != nil {
 		t.Fatalf("resumed run: %v\n%s", err, out)
 	}
-	if !strings.Contains(string(out), "refused 0") || !strings.Contains(string(out), fmt.Sprintf("%d already done", killedAt)) {
-		t.Fatalf("resumed run said:\n%s", out)
+	summary := fmt.Sprintf("done: %d imported, %d already done, 0 refused", rows-killedAt, killedAt)
+	if !strings.Contains(string(out), summary) {
+		t.Fatalf("resumed run said:\n%s\nwant %q", out, summary)
+	}
+	if n := lines(file + ".refused"); n != 0 {
+		b, _ := os.ReadFile(file + ".refused")
+		t.Fatalf("%d rows refused across the runs:\n%s", n, b)
 	}
 	c := client.New(api.base, key)
-	c.MaxRetries = 10
+	c.MaxRetries = 60 // the devserver may answer 503 for a while as it dispatches the import's 1,600 events (under investigation; the suite prints its errors)
 	ctx := t.Context()
 	page := url.Values{"per_page": {"100"}}
 	if n := count(t, c.Companies(ctx, page)) + count(t, c.People(ctx, page)); n != 200 {
@@ -129,7 +134,7 @@ func TestImportReportsRefusedRows(t *testing.T) {
 		`{"kind":"matter","source_id":"BAD-2","client":"NOPE"}`,
 		`{"kind":"person","source_id":"BAD-3","name":"X","email":"x@example.dk","cpr":"0101901234"}`)
 	out, err := importCmd(file, key).CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "refused 3") {
+	if err != nil || !strings.Contains(string(out), ", 3 refused") {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	f, err := os.Open(file + ".refused")

@@ -25,8 +25,9 @@ type Client struct {
 	BaseURL string
 	Key     string
 	HTTP    *http.Client
-	// MaxRetries bounds the retries of a rate-limited (429) or unavailable
-	// (503) request; each waits for the server's Retry-After.
+	// MaxRetries bounds the retries of a rate-limited (429), unavailable
+	// (503) or still-running (409 with Retry-After: the same Idempotency-Key
+	// is in flight) request; each waits for the server's Retry-After.
 	MaxRetries int
 	// Sleep waits (tests replace it); default time.Sleep honouring ctx.
 	Sleep func(ctx context.Context, d time.Duration) error
@@ -140,7 +141,9 @@ func (c *Client) Do(ctx context.Context, method, path string, headers map[string
 		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil {
 			apiErr.RetryAfter = time.Duration(s) * time.Second
 		}
-		if (resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable) && attempt < c.MaxRetries {
+		retryable := resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable ||
+			resp.StatusCode == http.StatusConflict && apiErr.RetryAfter > 0
+		if retryable && attempt < c.MaxRetries {
 			if err := c.sleep(ctx, max(apiErr.RetryAfter, time.Second)); err != nil {
 				return r, err
 			}

@@ -594,3 +594,23 @@ func attrS(item map[string]ddbtypes.AttributeValue, name string) string {
 	}
 	return ""
 }
+
+func TestInProgressConflictSaysWhenToRetry(t *testing.T) {
+	e := apitest.New(t, apitest.Options{})
+	e.SetNow(time.Now())
+	key := e.Key(e.Org("A"))
+	body := `{"name":"A","email":"a@example.dk"}`
+	e.Faults.Arm(apitest.FailBefore, 3, 4) // the create dies after claiming its key
+	e.Post("/api/v1/people", key, "k", body)
+	e.Faults.Disarm()
+	busy := e.Post("/api/v1/people", key, "k", body)
+	if busy.Status != 409 || busy.Header.Get("Retry-After") != "1" {
+		t.Fatalf("in progress: %d %v", busy.Status, busy.Header)
+	}
+	e.SetNow(e.Now().Add(apitest.IdempotencyLock + time.Second))
+	mustStatus(t, e.Post("/api/v1/people", key, "k", body), 201)
+	other := e.Post("/api/v1/people", key, "k", `{"name":"B","email":"b@example.dk"}`)
+	if other.Status != 409 || other.Header.Get("Retry-After") != "" {
+		t.Fatalf("different body: %d %v (not retryable as sent)", other.Status, other.Header)
+	}
+}

@@ -91,6 +91,9 @@ func ServeCreate(w http.ResponseWriter, r *http.Request, endpoint, locationPath 
 		case existing.BodyHash != hash:
 			WriteError(w, r, &Error{Status: http.StatusConflict, Message: "this Idempotency-Key was already used with a different request body; use a new key for a different record"})
 		case existing.State != idempotency.StateCompleted:
+			// Unlike a different body, this conflict passes: once the first
+			// request finishes (or its lock lapses) a retry replays or creates.
+			w.Header().Set("Retry-After", "1")
 			WriteError(w, r, &Error{Status: http.StatusConflict, Message: "a request with this Idempotency-Key is still being processed; retry after it finishes"})
 		default:
 			if existing.Location != "" {

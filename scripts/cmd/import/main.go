@@ -104,6 +104,10 @@ func run(ctx context.Context, file, base, key, statePath, reportPath string) err
 	}
 	defer rep.Close()
 	c := client.New(base, key)
+	// A row whose key is still held (the request a killed run left in
+	// flight, or a crashed one until its 30 s lock lapses) is retried, not
+	// refused.
+	c.MaxRetries = 40
 	p := &progress{total: len(rows), start: time.Now(), tty: isTTY()}
 	refused := map[string]string{} // "kind:source" -> why, for rows that depend on them
 	for _, r := range rows {
@@ -135,7 +139,7 @@ func run(ctx context.Context, file, base, key, statePath, reportPath string) err
 		resp, err := c.Do(ctx, "POST", path, map[string]string{"Idempotency-Key": idempotencyKey(kind, src)}, body, &out)
 		var apiErr *client.Error
 		switch {
-		case errors.As(err, &apiErr) && apiErr.Status < 500:
+		case errors.As(err, &apiErr) && apiErr.Status < 500 && apiErr.RetryAfter == 0:
 			refuse(rep, r, apiErr.Status, apiErr.Field, apiErr.Message)
 			refused[id] = apiErr.Message
 			p.refused++
