@@ -241,16 +241,18 @@ func (s *Store) Create(ctx context.Context, org string, in NewInvoice, now time.
 // SetStatus moves an invoice: sent raises invoice.issued, paid raises
 // invoice.paid, cancelled gives its time entries back as approved.
 func (s *Store) SetStatus(ctx context.Context, org, id, to string, now time.Time) (Invoice, error) {
-	for attempt := 0; attempt < 3; attempt++ {
-		v, err := s.Get(ctx, org, id)
+	var v Invoice
+	err := store.Optimistic("invoice "+id, func() error {
+		var err error
+		v, err = s.Get(ctx, org, id)
 		if errors.Is(err, store.ErrNotFound) {
-			return Invoice{}, fmt.Errorf("no invoice %s in organisation %s", id, org)
+			return fmt.Errorf("no invoice %s in organisation %s", id, org)
 		}
 		if err != nil {
-			return Invoice{}, err
+			return err
 		}
 		if err := Transitions.Check("invoice", v.Status, to); err != nil {
-			return Invoice{}, err
+			return err
 		}
 		prev := v.UpdatedAt
 		v.Status, v.UpdatedAt = to, store.NextUpdate(prev, now)
@@ -266,7 +268,7 @@ func (s *Store) SetStatus(ctx context.Context, org, id, to string, now time.Time
 		tx.PutIf(v, cond, nil, vals)
 		if to == "cancelled" {
 			if err := s.release(ctx, tx, org, &v, now); err != nil {
-				return Invoice{}, err
+				return err
 			}
 		}
 		switch to {
@@ -276,19 +278,19 @@ func (s *Store) SetStatus(ctx context.Context, org, id, to string, now time.Time
 			err = addEvent(tx, org, outbox.InvoicePaid, &v, now)
 		}
 		if err != nil {
-			return Invoice{}, err
+			return err
 		}
 		err = tx.Commit(ctx)
 		var failed *store.TxFailed
 		if errors.As(err, &failed) {
-			continue // the invoice or an entry changed meanwhile: read again
+			return store.ErrConflict // the invoice or an entry changed meanwhile: read again
 		}
-		if err != nil {
-			return Invoice{}, err
-		}
-		return v, nil
+		return err
+	})
+	if err != nil {
+		return Invoice{}, err
 	}
-	return Invoice{}, fmt.Errorf("invoice %s keeps changing; try again", id)
+	return v, nil
 }
 
 // release puts the invoice's time entries back to approved.

@@ -30,16 +30,18 @@ var ErrNotFound = errors.New("matter: not found")
 // (matter.closed) in one transaction, conditional on the matter being
 // unchanged since it was read.
 func (s *Store) SetStatus(ctx context.Context, org, id, to string, now time.Time) (Matter, error) {
-	for attempt := 0; attempt < 3; attempt++ {
-		m, err := s.Get(ctx, org, id)
+	var m Matter
+	err := store.Optimistic("matter "+id, func() error {
+		var err error
+		m, err = s.Get(ctx, org, id)
 		if errors.Is(err, store.ErrNotFound) {
-			return Matter{}, fmt.Errorf("%w: %s", ErrNotFound, id)
+			return fmt.Errorf("%w: %s", ErrNotFound, id)
 		}
 		if err != nil {
-			return Matter{}, err
+			return err
 		}
 		if err := Transitions.Check("matter", m.Status, to); err != nil {
-			return Matter{}, err
+			return err
 		}
 		prev := m.UpdatedAt
 		m.Status, m.UpdatedAt = to, store.NextUpdate(prev, now)
@@ -64,7 +66,7 @@ func (s *Store) SetStatus(ctx context.Context, org, id, to string, now time.Time
 		if to == "closed" {
 			ev, err := outbox.New(org, outbox.MatterClosed, "matter", Event(&m), now)
 			if err != nil {
-				return Matter{}, err
+				return err
 			}
 			tx.PutNew(ev)
 		}
@@ -72,13 +74,16 @@ func (s *Store) SetStatus(ctx context.Context, org, id, to string, now time.Time
 		var failed *store.TxFailed
 		switch {
 		case errors.As(err, &failed) && failed.Has(ki):
-			return Matter{}, fmt.Errorf("%w: the client's KYC is not approved and unexpired, so the matter cannot be activated", workflow.ErrRefused)
+			return fmt.Errorf("%w: the client's KYC is not approved and unexpired, so the matter cannot be activated", workflow.ErrRefused)
 		case errors.As(err, &failed) && failed.Has(mi):
-			continue // changed meanwhile: read again
+			return store.ErrConflict // changed meanwhile: read again
 		case err != nil:
-			return Matter{}, err
+			return err
 		}
-		return m, nil
+		return nil
+	})
+	if err != nil {
+		return Matter{}, err
 	}
-	return Matter{}, fmt.Errorf("matter %s keeps changing; try again", id)
+	return m, nil
 }

@@ -133,7 +133,7 @@ func (e *Enricher) record(ctx context.Context, org, id string, en *Enrichment, l
 			return err
 		}
 	}
-	for attempt := 0; attempt < 3; attempt++ {
+	return store.Optimistic("company "+id, func() error {
 		c, err := e.Store.GetCompany(ctx, org, id)
 		if err != nil {
 			return err
@@ -146,11 +146,8 @@ func (e *Enricher) record(ctx context.Context, org, id string, en *Enrichment, l
 		if err != nil {
 			return err
 		}
-		if err = e.Store.db.Replace(ctx, item, prev); !errors.Is(err, store.ErrConflict) {
-			return err
-		}
-	}
-	return fmt.Errorf("company %s keeps changing", id)
+		return e.Store.db.Replace(ctx, item, prev)
+	})
 }
 
 func (e *Enricher) client() *http.Client {

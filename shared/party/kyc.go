@@ -18,13 +18,15 @@ func (s *Store) SetKYC(ctx context.Context, org, clientID, status string, expire
 	if !slices.Contains(KYCStatuses, status) {
 		return Client{}, fmt.Errorf("unknown KYC status %q (known: %s)", status, strings.Join(KYCStatuses, ", "))
 	}
-	for attempt := 0; attempt < 3; attempt++ {
-		c, err := s.GetClient(ctx, org, clientID)
+	var c Client
+	err := store.Optimistic("client "+clientID, func() error {
+		var err error
+		c, err = s.GetClient(ctx, org, clientID)
 		if errors.Is(err, store.ErrNotFound) {
-			return Client{}, fmt.Errorf("no client %s in organisation %s", clientID, org)
+			return fmt.Errorf("no client %s in organisation %s", clientID, org)
 		}
 		if err != nil {
-			return Client{}, err
+			return err
 		}
 		prev := c.UpdatedAt
 		c.KYCStatus, c.KYCExpiresAt = status, ""
@@ -35,13 +37,12 @@ func (s *Store) SetKYC(ctx context.Context, org, clientID, status string, expire
 		c.SetKeys(org)
 		item, err := store.Marshal(c)
 		if err != nil {
-			return Client{}, err
+			return err
 		}
-		err = s.db.Replace(ctx, item, prev)
-		if errors.Is(err, store.ErrConflict) {
-			continue // changed meanwhile: read again
-		}
-		return c, err
+		return s.db.Replace(ctx, item, prev)
+	})
+	if err != nil {
+		return Client{}, err
 	}
-	return Client{}, fmt.Errorf("client %s keeps changing; try again", clientID)
+	return c, nil
 }

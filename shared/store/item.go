@@ -160,3 +160,18 @@ func (db *DB) Replace(ctx context.Context, item map[string]ddbtypes.AttributeVal
 	}
 	return err
 }
+
+// optimisticAttempts bounds the re-reads of an optimistic change.
+const optimisticAttempts = 3
+
+// Optimistic runs attempt (read, change, conditional write) again while it
+// fails with ErrConflict, meaning the item changed between read and write;
+// after a few tries it gives up with an error naming what kept changing.
+func Optimistic(what string, attempt func() error) error {
+	for range optimisticAttempts {
+		if err := attempt(); !errors.Is(err, ErrConflict) {
+			return err
+		}
+	}
+	return fmt.Errorf("%s keeps changing; try again", what)
+}

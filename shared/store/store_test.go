@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -151,5 +152,28 @@ func TestCounterAndPutNew(t *testing.T) {
 	var r row
 	if err := db.Get(ctx, "O#x", "nothing", &r); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("get absent: %v", err)
+	}
+}
+
+func TestOptimisticRetriesConflictsOnly(t *testing.T) {
+	calls := 0
+	err := store.Optimistic("thing", func() error {
+		calls++
+		if calls < 3 {
+			return store.ErrConflict
+		}
+		return nil
+	})
+	if err != nil || calls != 3 {
+		t.Fatalf("%v after %d calls", err, calls)
+	}
+	calls = 0
+	if err := store.Optimistic("thing", func() error { calls++; return store.ErrConflict }); err == nil || calls != 3 || !strings.Contains(err.Error(), "thing keeps changing") {
+		t.Fatalf("always conflicting: %v after %d calls", err, calls)
+	}
+	boom := errors.New("boom")
+	calls = 0
+	if err := store.Optimistic("thing", func() error { calls++; return boom }); err != boom || calls != 1 {
+		t.Fatalf("other errors are not retried: %v after %d calls", err, calls)
 	}
 }

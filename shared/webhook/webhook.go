@@ -8,7 +8,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -153,10 +152,11 @@ func (s *Store) Update(ctx context.Context, org, id string, raw []byte, now time
 	if err := b.Err(); err != nil {
 		return Endpoint{}, err
 	}
-	for attempt := 0; attempt < 3; attempt++ {
-		e, err := s.Get(ctx, org, id)
-		if err != nil {
-			return Endpoint{}, err
+	var e Endpoint
+	err = store.Optimistic("endpoint "+id, func() error {
+		var err error
+		if e, err = s.Get(ctx, org, id); err != nil {
+			return err
 		}
 		prev := e.UpdatedAt
 		if u != "" {
@@ -174,16 +174,11 @@ func (s *Store) Update(ctx context.Context, org, id string, raw []byte, now time
 		e.UpdatedAt = store.NextUpdate(prev, now)
 		item, err := store.Marshal(e)
 		if err != nil {
-			return Endpoint{}, err
+			return err
 		}
-		if err := s.db.Replace(ctx, item, prev); errors.Is(err, store.ErrConflict) {
-			continue
-		} else if err != nil {
-			return Endpoint{}, err
-		}
-		return e, nil
-	}
-	return Endpoint{}, fmt.Errorf("endpoint %s keeps changing; try again", id)
+		return s.db.Replace(ctx, item, prev)
+	})
+	return e, err
 }
 
 // Delete removes an endpoint; deliveries to it stop.
