@@ -42,6 +42,8 @@ var Functions = []Function{
 	{Name: "dispatcher", MemoryMB: 256, TimeoutS: 60, Table: []string{"dynamodb:Query", "dynamodb:PutItem"}, IndexRead: true},
 	// Enrichment reads and rewrites the company and writes its logo.
 	{Name: "enrichment", MemoryMB: 256, TimeoutS: 30, Table: []string{"dynamodb:GetItem", "dynamodb:PutItem"}},
+	// Meta serves the OpenAPI document from its binary: no table, no queue.
+	{Name: "meta", Family: routes.Meta, MemoryMB: 128, TimeoutS: 5},
 	{Name: "webhooks", Family: routes.Webhooks, MemoryMB: 256, TimeoutS: 10, Table: apiActions, IndexRead: true},
 	// Delivery reads the endpoint, records the attempt and counts the outcome.
 	// Its timeout covers 5 s to connect and 10 s for the answer, with room.

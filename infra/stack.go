@@ -129,6 +129,9 @@ func (s *Stack) newFunction(fn Function, p *Props) awslambda.Function {
 		"WEBHOOK_ALLOW_PRIVATE_TARGETS": jsii.String("0"),
 		"STAGE":                         jsii.String(p.Stage),
 	}
+	if len(fn.Table) == 0 { // no store, no queues: only what it reads
+		env = map[string]*string{"STAGE": jsii.String(p.Stage)}
+	}
 	f := awslambda.NewFunction(s.Stack, jsii.String(fn.Name), &awslambda.FunctionProps{
 		Description:   jsii.String("practice-api " + fn.Name),
 		Runtime:       awslambda.Runtime_PROVIDED_AL2023(),
@@ -142,6 +145,9 @@ func (s *Stack) newFunction(fn Function, p *Props) awslambda.Function {
 		LoggingFormat: awslambda.LoggingFormat_JSON,
 		LogGroup:      logs,
 	})
+	if len(fn.Table) == 0 {
+		return f
+	}
 	resources := []*string{s.Table.TableArn()}
 	if fn.IndexRead {
 		resources = append(resources, jsii.String(*s.Table.TableArn()+"/index/*"))

@@ -22,6 +22,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/practice-api/practice-api/shared/openapi/conformance"
 )
 
 // target is the API under test.
@@ -58,6 +60,27 @@ func (s *syncBuffer) String() string {
 
 var api *target
 
+// checker holds every exchange of the suite against the OpenAPI document;
+// httpClient is the suite's client, checked.
+var (
+	checker    *conformance.Checker
+	httpClient = http.DefaultClient
+)
+
+// checkConformance reports the suite's OpenAPI mismatches; a mismatch fails
+// the run.
+func checkConformance(code int) int {
+	probs := checker.Problems()
+	for _, p := range probs {
+		fmt.Fprintln(os.Stderr, "OpenAPI mismatch:", p)
+	}
+	fmt.Fprintf(os.Stderr, "e2e: %d exchanges checked against the OpenAPI document, %d mismatches\n", checker.Exchanges(), len(probs))
+	if len(probs) > 0 && code == 0 {
+		return 1
+	}
+	return code
+}
+
 func repoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..")
@@ -74,11 +97,17 @@ func freeAddr() string {
 
 func TestMain(m *testing.M) {
 	api = &target{root: repoRoot()}
+	var err error
+	if checker, err = conformance.New(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		os.Exit(1)
+	}
+	httpClient = &http.Client{Transport: checker.Transport(nil)}
 	if base := os.Getenv("E2E_BASE_URL"); base != "" {
 		api.base = strings.TrimRight(base, "/")
 		api.dynamo = os.Getenv("E2E_DYNAMODB_ENDPOINT")
 		api.table = os.Getenv("E2E_TABLE_NAME")
-		os.Exit(m.Run())
+		os.Exit(checkConformance(m.Run()))
 	}
 	stopReceiver, err := startReceiver()
 	if err != nil {
@@ -91,7 +120,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		os.Exit(1)
 	}
-	code := m.Run()
+	code := checkConformance(m.Run())
 	stop()
 	stopReceiver()
 	if code != 0 { // the devserver's errors explain most failures
@@ -230,7 +259,7 @@ func do(t testing.TB, method, path, key, idem, body string) response {
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := httpClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

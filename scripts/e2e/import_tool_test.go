@@ -109,6 +109,7 @@ func TestImportIsResumableAfterAKill(t *testing.T) {
 		t.Fatalf("%d rows refused across the runs:\n%s", n, b)
 	}
 	c := client.New(api.base, key)
+	c.HTTP.Transport = httpClient.Transport
 	c.MaxRetries = 60 // the devserver may answer 503 for a while as it dispatches the import's 1,600 events (under investigation; the suite prints its errors)
 	ctx := t.Context()
 	page := url.Values{"per_page": {"100"}}

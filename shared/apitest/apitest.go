@@ -24,6 +24,7 @@ import (
 	"github.com/practice-api/practice-api/shared/families"
 	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/idempotency"
+	"github.com/practice-api/practice-api/shared/openapi/conformance"
 	"github.com/practice-api/practice-api/shared/queue"
 	"github.com/practice-api/practice-api/shared/store"
 	"github.com/practice-api/practice-api/shared/store/storetest"
@@ -110,8 +111,19 @@ func New(t testing.TB, opt Options) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.Server = httptest.NewServer(h)
-	t.Cleanup(e.Server.Close)
+	// Every exchange is checked against the OpenAPI document.
+	checker, err := conformance.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Server = httptest.NewServer(checker.Middleware(h))
+	t.Cleanup(func() {
+		e.Server.Close()
+		for _, p := range checker.Problems() {
+			t.Errorf("OpenAPI mismatch: %s", p)
+		}
+		t.Logf("openapi: %d exchanges checked", checker.Exchanges())
+	})
 	return e
 }
 

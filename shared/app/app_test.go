@@ -14,6 +14,7 @@ import (
 	"github.com/practice-api/practice-api/shared/app"
 	"github.com/practice-api/practice-api/shared/families"
 	"github.com/practice-api/practice-api/shared/httpapi/routes"
+	"github.com/practice-api/practice-api/shared/openapi"
 	"github.com/practice-api/practice-api/shared/queue"
 	"github.com/practice-api/practice-api/shared/seed"
 	"github.com/practice-api/practice-api/shared/store/storetest"
@@ -53,6 +54,9 @@ func TestFamilyLambdasServeV2Events(t *testing.T) {
 	}
 	firstID := map[string]string{} // list path -> an id it returned
 	for _, rt := range routes.Table {
+		if rt.Public {
+			continue // TestPublicLambdaServesTheDocument
+		}
 		build, ok := builds[rt.Family]
 		if !ok {
 			t.Fatalf("family %s has no Lambda wiring in this test", rt.Family)
@@ -113,6 +117,36 @@ func TestFamilyLambdasServeV2Events(t *testing.T) {
 	}
 	if _, err := app.FamilyHandler(ctx, routes.Matters, app.Build(builds[routes.Parties])); err == nil {
 		t.Fatal("a family wired with another family's handlers was accepted")
+	}
+}
+
+// The meta Lambda answers without a key and without a store, with the
+// deprecation headers its stage configures.
+func TestPublicLambdaServesTheDocument(t *testing.T) {
+	t.Setenv("TABLE_NAME", "no-such-table")
+	t.Setenv("DYNAMODB_ENDPOINT", "http://127.0.0.1:1")
+	t.Setenv("API_DEPRECATED_SINCE", "2027-01-01T00:00:00Z")
+	h, err := app.PublicHandler(routes.Meta, openapi.Handlers())
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := routes.Prefix + "/openapi.json"
+	resp, err := httpadapter.NewV2(h).ProxyWithContext(context.Background(), events.APIGatewayV2HTTPRequest{
+		Version: "2.0", RouteKey: "GET " + path, RawPath: path,
+		RequestContext: events.APIGatewayV2HTTPRequestContext{HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "GET", Path: path}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 200 || resp.Body != string(openapi.Document) || resp.Headers["Deprecation"] != "@1798761600" {
+		t.Fatalf("%d %v %.80q", resp.StatusCode, resp.Headers, resp.Body)
+	}
+	if _, ok := resp.Headers["X-Ratelimit-Limit"]; ok {
+		t.Fatal("the public document is counted against a rate limit")
+	}
+	t.Setenv("API_SUNSET", "2027-02-01T00:00:00Z")
+	if _, err := app.PublicHandler(routes.Meta, openapi.Handlers()); err == nil {
+		t.Fatal("a sunset under six months was accepted")
 	}
 }
 

@@ -58,6 +58,28 @@ func StartLambdaE(family string, build BuildE) {
 	lambda.Start(httpadapter.NewV2(h).ProxyWithContext)
 }
 
+// PublicHandler builds, from the environment, the handler of a family of
+// public routes (no key, no store): the edge's request ids, access log and
+// deprecation headers only.
+func PublicHandler(family string, h httpapi.Handlers) (http.Handler, error) {
+	dep, err := deprecationFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	return httpapi.NewHandler(httpapi.Config{AccessLog: slog.Default(), Deprecation: dep}, map[string]httpapi.Handlers{family: h})
+}
+
+// StartPublicLambda serves PublicHandler as an HTTP API (payload v2) Lambda.
+func StartPublicLambda(family string, h httpapi.Handlers) {
+	JSONLogs()
+	handler, err := PublicHandler(family, h)
+	if err != nil {
+		slog.Error("cold start failed", "family", family, "err", err)
+		os.Exit(1)
+	}
+	lambda.Start(httpadapter.NewV2(handler).ProxyWithContext)
+}
+
 // SQSHandler adapts a queue handler to an SQS-triggered Lambda with partial
 // batch responses: records whose handling failed go back to the queue, the
 // others are deleted.

@@ -128,6 +128,15 @@ func TestScopes(t *testing.T) {
 	for _, rt := range routes.Table {
 		path := strings.NewReplacer("{matter}", "x", "{client}", "x", "{person}", "x", "{company}", "x").Replace(routes.Prefix + rt.Path)
 		t.Run(rt.Name, func(t *testing.T) {
+			if rt.Public {
+				for _, key := range []string{"", settingsOnly, "pa_test_not_a_key"} {
+					r := e.Do(rt.Method, path, key, nil)
+					if r.Status != 200 || r.Header.Get("X-RateLimit-Limit") != "" {
+						t.Fatalf("public %s with key %q: %d, X-RateLimit-Limit %q", rt.Name, key, r.Status, r.Header.Get("X-RateLimit-Limit"))
+					}
+				}
+				return
+			}
 			only := e.Key(org, rt.Scope)
 			if r := e.Do(rt.Method, path, only, nil); r.Status == 403 || r.Status == 401 {
 				t.Fatalf("key with %s: %d %s", rt.Scope, r.Status, r.Raw)

@@ -11,6 +11,7 @@ import (
 	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/httpapi/routes"
 	"github.com/practice-api/practice-api/shared/matter"
+	"github.com/practice-api/practice-api/shared/openapi"
 	"github.com/practice-api/practice-api/shared/party"
 	"github.com/practice-api/practice-api/shared/report"
 	"github.com/practice-api/practice-api/shared/store"
@@ -29,6 +30,7 @@ func Builds(d *webhook.Deliverer) map[string]func(*store.DB) httpapi.Handlers {
 		routes.Documents:   func(db *store.DB) httpapi.Handlers { return document.Handlers(document.NewStore(db)) },
 		routes.Reports:     func(db *store.DB) httpapi.Handlers { return report.Handlers(report.NewStore(db)) },
 		routes.Webhooks:    func(*store.DB) httpapi.Handlers { return webhook.Handlers(d.Store, d) },
+		routes.Meta:        func(*store.DB) httpapi.Handlers { return openapi.Handlers() },
 	}
 }
 

@@ -30,10 +30,10 @@ func DecodeBody(raw []byte) (*Body, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	if err := dec.Decode(&fields); err != nil || fields == nil {
-		return nil, &Error{Status: http.StatusUnprocessableEntity, Message: "the request body must be a JSON object"}
+		return nil, Invalid("body", "the request body must be a JSON object")
 	}
 	if dec.More() {
-		return nil, &Error{Status: http.StatusUnprocessableEntity, Message: "the request body must be a single JSON object"}
+		return nil, Invalid("body", "the request body must be a single JSON object")
 	}
 	return &Body{fields: fields, used: map[string]bool{}}, nil
 }

@@ -39,7 +39,7 @@ func GetHandler[T any](param, what string, get func(ctx context.Context, org, id
 		sum := sha256.Sum256(body)
 		etag := `"` + hex.EncodeToString(sum[:16]) + `"`
 		w.Header().Set("ETag", etag)
-		if matchesETag(r.Header.Get("If-None-Match"), etag) {
+		if MatchesETag(r.Header.Get("If-None-Match"), etag) {
 			w.WriteHeader(http.StatusNotModified)
 			return
 		}
@@ -48,9 +48,9 @@ func GetHandler[T any](param, what string, get func(ctx context.Context, org, id
 	}
 }
 
-// matchesETag applies If-None-Match: "*" or any listed tag, weak or strong
+// MatchesETag applies If-None-Match: "*" or any listed tag, weak or strong
 // (RFC 9110 compares weakly for GET).
-func matchesETag(header, etag string) bool {
+func MatchesETag(header, etag string) bool {
 	for _, t := range strings.Split(header, ",") {
 		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
 		if t == "*" || t == etag {

@@ -108,7 +108,8 @@ func RequestID(ctx context.Context) string {
 }
 
 // NewHandler mounts the given families of the route table on one mux, each
-// route behind authentication, rate limiting and its scope. It fails when a
+// route behind authentication, rate limiting and its scope (public routes,
+// the API's own description, behind none of them). It fails when a
 // family lacks a handler for one of its routes or has one for no route.
 func NewHandler(cfg Config, families map[string]Handlers) (http.Handler, error) {
 	cfg.defaults()
@@ -123,7 +124,11 @@ func NewHandler(cfg Config, families map[string]Handlers) (http.Handler, error) 
 				return nil, fmt.Errorf("family %s: no handler for route %s", family, rt.Name)
 			}
 			served[rt.Name] = true
-			mux.Handle(rt.Pattern(), cfg.authorize(rt, h))
+			if rt.Public {
+				mux.Handle(rt.Pattern(), h)
+			} else {
+				mux.Handle(rt.Pattern(), cfg.authorize(rt, h))
+			}
 			path := routes.Prefix + rt.Path
 			if _, seen := methods[path]; !seen {
 				order = append(order, path)

@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,8 +16,9 @@ import (
 	"os"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/outbox"
@@ -182,9 +182,7 @@ func (d *Deliverer) Handle(ctx context.Context, m queue.Message) error {
 	} else if !ok {
 		a.Error = fmt.Sprintf("receiver answered %d", status)
 	}
-	var rnd [4]byte
-	_, _ = rand.Read(rnd[:])
-	a.ID = strings.NewReplacer("-", "", ":", "", ".", "").Replace(a.AttemptedAt) + "-" + hex.EncodeToString(rnd[:])
+	a.ID = timeOrderedID(now)
 	a.Keys = store.Keys{PK: store.OrgPK(job.Event.OrgID), SK: "DLV#" + e.ID + "#" + a.ID, Kind: "webhook_attempt"}
 	item, err := store.Marshal(a)
 	if err != nil {
@@ -257,6 +255,10 @@ func (d *Deliverer) Retry(ctx context.Context, org, endpointID, deliveryID strin
 		return nil, err
 	}
 	var a Attempt
+	deliveryID, ok := httpapi.PathID(deliveryID)
+	if !ok {
+		return nil, httpapi.NotFound("delivery")
+	}
 	if err := d.Store.db.Get(ctx, store.OrgPK(org), "DLV#"+e.ID+"#"+deliveryID, &a); errors.Is(err, store.ErrNotFound) {
 		return nil, httpapi.NotFound("delivery")
 	} else if err != nil {
@@ -276,4 +278,22 @@ func (d *Deliverer) Retry(ctx context.Context, org, endpointID, deliveryID strin
 		return nil, err
 	}
 	return map[string]any{"event_id": ev.ID, "endpoint_id": e.ID, "status": "queued"}, nil
+}
+
+// timeOrderedID is a UUIDv7 (RFC 9562) of t: 48 bits of Unix milliseconds,
+// then the microseconds within the millisecond in the 12 bits of rand_a
+// (the RFC's "increased clock precision"), then 62 random bits. Its text
+// sorts by time, so attempts list newest first by their sort key alone.
+func timeOrderedID(t time.Time) string {
+	var b [16]byte
+	_, _ = rand.Read(b[8:])
+	ms := uint64(t.UnixMilli())
+	for i := 0; i < 6; i++ {
+		b[i] = byte(ms >> (40 - 8*i))
+	}
+	us := uint16(t.Nanosecond() / 1000 % 1000)
+	b[6] = 0x70 | byte(us>>8)
+	b[7] = byte(us)
+	b[8] = 0x80 | b[8]&0x3f
+	return uuid.UUID(b).String()
 }

@@ -16,6 +16,7 @@ const (
 	Documents   = "documents"
 	Reports     = "reports"
 	Webhooks    = "webhooks"
+	Meta        = "meta" // the API's own description
 )
 
 // Route is one operation of the API.
@@ -28,6 +29,8 @@ type Route struct {
 	Scope string
 	// Name identifies the operation; a family's handlers are keyed by it.
 	Name string
+	// Public routes need no key and are not rate limited (Scope is empty).
+	Public bool
 }
 
 // Pattern is the net/http ServeMux pattern of the route.
@@ -69,6 +72,9 @@ var Table = []Route{
 	// Additive (versioning rule 2): recent attempts, and resending one failed event.
 	{Family: Webhooks, Method: "GET", Path: "/webhooks/{id}/deliveries", Scope: "webhooks:manage", Name: "webhooks.deliveries"},
 	{Family: Webhooks, Method: "POST", Path: "/webhooks/{id}/deliveries/{delivery}/retry", Scope: "webhooks:manage", Name: "webhooks.retry"},
+
+	// The OpenAPI document, for tools and integrators before they hold a key.
+	{Family: Meta, Method: "GET", Path: "/openapi.json", Name: "openapi", Public: true},
 }
 
 // Family returns the routes of one family.

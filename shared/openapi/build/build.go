@@ -1,0 +1,154 @@
+// Package build writes the OpenAPI 3.1 document of the API from the route
+// table (paths, methods, scopes), the domain packages' own values (states,
+// event types, limits) and the descriptions kept here. Its output is
+// shared/openapi/openapi.json, which the API serves; a test fails when the
+// committed file differs from what Document builds, or when a route has no
+// description. Regenerate with `make openapi`.
+package build
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/practice-api/practice-api/shared/httpapi/routes"
+)
+
+// Version is the document's info.version: the API's major version (the
+// path's v1) and the document's own revision.
+const Version = "1.0.0"
+
+// Document returns the OpenAPI document as indented JSON.
+func Document() ([]byte, error) {
+	paths, err := buildPaths()
+	if err != nil {
+		return nil, err
+	}
+	// Top-level keys in the customary order (encoding/json sorts map keys).
+	top := []struct {
+		key string
+		val any
+	}{
+		{"openapi", "3.1.0"},
+		{"info", info()},
+		{"jsonSchemaDialect", "https://spec.openapis.org/oas/3.1/dialect/base"},
+		{"servers", []M{
+			{"url": routes.Prefix, "description": "The deployment that served this document (relative to its origin)."},
+			{"url": "http://127.0.0.1:8080" + routes.Prefix, "description": "Local devserver (`make run`)."},
+		}},
+		{"security", []M{{"bearerAuth": []string{}}}},
+		{"tags", tags()},
+		{"paths", paths},
+		{"webhooks", webhooks()},
+		{"components", M{
+			"securitySchemes": M{"bearerAuth": M{
+				"type": "http", "scheme": "bearer", "bearerFormat": "pa_<live|test>_<client>_<secret id>_<secret>",
+				"description": "`Authorization: Bearer <API key>`; no other place (a key in the query string is refused). " +
+					"Each operation requires exactly one scope, listed in its security requirement and in `x-required-scope`.",
+			}},
+			"schemas":    schemas(),
+			"parameters": parameters(),
+			"headers":    headers(),
+			"responses":  responses(),
+		}},
+	}
+	var buf bytes.Buffer
+	buf.WriteString("{\n")
+	for i, kv := range top {
+		v, err := json.MarshalIndent(kv.val, "  ", "  ")
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(&buf, "  %q: %s", kv.key, v)
+		if i < len(top)-1 {
+			buf.WriteString(",")
+		}
+		buf.WriteString("\n")
+	}
+	buf.WriteString("}\n")
+	return buf.Bytes(), nil
+}
+
+func info() M {
+	return M{
+		"title":   "Practice API",
+		"version": Version,
+		"summary": "Organisation-scoped, read-mostly API of the practice-management system.",
+		"description": strings.Join([]string{
+			"Matters, clients and their person/company parties, time entries, invoices, document metadata and reports of one organisation; a create-only import path; signed outbound webhooks.",
+			"",
+			"**Authentication.** `Authorization: Bearer <API key>`. The key decides the organisation: no request names one, and another organisation's id behaves exactly like an absent one (404 on single reads, an empty page in filters). Each operation requires one scope (`x-required-scope`); a key without it gets 403 with `required_scope`.",
+			"",
+			"**Rate limits.** 120 requests per minute per API client (all its secrets together) by default, in fixed clock minutes. Every authenticated response carries `X-RateLimit-Limit`, `X-RateLimit-Remaining`, `X-RateLimit-Reset` (Unix seconds when the window ends) and the IETF draft's `RateLimit-Policy` and `RateLimit`; a 429 adds `Retry-After`.",
+			"",
+			"**Lists.** `{data, meta, links}`; `per_page` 1–100 (default 50); follow `links.next` (absolute, carrying the filters) until it is null. Filters combine with AND; unknown query parameters are ignored; an invalid filter value is 422.",
+			"",
+			"**Creates (imports).** Order: company or person, then client engagement, then matter, then time entry. `Idempotency-Key` is required (at most 255 characters), scoped per endpoint and honoured 24 hours: the first success is 201, a replay with the same body 200 with `Idempotent-Replayed: true`, the same key with another body (or while the first request runs) 409. A failed request leaves the key unused. Bodies are JSON (a missing `Content-Type` is read as JSON) of at most 1 MiB; unknown, derived and assigned fields are refused with 422, and null is the same as absent.",
+			"",
+			"**Money** is integer minor units (øre) with `currency`; decimals are refused, never rounded.",
+			"",
+			"**Errors** are JSON with `message`; 422 adds `field` and `errors` (every problem at once). A 500 is a bug: its message names the request id (`X-Request-Id`, on every response).",
+			"",
+			"**Conditional reads.** Single reads carry a strong `ETag`; `If-None-Match` answers 304 (still counted against the rate limit).",
+			"",
+			"**Versioning.** Additive changes (fields, endpoints, optional parameters) keep `/api/v1`: ignore unknown fields. A version due for removal announces it with `Deprecation` and `Sunset` (at least six months ahead) on every response.",
+			"",
+			"**Webhooks.** See `webhooks`: signed POSTs, at-least-once, unordered, up to 5 attempts (pauses 30 s, 2 min, 8 min, 30 min); 20 consecutive failures turn an endpoint off. Verify `Service-Signature` (`t=<unix>,v1=<hex HMAC-SHA256 of \"{t}.{raw body}\">`) in constant time and reject timestamps more than 300 s from your clock.",
+		}, "\n"),
+	}
+}
+
+func tags() []M {
+	return []M{
+		{"name": "Matters", "description": "Cases."},
+		{"name": "Parties", "description": "Client engagements and the people and companies behind them."},
+		{"name": "Time entries", "description": "Logged time."},
+		{"name": "Invoices", "description": "Bills; `lines` on the single read."},
+		{"name": "Documents", "description": "The document register: metadata only."},
+		{"name": "Reports", "description": "Computed from the organisation's own data."},
+		{"name": "Webhooks", "description": "Endpoints that receive signed event deliveries."},
+		{"name": "Meta", "description": "This document."},
+	}
+}
+
+var familyTag = map[string]string{
+	routes.Matters: "Matters", routes.Parties: "Parties", routes.TimeEntries: "Time entries", routes.Invoices: "Invoices",
+	routes.Documents: "Documents", routes.Reports: "Reports", routes.Webhooks: "Webhooks", routes.Meta: "Meta",
+}
+
+// buildPaths documents every route of the table; a route without an
+// operation here is an error, so the document cannot fall behind.
+func buildPaths() (M, error) {
+	specs := operations()
+	paths := M{}
+	for _, rt := range routes.Table {
+		spec, ok := specs[rt.Name]
+		if !ok {
+			return nil, fmt.Errorf("route %s (%s %s) has no operation in shared/openapi/build", rt.Name, rt.Method, rt.Path)
+		}
+		delete(specs, rt.Name)
+		for _, op := range spec(rt) {
+			path := op.path
+			if path == "" {
+				path = rt.Path
+			}
+			item, _ := paths[path].(M)
+			if item == nil {
+				item = M{}
+				paths[path] = item
+			}
+			item[strings.ToLower(rt.Method)] = op.render(rt)
+		}
+	}
+	if len(specs) > 0 {
+		var names []string
+		for n := range specs {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		return nil, fmt.Errorf("operations for routes that do not exist: %v", names)
+	}
+	return paths, nil
+}

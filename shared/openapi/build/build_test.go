@@ -1,0 +1,206 @@
+package build
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"os"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/practice-api/practice-api/shared/httpapi/routes"
+	"github.com/practice-api/practice-api/shared/openapi"
+	"github.com/practice-api/practice-api/shared/outbox"
+	"github.com/practice-api/practice-api/shared/report"
+)
+
+var update = flag.Bool("update", false, "rewrite shared/openapi/openapi.json")
+
+const file = "../openapi.json"
+
+// TestDocumentIsCurrent keeps the served document equal to what the code
+// describes: change a route or a description, then run make openapi.
+func TestDocumentIsCurrent(t *testing.T) {
+	doc, err := Document()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *update {
+		if err := os.WriteFile(file, doc, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if !bytes.Equal(doc, openapi.Document) {
+		t.Fatal("shared/openapi/openapi.json is stale: run make openapi and commit it")
+	}
+}
+
+// TestDocumentIsValid loads the committed document as kin-openapi does and
+// validates it (schemas, references, parameters, patterns). kin-openapi
+// validates documents by OpenAPI 3.0's rules, where a nullable value is
+// `nullable: true` rather than 3.1's type array with "null"; the two mean
+// the same, so the check rewrites the one into the other first.
+func TestDocumentIsValid(t *testing.T) {
+	loader := openapi3.NewLoader()
+	doc, err := loader.LoadFromData(openapi.Document)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := nullableAs30(doc); n == 0 {
+		t.Fatal("no nullable schema found: the rewrite sees nothing")
+	}
+	if err := doc.Validate(context.Background(), validation...); err != nil {
+		t.Fatal(err)
+	}
+	if doc.OpenAPI != "3.1.0" {
+		t.Fatalf("openapi %q", doc.OpenAPI)
+	}
+
+	// kin-openapi does not know 3.1's top-level webhooks: validate them as
+	// the paths of a document of their own, with the same components.
+	var raw map[string]any
+	if err := json.Unmarshal(openapi.Document, &raw); err != nil {
+		t.Fatal(err)
+	}
+	hooks, _ := raw["webhooks"].(map[string]any)
+	if len(hooks) != len(outbox.Types) {
+		t.Fatalf("%d webhooks documented, %d event types", len(hooks), len(outbox.Types))
+	}
+	paths := map[string]any{}
+	for name, item := range hooks {
+		paths["/"+name] = item
+	}
+	raw["paths"] = paths
+	delete(raw, "webhooks")
+	data, err := json.Marshal(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hookDoc, err := openapi3.NewLoader().LoadFromData(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nullableAs30(hookDoc)
+	if err := hookDoc.Validate(context.Background(), validation...); err != nil {
+		t.Fatalf("webhooks: %v", err)
+	}
+}
+
+// validation: 3.1's additions to the document's top level and info are
+// allowed, nothing else beyond 3.0; formats must be known ones.
+var validation = []openapi3.ValidationOption{
+	openapi3.AllowExtraSiblingFields("summary", "webhooks", "jsonSchemaDialect"),
+	openapi3.EnableSchemaFormatValidation(),
+}
+
+// nullableAs30 rewrites 3.1's nullable type arrays into 3.0's nullable.
+func nullableAs30(doc *openapi3.T) int {
+	nullables := 0
+	visitSchemas(doc, func(s *openapi3.Schema) {
+		if s.Type != nil && len(*s.Type) == 2 && s.Type.Includes(openapi3.TypeNull) {
+			other := (*s.Type)[0]
+			if other == openapi3.TypeNull {
+				other = (*s.Type)[1]
+			}
+			s.Type, s.Nullable = &openapi3.Types{other}, true
+			nullables++
+		}
+	})
+	return nullables
+}
+
+// TestEveryRouteIsDocumented checks the committed document against the
+// route table: each route's method and path, and its scope.
+func TestEveryRouteIsDocumented(t *testing.T) {
+	doc, err := openapi3.NewLoader().LoadFromData(openapi.Document)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := 0
+	for _, rt := range routes.Table {
+		paths := []string{rt.Path}
+		if rt.Name == "reports.get" {
+			for _, typ := range reportTypes() { // and {type} for the others
+				paths = append(paths, "/reports/"+typ)
+			}
+		}
+		for _, p := range paths {
+			item := doc.Paths.Find(p)
+			if item == nil || item.GetOperation(rt.Method) == nil {
+				t.Errorf("%s %s is not in the document", rt.Method, p)
+				continue
+			}
+			ops++
+			op := item.GetOperation(rt.Method)
+			if rt.Public {
+				if op.Security == nil || len(*op.Security) != 0 {
+					t.Errorf("%s %s: a public route must have security []", rt.Method, p)
+				}
+				continue
+			}
+			if got := op.Extensions["x-required-scope"]; got != rt.Scope {
+				t.Errorf("%s %s: x-required-scope %v, want %s", rt.Method, p, got, rt.Scope)
+			}
+			if op.Security == nil || len(*op.Security) != 1 || len((*op.Security)[0]["bearerAuth"]) != 1 || (*op.Security)[0]["bearerAuth"][0] != rt.Scope {
+				t.Errorf("%s %s: security %v, want bearerAuth [%s]", rt.Method, p, op.Security, rt.Scope)
+			}
+		}
+	}
+	n := 0
+	for _, item := range doc.Paths.Map() {
+		n += len(item.Operations())
+	}
+	if n != ops {
+		t.Errorf("the document has %d operations, the route table %d", n, ops)
+	}
+}
+
+func reportTypes() []string { return report.Types }
+
+// visitSchemas calls f once on every schema of doc, however reached.
+func visitSchemas(doc *openapi3.T, f func(*openapi3.Schema)) {
+	seen := map[*openapi3.Schema]bool{}
+	var walk func(*openapi3.SchemaRef)
+	walk = func(r *openapi3.SchemaRef) {
+		if r == nil || r.Value == nil || seen[r.Value] {
+			return
+		}
+		s := r.Value
+		seen[s] = true
+		f(s)
+		for _, p := range s.Properties {
+			walk(p)
+		}
+		walk(s.Items)
+		walk(s.AdditionalProperties.Schema)
+		for _, l := range []openapi3.SchemaRefs{s.OneOf, s.AnyOf, s.AllOf} {
+			for _, x := range l {
+				walk(x)
+			}
+		}
+		walk(s.Not)
+	}
+	for _, s := range doc.Components.Schemas {
+		walk(s)
+	}
+	params := func(ps openapi3.Parameters) {
+		for _, p := range ps {
+			walk(p.Value.Schema)
+		}
+	}
+	for _, p := range doc.Components.Parameters {
+		walk(p.Value.Schema)
+	}
+	for _, h := range doc.Components.Headers {
+		walk(h.Value.Schema)
+	}
+	for _, item := range doc.Paths.Map() {
+		params(item.Parameters)
+		for _, op := range item.Operations() {
+			params(op.Parameters)
+		}
+	}
+}

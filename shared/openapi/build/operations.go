@@ -1,0 +1,412 @@
+package build
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/practice-api/practice-api/shared/billing"
+	"github.com/practice-api/practice-api/shared/httpapi"
+	"github.com/practice-api/practice-api/shared/httpapi/routes"
+	"github.com/practice-api/practice-api/shared/matter"
+	"github.com/practice-api/practice-api/shared/party"
+	"github.com/practice-api/practice-api/shared/report"
+	"github.com/practice-api/practice-api/shared/timeentry"
+)
+
+// op is the documentation of one operation beyond what the route table says.
+type op struct {
+	path        string // when one route is documented as several paths
+	id          string // operationId; default the route's name
+	summary     string
+	description string
+	params      []M
+	pathParam   M      // path parameters that are not ids, by name
+	body        string // request body schema
+	ok          []resp
+	errs        []int // error statuses besides 401, 403, 429, 500, 503
+}
+
+type resp struct {
+	status  int
+	desc    string
+	schema  string // "" for no body
+	headers []string
+}
+
+// rateHeaders are on every answer to an authenticated request that was counted.
+var rateHeaders = []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "RateLimit-Policy", "RateLimit"}
+
+// always are on every answer: the request id and a deprecation's announcement.
+var always = []string{"X-Request-Id", "Deprecation", "Sunset", "Link"}
+
+var errorResponse = map[int]string{
+	304: "NotModified", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound", 409: "Conflict",
+	413: "PayloadTooLarge", 422: "Unprocessable", 429: "TooManyRequests", 500: "InternalError", 503: "ServiceUnavailable",
+}
+
+var pathParam = regexp.MustCompile(`\{([a-z_]+)\}`)
+
+func (o op) render(rt routes.Route) M {
+	id := o.id
+	if id == "" {
+		id = rt.Name
+	}
+	out := M{"operationId": id, "summary": o.summary, "tags": []string{familyTag[rt.Family]}}
+	if o.description != "" {
+		out["description"] = o.description
+	}
+	path := o.path
+	if path == "" {
+		path = rt.Path
+	}
+	var params []M
+	for _, m := range pathParam.FindAllStringSubmatch(path, -1) {
+		if p, ok := o.pathParam[m[1]]; ok {
+			params = append(params, p.(M))
+			continue
+		}
+		params = append(params, M{"name": m[1], "in": "path", "required": true,
+			"description": "A malformed id answers the same 404 as an absent one or another organisation's.",
+			"schema":      M{"type": "string", "format": "uuid"}})
+	}
+	params = append(params, o.params...)
+	if len(params) > 0 {
+		out["parameters"] = params
+	}
+	if o.body != "" {
+		out["requestBody"] = M{"required": true, "content": M{"application/json": M{"schema": schemaRef(o.body)}}}
+	}
+	responses := M{}
+	for _, r := range o.ok {
+		hs := M{}
+		names := append(append([]string{}, always...), r.headers...)
+		if !rt.Public {
+			names = append(names, rateHeaders...)
+		}
+		for _, h := range names {
+			hs[h] = ref("headers", h)
+		}
+		body := M{"description": r.desc, "headers": hs}
+		if r.schema != "" {
+			body["content"] = M{"application/json": M{"schema": schemaRef(r.schema)}}
+		}
+		responses[strconv.Itoa(r.status)] = body
+	}
+	errs := o.errs
+	if rt.Public {
+		out["security"] = []M{}
+	} else {
+		out["security"] = []M{{"bearerAuth": []string{rt.Scope}}}
+		out["x-required-scope"] = rt.Scope
+		errs = append(errs, 401, 403, 429, 503)
+	}
+	errs = append(errs, 500)
+	for _, status := range errs {
+		responses[strconv.Itoa(status)] = ref("responses", errorResponse[status])
+	}
+	out["responses"] = responses
+	return out
+}
+
+// Kinds of operation.
+
+func list(summary, description, schema string, filters ...M) func(routes.Route) []op {
+	return func(routes.Route) []op {
+		return []op{{summary: summary, description: description,
+			params: append(filters, ref("parameters", "per_page"), ref("parameters", "cursor")),
+			ok:     []resp{{200, "A page.", schema + "List", nil}},
+			errs:   []int{422}}}
+	}
+}
+
+func get(summary, schema string) func(routes.Route) []op {
+	return func(routes.Route) []op {
+		return []op{{summary: summary,
+			params: []M{ref("parameters", "If-None-Match")},
+			ok:     []resp{{200, "The record.", schema + "Response", []string{"ETag"}}},
+			errs:   []int{304, 404}}}
+	}
+}
+
+func create(summary, description, schema string, location bool) func(routes.Route) []op {
+	return func(routes.Route) []op {
+		created := []string{}
+		if location {
+			created = append(created, "Location")
+		}
+		replayed := append([]string{"Idempotent-Replayed"}, created...)
+		return []op{{summary: summary, description: description,
+			params: []M{ref("parameters", "Idempotency-Key")},
+			body:   schema + "Create",
+			ok: []resp{
+				{201, "Created.", schema + "Response", created},
+				{200, "Replay: the same Idempotency-Key with the same body; the resource as created, nothing created again.", schema + "Response", replayed},
+			},
+			errs: []int{409, 413, 422}}}
+	}
+}
+
+func filter(name, desc string, schema M) M {
+	return M{"name": name, "in": "query", "description": desc, "schema": schema}
+}
+
+func uuidFilter(name, desc string) M {
+	return filter(name, desc+" Another organisation's id gives an empty page.", M{"type": "string", "format": "uuid"})
+}
+
+func enumFilter(name string, values ...string) M {
+	return filter(name, "", M{"type": "string", "enum": values})
+}
+
+func dateFilter(name, desc string) M {
+	return filter(name, desc, M{"type": "string", "format": "date"})
+}
+
+func updatedSince() M { return ref("parameters", "updated_since") }
+
+// operations documents every route by name.
+func operations() map[string]func(routes.Route) []op {
+	return map[string]func(routes.Route) []op{
+		"matters.list": list("List matters", "Ordered by last change (`updated_at`, then `id`).", "Matter",
+			uuidFilter("client_id", "Matters of this client engagement."), enumFilter("status", matter.Statuses...), updatedSince()),
+		"matters.get": get("Read a matter", "Matter"),
+		"matters.create": create("Import a matter",
+			"Needs an existing client engagement. Without `matter_number` the service assigns `SAG-<n>`. Raises `matter.created`.", "Matter", true),
+
+		"clients.list": list("List client engagements", "Ordered by last change.", "Client",
+			enumFilter("type", party.TypeCompany, party.TypePerson), updatedSince()),
+		"clients.get": get("Read a client engagement", "Client"),
+		"clients.create": create("Import a client engagement",
+			"Exactly one of `company_id` and `person_id`; one engagement per party (a second is 422 naming the first). `kyc_status` opens at `pending`.", "Client", true),
+		"people.list":   list("List people", "Ordered by last change.", "Person", updatedSince()),
+		"people.get":    get("Read a person", "Person"),
+		"people.create": create("Import a person", "The first import step for a person party.", "Person", true),
+		"companies.list": list("List companies", "Ordered by last change.", "Company", updatedSince(),
+			filter("cvr", "Exact match after removing non-digits; a value without digits is 422.", M{"type": "string", "pattern": "[0-9]"})),
+		"companies.get": get("Read a company", "Company"),
+		"companies.create": create("Import a company",
+			"The first import step for a company party. The register snapshot and logo are fetched in the background (`enrichment`).", "Company", true),
+
+		"time_entries.list": list("List time entries", "Ordered by entry date, then id. A created entry is found again with `matter_id` and a date range.", "TimeEntry",
+			uuidFilter("matter_id", ""), uuidFilter("client_id", "Entries on the matters of this engagement."),
+			uuidFilter("user_id", ""), dateFilter("date_from", "Inclusive."), dateFilter("date_to", "Inclusive; before `date_from` is 422."),
+			enumFilter("status", timeentry.Statuses...)),
+		"time_entries.create": create("Import a time entry",
+			"Opens at `draft`; `amount` is derived. No `Location`: there is no single-entry read; find it with `matter_id` and a date range. Raises `time_entry.created`.", "TimeEntry", false),
+
+		"invoices.list": list("List invoices", "Without `lines`; ordered by issue date, then id.", "Invoice",
+			uuidFilter("client_id", ""), uuidFilter("matter_id", ""), enumFilter("status", billing.Statuses...),
+			dateFilter("issue_date_from", "Inclusive."), dateFilter("issue_date_to", "Inclusive; before `issue_date_from` is 422.")),
+		"invoices.get": get("Read an invoice with its lines", "InvoiceDetail"),
+
+		"documents.list": list("List document metadata", "Metadata only, never bytes, URLs or previews; ordered by last change.", "Document",
+			uuidFilter("matter_id", ""), filter("folder", "Exact folder name.", M{"type": "string"}), updatedSince()),
+		"documents.get": get("Read a document's metadata", "Document"),
+
+		"reports.get": reports,
+
+		"webhooks.list": func(routes.Route) []op {
+			return []op{{summary: "List webhook endpoints",
+				params: []M{ref("parameters", "per_page"), ref("parameters", "cursor")},
+				ok:     []resp{{200, "A page.", "WebhookEndpointList", nil}}, errs: []int{422}}}
+		},
+		"webhooks.get": get("Read a webhook endpoint", "WebhookEndpoint"),
+		"webhooks.create": func(routes.Route) []op {
+			return []op{{summary: "Register a webhook endpoint",
+				description: fmt.Sprintf("The answer holds the signing `secret` beside `data`: shown only here. At most 50 endpoints per organisation. Event types: %s.", eventNames()),
+				body:        "WebhookCreate",
+				ok:          []resp{{201, "Registered.", "WebhookEndpointCreated", []string{"Location"}}},
+				errs:        []int{413, 422}}}
+		},
+		"webhooks.update": func(routes.Route) []op {
+			return []op{{summary: "Change a webhook endpoint",
+				description: "`is_active: true` resumes a disabled endpoint and resets `consecutive_failures`.",
+				body:        "WebhookUpdate",
+				ok:          []resp{{200, "The updated endpoint.", "WebhookEndpointResponse", nil}},
+				errs:        []int{404, 413, 422}}}
+		},
+		"webhooks.delete": func(routes.Route) []op {
+			return []op{{summary: "Delete a webhook endpoint", description: "Deliveries to it stop.",
+				ok: []resp{{204, "Deleted.", "", nil}}, errs: []int{404}}}
+		},
+		"webhooks.deliveries": func(routes.Route) []op {
+			return []op{{summary: "List an endpoint's delivery attempts", description: "Newest first; attempts are kept 30 days.",
+				params: []M{ref("parameters", "per_page"), ref("parameters", "cursor")},
+				ok:     []resp{{200, "A page.", "WebhookDeliveryList", nil}}, errs: []int{404, 422}}}
+		},
+		"webhooks.retry": func(routes.Route) []op {
+			return []op{{summary: "Resend a failed attempt's event",
+				description: "Queues the event again as a new first attempt. 409 when the attempt succeeded or the endpoint is disabled.",
+				ok:          []resp{{202, "Queued.", "DeliveryRetryResponse", nil}}, errs: []int{404, 409}}}
+		},
+
+		"openapi": func(routes.Route) []op {
+			return []op{{summary: "This document", description: "OpenAPI 3.1; no authentication, not rate limited.",
+				params: []M{ref("parameters", "If-None-Match")},
+				ok: []resp{{200, "The document.", "OpenAPIDocument", []string{"ETag", "Cache-Control", "Access-Control-Allow-Origin"}},
+					{304, "Not modified.", "", []string{"ETag"}}}}}
+		},
+	}
+}
+
+func eventNames() string {
+	var names []string
+	for _, e := range events {
+		names = append(names, "`"+e.name+"`")
+	}
+	return strings.Join(names, ", ")
+}
+
+// reports documents each report type as its own path, so each gets its
+// parameters and answer; any other type is 404.
+func reports(routes.Route) []op {
+	doc := map[string]op{
+		"time-summary": {summary: "Time summary",
+			description: fmt.Sprintf("Minutes and amounts of the entries dated in the range, in total and by status, user and matter. One Query of the entries index over the range; the range may span at most %d days.", report.MaxSpanDays),
+			params: []M{
+				withRequired(dateFilter("date_from", "Inclusive.")),
+				withRequired(dateFilter("date_to", fmt.Sprintf("Inclusive; at most %d days after `date_from`.", report.MaxSpanDays-1))),
+			},
+			ok: []resp{{200, "The report.", "TimeSummaryReportResponse", nil}}, errs: []int{422}},
+		"wip": {summary: "Work in progress",
+			description: "Unbilled time (`draft`, `submitted`, `approved`) per matter, largest first. One Query per unbilled status.",
+			ok:          []resp{{200, "The report.", "WipReportResponse", nil}}},
+		"receivables-aging": {summary: "Receivables aging",
+			description: "Open invoices by days past due. One Query of the open-invoice index.",
+			params:      []M{dateFilter("as_of", "Default: today (UTC).")},
+			ok:          []resp{{200, "The report.", "ReceivablesAgingReportResponse", nil}}, errs: []int{422}},
+	}
+	var out []op
+	for _, typ := range report.Types {
+		o, ok := doc[typ]
+		if !ok {
+			panic("report type " + typ + " is not documented in shared/openapi/build")
+		}
+		o.path = "/reports/" + typ
+		o.id = "reports." + typ
+		out = append(out, o)
+	}
+	// The route is one pattern: a key is checked before the type is.
+	return append(out, op{path: "/reports/{type}", id: "reports.unknown", summary: "Any other report type",
+		description: "There is no such report: 404 naming the known types (after the key and its scope are checked).",
+		pathParam: M{"type": M{"name": "type", "in": "path", "required": true, "schema": M{"type": "string"},
+			"description": "Known: " + strings.Join(report.Types, ", ") + "."}},
+		errs: []int{404}})
+}
+
+func withRequired(p M) M { p["required"] = true; return p }
+
+func parameters() M {
+	return M{
+		"per_page": M{"name": "per_page", "in": "query", "description": "Page size; anything but an integer from 1 to 100 is 422.",
+			"schema": M{"type": "integer", "minimum": 1, "maximum": httpapi.MaxPerPage, "default": httpapi.DefaultPerPage}},
+		"cursor": M{"name": "cursor", "in": "query",
+			"description": "Opaque, from the previous page's `links.next`. Send it alone or with the same filters (other filters are 422); a tampered cursor is 422.",
+			"schema":      M{"type": "string"}},
+		"updated_since": M{"name": "updated_since", "in": "query",
+			"description": "Inclusive (>=). A date (midnight UTC) or a date-time with `Z` or an offset; send `+` as `%2B` (an unencoded `+` arrives as a space and is 422).",
+			"schema":      M{"type": "string", "pattern": `^[0-9]{4}-[0-9]{2}-[0-9]{2}([Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2}))?$`}},
+		"Idempotency-Key": M{"name": "Idempotency-Key", "in": "header", "required": true,
+			"description": "Your key for this create, e.g. derived from the source row id. Missing, empty or longer than 255 characters is 422.",
+			"schema":      M{"type": "string", "minLength": 1, "maxLength": httpapi.MaxIdempotencyKey}},
+		"If-None-Match": M{"name": "If-None-Match", "in": "header",
+			"description": "An `ETag` from an earlier read (or `*`): 304 without a body when it still matches.",
+			"schema":      M{"type": "string"}},
+	}
+}
+
+func header(desc string, schema M, required bool) M {
+	h := M{"description": desc, "schema": schema}
+	if required {
+		h["required"] = true
+	}
+	return h
+}
+
+func headers() M {
+	intS := M{"type": "integer", "minimum": 0}
+	strS := M{"type": "string"}
+	return M{
+		"X-Request-Id":                header("Id of this request in the service's logs; quote it when reporting a problem.", strS, true),
+		"X-RateLimit-Limit":           header("Requests allowed per minute to this API client.", intS, true),
+		"X-RateLimit-Remaining":       header("Requests left in the current window.", intS, true),
+		"X-RateLimit-Reset":           header("Unix time (seconds) when the current window ends and the count starts again.", intS, true),
+		"RateLimit-Policy":            header("IETF draft: `\"default\";q=<limit>;w=60`.", strS, true),
+		"RateLimit":                   header("IETF draft: `\"default\";r=<remaining>;t=<seconds until the reset>`.", strS, true),
+		"Retry-After":                 header("Seconds to wait before retrying.", M{"type": "integer", "minimum": 1}, true),
+		"Retry-After-Optional":        header("On a 409 for a request still running: seconds after which retrying may succeed. Absent when the body differs: not retryable as sent.", M{"type": "integer", "minimum": 1}, false),
+		"WWW-Authenticate":            header("`Bearer realm=\"api\"`.", strS, true),
+		"ETag":                        header("Strong validator of the representation.", strS, true),
+		"Location":                    header("URL of the created resource.", M{"type": "string", "format": "uri-reference"}, true),
+		"Idempotent-Replayed":         header("`true` on a replay; absent on the original 201.", M{"type": "string", "enum": []string{"true"}}, true),
+		"Cache-Control":               header("Caching of this document.", strS, true),
+		"Access-Control-Allow-Origin": header("`*`: documentation tools on other origins may fetch the document.", strS, true),
+		"Deprecation":                 header("RFC 9745, `@<unix seconds>`: this version is deprecated since then. Absent while the version is current.", strS, false),
+		"Sunset":                      header("RFC 8594 HTTP-date when this version will be removed; at least six months after `Deprecation`.", strS, false),
+		"Link":                        header("`<url>; rel=\"deprecation\"`: migration notes, with `Deprecation`.", strS, false),
+	}
+}
+
+func responses() M {
+	errResp := func(desc, schema string, names ...string) M {
+		hs := M{}
+		for _, h := range append(append([]string{}, always...), names...) {
+			key := h
+			if h == "Retry-After-Optional" {
+				key = "Retry-After"
+			}
+			hs[key] = ref("headers", h)
+		}
+		r := M{"description": desc, "headers": hs}
+		if schema != "" {
+			r["content"] = M{"application/json": M{"schema": schemaRef(schema)}}
+		}
+		return r
+	}
+	counted := func(extra ...string) []string { return append(append([]string{}, rateHeaders...), extra...) }
+	return M{
+		"NotModified": errResp("Not modified: `If-None-Match` matched the current `ETag`. No body.", "", counted("ETag")...),
+		"Unauthorized": errResp("Authorization missing or not Bearer, or the key unknown, revoked or expired (one message for the three). Not counted against any rate limit.",
+			"Error", "WWW-Authenticate"),
+		"Forbidden": errResp("The key lacks this operation's scope.", "ScopeError", counted()...),
+		"NotFound":  errResp("No such record in this organisation (including malformed ids and other organisations' ids).", "Error", counted()...),
+		"Conflict": errResp("The Idempotency-Key was used with a different body, or its first request is still running (then with `Retry-After`).",
+			"Error", counted("Retry-After-Optional")...),
+		"PayloadTooLarge":    errResp("The body exceeds 1 MiB (1,048,576 bytes).", "Error"),
+		"Unprocessable":      errResp("Invalid filters, parameters, headers or body; every problem is listed. Nothing was written and the Idempotency-Key stays unused.", "ValidationError", counted()...),
+		"TooManyRequests":    errResp("Rate limit exceeded.", "Error", counted("Retry-After")...),
+		"InternalError":      errResp("A bug: the message names the request id. Nothing was half-written; a create may be retried with the same key.", "Error"),
+		"ServiceUnavailable": errResp("The data store is temporarily unavailable; nothing was written. Retry (with the same Idempotency-Key).", "Error", "Retry-After"),
+	}
+}
+
+// webhooks documents the deliveries subscribers receive (OpenAPI 3.1).
+func webhooks() M {
+	hdr := func(name, desc string, schema M) M {
+		return M{"name": name, "in": "header", "required": true, "description": desc, "schema": schema}
+	}
+	out := M{}
+	for _, ev := range events {
+		out[ev.name] = M{"post": M{
+			"summary":     ev.summary,
+			"description": "Delivered to every active endpoint subscribed to `" + ev.name + "`. At least once and unordered: deduplicate on the event id. Up to 5 attempts, pauses 30 s, 2 min, 8 min, 30 min; 5 s to connect, 10 s for the answer.",
+			"operationId": "webhook." + ev.name,
+			"parameters": []M{
+				hdr("Service-Signature", "`t=<unix seconds>,v1=<hex HMAC-SHA256 of \"{t}.{raw body}\" keyed with the endpoint's secret>`. Hash the raw bytes; compare in constant time; reject t more than 300 s from your clock.",
+					M{"type": "string", "pattern": "^t=[0-9]+,v1=[0-9a-f]{64}$"}),
+				hdr("Service-Event-Id", "Equal to the body's `id`; the same on every attempt.", M{"type": "string", "format": "uuid"}),
+				hdr("Service-Event-Type", "The event name.", M{"type": "string", "enum": []string{ev.name}}),
+				hdr("Service-Delivery-Attempt", "Attempt number, from 1.", M{"type": "integer", "minimum": 1, "maximum": 5}),
+				hdr("User-Agent", "", M{"type": "string", "enum": []string{"Service-Webhook/1.0"}}),
+			},
+			"requestBody": M{"required": true, "content": M{"application/json": M{"schema": schemaRef(ev.schema)}}},
+			"responses": M{
+				"2XX":     M{"description": "Received. Any 2xx counts; only the first 4 KiB of the answer is read."},
+				"default": M{"description": "Anything else (or no answer, or a redirect) is a failed attempt and is retried; 20 consecutive failed attempts turn the endpoint off."},
+			},
+		}}
+	}
+	return out
+}

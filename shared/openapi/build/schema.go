@@ -1,0 +1,427 @@
+package build
+
+import (
+	"maps"
+
+	"github.com/practice-api/practice-api/shared/billing"
+	"github.com/practice-api/practice-api/shared/matter"
+	"github.com/practice-api/practice-api/shared/outbox"
+	"github.com/practice-api/practice-api/shared/party"
+	"github.com/practice-api/practice-api/shared/timeentry"
+)
+
+// M is a JSON object of the document.
+type M = map[string]any
+
+func ref(kind, name string) M { return M{"$ref": "#/components/" + kind + "/" + name} }
+func schemaRef(name string) M { return ref("schemas", name) }
+
+func withDesc(s M, desc string) M {
+	out := maps.Clone(s)
+	if desc != "" {
+		out["description"] = desc
+	}
+	return out
+}
+
+func str(desc string) M      { return withDesc(M{"type": "string"}, desc) }
+func integer(desc string) M  { return withDesc(M{"type": "integer"}, desc) }
+func boolean(desc string) M  { return withDesc(M{"type": "boolean"}, desc) }
+func uuidS(desc string) M    { return withDesc(M{"type": "string", "format": "uuid"}, desc) }
+func date(desc string) M     { return withDesc(M{"type": "string", "format": "date"}, desc) }
+func dateTime(desc string) M { return withDesc(M{"type": "string", "format": "date-time"}, desc) }
+func enum(desc string, v ...string) M {
+	return withDesc(M{"type": "string", "enum": v}, desc)
+}
+func array(items M, desc string) M { return withDesc(M{"type": "array", "items": items}, desc) }
+
+// money is an amount in minor units (øre): never a decimal.
+func money(desc string) M {
+	return withDesc(M{"type": "integer", "minimum": 0}, desc+" Integer minor units (øre): 1250 means 12.50 DKK.")
+}
+
+// orNull lets a schema's value also be JSON null (OpenAPI 3.1 type arrays).
+func orNull(s M) M {
+	out := maps.Clone(s)
+	out["type"] = []string{s["type"].(string), "null"}
+	return out
+}
+
+// object is an object schema; required names must be among props.
+func object(desc string, required []string, props M) M {
+	s := M{"type": "object", "properties": props}
+	if len(required) > 0 {
+		s["required"] = required
+	}
+	return withDesc(s, desc)
+}
+
+// closed refuses properties the schema does not list (write bodies: the
+// service answers 422 for an unknown field).
+func closed(s M) M {
+	out := maps.Clone(s)
+	out["additionalProperties"] = false
+	return out
+}
+
+// timestamps are created_at and updated_at, UTC with microseconds.
+func timestamps(props M) M {
+	props["created_at"] = dateTime("When the record was created (UTC, microseconds).")
+	props["updated_at"] = dateTime("When the record last changed (UTC, microseconds); lists and `updated_since` use it.")
+	return props
+}
+
+const currencyDesc = "ISO 4217 currency of every amount of the record; `DKK`."
+
+func currency() M { return enum(currencyDesc, "DKK") }
+
+// schemas are the document's named schemas.
+func schemas() M {
+	s := M{}
+	s["Error"] = object("Every error answer. 422s add `field` and `errors`; 403s add `required_scope`.",
+		[]string{"message"}, M{
+			"message":        str("What went wrong and, where the caller can act, what to do."),
+			"field":          str("422: the first field at fault (repeats `errors[0].field`)."),
+			"errors":         array(schemaRef("FieldError"), "422: every problem found in the request, at once."),
+			"required_scope": str("403: the scope the operation requires and the key lacks."),
+		})
+	s["FieldError"] = object("One problem with one field, header or parameter.", []string{"field", "message"}, M{
+		"field":   str("Body field, query parameter or header (`Idempotency-Key`) at fault; `body` for a body that is not one JSON object."),
+		"message": str("What is wrong with it."),
+	})
+	s["ValidationError"] = object("422: invalid filters or body; every problem is listed.",
+		[]string{"message", "field", "errors"}, M{
+			"message": str("The first problem (and how many more there are)."),
+			"field":   str("The field of the first problem."),
+			"errors":  withDesc(M{"type": "array", "items": schemaRef("FieldError"), "minItems": 1}, "Every problem found."),
+		})
+	s["ScopeError"] = object("403: the key lacks the operation's scope. Scopes are fixed when a key is minted: ask for a new key.",
+		[]string{"message", "required_scope"}, M{
+			"message":        str(""),
+			"required_scope": str("The missing scope."),
+		})
+	s["CursorMeta"] = object("Page metadata.", []string{"per_page", "count", "has_more", "next_cursor"}, M{
+		"per_page":    integer("The page size asked for (default 50)."),
+		"count":       integer("Items on this page."),
+		"has_more":    boolean("Whether another page follows; keep following `links.next` until it is null."),
+		"next_cursor": orNull(str("Opaque cursor of the next page (the `cursor` in `links.next`); null on the last page.")),
+	})
+	s["CursorLinks"] = object("Continuation links.", []string{"next"}, M{
+		"next": orNull(withDesc(M{"type": "string", "format": "uri"},
+			"Absolute URL of the next page, carrying the filters; null on the last page.")),
+	})
+
+	s["Matter"] = object("A case, always on one client engagement.",
+		[]string{"id", "client_id", "matter_number", "status", "hourly_rate", "currency", "created_at", "updated_at"},
+		timestamps(M{
+			"id":            uuidS(""),
+			"client_id":     uuidS("The client engagement the matter belongs to."),
+			"matter_number": str("Unique in the organisation: the one imported, or `SAG-<n>` assigned by the service (numbers may have gaps)."),
+			"title":         str("Present when set."),
+			"status":        enum("", matter.Statuses...),
+			"hourly_rate":   orNull(money("Default rate of the matter's time entries; null when the matter has none.")),
+			"currency":      currency(),
+			"closed_at":     dateTime("Present once the matter is closed or archived."),
+		}))
+	s["Client"] = object("An engagement on exactly one party (company or person); it holds no party data of its own.",
+		[]string{"id", "type", "kyc_status", "created_at", "updated_at"},
+		timestamps(M{
+			"id":             uuidS(""),
+			"type":           enum("The kind of party engaged; `company_id` or `person_id` is present accordingly.", party.TypeCompany, party.TypePerson),
+			"company_id":     uuidS("Present when `type` is `company`."),
+			"person_id":      uuidS("Present when `type` is `person`."),
+			"kyc_status":     enum("Opens at `pending` on every imported engagement; the application moves it.", party.KYCStatuses...),
+			"kyc_expires_at": dateTime("Present when the KYC case has an expiry."),
+		}))
+	s["Person"] = object("A person party. There is no CPR field, in any spelling: it is never accepted or returned.",
+		[]string{"id", "name", "email", "created_at", "updated_at"},
+		timestamps(M{
+			"id":    uuidS(""),
+			"name":  str(""),
+			"email": withDesc(M{"type": "string", "format": "email"}, "Unique among the organisation's people (case-insensitive)."),
+			"phone": str("Present when set."),
+		}))
+	s["Company"] = object("A company party. After creation the service fetches its register snapshot and logo in the background (`enrichment`).",
+		[]string{"id", "name", "cvr", "created_at", "updated_at"},
+		timestamps(M{
+			"id":         uuidS(""),
+			"name":       str(""),
+			"cvr":        withDesc(M{"type": "string", "pattern": "^[0-9]{8}$"}, "Danish CVR number, digits only; unique in the organisation."),
+			"enrichment": schemaRef("Enrichment"),
+		}))
+	s["Enrichment"] = object("Outcome of the background fetch from the company register. Each change moves the company's `updated_at`.",
+		[]string{"status"}, M{
+			"status": enum("`pending`: queued or waiting for a retry; `done`; `failed`: unknown CVR or retries exhausted; `skipped`: no register configured.",
+				party.EnrichmentPending, party.EnrichmentDone, party.EnrichmentFailed, party.EnrichmentSkipped),
+			"attempts":   integer("Fetch attempts made so far."),
+			"register":   M{"type": "object", "description": "The register's snapshot of the company, as the register answered."},
+			"logo":       schemaRef("Logo"),
+			"error":      str("Why the last attempt failed."),
+			"updated_at": dateTime("When the enrichment last changed."),
+		})
+	s["Logo"] = object("The stored logo (its bytes are not served).", []string{"content_type", "size", "sha256"}, M{
+		"content_type": str("An `image/*` media type."),
+		"size":         integer("Bytes."),
+		"sha256":       withDesc(M{"type": "string", "pattern": "^[0-9a-f]{64}$"}, "Hex SHA-256 of the bytes."),
+	})
+	s["TimeEntry"] = object("Time logged on a matter. `amount` is derived on every save: duration_minutes × hourly_rate / 60, rounded half up to whole øre.",
+		[]string{"id", "matter_id", "client_id", "user_id", "date", "duration_minutes", "hourly_rate", "amount", "currency", "status", "created_at", "updated_at"},
+		timestamps(M{
+			"id":               uuidS(""),
+			"matter_id":        uuidS(""),
+			"client_id":        uuidS("The matter's client engagement."),
+			"user_id":          uuidS("Who logged the time: the one imported, else the id of the API client that logged it."),
+			"date":             date("The entry date."),
+			"duration_minutes": withDesc(M{"type": "integer", "minimum": 1, "maximum": 1440}, "Whole minutes."),
+			"hourly_rate":      money("The rate the entry was priced at."),
+			"amount":           money("Derived: duration_minutes × hourly_rate / 60, rounded half up."),
+			"currency":         currency(),
+			"status":           enum("Opens at `draft`; the application moves it (`invoiced` only through an invoice).", timeentry.Statuses...),
+			"description":      str("Present when set."),
+			"invoice_id":       uuidS("Present while the entry is billed by an invoice."),
+		}))
+	invoiceProps := func() M {
+		return timestamps(M{
+			"id":         uuidS(""),
+			"number":     withDesc(M{"type": "string", "pattern": "^INV-[0-9]+$"}, "Unique invoice number."),
+			"matter_id":  uuidS(""),
+			"client_id":  uuidS(""),
+			"status":     enum("", billing.Statuses...),
+			"issue_date": date(""),
+			"due_date":   date(""),
+			"currency":   currency(),
+			"total":      money("The sum of the lines."),
+			"sent_at":    dateTime("Present once sent."),
+			"paid_at":    dateTime("Present once paid."),
+		})
+	}
+	invoiceRequired := []string{"id", "number", "matter_id", "client_id", "status", "issue_date", "due_date", "currency", "total", "created_at", "updated_at"}
+	s["Invoice"] = object("An invoice as listed: without `lines` (read one invoice for them).", invoiceRequired, invoiceProps())
+	detail := invoiceProps()
+	detail["lines"] = withDesc(M{"type": "array", "items": schemaRef("InvoiceLine"), "maxItems": billing.MaxLines}, "The invoice's lines.")
+	s["InvoiceDetail"] = object("An invoice with its `lines`.", append(invoiceRequired, "lines"), detail)
+	s["InvoiceLine"] = object("", []string{"description", "amount"}, M{
+		"description":   str(""),
+		"amount":        withDesc(M{"type": "integer"}, "Integer minor units (øre)."),
+		"time_entry_id": uuidS("Present when the line bills a time entry."),
+	})
+	s["Document"] = object("A document register entry: metadata only. The service holds no bytes, download URLs or previews, so no field can carry them.",
+		[]string{"id", "matter_id", "name", "filename", "mime_type", "size_bytes", "folder", "created_at", "updated_at"},
+		timestamps(M{
+			"id":              uuidS(""),
+			"matter_id":       uuidS(""),
+			"name":            str("Display name."),
+			"filename":        str(""),
+			"mime_type":       str("Media type, e.g. `application/pdf`."),
+			"size_bytes":      withDesc(M{"type": "integer", "minimum": 0}, "Size of the file in bytes."),
+			"folder":          str("Folder within the matter (exact-match filter)."),
+			"signing_flow_id": uuidS("Present once a signing flow was sealed."),
+			"signed_at":       dateTime("Present once signed."),
+		}))
+
+	s["WebhookEndpoint"] = object("A subscriber of events. After 20 consecutive failed delivery attempts it is turned off (`is_active` false); PATCH `is_active: true` resumes it.",
+		[]string{"id", "url", "event_types", "is_active", "consecutive_failures", "created_at", "updated_at"},
+		timestamps(M{
+			"id":                   uuidS(""),
+			"url":                  withDesc(M{"type": "string", "format": "uri", "pattern": "^https://"}, ""),
+			"event_types":          withDesc(M{"type": "array", "items": enum("", outbox.Types...), "minItems": 1}, ""),
+			"is_active":            boolean(""),
+			"consecutive_failures": withDesc(M{"type": "integer", "minimum": 0}, "Failed attempts since the last success."),
+			"disabled_at":          dateTime("Present when the service turned the endpoint off."),
+		}))
+	s["WebhookDelivery"] = object("One delivery attempt, kept 30 days.",
+		[]string{"id", "endpoint_id", "event_id", "event_type", "attempt", "succeeded", "duration_ms", "attempted_at"}, M{
+			"id":           uuidS(""),
+			"endpoint_id":  uuidS(""),
+			"event_id":     uuidS("Equal to the delivered body's `id` and `Service-Event-Id`."),
+			"event_type":   enum("", outbox.Types...),
+			"attempt":      withDesc(M{"type": "integer", "minimum": 1}, "Attempt number of the event, from 1."),
+			"succeeded":    boolean("Whether the receiver answered 2xx."),
+			"status_code":  integer("The receiver's HTTP status, when it answered."),
+			"error":        str("Why the attempt failed, when it did."),
+			"duration_ms":  withDesc(M{"type": "integer", "minimum": 0}, ""),
+			"attempted_at": dateTime(""),
+		})
+	s["DeliveryRetry"] = object("A resend of a failed attempt's event, queued as a new first attempt.",
+		[]string{"event_id", "endpoint_id", "status"}, M{
+			"event_id":    uuidS(""),
+			"endpoint_id": uuidS(""),
+			"status":      enum("", "queued"),
+		})
+
+	s["ReportTotals"] = object("", []string{"entries", "minutes", "amount"}, M{
+		"entries": integer("Time entries counted."),
+		"minutes": integer(""),
+		"amount":  integer("Integer minor units (øre)."),
+	})
+	group := timeTotals(M{"key": str("The status, user id or matter id of the group.")})
+	s["ReportGroup"] = object("Totals of one group.", []string{"key", "entries", "minutes", "amount"}, group)
+	s["TimeSummaryReport"] = object("Minutes and amounts of the time entries dated in the range.",
+		[]string{"type", "date_from", "date_to", "currency", "totals", "by_status", "by_user", "by_matter"}, M{
+			"type":      enum("", "time-summary"),
+			"date_from": date(""),
+			"date_to":   date(""),
+			"currency":  currency(),
+			"totals":    schemaRef("ReportTotals"),
+			"by_status": array(schemaRef("ReportGroup"), "By time-entry status."),
+			"by_user":   array(schemaRef("ReportGroup"), "By user_id."),
+			"by_matter": array(schemaRef("ReportGroup"), "By matter_id."),
+		})
+	s["WipMatter"] = object("Unbilled time of one matter.",
+		[]string{"matter_id", "client_id", "oldest_date", "amount_by_status", "entries", "minutes", "amount"},
+		timeTotals(M{
+			"matter_id":   uuidS(""),
+			"client_id":   uuidS(""),
+			"oldest_date": date("Date of the oldest unbilled entry."),
+			"amount_by_status": withDesc(M{"type": "object", "additionalProperties": M{"type": "integer"}},
+				"Amount (minor units) per unbilled status (`draft`, `submitted`, `approved`)."),
+		}))
+	s["WipReport"] = object("Work in progress: time not yet invoiced or written off, per matter, largest first.",
+		[]string{"type", "currency", "totals", "matters"}, M{
+			"type":     enum("", "wip"),
+			"currency": currency(),
+			"totals":   schemaRef("ReportTotals"),
+			"matters":  array(schemaRef("WipMatter"), ""),
+		})
+	s["AgingBucket"] = object("", []string{"bucket", "invoices", "total"}, M{
+		"bucket":   enum("Days past due.", "current", "1-30", "31-60", "61-90", "90+"),
+		"invoices": integer(""),
+		"total":    integer("Integer minor units (øre)."),
+	})
+	s["ReceivablesAgingReport"] = object("Open invoices (sent, partially paid, overdue) by days past their due date. A partially paid invoice counts at its full total.",
+		[]string{"type", "as_of", "currency", "invoices", "total", "buckets"}, M{
+			"type":     enum("", "receivables-aging"),
+			"as_of":    date(""),
+			"currency": currency(),
+			"invoices": integer(""),
+			"total":    integer("Integer minor units (øre)."),
+			"buckets":  withDesc(M{"type": "array", "items": schemaRef("AgingBucket"), "minItems": 5, "maxItems": 5}, "Always the five buckets, in order."),
+		})
+
+	writeBodies(s)
+	eventSchemas(s)
+	for _, name := range []string{"Matter", "Client", "Person", "Company", "TimeEntry", "Invoice", "Document", "WebhookEndpoint", "WebhookDelivery"} {
+		s[name+"List"] = object("A page of "+name+" records.", []string{"data", "meta", "links"}, M{
+			"data":  array(schemaRef(name), ""),
+			"meta":  schemaRef("CursorMeta"),
+			"links": schemaRef("CursorLinks"),
+		})
+	}
+	for _, name := range []string{"Matter", "Client", "Person", "Company", "TimeEntry", "InvoiceDetail", "Document", "WebhookEndpoint", "DeliveryRetry",
+		"TimeSummaryReport", "WipReport", "ReceivablesAgingReport"} {
+		s[name+"Response"] = object("", []string{"data"}, M{"data": schemaRef(name)})
+	}
+	s["OpenAPIDocument"] = M{"type": "object", "description": "An OpenAPI 3.1 document.", "required": []string{"openapi", "info", "paths"}}
+	s["WebhookEndpointCreated"] = object("The new endpoint and, beside it, its signing secret: shown here only, never again.",
+		[]string{"data", "secret"}, M{
+			"data":   schemaRef("WebhookEndpoint"),
+			"secret": str("HMAC-SHA256 key of `Service-Signature`. Store it now."),
+		})
+	return s
+}
+
+func timeTotals(props M) M {
+	props["entries"] = integer("Time entries counted.")
+	props["minutes"] = integer("")
+	props["amount"] = integer("Integer minor units (øre).")
+	return props
+}
+
+// writeBodies are the create and update bodies. Unknown, derived and
+// assigned fields are refused with 422; a null is the same as absent.
+func writeBodies(s M) {
+	moneyIn := func(desc string) M {
+		return orNull(withDesc(M{"type": "integer", "minimum": 0, "maximum": 10_000_000_000},
+			desc+" Integer minor units (øre): `1250` means 12.50 DKK; `1250.00`, `12.5` and `\"1250\"` are refused (422), never rounded."))
+	}
+	text := func(max int, desc string) M {
+		return withDesc(M{"type": "string", "maxLength": max}, desc)
+	}
+	s["PersonCreate"] = closed(object("A person party. Any CPR field (`cpr`, `CPR`, `cpr_number`, `personnummer`, …, at any depth) and any CPR-like value are refused with 422.",
+		[]string{"name", "email"}, M{
+			"name":  text(200, ""),
+			"email": text(254, "Unique among the organisation's people (case-insensitive): a duplicate is 422."),
+			"phone": orNull(text(40, "")),
+		}))
+	s["CompanyCreate"] = closed(object("A company party.", []string{"name", "cvr"}, M{
+		"name": text(200, ""),
+		"cvr":  text(40, "8 digits; spaces and other formatting characters are ignored. A CVR already held by another company of the organisation is 422, naming it."),
+	}))
+	s["ClientCreate"] = closed(object("An engagement: exactly one of `company_id` and `person_id` (both or neither is 422). A party of another organisation, or one already engaged, is 422.",
+		nil, M{
+			"company_id": orNull(uuidS("")),
+			"person_id":  orNull(uuidS("")),
+		}))
+	s["MatterCreate"] = closed(object("A matter. `status` `active` needs the client's KYC case approved and unexpired (422 on `status` otherwise: import as `dormant` and activate in the application).",
+		[]string{"client_id"}, M{
+			"client_id":     uuidS("An existing client engagement of the organisation."),
+			"status":        orNull(enum("Default `dormant`. `closed` and `archived` are refused.", "dormant", "active")),
+			"matter_number": orNull(withDesc(M{"type": "string", "maxLength": 50}, "Letters, digits and `. _ / -`, starting with a letter or digit; unique (422 if used). Assigned (`SAG-<n>`) when absent.")),
+			"title":         orNull(text(200, "")),
+			"hourly_rate":   moneyIn("Default rate of the matter's time entries."),
+			"currency":      orNull(currency()),
+		}))
+	s["TimeEntryCreate"] = closed(object("A time entry; it opens at `draft`. `amount`, `status`, `client_id` and `currency` are derived and refused (422). The matter must not be closed or archived.",
+		[]string{"matter_id", "date", "duration_minutes"}, M{
+			"matter_id":        uuidS("An existing matter of the organisation."),
+			"date":             withDesc(M{"type": "string", "format": "date"}, "Entry date, 1900-01-01 to 2100-12-31."),
+			"duration_minutes": withDesc(M{"type": "integer", "minimum": 1, "maximum": 1440}, "Whole minutes."),
+			"hourly_rate":      moneyIn("When absent, the matter's `hourly_rate` (422 when the matter has none)."),
+			"user_id":          orNull(uuidS("Who did the work; default: the API client's id.")),
+			"description":      orNull(text(2000, "")),
+		}))
+	eventTypes := withDesc(M{"type": "array", "items": enum("", outbox.Types...), "minItems": 1}, "At least one event name.")
+	hook := withDesc(M{"type": "string", "maxLength": 2048, "pattern": "^https://"},
+		"Must begin `https://`. Hosts that are or resolve to loopback, private, link-local or other non-public addresses are refused.")
+	s["WebhookCreate"] = closed(object("A webhook endpoint; at most 50 per organisation. No Idempotency-Key is needed.",
+		[]string{"url", "event_types"}, M{
+			"url":         hook,
+			"event_types": eventTypes,
+			"is_active":   orNull(boolean("Default true.")),
+		}))
+	s["WebhookUpdate"] = closed(object("The fields to change. Turning an endpoint on resets `consecutive_failures`.", nil, M{
+		"is_active":   orNull(boolean("")),
+		"url":         orNull(hook),
+		"event_types": orNull(eventTypes),
+	}))
+}
+
+// eventSchemas are the bodies of webhook deliveries.
+func eventSchemas(s M) {
+	s["MatterEvent"] = object("Identifiers and status of the matter; read the rest through the API.",
+		[]string{"id", "status", "client_id", "matter_number"}, M{
+			"id": uuidS(""), "status": enum("", matter.Statuses...), "client_id": uuidS(""), "matter_number": str(""),
+		})
+	s["InvoiceEvent"] = object("Identifiers and status of the invoice.",
+		[]string{"id", "status", "total", "currency", "matter_id", "client_id"}, M{
+			"id": uuidS(""), "status": enum("", billing.Statuses...), "total": integer("Integer minor units (øre)."),
+			"currency": currency(), "matter_id": uuidS(""), "client_id": uuidS(""),
+		})
+	s["TimeEntryEvent"] = object("Identifiers and status of the time entry.",
+		[]string{"id", "status", "matter_id", "user_id", "date"}, M{
+			"id": uuidS(""), "status": enum("", timeentry.Statuses...), "matter_id": uuidS(""), "user_id": uuidS(""), "date": date(""),
+		})
+	s["SigningFlowEvent"] = object("Identifiers and status of the sealed signing flow.",
+		[]string{"id", "status", "document_id", "matter_id"}, M{
+			"id": uuidS(""), "status": str(""), "document_id": uuidS(""), "matter_id": uuidS(""),
+		})
+	for _, ev := range events {
+		s[ev.schema] = object("The body of a `"+ev.name+"` delivery.", []string{"id", "event", "timestamp", "organization_id", "data"}, M{
+			"id":              uuidS("Event id: equal to `Service-Event-Id`, the same on every attempt. Deduplicate on it."),
+			"event":           enum("", ev.name),
+			"timestamp":       dateTime("When the event happened (ISO 8601 with offset)."),
+			"organization_id": uuidS(""),
+			"data":            object("", []string{ev.key}, M{ev.key: schemaRef(ev.payload)}),
+		})
+	}
+}
+
+// events are the webhook event types and their data keys.
+var events = []struct{ name, key, payload, schema, summary string }{
+	{outbox.MatterCreated, "matter", "MatterEvent", "MatterCreatedEvent", "A matter was created."},
+	{outbox.MatterClosed, "matter", "MatterEvent", "MatterClosedEvent", "A matter was closed."},
+	{outbox.InvoiceIssued, "invoice", "InvoiceEvent", "InvoiceIssuedEvent", "An invoice was issued or sent."},
+	{outbox.InvoicePaid, "invoice", "InvoiceEvent", "InvoicePaidEvent", "An invoice was paid in full."},
+	{outbox.DocumentSigned, "signing_flow", "SigningFlowEvent", "DocumentSignedEvent", "A signing flow was sealed."},
+	{outbox.TimeEntryCreated, "time_entry", "TimeEntryEvent", "TimeEntryCreatedEvent", "A time entry was created."},
+}
