@@ -20,6 +20,7 @@ import (
 	"github.com/practice-api/practice-api/shared/billing"
 	"github.com/practice-api/practice-api/shared/document"
 	"github.com/practice-api/practice-api/shared/matter"
+	"github.com/practice-api/practice-api/shared/openapi/conformance"
 	"github.com/practice-api/practice-api/shared/outbox"
 	"github.com/practice-api/practice-api/shared/queue"
 	"github.com/practice-api/practice-api/shared/webhook"
@@ -42,8 +43,18 @@ type delivery struct {
 
 func newReceiver(t *testing.T, script ...int) *receiver {
 	rc := &receiver{script: script}
+	checker, err := conformance.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, p := range checker.Problems() {
+			t.Errorf("OpenAPI mismatch: %s", p)
+		}
+	})
 	rc.srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
+		checker.CheckDelivery(r, b) // every delivery as the document's webhooks describe it
 		rc.mu.Lock()
 		rc.got = append(rc.got, delivery{r.Header.Clone(), b})
 		status := rc.script[min(len(rc.got), len(rc.script))-1]

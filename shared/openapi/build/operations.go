@@ -393,6 +393,8 @@ func webhooks() M {
 			"summary":     ev.summary,
 			"description": "Delivered to every active endpoint subscribed to `" + ev.name + "`. At least once and unordered: deduplicate on the event id. Up to 5 attempts, pauses 30 s, 2 min, 8 min, 30 min; 5 s to connect, 10 s for the answer.",
 			"operationId": "webhook." + ev.name,
+			// No bearer key: the Service-Signature header authenticates.
+			"security": []M{},
 			"parameters": []M{
 				hdr("Service-Signature", "`t=<unix seconds>,v1=<hex HMAC-SHA256 of \"{t}.{raw body}\" keyed with the endpoint's secret>`. Hash the raw bytes; compare in constant time; reject t more than 300 s from your clock.",
 					M{"type": "string", "pattern": "^t=[0-9]+,v1=[0-9a-f]{64}$"}),

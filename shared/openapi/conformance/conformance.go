@@ -88,6 +88,7 @@ type Exchange struct {
 // Checker holds the document, read strictly, and the mismatches found.
 type Checker struct {
 	doc    *openapi3.T
+	hooks  *openapi3.T
 	router routers.Router
 	errSch *openapi3.Schema
 
@@ -103,12 +104,15 @@ func New() (*Checker, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Checker{doc: l.doc, router: l.router, errSch: l.doc.Components.Schemas["Error"].Value, seen: map[string]bool{}}, nil
+	return &Checker{doc: l.doc, router: l.router, hooks: l.hooks, errSch: l.doc.Components.Schemas["Error"].Value, seen: map[string]bool{}}, nil
 }
 
 type loaded struct {
 	doc    *openapi3.T
 	router routers.Router
+	// hooks holds the document's webhooks as paths "/<event>", with the
+	// same components (kin-openapi does not read 3.1's webhooks).
+	hooks *openapi3.T
 }
 
 // load reads the document once per process; checking only reads it.
@@ -124,7 +128,27 @@ var load = sync.OnceValues(func() (loaded, error) {
 	if err != nil {
 		return loaded{}, fmt.Errorf("conformance: %w", err)
 	}
-	return loaded{doc, router}, nil
+	var raw map[string]any
+	if err := json.Unmarshal(openapi.Document, &raw); err != nil {
+		return loaded{}, fmt.Errorf("conformance: %w", err)
+	}
+	paths := map[string]any{}
+	hooks, _ := raw["webhooks"].(map[string]any)
+	for name, item := range hooks {
+		paths["/"+name] = item
+	}
+	raw["paths"] = paths
+	delete(raw, "webhooks")
+	data, err := json.Marshal(raw)
+	if err != nil {
+		return loaded{}, fmt.Errorf("conformance: %w", err)
+	}
+	hookDoc, err := openapi3.NewLoader().LoadFromData(data)
+	if err != nil {
+		return loaded{}, fmt.Errorf("conformance: webhooks: %w", err)
+	}
+	tighten(hookDoc)
+	return loaded{doc, router, hookDoc}, nil
 })
 
 // tighten closes every object schema that lists its properties, so that an
@@ -155,7 +179,29 @@ func tighten(doc *openapi3.T) {
 
 // Check returns the mismatches of one exchange (and records them).
 func (c *Checker) Check(ctx context.Context, ex Exchange) []string {
-	probs := c.check(ctx, ex)
+	return c.record(c.check(ctx, ex))
+}
+
+// CheckDelivery checks a webhook delivery a receiver got (its headers and
+// raw body) against the document's webhooks (and records the mismatches).
+func (c *Checker) CheckDelivery(r *http.Request, body []byte) []string {
+	event := r.Header.Get("Service-Event-Type")
+	item := c.hooks.Paths.Value("/" + event)
+	if item == nil || item.Post == nil {
+		return c.record([]string{fmt.Sprintf("delivery of event type %q: not in the document's webhooks", event)})
+	}
+	req := r.Clone(context.Background())
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	route := &routers.Route{Spec: c.hooks, Path: "/" + event, PathItem: item, Method: http.MethodPost, Operation: item.Post}
+	in := &openapi3filter.RequestValidationInput{Request: req, Route: route, Options: &openapi3filter.Options{MultiError: true}}
+	if err := openapi3filter.ValidateRequest(context.Background(), in); err != nil {
+		return c.record([]string{fmt.Sprintf("delivery of %s: %s", event, oneLine(err))})
+	}
+	c.record(nil)
+	return nil
+}
+
+func (c *Checker) record(probs []string) []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.exchanges++

@@ -115,3 +115,47 @@ func TestCheckerCatchesDrift(t *testing.T) {
 		})
 	}
 }
+
+func TestCheckerChecksDeliveries(t *testing.T) {
+	body := `{"id":"` + id + `","event":"matter.created","timestamp":"2025-03-01T12:00:00Z","organization_id":"` + id + `",` +
+		`"data":{"matter":{"id":"` + id + `","status":"dormant","client_id":"` + id + `","matter_number":"SAG-1"}}}`
+	headers := func() http.Header {
+		return http.Header{
+			"Content-Type":             {"application/json"},
+			"User-Agent":               {"Service-Webhook/1.0"},
+			"Service-Signature":        {"t=1700000000,v1=" + strings.Repeat("ab", 32)},
+			"Service-Event-Id":         {id},
+			"Service-Event-Type":       {"matter.created"},
+			"Service-Delivery-Attempt": {"1"},
+		}
+	}
+	cases := []struct {
+		name   string
+		change func(http.Header) string
+		want   string
+	}{
+		{"conforming", func(http.Header) string { return body }, ""},
+		{"no signature", func(h http.Header) string { h.Del("Service-Signature"); return body }, "Service-Signature"},
+		{"sixth attempt", func(h http.Header) string { h.Set("Service-Delivery-Attempt", "6"); return body }, "Service-Delivery-Attempt"},
+		{"unknown event", func(h http.Header) string { h.Set("Service-Event-Type", "matter.deleted"); return body }, "matter.deleted"},
+		{"undocumented field", func(http.Header) string { return strings.Replace(body, `"SAG-1"`, `"SAG-1","title":"x"`, 1) }, "title"},
+		{"wrong data key", func(http.Header) string { return strings.Replace(body, `"matter":`, `"case":`, 1) }, "matter"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			checker, err := New()
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := httptest.NewRequest("POST", "https://receiver.example/hook", nil)
+			r.Header = headers()
+			probs := checker.CheckDelivery(r, []byte(c.change(r.Header)))
+			switch {
+			case c.want == "" && len(probs) > 0:
+				t.Fatalf("a conforming delivery was refused: %v", probs)
+			case c.want != "" && (len(probs) == 0 || !strings.Contains(strings.Join(probs, "\n"), c.want)):
+				t.Fatalf("want a mismatch naming %q, got %v", c.want, probs)
+			}
+		})
+	}
+}
