@@ -4,7 +4,7 @@ GO ?= $(shell command -v go || echo /usr/local/go/bin/go)
 FUNCTIONS := $(notdir $(wildcard functions/*))
 LAMBDA_OUT := .bin/lambda
 
-.PHONY: run test check unit e2e bench openapi build synth deploy local-up local-deploy local-test local-down clean
+.PHONY: run test check unit e2e bench openapi openapi-coverage build synth deploy local-up local-deploy local-test local-down clean
 
 # jsii (the CDK's Go bridge) runs on Node; Node 20 works but warns loudly.
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
@@ -37,6 +37,12 @@ bench:
 ## openapi: regenerate shared/openapi/openapi.json after changing routes or their descriptions
 openapi:
 	$(GO) test -count=1 -run TestDocumentIsCurrent ./shared/openapi/build -update
+
+## openapi-coverage: every test, then which documented answers (operation, status) they produced
+openapi-coverage:
+	rm -f .bin/openapi-coverage.txt && mkdir -p .bin
+	OPENAPI_COVERAGE=$(CURDIR)/.bin/openapi-coverage.txt $(GO) test -count=1 -timeout 15m ./... >/dev/null
+	$(GO) run ./scripts/cmd/openapi-coverage .bin/openapi-coverage.txt
 
 ## build: one arm64 bootstrap per Lambda under .bin/lambda/<function>/
 build: $(addprefix $(LAMBDA_OUT)/,$(addsuffix /bootstrap,$(FUNCTIONS)))

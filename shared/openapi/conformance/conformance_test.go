@@ -26,6 +26,7 @@ func counted(h http.Header) {
 // The checker must catch each kind of drift; a checker that passes
 // everything would make the API tests' check meaningless.
 func TestCheckerCatchesDrift(t *testing.T) {
+	t.Setenv("OPENAPI_COVERAGE", "") // these exchanges are made up: not the API's
 	cases := []struct {
 		name, method, path, body string
 		auth                     bool
