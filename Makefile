@@ -41,7 +41,7 @@ openapi:
 ## openapi-coverage: every test, then which documented answers (operation, status) they produced
 openapi-coverage:
 	rm -f .bin/openapi-coverage.txt && mkdir -p .bin
-	OPENAPI_COVERAGE=$(CURDIR)/.bin/openapi-coverage.txt $(GO) test -count=1 -timeout 15m ./... >/dev/null
+	OPENAPI_COVERAGE=$(CURDIR)/.bin/openapi-coverage.txt $(GO) test -count=1 -timeout 15m ./...
 	$(GO) run ./scripts/cmd/openapi-coverage .bin/openapi-coverage.txt
 
 ## build: one arm64 bootstrap per Lambda under .bin/lambda/<function>/

@@ -3,7 +3,6 @@ package build
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"flag"
 	"os"
 	"testing"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/practice-api/practice-api/shared/httpapi/routes"
 	"github.com/practice-api/practice-api/shared/openapi"
+	"github.com/practice-api/practice-api/shared/openapi/conformance"
 	"github.com/practice-api/practice-api/shared/outbox"
 	"github.com/practice-api/practice-api/shared/report"
 )
@@ -61,27 +61,12 @@ func TestDocumentIsValid(t *testing.T) {
 
 	// kin-openapi does not know 3.1's top-level webhooks: validate them as
 	// the paths of a document of their own, with the same components.
-	var raw map[string]any
-	if err := json.Unmarshal(openapi.Document, &raw); err != nil {
-		t.Fatal(err)
-	}
-	hooks, _ := raw["webhooks"].(map[string]any)
-	if len(hooks) != len(outbox.Types) {
-		t.Fatalf("%d webhooks documented, %d event types", len(hooks), len(outbox.Types))
-	}
-	paths := map[string]any{}
-	for name, item := range hooks {
-		paths["/"+name] = item
-	}
-	raw["paths"] = paths
-	delete(raw, "webhooks")
-	data, err := json.Marshal(raw)
+	hookDoc, err := conformance.LoadWebhooks(openapi.Document)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hookDoc, err := openapi3.NewLoader().LoadFromData(data)
-	if err != nil {
-		t.Fatal(err)
+	if n := len(hookDoc.Paths.Map()); n != len(outbox.Types) {
+		t.Fatalf("%d webhooks documented, %d event types", n, len(outbox.Types))
 	}
 	nullableAs30(hookDoc)
 	if err := hookDoc.Validate(context.Background(), validation...); err != nil {
@@ -99,7 +84,7 @@ var validation = []openapi3.ValidationOption{
 // nullableAs30 rewrites 3.1's nullable type arrays into 3.0's nullable.
 func nullableAs30(doc *openapi3.T) int {
 	nullables := 0
-	visitSchemas(doc, func(s *openapi3.Schema) {
+	conformance.VisitSchemas(doc, func(s *openapi3.Schema) {
 		if s.Type != nil && len(*s.Type) == 2 && s.Type.Includes(openapi3.TypeNull) {
 			other := (*s.Type)[0]
 			if other == openapi3.TypeNull {
@@ -159,48 +144,3 @@ func TestEveryRouteIsDocumented(t *testing.T) {
 }
 
 func reportTypes() []string { return report.Types }
-
-// visitSchemas calls f once on every schema of doc, however reached.
-func visitSchemas(doc *openapi3.T, f func(*openapi3.Schema)) {
-	seen := map[*openapi3.Schema]bool{}
-	var walk func(*openapi3.SchemaRef)
-	walk = func(r *openapi3.SchemaRef) {
-		if r == nil || r.Value == nil || seen[r.Value] {
-			return
-		}
-		s := r.Value
-		seen[s] = true
-		f(s)
-		for _, p := range s.Properties {
-			walk(p)
-		}
-		walk(s.Items)
-		walk(s.AdditionalProperties.Schema)
-		for _, l := range []openapi3.SchemaRefs{s.OneOf, s.AnyOf, s.AllOf} {
-			for _, x := range l {
-				walk(x)
-			}
-		}
-		walk(s.Not)
-	}
-	for _, s := range doc.Components.Schemas {
-		walk(s)
-	}
-	params := func(ps openapi3.Parameters) {
-		for _, p := range ps {
-			walk(p.Value.Schema)
-		}
-	}
-	for _, p := range doc.Components.Parameters {
-		walk(p.Value.Schema)
-	}
-	for _, h := range doc.Components.Headers {
-		walk(h.Value.Schema)
-	}
-	for _, item := range doc.Paths.Map() {
-		params(item.Parameters)
-		for _, op := range item.Operations() {
-			params(op.Parameters)
-		}
-	}
-}

@@ -129,9 +129,32 @@ var load = sync.OnceValues(func() (loaded, error) {
 	if err != nil {
 		return loaded{}, fmt.Errorf("conformance: %w", err)
 	}
+	hookDoc, err := LoadWebhooks(openapi.Document)
+	if err != nil {
+		return loaded{}, err
+	}
+	tighten(hookDoc)
+	return loaded{doc, router, hookDoc}, nil
+})
+
+// tighten closes every object schema that lists its properties, so that an
+// undocumented response field is a mismatch.
+func tighten(doc *openapi3.T) {
+	no := false
+	VisitSchemas(doc, func(s *openapi3.Schema) {
+		if len(s.Properties) > 0 && s.AdditionalProperties.Has == nil && s.AdditionalProperties.Schema == nil {
+			s.AdditionalProperties.Has = &no
+		}
+	})
+}
+
+// LoadWebhooks loads the webhooks of an OpenAPI 3.1 document as the paths
+// ("/<event>") of a document of their own, with the same components:
+// kin-openapi reads OpenAPI 3.0, which has no top-level webhooks.
+func LoadWebhooks(document []byte) (*openapi3.T, error) {
 	var raw map[string]any
-	if err := json.Unmarshal(openapi.Document, &raw); err != nil {
-		return loaded{}, fmt.Errorf("conformance: %w", err)
+	if err := json.Unmarshal(document, &raw); err != nil {
+		return nil, fmt.Errorf("conformance: %w", err)
 	}
 	paths := map[string]any{}
 	hooks, _ := raw["webhooks"].(map[string]any)
@@ -142,39 +165,57 @@ var load = sync.OnceValues(func() (loaded, error) {
 	delete(raw, "webhooks")
 	data, err := json.Marshal(raw)
 	if err != nil {
-		return loaded{}, fmt.Errorf("conformance: %w", err)
+		return nil, fmt.Errorf("conformance: %w", err)
 	}
-	hookDoc, err := openapi3.NewLoader().LoadFromData(data)
+	doc, err := openapi3.NewLoader().LoadFromData(data)
 	if err != nil {
-		return loaded{}, fmt.Errorf("conformance: webhooks: %w", err)
+		return nil, fmt.Errorf("conformance: webhooks: %w", err)
 	}
-	tighten(hookDoc)
-	return loaded{doc, router, hookDoc}, nil
-})
+	return doc, nil
+}
 
-// tighten closes every object schema that lists its properties, so that an
-// undocumented response field is a mismatch.
-func tighten(doc *openapi3.T) {
-	no := false
-	done := map[*openapi3.Schema]bool{}
+// VisitSchemas calls f once on every schema of doc, however reached:
+// components, parameters, headers, and what they contain.
+func VisitSchemas(doc *openapi3.T, f func(*openapi3.Schema)) {
+	seen := map[*openapi3.Schema]bool{}
 	var walk func(*openapi3.SchemaRef)
 	walk = func(r *openapi3.SchemaRef) {
-		if r == nil || r.Value == nil || done[r.Value] {
+		if r == nil || r.Value == nil || seen[r.Value] {
 			return
 		}
 		s := r.Value
-		done[s] = true
-		if len(s.Properties) > 0 && s.AdditionalProperties.Has == nil && s.AdditionalProperties.Schema == nil {
-			s.AdditionalProperties.Has = &no
-		}
+		seen[s] = true
+		f(s)
 		for _, p := range s.Properties {
 			walk(p)
 		}
 		walk(s.Items)
 		walk(s.AdditionalProperties.Schema)
+		for _, l := range []openapi3.SchemaRefs{s.OneOf, s.AnyOf, s.AllOf} {
+			for _, x := range l {
+				walk(x)
+			}
+		}
+		walk(s.Not)
 	}
 	for _, s := range doc.Components.Schemas {
 		walk(s)
+	}
+	for _, p := range doc.Components.Parameters {
+		walk(p.Value.Schema)
+	}
+	for _, h := range doc.Components.Headers {
+		walk(h.Value.Schema)
+	}
+	for _, item := range doc.Paths.Map() {
+		for _, p := range item.Parameters {
+			walk(p.Value.Schema)
+		}
+		for _, op := range item.Operations() {
+			for _, p := range op.Parameters {
+				walk(p.Value.Schema)
+			}
+		}
 	}
 }
 
