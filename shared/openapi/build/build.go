@@ -85,7 +85,7 @@ func info() M {
 			"",
 			"**Lists.** `{data, meta, links}`; `per_page` 1–100 (default 50); follow `links.next` (absolute, carrying the filters) until it is null. Filters combine with AND; unknown query parameters are ignored; an invalid filter value is 422.",
 			"",
-			"**Creates (imports).** Order: company or person, then client engagement, then matter, then time entry. `Idempotency-Key` is required (at most 255 characters), scoped per endpoint and honoured 24 hours: the first success is 201, a replay with the same body 200 with `Idempotent-Replayed: true`, the same key with another body (or while the first request runs) 409. A failed request leaves the key unused. Bodies are JSON (a missing `Content-Type` is read as JSON) of at most 1 MiB; unknown, derived and assigned fields are refused with 422, and null is the same as absent.",
+			"**Creates (imports).** Order: company or person, then client engagement, then matter, then time entry. `Idempotency-Key` is required (at most 255 characters), scoped per endpoint and honoured 24 hours: the first success is 201, a replay with the same body 200 with `Idempotent-Replayed: true`, the same key with another body (or while the first request runs) 409. A failed request leaves the key unused. Bodies are JSON (a missing `Content-Type` is read as JSON) of at most 1 MiB (a larger body is 413 on any path, before anything else); unknown, derived and assigned fields are refused with 422, and null is the same as absent.",
 			"",
 			"**Money** is integer minor units (øre) with `currency`; decimals are refused, never rounded.",
 			"",

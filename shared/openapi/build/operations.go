@@ -3,6 +3,7 @@ package build
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -101,6 +102,11 @@ func (o op) render(rt routes.Route) M {
 		out["security"] = []M{{"bearerAuth": []string{rt.Scope}}}
 		out["x-required-scope"] = rt.Scope
 		errs = append(errs, 401, 403, 429, 503)
+	}
+	// The edge refuses a body over 1 MiB before anything else, whatever the
+	// operation (a GET with a body included).
+	if !slices.Contains(errs, 413) {
+		errs = append(errs, 413)
 	}
 	errs = append(errs, 500)
 	for _, status := range errs {
@@ -374,7 +380,7 @@ func responses() M {
 		"NotFound":  errResp("No such record in this organisation (including malformed ids and other organisations' ids).", "Error", counted()...),
 		"Conflict": errResp("The Idempotency-Key was used with a different body, or its first request is still running (then with `Retry-After`).",
 			"Error", counted("Retry-After-Optional")...),
-		"PayloadTooLarge":    errResp("The body exceeds 1 MiB (1,048,576 bytes).", "Error"),
+		"PayloadTooLarge":    errResp("The body exceeds 1 MiB (1,048,576 bytes): refused before anything else, on any path and method. Not counted.", "Error"),
 		"Unprocessable":      errResp("Invalid filters, parameters, headers or body; every problem is listed. Nothing was written and the Idempotency-Key stays unused.", "ValidationError", counted()...),
 		"TooManyRequests":    errResp("Rate limit exceeded.", "Error", counted("Retry-After")...),
 		"InternalError":      errResp("A bug: the message names the request id. Nothing was half-written; a create may be retried with the same key.", "Error"),
