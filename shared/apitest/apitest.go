@@ -70,7 +70,10 @@ type Env struct {
 	// feeds; Deliverer is its worker (its Client is the test's to set).
 	Deliveries *queue.Memory
 	Deliverer  *webhook.Deliverer
-	now        *atomic.Int64 // unix nanos; 0 = real time; shared by For views
+	// Conformance has checked every exchange against the OpenAPI document;
+	// its mismatches fail the test at cleanup.
+	Conformance *conformance.Checker
+	now         *atomic.Int64 // unix nanos; 0 = real time; shared by For views
 }
 
 // IdempotencyLock is the claim lock of test Envs; tests move the clock past it.
@@ -116,6 +119,7 @@ func New(t testing.TB, opt Options) *Env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.Conformance = checker
 	e.Server = httptest.NewServer(checker.Middleware(h))
 	t.Cleanup(func() {
 		e.Server.Close()

@@ -10,7 +10,8 @@ import (
 )
 
 // FuzzCreateBodies posts arbitrary bodies to every create: whatever the
-// input, the answer is a 2xx or a 4xx with a JSON message, never a 5xx.
+// input, the answer is a 2xx or a 4xx with a JSON message, never a 5xx, and
+// request and answer agree with the OpenAPI document.
 func FuzzCreateBodies(f *testing.F) {
 	seeds := []string{
 		`{"name":"A","email":"a@example.dk"}`, `{"name":"A","cvr":"12345678"}`, `{"company_id":"%s"}`,
@@ -42,6 +43,9 @@ func FuzzCreateBodies(f *testing.F) {
 			r := e.For(t).Post(p, key, fmt.Sprintf("fuzz-%d", n.Add(1)), body)
 			if r.Status >= 500 || r.Body["message"] == nil && r.Status >= 400 {
 				t.Fatalf("POST %s %q: %d %s", p, body, r.Status, r.Raw)
+			}
+			if probs := e.Conformance.Problems(); len(probs) > 0 {
+				t.Fatalf("POST %s %q: OpenAPI mismatch: %v", p, body, probs)
 			}
 		}
 	})

@@ -38,8 +38,12 @@ func DecodeBody(raw []byte) (*Body, error) {
 	return &Body{fields: fields, used: map[string]bool{}}, nil
 }
 
-// Fail records a problem with a field.
+// Fail records a problem with a field; a problem of a field with an empty
+// name is the body's.
 func (b *Body) Fail(field, format string, args ...any) {
+	if field == "" {
+		field = "body"
+	}
 	b.errs = append(b.errs, FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
 }
 
@@ -197,7 +201,11 @@ func (b *Body) Raw(name string) json.RawMessage { return b.fields[name] }
 // Err returns the 422 for every problem found, unknown fields included.
 func (b *Body) Err() error {
 	for _, n := range b.Names() {
-		if !b.used[n] {
+		switch {
+		case b.used[n]:
+		case n == "":
+			b.Fail("body", "the body has a field with an empty name; no resource has one")
+		default:
 			b.Fail(n, "unknown field %s", n)
 		}
 	}
