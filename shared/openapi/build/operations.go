@@ -154,8 +154,10 @@ func create(summary, description, schema string, location bool) func(routes.Rout
 	}
 }
 
+// filter is an optional query filter; an empty value is the same as none.
 func filter(name, desc string, schema M) M {
-	return M{"name": name, "in": "query", "description": desc, "schema": schema}
+	return M{"name": name, "in": "query", "description": strings.TrimSpace(desc + " An empty value is the same as none."),
+		"schema": schema, "allowEmptyValue": true}
 }
 
 func uuidFilter(name, desc string) M {
@@ -308,11 +310,11 @@ func parameters() M {
 	return M{
 		"per_page": M{"name": "per_page", "in": "query", "description": "Page size; anything but an integer from 1 to 100 is 422.",
 			"schema": M{"type": "integer", "minimum": 1, "maximum": httpapi.MaxPerPage, "default": httpapi.DefaultPerPage}},
-		"cursor": M{"name": "cursor", "in": "query",
-			"description": "Opaque, from the previous page's `links.next`. Send it alone or with the same filters (other filters are 422); a tampered cursor is 422.",
+		"cursor": M{"name": "cursor", "in": "query", "allowEmptyValue": true,
+			"description": "Opaque, from the previous page's `links.next`. Send it alone or with the same filters (other filters are 422); a tampered cursor is 422. Empty: the first page.",
 			"schema":      M{"type": "string"}},
-		"updated_since": M{"name": "updated_since", "in": "query",
-			"description": "Inclusive (>=). A date (midnight UTC) or a date-time with `Z` or an offset; send `+` as `%2B` (an unencoded `+` arrives as a space and is 422).",
+		"updated_since": M{"name": "updated_since", "in": "query", "allowEmptyValue": true,
+			"description": "Inclusive (>=). A date (midnight UTC) or a date-time with `Z` or an offset; send `+` as `%2B` (an unencoded `+` arrives as a space and is 422). An empty value is the same as none.",
 			"schema":      M{"type": "string", "pattern": `^[0-9]{4}-[0-9]{2}-[0-9]{2}([Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2}))?$`}},
 		"Idempotency-Key": M{"name": "Idempotency-Key", "in": "header", "required": true,
 			"description": "Your key for this create, e.g. derived from the source row id. Missing, empty or longer than 255 characters is 422.",
