@@ -1,0 +1,128 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/practice-api/practice-api/shared/apitest"
+	"github.com/practice-api/practice-api/shared/client"
+)
+
+// The client against the real API (httptest, embedded store): the import
+// chain with typed creates and replays, typed errors, and cursor iteration.
+func TestImportChainErrorsAndIteration(t *testing.T) {
+	e := apitest.New(t, apitest.Options{RateLimit: 1000})
+	org := e.Org("A")
+	c := client.New(e.Server.URL+"/api/v1", e.Key(org))
+	ctx := context.Background()
+
+	co, r, err := c.CreateCompany(ctx, "crm-1", "Nordlys ApS", "12 34 56 78")
+	if err != nil || r.Status != 201 || r.Replayed || co.CVR != "12345678" || r.Location == "" {
+		t.Fatalf("company: %+v %+v %v", co, r, err)
+	}
+	again, r, err := c.CreateCompany(ctx, "crm-1", "Nordlys ApS", "12 34 56 78")
+	if err != nil || r.Status != 200 || !r.Replayed || again.ID != co.ID {
+		t.Fatalf("replay: %+v %+v %v", again, r, err)
+	}
+	if r.RateLimit.Limit != 1000 || r.RateLimit.Remaining != 998 || r.RateLimit.Reset.IsZero() {
+		t.Fatalf("rate limit %+v", r.RateLimit)
+	}
+	_, _, err = c.CreateCompany(ctx, "crm-1", "Another name", "12345678")
+	var apiErr *client.Error
+	if !errors.As(err, &apiErr) || apiErr.Status != 409 || apiErr.RetryAfter != 0 {
+		t.Fatalf("same key, other body: %v", err)
+	}
+	cl, _, err := c.CreateEngagement(ctx, "crm-1", "company_id", co.ID)
+	if err != nil || cl.Type != "company" || cl.KYCStatus != "pending" {
+		t.Fatalf("engagement: %+v %v", cl, err)
+	}
+	rate := int64(100000)
+	m, _, err := c.CreateMatter(ctx, "case-1", map[string]any{"client_id": cl.ID, "hourly_rate": rate})
+	if err != nil || m.HourlyRate == nil || *m.HourlyRate != rate {
+		t.Fatalf("matter: %+v %v", m, err)
+	}
+	_, _, err = c.CreateMatter(ctx, "case-2", map[string]any{"client_id": cl.ID, "status": "active"})
+	if !errors.As(err, &apiErr) || apiErr.Status != 422 || apiErr.Field != "status" || len(apiErr.Errors) != 1 {
+		t.Fatalf("active without KYC: %v", err)
+	}
+	if got, err := c.Matter(ctx, m.ID); err != nil || got.ID != m.ID {
+		t.Fatalf("read: %+v %v", got, err)
+	}
+
+	want := map[string]bool{}
+	for i := range 7 {
+		te, _, err := c.CreateTimeEntry(ctx, "hours-"+strconv.Itoa(i), map[string]any{"matter_id": m.ID, "date": "2025-03-1" + strconv.Itoa(i), "duration_minutes": 30})
+		if err != nil || te.Amount != 50000 || te.Status != "draft" {
+			t.Fatalf("entry %d: %+v %v", i, te, err)
+		}
+		want[te.ID] = true
+	}
+	seen := 0
+	for te, err := range c.TimeEntries(ctx, url.Values{"matter_id": {m.ID}, "per_page": {"2"}}) { // four pages
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !want[te.ID] {
+			t.Fatalf("unexpected or repeated entry %s", te.ID)
+		}
+		delete(want, te.ID)
+		seen++
+	}
+	if seen != 7 || len(want) != 0 {
+		t.Fatalf("iterated %d entries, %d missed", seen, len(want))
+	}
+	for _, err := range c.Matters(ctx, url.Values{"status": {"bogus"}}) {
+		if !errors.As(err, &apiErr) || apiErr.Status != 422 || apiErr.Field != "status" {
+			t.Fatalf("bad filter: %v", err)
+		}
+	}
+
+	reader := client.New(e.Server.URL+"/api/v1", e.Key(org, "matters:read"))
+	if _, _, err := reader.CreateCompany(ctx, "x", "X", "87654321"); !errors.As(err, &apiErr) || apiErr.Status != 403 || apiErr.RequiredScope != "parties:write" {
+		t.Fatalf("missing scope: %v", err)
+	}
+}
+
+// A 429 waits exactly the server's Retry-After, then succeeds; with no
+// retries left the 429 is returned as an error carrying Retry-After.
+func TestRateLimitIsHonoured(t *testing.T) {
+	e := apitest.New(t, apitest.Options{RateLimit: 2})
+	org := e.Org("A")
+	start := time.Now().Truncate(time.Minute).Add(time.Minute).Add(15 * time.Second)
+	e.SetNow(start)
+	c := client.New(e.Server.URL+"/api/v1", e.Key(org))
+	var waits []time.Duration
+	c.Sleep = func(_ context.Context, d time.Duration) error {
+		waits = append(waits, d)
+		e.SetNow(e.Now().Add(d)) // the API's clock moves as if we slept
+		return nil
+	}
+	ctx := context.Background()
+	for range 3 { // the third is over the limit: wait for the next window
+		for _, err := range c.Matters(ctx, nil) {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if len(waits) != 1 || waits[0] != 45*time.Second {
+		t.Fatalf("waits %v, want [45s] (the rest of the minute)", waits)
+	}
+
+	c.MaxRetries = 0
+	c.Sleep = func(context.Context, time.Duration) error { t.Fatal("slept without retries"); return nil }
+	var apiErr *client.Error
+	var last error
+	for range 3 {
+		for _, err := range c.Matters(ctx, nil) {
+			last = err
+		}
+	}
+	if !errors.As(last, &apiErr) || apiErr.Status != 429 || apiErr.RetryAfter <= 0 {
+		t.Fatalf("no retries left: %v", last)
+	}
+}
