@@ -10,6 +10,7 @@ import (
 const (
 	id      = "0b0f6e3c-4a51-4d1c-9d3e-2f1a8c6b7e10"
 	matter  = `{"data":{"id":"` + id + `","client_id":"` + id + `","matter_number":"SAG-1","status":"dormant","hourly_rate":null,"currency":"DKK","created_at":"2025-03-01T12:00:00.000000Z","updated_at":"2025-03-01T12:00:00.000000Z"}}`
+	etag    = `"0123456789abcdef0123456789abcdef"`
 	invalid = `{"message":"status must be one of active, dormant, closed, archived","field":"status","errors":[{"field":"status","message":"status must be one of active, dormant, closed, archived"}]}`
 )
 
@@ -35,18 +36,18 @@ func TestCheckerCatchesDrift(t *testing.T) {
 		resp                     string
 		want                     string // "" = conforms
 	}{
-		{"conforming read", "GET", "/api/v1/matters/" + id, "", true, 200, func(h http.Header) { counted(h); h.Set("ETag", `"x"`) }, matter, ""},
-		{"undocumented field", "GET", "/api/v1/matters/" + id, "", true, 200, func(h http.Header) { counted(h); h.Set("ETag", `"x"`) },
+		{"conforming read", "GET", "/api/v1/matters/" + id, "", true, 200, func(h http.Header) { counted(h); h.Set("ETag", etag) }, matter, ""},
+		{"undocumented field", "GET", "/api/v1/matters/" + id, "", true, 200, func(h http.Header) { counted(h); h.Set("ETag", etag) },
 			strings.Replace(matter, `"status"`, `"secret_note":"x","status"`, 1), "secret_note"},
-		{"missing required field", "GET", "/api/v1/matters/" + id, "", true, 200, func(h http.Header) { counted(h); h.Set("ETag", `"x"`) },
+		{"missing required field", "GET", "/api/v1/matters/" + id, "", true, 200, func(h http.Header) { counted(h); h.Set("ETag", etag) },
 			strings.Replace(matter, `"matter_number":"SAG-1",`, "", 1), "matter_number"},
-		{"null where not nullable", "GET", "/api/v1/matters/" + id, "", true, 200, func(h http.Header) { counted(h); h.Set("ETag", `"x"`) },
+		{"null where not nullable", "GET", "/api/v1/matters/" + id, "", true, 200, func(h http.Header) { counted(h); h.Set("ETag", etag) },
 			strings.Replace(matter, `"currency":"DKK"`, `"currency":null`, 1), "currency"},
-		{"malformed timestamp", "GET", "/api/v1/matters/" + id, "", true, 200, func(h http.Header) { counted(h); h.Set("ETag", `"x"`) },
+		{"malformed timestamp", "GET", "/api/v1/matters/" + id, "", true, 200, func(h http.Header) { counted(h); h.Set("ETag", etag) },
 			strings.Replace(matter, `"created_at":"2025-03-01T12:00:00.000000Z"`, `"created_at":"2025-03-01 12:00"`, 1), "created_at"},
 		{"missing rate-limit header", "GET", "/api/v1/matters/" + id, "", true, 200, func(h http.Header) {
 			counted(h)
-			h.Set("ETag", `"x"`)
+			h.Set("ETag", etag)
 			h.Del("X-RateLimit-Remaining")
 		}, matter, "X-RateLimit-Remaining"},
 		{"missing ETag", "GET", "/api/v1/matters/" + id, "", true, 200, counted, matter, "ETag"},
@@ -65,7 +66,7 @@ func TestCheckerCatchesDrift(t *testing.T) {
 			func(h http.Header) { counted(h); h.Set("Location", "/api/v1/webhooks/"+id) },
 			`{"data":{"id":"` + id + `","url":"https://x.example","event_types":["matter.created"],"is_active":true,"consecutive_failures":0,"created_at":"2025-03-01T12:00:00Z","updated_at":"2025-03-01T12:00:00Z"},"secret":"s"}`,
 			"colour"},
-		{"unauthenticated request answered", "GET", "/api/v1/matters/" + id, "", false, 200, func(h http.Header) { counted(h); h.Set("ETag", `"x"`) }, matter, "Authorization"},
+		{"unauthenticated request answered", "GET", "/api/v1/matters/" + id, "", false, 200, func(h http.Header) { counted(h); h.Set("ETag", etag) }, matter, "Authorization"},
 		{"conforming 401", "GET", "/api/v1/matters", "", false, 401, func(h http.Header) {
 			h.Set("X-Request-Id", "r")
 			h.Set("WWW-Authenticate", `Bearer realm="api"`)
