@@ -20,28 +20,40 @@ func TestEveryOperationAnswersTheEdgeErrors(t *testing.T) {
 		if rt.Public {
 			continue
 		}
-		path := routes.Prefix + wildcard.ReplaceAllString(strings.Replace(rt.Path, "{type}", "wip", 1), "0b0f6e3c-4a51-4d1c-9d3e-2f1a8c6b7e10")
-		t.Run(rt.Name, func(t *testing.T) {
-			e := e.For(t)
-			if r := e.Do(rt.Method, path, "", nil); r.Status != 401 {
-				t.Fatalf("no key: %d %s", r.Status, r.Raw)
-			}
-			key := e.Key(org) // a client of its own: its own count
-			e.Faults.Arm(apitest.FailBefore, 1)
-			r := e.Do(rt.Method, path, key, nil)
-			if !e.Faults.Disarm() || r.Status != 503 || r.Header.Get("Retry-After") == "" {
-				t.Fatalf("store down: %d %v %s", r.Status, r.Header, r.Raw)
-			}
-			big := `{"name":"` + strings.Repeat("x", httpapi.DefaultMaxBodyBytes) + `"}`
-			if r := e.Do(rt.Method, path, key, strings.NewReader(big)); r.Status != 413 {
-				t.Fatalf("body over 1 MiB: %d %s", r.Status, r.Raw)
-			}
-			for i := 0; i < 2; i++ { // the limit of 2, whatever the answers
-				e.Do(rt.Method, path, key, nil)
-			}
-			if r := e.Do(rt.Method, path, key, nil); r.Status != 429 || r.Header.Get("Retry-After") == "" {
-				t.Fatalf("over the limit: %d %v", r.Status, r.Header)
-			}
-		})
+		types := []string{"wip"}
+		if rt.Name == "reports.get" {
+			types = append(types, "time-summary", "receivables-aging", "no-such-report")
+		}
+		for _, typ := range types {
+			path := routes.Prefix + wildcard.ReplaceAllString(strings.Replace(rt.Path, "{type}", typ, 1), "0b0f6e3c-4a51-4d1c-9d3e-2f1a8c6b7e10")
+			edgeErrors(t, e, org, rt, path)
+		}
 	}
+}
+
+// edgeErrors tries one operation at one path: no key, a store outage, an
+// oversized body, and one request over the limit.
+func edgeErrors(t *testing.T, e *apitest.Env, org string, rt routes.Route, path string) {
+	t.Run(path, func(t *testing.T) {
+		e := e.For(t)
+		if r := e.Do(rt.Method, path, "", nil); r.Status != 401 {
+			t.Fatalf("no key: %d %s", r.Status, r.Raw)
+		}
+		key := e.Key(org) // a client of its own: its own count
+		e.Faults.Arm(apitest.FailBefore, 1)
+		r := e.Do(rt.Method, path, key, nil)
+		if !e.Faults.Disarm() || r.Status != 503 || r.Header.Get("Retry-After") == "" {
+			t.Fatalf("store down: %d %v %s", r.Status, r.Header, r.Raw)
+		}
+		big := `{"name":"` + strings.Repeat("x", httpapi.DefaultMaxBodyBytes) + `"}`
+		if r := e.Do(rt.Method, path, key, strings.NewReader(big)); r.Status != 413 {
+			t.Fatalf("body over 1 MiB: %d %s", r.Status, r.Raw)
+		}
+		for i := 0; i < 2; i++ { // the limit of 2, whatever the answers
+			e.Do(rt.Method, path, key, nil)
+		}
+		if r := e.Do(rt.Method, path, key, nil); r.Status != 429 || r.Header.Get("Retry-After") == "" {
+			t.Fatalf("over the limit: %d %v", r.Status, r.Header)
+		}
+	})
 }
