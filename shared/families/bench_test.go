@@ -16,29 +16,35 @@ import (
 	"github.com/practice-api/practice-api/shared/store"
 )
 
-// benchGet measures GET path over real HTTP and loopback DynamoDB, and
-// reports p50 and p99 besides the mean.
-func benchGet(b *testing.B, e *apitest.Env, path, key string) {
-	req, _ := http.NewRequest("GET", e.Server.URL+path, nil)
-	req.Header.Set("Authorization", "Bearer "+key)
+// bench measures requests over real HTTP and loopback DynamoDB (req(i)
+// is the i-th) and reports p50 and p99 besides the mean.
+func bench(b *testing.B, req func(i int) *http.Request, want int) {
 	durations := make([]time.Duration, 0, b.N)
 	b.ReportAllocs()
 	b.ResetTimer()
-	for range b.N {
+	for i := range b.N {
+		r := req(i)
 		start := time.Now()
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := http.DefaultClient.Do(r)
 		if err != nil {
 			b.Fatal(err)
 		}
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != 200 {
+		if resp.StatusCode != want {
 			b.Fatalf("status %d", resp.StatusCode)
 		}
 		durations = append(durations, time.Since(start))
 	}
 	b.StopTimer()
 	reportPercentiles(b, durations)
+}
+
+// benchGet measures GET path.
+func benchGet(b *testing.B, e *apitest.Env, path, key string) {
+	req, _ := http.NewRequest("GET", e.Server.URL+path, nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	bench(b, func(int) *http.Request { return req }, 200)
 }
 
 func BenchmarkListMatters100(b *testing.B) {
@@ -63,27 +69,12 @@ func BenchmarkGetMatter(b *testing.B) {
 
 // benchPost measures creates; body(i) and key(i) vary per iteration.
 func benchPost(b *testing.B, e *apitest.Env, path, key string, idem func(int) string, body func(int) string, want int) {
-	durations := make([]time.Duration, 0, b.N)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := range b.N {
+	bench(b, func(i int) *http.Request {
 		req, _ := http.NewRequest("POST", e.Server.URL+path, strings.NewReader(body(i)))
 		req.Header.Set("Authorization", "Bearer "+key)
 		req.Header.Set("Idempotency-Key", idem(i))
-		start := time.Now()
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			b.Fatal(err)
-		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != want {
-			b.Fatalf("status %d", resp.StatusCode)
-		}
-		durations = append(durations, time.Since(start))
-	}
-	b.StopTimer()
-	reportPercentiles(b, durations)
+		return req
+	}, want)
 }
 
 func BenchmarkCreatePerson(b *testing.B) {
