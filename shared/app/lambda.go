@@ -49,13 +49,7 @@ func StartLambda(family string, build Build) {
 
 // StartLambdaE is StartLambda for a build that can fail.
 func StartLambdaE(family string, build BuildE) {
-	JSONLogs()
-	h, err := FamilyHandlerE(context.Background(), family, build)
-	if err != nil {
-		slog.Error("cold start failed", "family", family, "err", err)
-		os.Exit(1)
-	}
-	lambda.Start(httpadapter.NewV2(h).ProxyWithContext)
+	serveV2(family, func() (http.Handler, error) { return FamilyHandlerE(context.Background(), family, build) })
 }
 
 // PublicHandler builds, from the environment, the handler of a family of
@@ -71,13 +65,19 @@ func PublicHandler(family string, h httpapi.Handlers) (http.Handler, error) {
 
 // StartPublicLambda serves PublicHandler as an HTTP API (payload v2) Lambda.
 func StartPublicLambda(family string, h httpapi.Handlers) {
+	serveV2(family, func() (http.Handler, error) { return PublicHandler(family, h) })
+}
+
+// serveV2 builds a family's handler once, at cold start, and serves it to
+// API Gateway HTTP API (payload v2) events; a failed build ends the process.
+func serveV2(family string, build func() (http.Handler, error)) {
 	JSONLogs()
-	handler, err := PublicHandler(family, h)
+	h, err := build()
 	if err != nil {
 		slog.Error("cold start failed", "family", family, "err", err)
 		os.Exit(1)
 	}
-	lambda.Start(httpadapter.NewV2(handler).ProxyWithContext)
+	lambda.Start(httpadapter.NewV2(h).ProxyWithContext)
 }
 
 // SQSHandler adapts a queue handler to an SQS-triggered Lambda with partial
