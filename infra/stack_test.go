@@ -335,7 +335,7 @@ func TestWiringFromTheStacksEnvironment(t *testing.T) {
 				}
 				t.Setenv(k, s)
 			}
-			t.Setenv("DYNAMODB_ENDPOINT", storetest.Endpoint()) // the one variable AWS does not need
+			t.Setenv("DYNAMODB_ENDPOINT", storetest.Endpoint(t)) // the one variable AWS does not need
 			var fn Function
 			for _, f := range Functions {
 				if f.Name == name {

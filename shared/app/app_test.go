@@ -26,7 +26,7 @@ import (
 func TestFamilyLambdasServeV2Events(t *testing.T) {
 	db := storetest.NewDB(t)
 	t.Setenv("TABLE_NAME", db.Table)
-	t.Setenv("DYNAMODB_ENDPOINT", storetest.Endpoint())
+	t.Setenv("DYNAMODB_ENDPOINT", storetest.Endpoint(t))
 	t.Setenv("RATE_LIMIT_PER_MINUTE", "60")
 	ctx := context.Background()
 	org, tok, err := seed.Demo(ctx, db, time.Now())
@@ -153,7 +153,7 @@ func TestPublicLambdaServesTheDocument(t *testing.T) {
 func TestDeprecationFromEnvironment(t *testing.T) {
 	db := storetest.NewDB(t)
 	t.Setenv("TABLE_NAME", db.Table)
-	t.Setenv("DYNAMODB_ENDPOINT", storetest.Endpoint())
+	t.Setenv("DYNAMODB_ENDPOINT", storetest.Endpoint(t))
 	t.Setenv("API_DEPRECATED_SINCE", "2027-01-01T00:00:00Z")
 	t.Setenv("API_SUNSET", "2027-03-01T00:00:00Z")
 	if _, err := app.LoadFromEnv(context.Background()); err == nil || !strings.Contains(err.Error(), "six months") {

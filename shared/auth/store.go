@@ -44,8 +44,8 @@ type Secret struct {
 
 // Client is an API client: one organisation, fixed scopes, an optional
 // expiry, and one or more active secrets. Its item also carries the
-// client's rate-limit counters: rl maps a minute (unix seconds / 60) to the
-// requests counted in it.
+// client's rate-limit counters, one attribute per minute window:
+// rl_<unix seconds / 60> holds the requests counted in it.
 type Client struct {
 	store.Keys
 	ID        string            `dynamodbav:"id"`
@@ -57,8 +57,10 @@ type Client struct {
 	ExpiresAt int64             `dynamodbav:"expires_at,omitempty"` // unix seconds; 0 = never
 	RevokedAt string            `dynamodbav:"revoked_at,omitempty"`
 	Secrets   map[string]Secret `dynamodbav:"secrets"`
-	RL        map[string]int64  `dynamodbav:"rl"`
 }
+
+// rlPrefix starts the name of every rate-limit window attribute.
+const rlPrefix = "rl_"
 
 // HasScope reports whether the client was granted scope.
 func (c *Client) HasScope(scope string) bool { return slices.Contains(c.Scopes, scope) }
@@ -138,7 +140,6 @@ func (s *Store) CreateKey(ctx context.Context, req KeyRequest, now time.Time) (C
 		ID: id, OrgID: req.OrgID, Name: req.Name, Mode: req.Mode, Scopes: req.Scopes,
 		CreatedAt: store.FormatTime(now),
 		Secrets:   map[string]Secret{tok.SecretID: {Hash: tok.Hash(), CreatedAt: store.FormatTime(now)}},
-		RL:        map[string]int64{},
 	}
 	if !req.Expires.IsZero() {
 		c.ExpiresAt = req.Expires.Unix()
@@ -242,12 +243,12 @@ type Usage struct {
 // cached: a revocation or expiry applies to the very next request.
 func (s *Store) Authenticate(ctx context.Context, tok Token, now time.Time) (Client, Usage, error) {
 	minute := now.Unix() / 60
-	cur, prev := strconv.FormatInt(minute, 10), strconv.FormatInt(minute-1, 10)
+	cur, prev := rlPrefix+strconv.FormatInt(minute, 10), rlPrefix+strconv.FormatInt(minute-1, 10)
 	pk, sk := clientKey(tok.ClientID)
 	out, err := s.db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:        aws.String(s.db.Table),
 		Key:              store.Key(pk, sk),
-		UpdateExpression: aws.String("SET rl.#cur = if_not_exists(rl.#cur, :zero) + :one REMOVE rl.#prev"),
+		UpdateExpression: aws.String("SET #cur = if_not_exists(#cur, :zero) + :one REMOVE #prev"),
 		ConditionExpression: aws.String("attribute_exists(PK) AND attribute_not_exists(revoked_at) AND #mode = :mode" +
 			" AND secrets.#sid.h = :h AND (attribute_not_exists(expires_at) OR expires_at > :now)"),
 		ExpressionAttributeNames: map[string]string{"#cur": cur, "#prev": prev, "#sid": tok.SecretID, "#mode": "mode"},
@@ -277,23 +278,30 @@ func (s *Store) Authenticate(ctx context.Context, tok Token, now time.Time) (Cli
 		c.RevokedAt != "" || c.Mode != tok.Mode || (c.ExpiresAt != 0 && c.ExpiresAt <= now.Unix()) {
 		return Client{}, Usage{}, ErrUnauthenticated
 	}
-	u := Usage{Count: c.RL[cur], Reset: time.Unix((minute+1)*60, 0).UTC()}
-	s.sweepWindows(ctx, pk, sk, c.RL, cur)
-	return c, u, nil
+	count, ok := out.Attributes[cur].(*ddbtypes.AttributeValueMemberN)
+	if !ok {
+		return Client{}, Usage{}, fmt.Errorf("authenticate: no counter %s on client %s", cur, c.ID)
+	}
+	n, err := strconv.ParseInt(count.Value, 10, 64)
+	if err != nil {
+		return Client{}, Usage{}, fmt.Errorf("authenticate: counter %s: %w", cur, err)
+	}
+	s.sweepWindows(ctx, pk, sk, out.Attributes, cur)
+	return c, Usage{Count: n, Reset: time.Unix((minute+1)*60, 0).UTC()}, nil
 }
 
 // sweepWindows removes counters of windows older than the previous one,
-// which REMOVE rl.#prev misses after an idle spell. It runs at most once per
+// which REMOVE #prev misses after an idle spell. It runs at most once per
 // idle spell per client, and its failure is harmless: counts are keyed by
 // minute, so a stale entry is never read as the current count.
-func (s *Store) sweepWindows(ctx context.Context, pk, sk string, rl map[string]int64, cur string) {
+func (s *Store) sweepWindows(ctx context.Context, pk, sk string, item map[string]ddbtypes.AttributeValue, cur string) {
 	names := map[string]string{}
 	var parts []string
-	for minute := range rl {
-		if minute != cur {
+	for name := range item {
+		if strings.HasPrefix(name, rlPrefix) && name != cur {
 			n := fmt.Sprintf("#s%d", len(parts))
-			names[n] = minute
-			parts = append(parts, "rl."+n)
+			names[n] = name
+			parts = append(parts, n)
 		}
 	}
 	if len(parts) == 0 {

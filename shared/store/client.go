@@ -20,7 +20,7 @@ import (
 type Config struct {
 	TableName string
 	// Endpoint, when set, is used as the client's BaseEndpoint and static
-	// dummy credentials are accepted (LocalStack, minidyn, moto).
+	// dummy credentials are accepted (DynamoDB Local, LocalStack, moto).
 	Endpoint string
 	// Region defaults to the SDK chain's region, or us-east-1 for local endpoints.
 	Region string
@@ -60,8 +60,6 @@ func New(ctx context.Context, cfg Config) (*DB, error) {
 	client := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
 		if cfg.Endpoint != "" {
 			o.BaseEndpoint = aws.String(cfg.Endpoint)
-			// minidyn sends no CRC32 header; real DynamoDB keeps validation on.
-			o.DisableValidateResponseChecksum = true
 		}
 		o.APIOptions = append(o.APIOptions, cfg.APIOptions...)
 	})

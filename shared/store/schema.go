@@ -62,10 +62,11 @@ func TableDefinition(name string) *dynamodb.CreateTableInput {
 	return in
 }
 
-// EnsureTable creates the table when it is missing and waits until it is
-// usable. It does not use the SDK waiter: minidyn reports no TableStatus.
+// EnsureTable creates the table when it is missing, waits until it is
+// active and turns on TTL on AttrTTL, as the CDK app's table has it.
 func (db *DB) EnsureTable(ctx context.Context) error {
-	_, err := db.Client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(db.Table)})
+	describe := &dynamodb.DescribeTableInput{TableName: aws.String(db.Table)}
+	_, err := db.Client.DescribeTable(ctx, describe)
 	if err == nil {
 		return nil
 	}
@@ -78,19 +79,18 @@ func (db *DB) EnsureTable(ctx context.Context) error {
 			return fmt.Errorf("create table %s: %w", db.Table, err)
 		}
 	}
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		out, err := db.Client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(db.Table)})
-		if err == nil && (out.Table.TableStatus == "" || out.Table.TableStatus == ddbtypes.TableStatusActive) {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("table %s not active after 2 minutes (last error: %v)", db.Table, err)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(500 * time.Millisecond):
-		}
+	waiter := dynamodb.NewTableExistsWaiter(db.Client, func(o *dynamodb.TableExistsWaiterOptions) {
+		o.MinDelay, o.MaxDelay = 100*time.Millisecond, 2*time.Second
+	})
+	if err := waiter.Wait(ctx, describe, 2*time.Minute); err != nil {
+		return fmt.Errorf("table %s: %w", db.Table, err)
 	}
+	_, err = db.Client.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
+		TableName:               aws.String(db.Table),
+		TimeToLiveSpecification: &ddbtypes.TimeToLiveSpecification{AttributeName: aws.String(AttrTTL), Enabled: aws.Bool(true)},
+	})
+	if err != nil {
+		return fmt.Errorf("table %s: turn on TTL: %w", db.Table, err)
+	}
+	return nil
 }

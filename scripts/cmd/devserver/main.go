@@ -1,6 +1,7 @@
 // Command devserver serves every endpoint family of /api/v1 through the same
-// handlers as the Lambdas, on an embedded DynamoDB-compatible store (or the
-// one DYNAMODB_ENDPOINT names). Its surface is fixed by LOCAL-CONTRACT.md.
+// handlers as the Lambdas, on AWS DynamoDB Local, which it starts as its
+// child and stops with itself (or on the engine DYNAMODB_ENDPOINT names).
+// Its surface is fixed by LOCAL-CONTRACT.md.
 package main
 
 import (
@@ -16,13 +17,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/truora/minidyn/server"
-
 	"github.com/practice-api/practice-api/shared/app"
 	"github.com/practice-api/practice-api/shared/families"
 	"github.com/practice-api/practice-api/shared/queue"
 	"github.com/practice-api/practice-api/shared/seed"
 	"github.com/practice-api/practice-api/shared/store"
+	"github.com/practice-api/practice-api/shared/store/ddblocal"
 )
 
 func main() {
@@ -39,11 +39,10 @@ func getenv(k, def string) string {
 	return def
 }
 
-func listen(what, addr string) (net.Listener, error) {
+func listen(addr string) (net.Listener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("cannot listen on %s for %s (is the port taken? set %s): %w", addr, what,
-			map[string]string{"the API": "LISTEN_ADDR", "the embedded DynamoDB": "LOCAL_DYNAMODB_ADDR"}[what], err)
+		return nil, fmt.Errorf("cannot listen on %s for the API (is the port taken? set LISTEN_ADDR): %w", addr, err)
 	}
 	return ln, nil
 }
@@ -53,20 +52,23 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	apiLn, err := listen("the API", getenv("LISTEN_ADDR", "127.0.0.1:8080"))
+	apiLn, err := listen(getenv("LISTEN_ADDR", "127.0.0.1:8080"))
 	if err != nil {
 		return err
 	}
 	cfg := app.StoreConfigFromEnv()
-	var dynSrv *http.Server
+	var engine *ddblocal.Engine
 	if os.Getenv("DYNAMODB_ENDPOINT") == "" {
-		ln, err := listen("the embedded DynamoDB", getenv("LOCAL_DYNAMODB_ADDR", "127.0.0.1:8000"))
+		addr := getenv("LOCAL_DYNAMODB_ADDR", "127.0.0.1:8000")
+		engine, err = ddblocal.Start(ctx, ddblocal.Options{Addr: addr, Dir: os.Getenv("LOCAL_DYNAMODB_DIR"),
+			LogPath: os.Getenv("LOCAL_DYNAMODB_LOG")})
 		if err != nil {
 			return err
 		}
-		dynSrv = &http.Server{Handler: server.NewServer(), ReadHeaderTimeout: 10 * time.Second}
-		go func() { _ = dynSrv.Serve(ln) }()
-		cfg.Endpoint = "http://" + ln.Addr().String()
+		defer engine.Stop()
+		cfg.Endpoint = engine.Endpoint
+		slog.Info("dynamodb local started", "endpoint", engine.Endpoint, "pid", engine.Pid(), "log", engine.LogPath,
+			"data_dir", getenv("LOCAL_DYNAMODB_DIR", "(in memory)"))
 	}
 	db, err := store.New(ctx, cfg)
 	if err != nil {
@@ -116,8 +118,15 @@ func run() error {
 	fmt.Fprintln(os.Stderr, "ready", base)
 	slog.Info("devserver ready", "base_url", base, "dynamodb_endpoint", cfg.Endpoint, "table", cfg.TableName)
 
+	var engineDone <-chan struct{}
+	if engine != nil {
+		engineDone = engine.Done()
+	}
 	select {
 	case <-ctx.Done():
+	case <-engineDone:
+		_ = apiSrv.Close()
+		return fmt.Errorf("the local DynamoDB engine stopped unexpectedly; see %s", engine.LogPath)
 	case err := <-errc:
 		if !errors.Is(err, http.ErrServerClosed) {
 			return err
@@ -126,9 +135,6 @@ func run() error {
 	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_ = apiSrv.Shutdown(shutdown)
-	if dynSrv != nil {
-		_ = dynSrv.Shutdown(shutdown)
-	}
 	return nil
 }
 
