@@ -1,0 +1,311 @@
+package main_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The devserver as a process: these tests build it once and run it as
+// `make run` does, on free ports, and look at it from outside.
+
+var (
+	buildOnce sync.Once
+	binary    string
+	buildErr  error
+)
+
+func devserverBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "devserver-test")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binary = filepath.Join(dir, "devserver")
+		out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binary
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// proc is a running devserver.
+type proc struct {
+	cmd       *exec.Cmd
+	base      string // ready URL
+	demoKey   string
+	enginePID int
+	dynamo    string // LOCAL_DYNAMODB_ADDR
+	exited    chan struct{} // closed when the process has exited, with its status in exitErr
+	exitErr   error
+	mu        sync.Mutex
+	stderr    strings.Builder
+}
+
+func (p *proc) logs() string { p.mu.Lock(); defer p.mu.Unlock(); return p.stderr.String() }
+
+// start runs the devserver with env added to the test's and waits for
+// ready (or for it to exit, which start returns as an error).
+func start(t *testing.T, env ...string) (*proc, error) {
+	t.Helper()
+	p := &proc{dynamo: freeAddr(t), exited: make(chan struct{})}
+	p.cmd = exec.Command(devserverBinary(t))
+	p.cmd.Env = append(os.Environ(), "DYNAMODB_ENDPOINT=", "LISTEN_ADDR="+freeAddr(t), "LOCAL_DYNAMODB_ADDR="+p.dynamo,
+		"LOCAL_DYNAMODB_LOG="+filepath.Join(t.TempDir(), "engine.log"))
+	p.cmd.Env = append(p.cmd.Env, env...)
+	stdout, _ := p.cmd.StdoutPipe()
+	stderr, _ := p.cmd.StderrPipe()
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.cmd.Process.Kill() })
+	ready, demo := make(chan string, 1), make(chan string, 1)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			p.mu.Lock()
+			p.stderr.WriteString(line + "\n")
+			p.mu.Unlock()
+			var l struct {
+				Msg string `json:"msg"`
+				PID int    `json:"pid"`
+			}
+			if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "dynamodb local started" {
+				p.mu.Lock()
+				p.enginePID = l.PID
+				p.mu.Unlock()
+			}
+			if url, ok := strings.CutPrefix(line, "ready "); ok {
+				ready <- url
+			}
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			var d struct {
+				DemoKey string `json:"demo_key"`
+			}
+			if json.Unmarshal(sc.Bytes(), &d) == nil && d.DemoKey != "" {
+				demo <- d.DemoKey
+			}
+		}
+	}()
+	go func() { wg.Wait(); p.exitErr = p.cmd.Wait(); close(p.exited) }()
+	select {
+	case p.base = <-ready:
+	case <-p.exited:
+		return p, fmt.Errorf("devserver exited before ready (%v):\n%s", p.exitErr, p.logs())
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("devserver not ready after 2 minutes:\n%s", p.logs())
+	}
+	select {
+	case p.demoKey = <-demo:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no demo key on stdout")
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.enginePID == 0 {
+		t.Fatalf("the devserver logged no engine pid:\n%s", p.stderr.String())
+	}
+	return p, nil
+}
+
+// alive reports whether pid is a live process (a zombie waiting for a
+// reaper counts as gone: it holds no port and no memory).
+func alive(pid int) bool {
+	if err := syscall.Kill(pid, 0); err != nil {
+		return false
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return !errors.Is(err, os.ErrNotExist)
+	}
+	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	return len(fields) > 0 && fields[0] != "Z"
+}
+
+func waitGone(t *testing.T, p *proc) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for alive(p.enginePID) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the engine (pid %d) outlived the devserver", p.enginePID)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if c, err := net.DialTimeout("tcp", p.dynamo, time.Second); err == nil {
+		c.Close()
+		t.Fatalf("something still answers on the engine's address %s", p.dynamo)
+	}
+}
+
+func getJSON(t *testing.T, url, key string) (int, map[string]any) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, url, nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var body map[string]any
+	if err := json.Unmarshal(raw, &body); err != nil {
+		t.Fatalf("GET %s: not JSON: %s", url, raw)
+	}
+	return resp.StatusCode, body
+}
+
+func TestKillNineLeavesNoEngine(t *testing.T) {
+	p, err := start(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, _ := getJSON(t, p.base+"/matters", p.demoKey); code != 200 {
+		t.Fatalf("GET /matters: %d", code)
+	}
+	if !alive(p.enginePID) {
+		t.Fatalf("engine pid %d is not running", p.enginePID)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-p.exited
+	waitGone(t, p)
+}
+
+func TestSignalsStopTheEngine(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		t.Run(sig.String(), func(t *testing.T) {
+			p, err := start(t)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = p.cmd.Process.Signal(sig)
+			select {
+			case <-p.exited:
+				if p.exitErr != nil {
+					t.Fatalf("devserver exit after %v: %v\n%s", sig, p.exitErr, p.logs())
+				}
+			case <-time.After(30 * time.Second):
+				t.Fatal("devserver did not stop")
+			}
+			waitGone(t, p)
+		})
+	}
+}
+
+func TestTakenPortsAreClearErrors(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	for _, tc := range []struct{ env, want string }{
+		{"LOCAL_DYNAMODB_ADDR", "LOCAL_DYNAMODB_ADDR"},
+		{"LISTEN_ADDR", "LISTEN_ADDR"},
+	} {
+		t.Run(tc.env, func(t *testing.T) {
+			p, err := start(t, tc.env+"="+taken.Addr().String())
+			if err == nil {
+				t.Fatal("the devserver started on a taken port")
+			}
+			if <-p.exited; p.exitErr == nil {
+				t.Fatal("exit status 0 on a taken port")
+			}
+			logs := p.logs()
+			if !strings.Contains(logs, taken.Addr().String()) || !strings.Contains(logs, "port taken") || !strings.Contains(logs, tc.want) {
+				t.Fatalf("the message does not name the address, the cause and the setting:\n%s", logs)
+			}
+		})
+	}
+}
+
+func TestDataDirKeepsDataAcrossRestarts(t *testing.T) {
+	dir := t.TempDir()
+	count := func(p *proc, key, path string) int {
+		n := 0
+		sep := "?"
+		if strings.Contains(path, "?") {
+			sep = "&"
+		}
+		url := p.base + path + sep + "per_page=100"
+		for url != "" {
+			code, body := getJSON(t, url, key)
+			if code != 200 {
+				t.Fatalf("GET %s: %d %v", url, code, body)
+			}
+			n += len(body["data"].([]any))
+			next, _ := body["links"].(map[string]any)["next"].(string)
+			url = next
+		}
+		return n
+	}
+	first, err := start(t, "LOCAL_DYNAMODB_DIR="+dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	matters := count(first, first.demoKey, "/matters")
+	if matters == 0 {
+		t.Fatal("the demo seed wrote no matters")
+	}
+	req, _ := http.NewRequest(http.MethodPost, first.base+"/companies",
+		strings.NewReader(`{"name":"Vedvarende ApS","cvr":"31415926"}`))
+	req.Header.Set("Authorization", "Bearer "+first.demoKey)
+	req.Header.Set("Idempotency-Key", "persist-1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil || resp.StatusCode != 201 {
+		t.Fatalf("POST /companies: %v %v", err, resp)
+	}
+	resp.Body.Close()
+	_ = first.cmd.Process.Signal(syscall.SIGTERM)
+	<-first.exited
+	waitGone(t, first)
+
+	second, err := start(t, "LOCAL_DYNAMODB_DIR="+dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = second.cmd.Process.Signal(syscall.SIGTERM); <-second.exited }()
+	if got := count(second, second.demoKey, "/matters"); got != matters {
+		t.Fatalf("after a restart: %d matters, want the same %d (the demo seed ran twice?)", got, matters)
+	}
+	if got := count(second, first.demoKey, "/companies?cvr=31415926"); got != 1 {
+		t.Fatalf("the company written before the restart: %d found with the first key", got)
+	}
+}
