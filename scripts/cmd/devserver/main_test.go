@@ -63,7 +63,7 @@ type proc struct {
 	base      string // ready URL
 	demoKey   string
 	enginePID int
-	dynamo    string // LOCAL_DYNAMODB_ADDR
+	dynamo    string        // LOCAL_DYNAMODB_ADDR
 	exited    chan struct{} // closed when the process has exited, with its status in exitErr
 	exitErr   error
 	mu        sync.Mutex
