@@ -109,8 +109,10 @@ func New(t testing.TB, opt Options) *Env {
 	}
 	e.Deliveries = queue.NewMemory(time.Minute)
 	e.Deliverer = &webhook.Deliverer{Store: webhook.NewStore(e.DB, true), Queue: e.Deliveries, Now: e.Now}
+	e.Server = httptest.NewUnstartedServer(nil) // its address is the API's public base URL
 	h, err := families.Handler(httpapi.Config{Auth: e.Keys, Sealer: sealer, RateLimit: opt.RateLimit, Now: e.Now,
-		Idempotency: idempotency.NewStore(e.DB, IdempotencyLock), Deprecation: opt.Deprecation}, e.DB, e.Deliverer)
+		PublicBaseURL: "http://" + e.Server.Listener.Addr().String(),
+		Idempotency:   idempotency.NewStore(e.DB, IdempotencyLock), Deprecation: opt.Deprecation}, e.DB, e.Deliverer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +126,8 @@ func New(t testing.TB, opt Options) *Env {
 	if _, bench := t.(*testing.B); !bench {
 		h = checker.Middleware(h)
 	}
-	e.Server = httptest.NewServer(h)
+	e.Server.Config.Handler = h
+	e.Server.Start()
 	t.Cleanup(func() {
 		e.Server.Close()
 		for _, p := range checker.Problems() {

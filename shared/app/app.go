@@ -4,6 +4,13 @@
 package app
 
 import (
+	"net/http"
+	"net/url"
+
+	"github.com/awslabs/aws-lambda-go-api-proxy/core"
+
+	"github.com/practice-api/practice-api/shared/httpapi/routes"
+
 	"context"
 	"fmt"
 	"log/slog"
@@ -66,10 +73,40 @@ func Load(ctx context.Context, db *store.DB) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
+	base, err := PublicBaseURL(os.Getenv("PUBLIC_BASE_URL"))
+	if err != nil {
+		return nil, err
+	}
 	return &Env{DB: db, Edge: httpapi.Config{
 		Auth: auth.NewStore(db), Sealer: sealer, RateLimit: limit, AcceptedModes: modes,
 		AccessLog: slog.Default(), Idempotency: idempotency.NewStore(db, 0), Deprecation: dep,
+		PublicBaseURL: base, BaseURLOf: apiGatewayBaseURL,
 	}}, nil
+}
+
+// PublicBaseURL checks PUBLIC_BASE_URL: an http(s) origin, with no path
+// but an optional /api/v1 (dropped) and no query; "" is allowed.
+func PublicBaseURL(v string) (string, error) {
+	if v == "" {
+		return "", nil
+	}
+	u, err := url.Parse(strings.TrimSuffix(strings.TrimSuffix(v, "/"), routes.Prefix))
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || strings.Trim(u.Path, "/") != "" ||
+		u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return "", fmt.Errorf("PUBLIC_BASE_URL must be an origin such as https://api.example.dk, got %q", v)
+	}
+	return u.Scheme + "://" + u.Host, nil
+}
+
+// apiGatewayBaseURL is the origin API Gateway says it was called on (its
+// request context's domain name: the stage's own or a custom domain), not
+// the client's Host header.
+func apiGatewayBaseURL(r *http.Request) (string, bool) {
+	gw, ok := core.GetAPIGatewayV2ContextFromContext(r.Context())
+	if !ok || gw.DomainName == "" {
+		return "", false
+	}
+	return "https://" + gw.DomainName, true
 }
 
 // deprecationFromEnv reads API_DEPRECATED_SINCE and API_SUNSET (RFC 3339)

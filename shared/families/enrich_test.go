@@ -143,3 +143,62 @@ func TestEnrichmentGivesUpAndSkips(t *testing.T) {
 		t.Fatalf("without a register: %v", got)
 	}
 }
+
+// TestRegisterDataIsScrubbedAndErrorsLeakNothing: a register behind a URL
+// with a path, a query key and a user name; it answers with an owner's CPR
+// in several spellings, and then fails in the ways a register does.
+func TestRegisterDataIsScrubbedAndErrorsLeakNothing(t *testing.T) {
+	var paths, queries []string
+	var mode atomic.Int32 // 0 ok, 1 refused, 2 unreachable body
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		paths, queries = append(paths, r.URL.Path), append(queries, r.URL.RawQuery)
+		switch {
+		case mode.Load() == 1:
+			http.Error(w, "bad key", http.StatusForbidden)
+		case strings.HasSuffix(r.URL.Path, "/logo"):
+			http.NotFound(w, r)
+		default:
+			_, _ = w.Write([]byte(`{"name":"Nordlys ApS","owner":{"cpr":"010190-1234","name":"Anne"},
+				"board":[{"name":"Lars","id":"01.01.90-1234"},{"name":"Ida","personnummer":"x"}],"note":"CPR ０１０１９０－１２３４"}`))
+		}
+	}))
+	defer srv.Close()
+	u := strings.Replace(srv.URL, "http://", "http://svc-user:pw@", 1) + "/v2/?apikey=s3cret-key"
+	e, org, d, q, en := enrichEnv(t, u)
+	key := e.Key(org)
+	r := e.Post("/api/v1/companies", key, "c1", `{"name":"Nordlys ApS","cvr":"12345678"}`)
+	mustStatus(t, r, 201)
+	drain(t, e, d, q, en)
+	got := e.Get(r.Header.Get("Location"), key) // the harness fails the test on any CPR in a response
+	reg := got.Body["data"].(map[string]any)["enrichment"].(map[string]any)["register"].(map[string]any)
+	if reg["name"] != "Nordlys ApS" || reg["owner"].(map[string]any)["name"] != "Anne" || reg["owner"].(map[string]any)["cpr"] != nil {
+		t.Fatalf("snapshot not scrubbed as it should be: %v", reg)
+	}
+	if !strings.Contains(string(got.Raw), "[removed: CPR number]") {
+		t.Fatalf("no marker where values were removed: %s", got.Raw)
+	}
+	if paths[0] != "/v2/companies/12345678" || queries[0] != "apikey=s3cret-key" {
+		t.Fatalf("register called at %q ? %q; want /v2/companies/12345678 ? apikey=s3cret-key", paths[0], queries[0])
+	}
+
+	for _, m := range []int32{1, 2} {
+		mode.Store(m)
+		reg := u
+		if m == 2 {
+			reg = "http://svc-user:pw@127.0.0.1:1/v2?apikey=s3cret-key" // nothing listens there
+		}
+		e, org, d, q, en := enrichEnv(t, reg)
+		key := e.Key(org)
+		r := e.Post("/api/v1/companies", key, "c1", `{"name":"Nordlys ApS","cvr":"12345678"}`)
+		drain(t, e, d, q, en)
+		msg := e.Get(r.Header.Get("Location"), key).Body["data"].(map[string]any)["enrichment"].(map[string]any)["error"].(string)
+		for _, leak := range []string{"127.0.0.1", "svc-user", "pw@", "s3cret", "/v2", "apikey", "http"} {
+			if strings.Contains(msg, leak) {
+				t.Errorf("enrichment.error %q shows %q of the register's configuration", msg, leak)
+			}
+		}
+		if want := map[int32]string{1: "refused", 2: "unavailable"}[m]; !strings.Contains(msg, want) {
+			t.Errorf("enrichment.error %q does not say %q", msg, want)
+		}
+	}
+}

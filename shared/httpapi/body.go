@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"sort"
@@ -13,6 +14,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/uuid"
+
+	"github.com/practice-api/practice-api/shared/cpr"
 )
 
 // Body decodes a JSON object strictly: every field is read through a typed
@@ -24,7 +27,9 @@ type Body struct {
 	errs   []FieldError
 }
 
-// DecodeBody parses raw as one JSON object.
+// DecodeBody parses raw as one JSON object and refuses any CPR in it: a
+// field named after a CPR, or a CPR-like number in any string or key, at
+// any depth (the spec's rule 5, for every write body alike).
 func DecodeBody(raw []byte) (*Body, error) {
 	var fields map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(raw))
@@ -35,7 +40,72 @@ func DecodeBody(raw []byte) (*Body, error) {
 	if dec.More() {
 		return nil, Invalid("body", "the request body must be a single JSON object")
 	}
-	return &Body{fields: fields, used: map[string]bool{}}, nil
+	b := &Body{fields: fields, used: map[string]bool{}}
+	b.refuseCPR()
+	return b, nil
+}
+
+// MaxProblems bounds the problems a 422 lists; ErrorsTotal counts them all.
+const MaxProblems = 50
+
+const cprMessage = "CPR numbers are never accepted, in any field or form; remove %s"
+
+// refuseCPR fails every field that names a CPR or holds one anywhere in
+// its value; such fields count as read, so they are not also "unknown".
+func (b *Body) refuseCPR() {
+	for _, name := range b.Names() {
+		field := name
+		if cpr.Find(name) {
+			field = "body"
+		}
+		switch {
+		case cpr.Find(name):
+			b.used[name] = true
+			b.Fail(field, cprMessage, "the field whose name is a CPR-like number")
+			continue
+		case cpr.IsKey(name):
+			b.used[name] = true
+			b.Fail(field, cprMessage, name)
+			continue
+		}
+		var v any
+		if json.Unmarshal(b.fields[name], &v) != nil {
+			continue
+		}
+		if where := cprIn(v, name); where != "" {
+			b.used[name] = true
+			b.Fail(field, cprMessage, where)
+		}
+	}
+}
+
+// cprIn returns where in v (a decoded JSON value at path) a CPR appears, or "".
+func cprIn(v any, path string) string {
+	switch t := v.(type) {
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(t)) {
+			switch {
+			case cpr.Find(k):
+				return "the CPR-like field name in " + path
+			case cpr.IsKey(k):
+				return path + "." + k
+			}
+			if w := cprIn(t[k], path+"."+k); w != "" {
+				return w
+			}
+		}
+	case []any:
+		for i, val := range t {
+			if w := cprIn(val, fmt.Sprintf("%s[%d]", path, i)); w != "" {
+				return w
+			}
+		}
+	case string:
+		if cpr.Find(t) {
+			return "the CPR-like number in " + path
+		}
+	}
+	return ""
 }
 
 // Fail records a problem with a field; a problem of a field with an empty
@@ -213,10 +283,16 @@ func (b *Body) Err() error {
 		return nil
 	}
 	msg := b.errs[0].Message
-	if len(b.errs) > 1 {
-		msg = fmt.Sprintf("%s (and %d more problems, listed in errors)", msg, len(b.errs)-1)
+	e := &Error{Status: http.StatusUnprocessableEntity, Field: b.errs[0].Field, Errors: b.errs}
+	switch n := len(b.errs); {
+	case n > MaxProblems:
+		msg = fmt.Sprintf("%s (and %d more problems; errors lists the first %d)", msg, n-1, MaxProblems)
+		e.Errors, e.ErrorsTotal = b.errs[:MaxProblems], n
+	case n > 1:
+		msg = fmt.Sprintf("%s (and %d more problems, listed in errors)", msg, n-1)
 	}
-	return &Error{Status: http.StatusUnprocessableEntity, Message: msg, Field: b.errs[0].Field, Errors: b.errs}
+	e.Message = msg
+	return e
 }
 
 // Bool reads a JSON boolean (not "true", not 1).

@@ -145,17 +145,18 @@ func canonicalHash(raw []byte) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// AbsoluteURL is path on the scheme and host the client called.
+// AbsoluteURL is path on the API's public base URL (Config.PublicBaseURL),
+// never on the request's Host header: a Location stored with an
+// idempotency record and replayed for a day must not point where a forged
+// Host said.
 func AbsoluteURL(r *http.Request, path string) string {
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	if p := r.Header.Get("X-Forwarded-Proto"); p == "https" || p == "http" {
-		scheme = p
-	}
-	return scheme + "://" + r.Host + path
+	base, _ := r.Context().Value(baseURLKey).(string)
+	return base + path
 }
+
+type baseURLKeyType struct{}
+
+var baseURLKey baseURLKeyType
 
 // Commit adds the idempotency completion for (id, resource) to tx and
 // commits. When conditions fail, explain turns the failed items into the

@@ -11,6 +11,8 @@ import (
 	"net/http"
 
 	"github.com/aws/smithy-go"
+
+	"github.com/practice-api/practice-api/shared/cpr"
 )
 
 // FieldError is one invalid field or parameter of a 422.
@@ -23,11 +25,15 @@ type FieldError struct {
 // return. Anything else reaching WriteError is logged and answered with a
 // generic 500.
 type Error struct {
-	Status        int          `json:"-"`
-	Message       string       `json:"message"`
-	Field         string       `json:"field,omitempty"`
-	Errors        []FieldError `json:"errors,omitempty"`
-	RequiredScope string       `json:"required_scope,omitempty"`
+	Status  int          `json:"-"`
+	Message string       `json:"message"`
+	Field   string       `json:"field,omitempty"`
+	Errors  []FieldError `json:"errors,omitempty"`
+	// ErrorsTotal counts every problem when errors lists only the first
+	// MaxProblems (a bounded answer: a body of 100,000 unknown fields must
+	// not make a 6 MB error).
+	ErrorsTotal   int    `json:"errors_total,omitempty"`
+	RequiredScope string `json:"required_scope,omitempty"`
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("%d: %s", e.Status, e.Message) }
@@ -54,11 +60,13 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 	_ = enc.Encode(v)
 }
 
-// WriteError is the one place errors become HTTP responses.
+// WriteError is the one place errors become HTTP responses. Messages echo
+// input (a filter value, a field name), so any CPR in them is redacted:
+// the service never returns one, even to the caller who sent it.
 func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	var e *Error
 	if errors.As(err, &e) {
-		WriteJSON(w, e.Status, e)
+		WriteJSON(w, e.Status, e.redacted())
 		return
 	}
 	var tooBig *http.MaxBytesError
@@ -77,6 +85,18 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	slog.ErrorContext(r.Context(), "internal error", "err", err, "method", r.Method, "path", r.URL.Path, "request_id", RequestID(r.Context()))
 	WriteJSON(w, http.StatusInternalServerError, &Error{Message: "internal error; quote request id " + RequestID(r.Context()) + " to support"})
+}
+
+func (e *Error) redacted() *Error {
+	out := *e
+	out.Message, out.Field = cpr.Redact(e.Message), cpr.Redact(e.Field)
+	if len(e.Errors) > 0 {
+		out.Errors = make([]FieldError, len(e.Errors))
+		for i, fe := range e.Errors {
+			out.Errors[i] = FieldError{Field: cpr.Redact(fe.Field), Message: cpr.Redact(fe.Message)}
+		}
+	}
+	return &out
 }
 
 // Data wraps a single resource as {"data": ...}.

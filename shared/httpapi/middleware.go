@@ -36,6 +36,15 @@ type Config struct {
 	AccessLog *slog.Logger
 	// Idempotency keeps the Idempotency-Key records of creates.
 	Idempotency *idempotency.Store
+	// PublicBaseURL is the origin clients call (scheme://host[:port], no
+	// path): links.next and Location are built on it, never on the
+	// request's Host header, which a client controls. The devserver sets
+	// its listen address, AWS the stage's URL (PUBLIC_BASE_URL).
+	PublicBaseURL string
+	// BaseURLOf, when PublicBaseURL is empty, derives the origin from what
+	// the platform vouches for (API Gateway's request context); without
+	// either, absolute URLs become paths.
+	BaseURLOf func(*http.Request) (string, bool)
 	// Deprecation, when set, announces this version's deprecation on every
 	// response (Deprecation: @<unix seconds>, RFC 9745), with Sunset (the
 	// HTTP-date of removal) and a Link to the migration notes when given.
@@ -145,11 +154,11 @@ func NewHandler(cfg Config, families map[string]Handlers) (http.Handler, error) 
 		allowed := methods[path]
 		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", strings.Join(allowed, ", "))
-			WriteJSON(w, http.StatusMethodNotAllowed, &Error{Message: fmt.Sprintf("method %s is not allowed here; allowed: %s", r.Method, strings.Join(allowed, ", "))})
+			WriteError(w, r, &Error{Status: http.StatusMethodNotAllowed, Message: fmt.Sprintf("method %s is not allowed here; allowed: %s", r.Method, strings.Join(allowed, ", "))})
 		})
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		WriteJSON(w, http.StatusNotFound, &Error{Message: fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path)})
+		WriteError(w, r, &Error{Status: http.StatusNotFound, Message: fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path)})
 	})
 	return cfg.edge(mux), nil
 }
@@ -166,8 +175,16 @@ func (cfg *Config) edge(next http.Handler) http.Handler {
 		if id == "" {
 			id = uuid.NewString()
 		}
-		r = r.WithContext(context.WithValue(r.Context(), requestIDKey, id))
+		ctx := context.WithValue(r.Context(), requestIDKey, id)
+		base := cfg.PublicBaseURL
+		if base == "" && cfg.BaseURLOf != nil {
+			base, _ = cfg.BaseURLOf(r)
+		}
+		r = r.WithContext(context.WithValue(ctx, baseURLKey, base))
 		w.Header().Set("X-Request-Id", id)
+		// Bodies are JSON (error messages echo input such as "<script>"):
+		// browsers must not sniff them into HTML.
+		w.Header().Set("X-Content-Type-Options", "nosniff")
 		if d := cfg.Deprecation; d != nil {
 			w.Header().Set("Deprecation", "@"+strconv.FormatInt(d.Since.Unix(), 10))
 			if !d.Sunset.IsZero() {
@@ -205,9 +222,14 @@ type statusRecorder struct {
 	wrote  bool
 }
 
+// WriteHeader records the status; an error answer is never stored by a
+// cache (it describes one request, and may echo its input).
 func (s *statusRecorder) WriteHeader(code int) {
 	if !s.wrote {
 		s.status, s.wrote = code, true
+		if code >= 400 {
+			s.Header().Set("Cache-Control", "no-store")
+		}
 	}
 	s.ResponseWriter.WriteHeader(code)
 }

@@ -2,12 +2,8 @@ package party
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"net/mail"
-	"regexp"
-	"strings"
 
 	"github.com/google/uuid"
 
@@ -20,13 +16,12 @@ const assigned = "it is assigned by the service"
 
 // CreatePerson imports a person. The e-mail is unique among the
 // organisation's people (case-insensitive). A CPR is refused wherever and
-// however it appears.
+// however it appears, as in every write body (httpapi.DecodeBody).
 func (s *Store) CreatePerson(ctx context.Context, req *httpapi.CreateRequest) (string, any, error) {
 	b, err := httpapi.DecodeBody(req.Body)
 	if err != nil {
 		return "", nil, err
 	}
-	refuseCPR(b)
 	b.Forbid(assigned, "id", "created_at", "updated_at")
 	p := Person{ID: uuid.NewString(), Name: b.String("name", true, 200), Email: b.String("email", true, 254),
 		Phone: b.String("phone", false, 40), CreatedAt: store.FormatTime(req.Now)}
@@ -148,59 +143,4 @@ func (s *Store) conflict(ctx context.Context, g store.Guard, field, format strin
 		return err
 	}
 	return httpapi.Invalid(field, format, append(args, holder)...)
-}
-
-// cprValue matches a CPR number: six date digits, optionally a dash or
-// space, four digits, not inside a longer run of digits.
-var cprValue = regexp.MustCompile(`(^|[^0-9])(0[1-9]|[12][0-9]|3[01])(0[1-9]|1[0-2])[0-9]{2}[- ]?[0-9]{4}([^0-9]|$)`)
-
-// refuseCPR fails the body if any key, at any depth, names a CPR in any
-// spelling (cpr, CPR, cpr_number, cprNr, "c.p.r."), or any string value
-// looks like a CPR number.
-func refuseCPR(b *httpapi.Body) {
-	const msg = "CPR numbers are never accepted, in any field or form; remove %s"
-	for _, name := range b.Names() {
-		var v any
-		if err := json.Unmarshal(b.Raw(name), &v); err != nil {
-			continue
-		}
-		if isCPRKey(name) {
-			b.Forbid(fmt.Sprintf(msg, name), name)
-			continue
-		}
-		walkJSON(v, name, func(path string, key string, val any) {
-			if key != "" && isCPRKey(key) {
-				b.Fail(name, msg, path)
-			} else if s, ok := val.(string); ok && cprValue.MatchString(s) {
-				b.Fail(name, msg, "the CPR-like number in "+path)
-			}
-		})
-	}
-}
-
-func isCPRKey(k string) bool {
-	var letters strings.Builder
-	for _, r := range strings.ToLower(k) {
-		if r >= 'a' && r <= 'z' {
-			letters.WriteRune(r)
-		}
-	}
-	l := letters.String()
-	return strings.Contains(l, "cpr") || strings.Contains(l, "personnummer")
-}
-
-func walkJSON(v any, path string, visit func(path, key string, val any)) {
-	switch t := v.(type) {
-	case map[string]any:
-		for k, val := range t {
-			visit(path+"."+k, k, val)
-			walkJSON(val, path+"."+k, visit)
-		}
-	case []any:
-		for i, val := range t {
-			walkJSON(val, fmt.Sprintf("%s[%d]", path, i), visit)
-		}
-	default:
-		visit(path, "", v)
-	}
 }

@@ -8,12 +8,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"mime"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
 
+	"github.com/practice-api/practice-api/shared/cpr"
 	"github.com/practice-api/practice-api/shared/outbox"
 	"github.com/practice-api/practice-api/shared/queue"
 	"github.com/practice-api/practice-api/shared/store"
@@ -89,6 +91,7 @@ func (e *Enricher) Handle(ctx context.Context, m queue.Message) error {
 	switch {
 	case err == nil:
 		en := &Enrichment{Status: EnrichmentDone, Attempts: attempts, Register: snapshot, UpdatedAt: store.FormatTime(now)}
+
 		if logo != nil {
 			sum := sha256.Sum256(logo.Bytes)
 			en.Logo = &Logo{ContentType: logo.ContentType, Size: len(logo.Bytes), SHA256: hex.EncodeToString(sum[:])}
@@ -96,16 +99,51 @@ func (e *Enricher) Handle(ctx context.Context, m queue.Message) error {
 		}
 		return e.record(ctx, msg.OrgID, c.ID, en, logo)
 	case errors.As(err, &perm) || attempts > len(e.schedule()):
-		return e.record(ctx, msg.OrgID, c.ID, &Enrichment{Status: EnrichmentFailed, Attempts: attempts, Error: err.Error(), UpdatedAt: store.FormatTime(now)}, nil)
+		slog.WarnContext(ctx, "company enrichment failed", "company_id", c.ID, "attempts", attempts, "err", err)
+		return e.record(ctx, msg.OrgID, c.ID, &Enrichment{Status: EnrichmentFailed, Attempts: attempts, Error: publicError(err), UpdatedAt: store.FormatTime(now)}, nil)
 	default:
+		slog.InfoContext(ctx, "company enrichment will retry", "company_id", c.ID, "attempts", attempts, "err", err)
 		msg.Attempt = attempts
 		body, _ := json.Marshal(msg)
 		if err := e.Queue.Send(ctx, body, e.schedule()[attempts-1]); err != nil {
 			return err
 		}
-		return e.record(ctx, msg.OrgID, c.ID, &Enrichment{Status: EnrichmentPending, Attempts: attempts, Error: err.Error(), UpdatedAt: store.FormatTime(now)}, nil)
+		return e.record(ctx, msg.OrgID, c.ID, &Enrichment{Status: EnrichmentPending, Attempts: attempts, Error: publicError(err), UpdatedAt: store.FormatTime(now)}, nil)
 	}
 }
+
+// registerError is a failure told in the integrator's terms; the detail
+// (the register's URL, host, credentials) goes only to the log.
+type registerError struct {
+	public string
+	detail error
+}
+
+func (e *registerError) Error() string { return e.public + ": " + e.detail.Error() }
+func (e *registerError) Unwrap() error { return e.detail }
+
+// The integrator-facing outcomes of a failed lookup (whether it is retried
+// shows in enrichment.status).
+const (
+	registerUnavailable = "the company register was unavailable"
+	registerRefused     = "the company register refused the lookup"
+	registerBadAnswer   = "the company register sent an answer that could not be used"
+)
+
+// publicError is what enrichment.error shows API clients: never the
+// configured URL or its credentials.
+func publicError(err error) string {
+	var re *registerError
+	if errors.As(err, &re) {
+		return re.public
+	}
+	var perm errPermanent
+	if errors.As(err, &perm) {
+		return perm.msg
+	}
+	return registerUnavailable
+}
+
 
 func (e *Enricher) now() time.Time {
 	if e.Now != nil {
@@ -157,30 +195,53 @@ func (e *Enricher) client() *http.Client {
 	return &http.Client{Timeout: 10 * time.Second}
 }
 
-// fetch reads the snapshot (required) and the logo (optional).
+// lookupURL joins the register's base URL and a path, keeping the base's
+// own path and query: https://reg.example/v2?apikey=k with
+// /companies/12345678 is https://reg.example/v2/companies/12345678?apikey=k.
+func lookupURL(register, path string) (string, error) {
+	u, err := url.Parse(register)
+	if err != nil || u.Host == "" {
+		return "", errors.New("COMPANY_REGISTER_URL is not an absolute URL")
+	}
+	u.Path = strings.TrimRight(u.Path, "/") + path
+	u.RawPath = ""
+	return u.String(), nil
+}
+
+// fetch reads the snapshot (required) and the logo (optional). The
+// snapshot is scrubbed of CPR numbers before anything keeps it.
 func (e *Enricher) fetch(ctx context.Context, cvr string) (json.RawMessage, *logoItem, error) {
-	base := strings.TrimRight(e.Register, "/") + "/companies/" + url.PathEscape(cvr)
-	body, _, status, err := e.get(ctx, base, maxSnapshotBytes)
+	path := "/companies/" + url.PathEscape(cvr)
+	body, _, status, err := e.get(ctx, path, maxSnapshotBytes)
 	switch {
 	case err != nil:
 		return nil, nil, err
 	case status == http.StatusNotFound:
-		return nil, nil, errPermanent{fmt.Sprintf("the register has no company with CVR %s", cvr)}
+		return nil, nil, errPermanent{fmt.Sprintf("the company register has no company with CVR %s", cvr)}
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		return nil, nil, &registerError{fmt.Sprintf("%s (HTTP %d)", registerRefused, status), fmt.Errorf("snapshot: status %d", status)}
 	case status != http.StatusOK:
-		return nil, nil, fmt.Errorf("register answered %d for the snapshot", status)
+		return nil, nil, &registerError{fmt.Sprintf("%s (HTTP %d)", registerUnavailable, status), fmt.Errorf("snapshot: status %d", status)}
 	}
 	var obj map[string]any
 	if err := json.Unmarshal(body, &obj); err != nil {
-		return nil, nil, fmt.Errorf("register snapshot is not a JSON object")
+		return nil, nil, &registerError{registerBadAnswer, errors.New("snapshot is not a JSON object")}
 	}
-	lb, ctype, status, err := e.get(ctx, base+"/logo", maxLogoBytes)
+	clean, removed := cpr.Scrub(obj)
+	if removed > 0 {
+		slog.WarnContext(ctx, "company register snapshot held CPR numbers; removed before storing", "cvr", cvr, "removed", removed)
+		if body, err = json.Marshal(clean); err != nil {
+			return nil, nil, err
+		}
+	}
+	lb, ctype, status, err := e.get(ctx, path+"/logo", maxLogoBytes)
 	switch {
 	case err != nil:
 		return nil, nil, err
 	case status == http.StatusNotFound:
 		return body, nil, nil
 	case status != http.StatusOK:
-		return nil, nil, fmt.Errorf("register answered %d for the logo", status)
+		return nil, nil, &registerError{fmt.Sprintf("%s (HTTP %d for the logo)", registerUnavailable, status), fmt.Errorf("logo: status %d", status)}
 	}
 	if mt, _, _ := mime.ParseMediaType(ctype); !strings.HasPrefix(mt, "image/") {
 		return body, nil, nil // not an image: keep the snapshot, skip the logo
@@ -188,22 +249,26 @@ func (e *Enricher) fetch(ctx context.Context, cvr string) (json.RawMessage, *log
 	return body, &logoItem{ContentType: ctype, Bytes: lb}, nil
 }
 
-func (e *Enricher) get(ctx context.Context, u string, limit int64) ([]byte, string, int, error) {
+func (e *Enricher) get(ctx context.Context, path string, limit int64) ([]byte, string, int, error) {
+	u, err := lookupURL(e.Register, path)
+	if err != nil {
+		return nil, "", 0, errPermanent{"the company register is misconfigured; the operator has been told"}
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
-		return nil, "", 0, errPermanent{err.Error()}
+		return nil, "", 0, errPermanent{"the company register is misconfigured; the operator has been told"}
 	}
 	resp, err := e.client().Do(req)
 	if err != nil {
-		return nil, "", 0, fmt.Errorf("register unreachable: %w", err)
+		return nil, "", 0, &registerError{registerUnavailable + " (no answer)", err}
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
 	if err != nil {
-		return nil, "", 0, fmt.Errorf("register read: %w", err)
+		return nil, "", 0, &registerError{registerUnavailable, fmt.Errorf("read: %w", err)}
 	}
 	if int64(len(b)) > limit && resp.StatusCode == http.StatusOK {
-		return nil, "", 0, errPermanent{fmt.Sprintf("register answer over %d bytes", limit)}
+		return nil, "", 0, errPermanent{fmt.Sprintf("the company register's answer was over %d bytes", limit)}
 	}
 	return b, resp.Header.Get("Content-Type"), resp.StatusCode, nil
 }

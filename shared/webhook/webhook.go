@@ -4,15 +4,18 @@
 package webhook
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -42,12 +45,42 @@ type Endpoint struct {
 	IsActive            bool     `dynamodbav:"is_active" json:"is_active"`
 	ConsecutiveFailures int      `dynamodbav:"consecutive_failures" json:"consecutive_failures"`
 	Secret              string   `dynamodbav:"secret" json:"-"`
-	DisabledAt          string   `dynamodbav:"disabled_at,omitempty" json:"disabled_at,omitempty"`
-	CreatedAt           string   `dynamodbav:"created_at" json:"created_at"`
-	UpdatedAt           string   `dynamodbav:"updated_at" json:"updated_at"`
+	// PreviousSecret still signs deliveries, beside Secret, until
+	// PreviousSecretExpiresAt: a rotation's grace period.
+	PreviousSecret          string `dynamodbav:"previous_secret,omitempty" json:"-"`
+	PreviousSecretExpiresAt string `dynamodbav:"previous_secret_expires_at,omitempty" json:"previous_secret_expires_at,omitempty"`
+	DisabledAt              string `dynamodbav:"disabled_at,omitempty" json:"disabled_at,omitempty"`
+	CreatedAt               string `dynamodbav:"created_at" json:"created_at"`
+	UpdatedAt               string `dynamodbav:"updated_at" json:"updated_at"`
 }
 
 func endpointSK(id string) string { return "WH#" + id }
+
+// countSK is the organisation's endpoint counter, kept in the same
+// transactions as creates and deletes so that MaxEndpoints holds under
+// concurrent creates.
+const countSK = "COUNTER#WEBHOOKS"
+
+// DefaultSecretGrace is how long a rotated-out secret keeps signing.
+const DefaultSecretGrace = 24 * time.Hour
+
+// SigningSecrets are the secrets a delivery at now is signed with: the
+// current one, and the previous one during its grace period.
+func (e *Endpoint) SigningSecrets(now time.Time) []string {
+	secrets := []string{e.Secret}
+	if e.PreviousSecret != "" && e.PreviousSecretExpiresAt > store.FormatTime(now) {
+		secrets = append(secrets, e.PreviousSecret)
+	}
+	return secrets
+}
+
+func newSecret() (string, error) {
+	var sec [32]byte
+	if _, err := rand.Read(sec[:]); err != nil {
+		return "", err
+	}
+	return "whsec_" + hex.EncodeToString(sec[:]), nil
+}
 
 func readBody(r *http.Request) ([]byte, error) { return io.ReadAll(r.Body) }
 
@@ -82,7 +115,7 @@ func (s *Store) list(ctx context.Context, org string, req httpapi.ListRequest[no
 }
 
 func (s *Store) validate(ctx context.Context, b *httpapi.Body, required bool) (urlStr string, types []string) {
-	urlStr = b.String("url", required, 2048)
+	urlStr = b.String("url", required || b.Has("url"), 2048) // a PATCH of "" is refused, not ignored
 	if urlStr != "" {
 		if err := CheckURL(ctx, urlStr, s.AllowPrivate, nil); err != nil {
 			b.Fail("url", "%s", err.Error())
@@ -115,28 +148,45 @@ func (s *Store) Create(ctx context.Context, org string, raw []byte, now time.Tim
 	if err := b.Err(); err != nil {
 		return Endpoint{}, err
 	}
-	if all, err := s.All(ctx, org); err != nil {
-		return Endpoint{}, err
-	} else if len(all) >= MaxEndpoints {
-		return Endpoint{}, httpapi.Invalid("url", "an organisation can have at most %d webhook endpoints; delete one first", MaxEndpoints)
-	}
-	var sec [32]byte
-	if _, err := rand.Read(sec[:]); err != nil {
-		return Endpoint{}, err
-	}
-	e := Endpoint{ID: uuid.NewString(), URL: u, EventTypes: types, IsActive: active, Secret: "whsec_" + hex.EncodeToString(sec[:]),
-		CreatedAt: store.FormatTime(now)}
-	e.UpdatedAt = e.CreatedAt
-	e.Keys = store.Keys{PK: store.OrgPK(org), SK: endpointSK(e.ID), Kind: "webhook_endpoint"}
-	item, err := store.Marshal(e)
+	secret, err := newSecret()
 	if err != nil {
 		return Endpoint{}, err
 	}
-	return e, s.db.PutNew(ctx, item)
+	e := Endpoint{ID: uuid.NewString(), URL: u, EventTypes: types, IsActive: active, Secret: secret, CreatedAt: store.FormatTime(now)}
+	e.UpdatedAt = e.CreatedAt
+	e.Keys = store.Keys{PK: store.OrgPK(org), SK: endpointSK(e.ID), Kind: "webhook_endpoint"}
+	tx := s.db.Tx()
+	tx.PutNew(e)
+	ci := tx.Add(s.count(org, 1))
+	err = tx.Commit(ctx)
+	var failed *store.TxFailed
+	if errors.As(err, &failed) && failed.Has(ci) {
+		return Endpoint{}, httpapi.Invalid("url", "an organisation can have at most %d webhook endpoints; delete one first", MaxEndpoints)
+	}
+	return e, err
 }
 
-// Update applies a PATCH: is_active, url, event_types. Turning an endpoint
-// back on resets its failure count, so deliveries resume.
+// count moves the organisation's endpoint counter by delta; an increase
+// is refused at MaxEndpoints.
+func (s *Store) count(org string, delta int) ddbtypes.TransactWriteItem {
+	u := &ddbtypes.Update{
+		TableName: aws.String(s.db.Table), Key: store.Key(store.OrgPK(org), countSK),
+		UpdateExpression:          aws.String("ADD #n :d SET kind = :kind"),
+		ExpressionAttributeNames:  map[string]string{"#n": "value"},
+		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":d": &ddbtypes.AttributeValueMemberN{Value: strconv.Itoa(delta)}, ":kind": &ddbtypes.AttributeValueMemberS{Value: "counter"}},
+	}
+	if delta > 0 {
+		u.ConditionExpression = aws.String("attribute_not_exists(#n) OR #n < :max")
+		u.ExpressionAttributeValues[":max"] = &ddbtypes.AttributeValueMemberN{Value: strconv.Itoa(MaxEndpoints)}
+	}
+	return ddbtypes.TransactWriteItem{Update: u}
+}
+
+// Update applies a PATCH of is_active, url and event_types in one
+// conditional UpdateItem that sets only the fields sent: delivery counters
+// and an automatic disable, which deliveries change concurrently, are never
+// rewritten. Turning an inactive endpoint back on also resets its failure
+// count, so deliveries resume.
 func (s *Store) Update(ctx context.Context, org, id string, raw []byte, now time.Time) (Endpoint, error) {
 	b, err := httpapi.DecodeBody(raw)
 	if err != nil {
@@ -152,42 +202,113 @@ func (s *Store) Update(ctx context.Context, org, id string, raw []byte, now time
 	if err := b.Err(); err != nil {
 		return Endpoint{}, err
 	}
-	var e Endpoint
-	err = store.Optimistic("endpoint "+id, func() error {
-		var err error
-		if e, err = s.Get(ctx, org, id); err != nil {
-			return err
+	set := []string{"updated_at = :now"}
+	values := map[string]ddbtypes.AttributeValue{":now": &ddbtypes.AttributeValueMemberS{Value: store.FormatTime(now)}}
+	var names map[string]string // "url" is a reserved word
+	if u != "" {
+		set, values[":url"] = append(set, "#url = :url"), &ddbtypes.AttributeValueMemberS{Value: u}
+		names = map[string]string{"#url": "url"}
+	}
+	if types != nil {
+		list := make([]ddbtypes.AttributeValue, len(types))
+		for i, t := range types {
+			list[i] = &ddbtypes.AttributeValueMemberS{Value: t}
 		}
-		prev := e.UpdatedAt
-		if u != "" {
-			e.URL = u
-		}
-		if types != nil {
-			e.EventTypes = types
-		}
-		if active != nil {
-			if *active && !e.IsActive {
-				e.ConsecutiveFailures, e.DisabledAt = 0, ""
-			}
-			e.IsActive = *active
-		}
-		e.UpdatedAt = store.NextUpdate(prev, now)
-		item, err := store.Marshal(e)
+		set, values[":types"] = append(set, "event_types = :types"), &ddbtypes.AttributeValueMemberL{Value: list}
+	}
+	if active != nil {
+		set, values[":active"] = append(set, "is_active = :active"), &ddbtypes.AttributeValueMemberBOOL{Value: *active}
+	}
+	update := func(expr, cond string, vals map[string]ddbtypes.AttributeValue) (Endpoint, error) {
+		out, err := s.db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: aws.String(s.db.Table), Key: store.Key(store.OrgPK(org), endpointSK(id)),
+			UpdateExpression: aws.String(expr), ConditionExpression: aws.String(cond),
+			ExpressionAttributeNames: names, ExpressionAttributeValues: vals,
+			ReturnValues: ddbtypes.ReturnValueAllNew,
+		})
 		if err != nil {
-			return err
+			return Endpoint{}, err
 		}
-		return s.db.Replace(ctx, item, prev)
-	})
+		var e Endpoint
+		return e, store.Unmarshal(out.Attributes, &e)
+	}
+	expr := "SET " + strings.Join(set, ", ")
+	if active != nil && *active {
+		// Back on after a disable: reset the count, in the same write, only
+		// if it is off right now.
+		vals := maps.Clone(values)
+		vals[":off"], vals[":zero"] = &ddbtypes.AttributeValueMemberBOOL{Value: false}, &ddbtypes.AttributeValueMemberN{Value: "0"}
+		e, err := update(expr+", consecutive_failures = :zero REMOVE disabled_at", "attribute_exists(PK) AND is_active = :off", vals)
+		if !store.IsConditionFailed(err) {
+			return e, err
+		}
+	}
+	e, err := update(expr, "attribute_exists(PK)", values)
+	if store.IsConditionFailed(err) {
+		return Endpoint{}, store.ErrNotFound
+	}
 	return e, err
 }
 
-// Delete removes an endpoint; deliveries to it stop.
-func (s *Store) Delete(ctx context.Context, org, id string) error {
-	_, err := s.db.Client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+// RotateSecret gives an endpoint a new signing secret, returned once. The
+// old one keeps signing beside it for grace, so receivers can switch over.
+func (s *Store) RotateSecret(ctx context.Context, org, id string, now time.Time, grace time.Duration) (Endpoint, error) {
+	secret, err := newSecret()
+	if err != nil {
+		return Endpoint{}, err
+	}
+	out, err := s.db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(s.db.Table), Key: store.Key(store.OrgPK(org), endpointSK(id)),
+		UpdateExpression:    aws.String("SET previous_secret = secret, previous_secret_expires_at = :exp, secret = :new, updated_at = :now"),
 		ConditionExpression: aws.String("attribute_exists(PK)"),
+		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{
+			":exp": &ddbtypes.AttributeValueMemberS{Value: store.FormatTime(now.Add(grace))},
+			":new": &ddbtypes.AttributeValueMemberS{Value: secret},
+			":now": &ddbtypes.AttributeValueMemberS{Value: store.FormatTime(now)},
+		},
+		ReturnValues: ddbtypes.ReturnValueAllNew,
 	})
 	if store.IsConditionFailed(err) {
+		return Endpoint{}, store.ErrNotFound
+	}
+	if err != nil {
+		return Endpoint{}, err
+	}
+	var e Endpoint
+	return e, store.Unmarshal(out.Attributes, &e)
+}
+
+// MaxSecretGrace bounds a rotation's grace period.
+const MaxSecretGrace = 7 * 24 * time.Hour
+
+// parseGrace reads the optional rotate body {"grace_period_seconds": n}.
+func parseGrace(raw []byte) (time.Duration, error) {
+	b, err := httpapi.DecodeBody(raw)
+	if err != nil {
+		return 0, err
+	}
+	sec, ok := b.Int("grace_period_seconds", false, 0, int64(MaxSecretGrace/time.Second), " (0 retires the old secret at once; at most 604800, a week)")
+	if err := b.Err(); err != nil {
+		return 0, err
+	}
+	if !ok {
+		return DefaultSecretGrace, nil
+	}
+	return time.Duration(sec) * time.Second, nil
+}
+
+// Delete removes an endpoint, and its place under MaxEndpoints; deliveries
+// to it stop.
+func (s *Store) Delete(ctx context.Context, org, id string) error {
+	tx := s.db.Tx()
+	tx.Add(ddbtypes.TransactWriteItem{Delete: &ddbtypes.Delete{
+		TableName: aws.String(s.db.Table), Key: store.Key(store.OrgPK(org), endpointSK(id)),
+		ConditionExpression: aws.String("attribute_exists(PK)"),
+	}})
+	tx.Add(s.count(org, -1))
+	err := tx.Commit(ctx)
+	var failed *store.TxFailed
+	if errors.As(err, &failed) {
 		return store.ErrNotFound
 	}
 	return err
@@ -282,6 +403,29 @@ func Handlers(s *Store, d *Deliverer) httpapi.Handlers {
 				return
 			}
 			httpapi.WriteJSON(w, http.StatusOK, httpapi.Data(e))
+		},
+		"webhooks.rotate_secret": func(w http.ResponseWriter, r *http.Request) {
+			id, ok := httpapi.PathID(r.PathValue("id"))
+			raw, err := readBody(r)
+			grace := DefaultSecretGrace
+			if err == nil && len(bytes.TrimSpace(raw)) > 0 {
+				grace, err = parseGrace(raw)
+			}
+			if err == nil && !ok {
+				err = httpapi.NotFound("webhook endpoint")
+			}
+			var e Endpoint
+			if err == nil {
+				e, err = s.RotateSecret(r.Context(), httpapi.OrgID(r.Context()), id, httpapi.Now(r.Context()), grace)
+			}
+			if errors.Is(err, store.ErrNotFound) {
+				err = httpapi.NotFound("webhook endpoint")
+			}
+			if err != nil {
+				httpapi.WriteError(w, r, err)
+				return
+			}
+			httpapi.WriteJSON(w, http.StatusOK, map[string]any{"data": e, "secret": e.Secret})
 		},
 		"webhooks.delete": func(w http.ResponseWriter, r *http.Request) {
 			id, ok := httpapi.PathID(r.PathValue("id"))

@@ -98,6 +98,9 @@ func run() error {
 	for range 4 { // deliveries to slow receivers must not queue behind each other
 		go queue.Run(ctx, deliveryQ, "webhook-delivery", workers.Deliverer.Handle)
 	}
+	if env.Edge.PublicBaseURL == "" { // links and Location name the address served, whatever Host a client sends
+		env.Edge.PublicBaseURL = "http://" + apiLn.Addr().String()
+	}
 	handler, err := families.Handler(env.Edge, db, workers.Deliverer)
 	if err != nil {
 		return err

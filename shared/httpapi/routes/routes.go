@@ -72,6 +72,8 @@ var Table = []Route{
 	// Additive (versioning rule 2): recent attempts, and resending one failed event.
 	{Family: Webhooks, Method: "GET", Path: "/webhooks/{id}/deliveries", Scope: "webhooks:manage", Name: "webhooks.deliveries"},
 	{Family: Webhooks, Method: "POST", Path: "/webhooks/{id}/deliveries/{delivery}/retry", Scope: "webhooks:manage", Name: "webhooks.retry"},
+	// Additive: a new signing secret; the old one signs beside it for a grace period.
+	{Family: Webhooks, Method: "POST", Path: "/webhooks/{id}/rotate-secret", Scope: "webhooks:manage", Name: "webhooks.rotate_secret"},
 
 	// The OpenAPI document, for tools and integrators before they hold a key.
 	{Family: Meta, Method: "GET", Path: "/openapi.json", Name: "openapi", Public: true},

@@ -82,7 +82,8 @@ func schemas() M {
 		[]string{"message"}, M{
 			"message":        str("What went wrong and, where the caller can act, what to do."),
 			"field":          str("422: the first field at fault (repeats `errors[0].field`)."),
-			"errors":         array(schemaRef("FieldError"), "422: every problem found in the request, at once."),
+			"errors":         array(schemaRef("FieldError"), "422: the problems found in the request, at once (at most 50)."),
+			"errors_total":   integer("422: how many problems there were, when `errors` lists only the first 50."),
 			"required_scope": str("403: the scope the operation requires and the key lacks."),
 		})
 	s["FieldError"] = object("One problem with one field, header or parameter.", []string{"field", "message"}, M{
@@ -91,9 +92,10 @@ func schemas() M {
 	})
 	s["ValidationError"] = object("422: invalid filters or body; every problem is listed.",
 		[]string{"message", "field", "errors"}, M{
-			"message": str("The first problem (and how many more there are)."),
-			"field":   str("The field of the first problem."),
-			"errors":  withDesc(M{"type": "array", "items": schemaRef("FieldError"), "minItems": 1}, "Every problem found."),
+			"message":      str("The first problem (and how many more there are)."),
+			"field":        str("The field of the first problem."),
+			"errors":       withDesc(M{"type": "array", "items": schemaRef("FieldError"), "minItems": 1, "maxItems": 50}, "Every problem found, up to 50."),
+			"errors_total": integer("How many problems there were, present when `errors` lists only the first 50."),
 		})
 	s["ScopeError"] = object("403: the key lacks the operation's scope. Scopes are fixed when a key is minted: ask for a new key.",
 		[]string{"message", "required_scope"}, M{
@@ -222,12 +224,13 @@ func schemas() M {
 	s["WebhookEndpoint"] = object("A subscriber of events. After 20 consecutive failed delivery attempts it is turned off (`is_active` false); PATCH `is_active: true` resumes it.",
 		[]string{"id", "url", "event_types", "is_active", "consecutive_failures", "created_at", "updated_at"},
 		timestamps(M{
-			"id":                   uuidS(""),
-			"url":                  withDesc(M{"type": "string", "format": "uri", "pattern": "^https://"}, ""),
-			"event_types":          withDesc(M{"type": "array", "items": enum("", outbox.Types...), "minItems": 1}, ""),
-			"is_active":            boolean(""),
-			"consecutive_failures": withDesc(M{"type": "integer", "minimum": 0}, "Failed attempts since the last success."),
-			"disabled_at":          dateTime("Present when the service turned the endpoint off."),
+			"id":                         uuidS(""),
+			"url":                        withDesc(M{"type": "string", "format": "uri", "pattern": "^https://"}, ""),
+			"event_types":                withDesc(M{"type": "array", "items": enum("", outbox.Types...), "minItems": 1}, ""),
+			"is_active":                  boolean(""),
+			"consecutive_failures":       withDesc(M{"type": "integer", "minimum": 0}, "Failed attempts since the last success."),
+			"disabled_at":                dateTime("Present when the service turned the endpoint off."),
+			"previous_secret_expires_at": dateTime("After a secret rotation: until then deliveries are also signed with the previous secret."),
 		}))
 	s["WebhookDelivery"] = object("One delivery attempt, kept 30 days.",
 		[]string{"id", "endpoint_id", "event_id", "event_type", "attempt", "succeeded", "duration_ms", "attempted_at"}, M{
@@ -379,6 +382,9 @@ func writeBodies(s M) {
 			"event_types": eventTypes,
 			"is_active":   orNull(boolean("Default true.")),
 		}))
+	s["WebhookRotateSecret"] = closed(object("Optional body of a secret rotation.", nil, M{
+		"grace_period_seconds": withDesc(M{"type": "integer", "minimum": 0, "maximum": 604800}, "How long the old secret keeps signing beside the new one (default 86400: 24 hours; 0 retires it at once)."),
+	}))
 	s["WebhookUpdate"] = closed(object("The fields to change. Turning an endpoint on resets `consecutive_failures`.", nil, M{
 		"is_active":   orNull(boolean("")),
 		"url":         orNull(hook),

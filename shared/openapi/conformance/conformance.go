@@ -16,6 +16,8 @@
 package conformance
 
 import (
+	"github.com/practice-api/practice-api/shared/cpr"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -219,15 +221,32 @@ func VisitSchemas(doc *openapi3.T, f func(*openapi3.Schema)) {
 	}
 }
 
-// Check returns the mismatches of one exchange (and records them).
+// Check returns the mismatches of one exchange (and records them). Besides
+// the document, every response body is scanned for a CPR: the last line of
+// defence of the spec's rule 5, across every test that goes through here.
 func (c *Checker) Check(ctx context.Context, ex Exchange) []string {
-	return c.record(c.check(ctx, ex))
+	probs := c.check(ctx, ex)
+	if cpr.Find(string(ex.Body)) {
+		probs = append(probs, fmt.Sprintf("%s %s → %d: the response holds a CPR-like number: %s",
+			ex.Request.Method, ex.Request.URL.Path, ex.Status, truncate(ex.Body)))
+	}
+	return c.record(probs)
+}
+
+func truncate(b []byte) string {
+	if len(b) > 300 {
+		return string(b[:300]) + "…"
+	}
+	return string(b)
 }
 
 // CheckDelivery checks a webhook delivery a receiver got (its headers and
 // raw body) against the document's webhooks (and records the mismatches).
 func (c *Checker) CheckDelivery(r *http.Request, body []byte) []string {
 	event := r.Header.Get("Service-Event-Type")
+	if cpr.Find(string(body)) {
+		return c.record([]string{fmt.Sprintf("delivery of %s holds a CPR-like number: %s", event, truncate(body))})
+	}
 	item := c.hooks.Paths.Value("/" + event)
 	if item == nil || item.Post == nil {
 		return c.record([]string{fmt.Sprintf("delivery of event type %q: not in the document's webhooks", event)})

@@ -29,9 +29,18 @@ var (
 )
 
 // Sign returns the header value for body sent at t.
-func Sign(secret string, t time.Time, body []byte) string {
+func Sign(secret string, t time.Time, body []byte) string { return SignAll([]string{secret}, t, body) }
+
+// SignAll returns the header value with one v1 signature per secret: during
+// a secret rotation's grace period deliveries carry two, one made with the
+// new secret and one with the old, and a receiver holding either verifies.
+func SignAll(secrets []string, t time.Time, body []byte) string {
 	ts := strconv.FormatInt(t.Unix(), 10)
-	return "t=" + ts + ",v1=" + digest(secret, ts, body)
+	h := "t=" + ts
+	for _, s := range secrets {
+		h += ",v1=" + digest(s, ts, body)
+	}
+	return h
 }
 
 func digest(secret, ts string, body []byte) string {
@@ -40,6 +49,18 @@ func digest(secret, ts string, body []byte) string {
 	mac.Write([]byte("."))
 	mac.Write(body)
 	return hex.EncodeToString(mac.Sum(nil))
+}
+
+// VerifyAny is Verify for a receiver that holds several secrets (the new and
+// the old while it switches over): one match of any of them passes.
+func VerifyAny(secrets []string, header string, body []byte, now time.Time, tolerance time.Duration) error {
+	err := ErrMismatch
+	for _, s := range secrets {
+		if err = Verify(s, header, body, now, tolerance); !errors.Is(err, ErrMismatch) {
+			return err
+		}
+	}
+	return err
 }
 
 // Verify checks a delivery: the header's timestamp is within tolerance of

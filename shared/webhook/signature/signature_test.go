@@ -37,3 +37,29 @@ func TestSignAndVerify(t *testing.T) {
 		}
 	}
 }
+
+func TestRotationSignsWithBothSecrets(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	body := []byte(`{"id":"e1"}`)
+	h := SignAll([]string{"whsec_new", "whsec_old"}, now, body)
+	if strings.Count(h, ",v1=") != 2 {
+		t.Fatalf("header %q: want two v1 signatures", h)
+	}
+	for _, secret := range []string{"whsec_new", "whsec_old"} {
+		if err := Verify(secret, h, body, now, DefaultTolerance); err != nil {
+			t.Errorf("a receiver holding %s: %v", secret, err)
+		}
+	}
+	if err := Verify("whsec_other", h, body, now, DefaultTolerance); err != ErrMismatch {
+		t.Errorf("another secret: %v", err)
+	}
+	if err := VerifyAny([]string{"whsec_other", "whsec_old"}, Sign("whsec_old", now, body), body, now, DefaultTolerance); err != nil {
+		t.Errorf("VerifyAny with the old secret among several: %v", err)
+	}
+	if err := VerifyAny([]string{"whsec_a", "whsec_b"}, h, body, now, DefaultTolerance); err != ErrMismatch {
+		t.Errorf("VerifyAny with neither: %v", err)
+	}
+	if err := VerifyAny([]string{"whsec_new"}, h, body, now.Add(time.Hour), DefaultTolerance); err != ErrTimestamp {
+		t.Errorf("VerifyAny late: %v", err)
+	}
+}
