@@ -144,7 +144,6 @@ func publicError(err error) string {
 	return registerUnavailable
 }
 
-
 func (e *Enricher) now() time.Time {
 	if e.Now != nil {
 		return e.Now()
