@@ -25,6 +25,7 @@ type op struct {
 	params      []M
 	pathParam   M      // path parameters that are not ids, by name
 	body        string // request body schema
+	optional    bool   // the body may be left out
 	ok          []resp
 	errs        []int // error statuses besides 401, 403, 429, 500, 503
 }
@@ -77,7 +78,7 @@ func (o op) render(rt routes.Route) M {
 		out["parameters"] = params
 	}
 	if o.body != "" {
-		out["requestBody"] = M{"required": true, "content": M{"application/json": M{"schema": schemaRef(o.body)}}}
+		out["requestBody"] = M{"required": !o.optional, "content": M{"application/json": M{"schema": schemaRef(o.body)}}}
 	}
 	responses := M{}
 	for _, r := range o.ok {
@@ -238,7 +239,7 @@ func operations() map[string]func(routes.Route) []op {
 		"webhooks.rotate_secret": func(routes.Route) []op {
 			return []op{{summary: "Rotate an endpoint's signing secret",
 				description: "Returns a new `secret` beside `data`, shown only here. For a grace period (24 hours unless `grace_period_seconds` says otherwise; at most a week) the old secret keeps signing too: each delivery's `Service-Signature` then carries two `v1=` signatures, one per secret, and a receiver verifies with whichever secret it holds (`signature.Verify` accepts any matching `v1`). Switch the receiver to the new secret within the grace period. `previous_secret_expires_at` says when the old one stops.",
-				body:        "WebhookRotateSecret",
+				body:        "WebhookRotateSecret", optional: true,
 				ok:          []resp{{200, "The endpoint with its new secret.", "WebhookEndpointCreated", nil}},
 				errs:        []int{404, 413, 422}}}
 		},
@@ -411,8 +412,8 @@ func webhooks() M {
 			// No bearer key: the Service-Signature header authenticates.
 			"security": []M{},
 			"parameters": []M{
-				hdr("Service-Signature", "`t=<unix seconds>,v1=<hex HMAC-SHA256 of \"{t}.{raw body}\" keyed with the endpoint's secret>`. Hash the raw bytes; compare in constant time; reject t more than 300 s from your clock.",
-					M{"type": "string", "pattern": "^t=[0-9]+,v1=[0-9a-f]{64}$"}),
+				hdr("Service-Signature", "`t=<unix seconds>,v1=<hex HMAC-SHA256 of \"{t}.{raw body}\" keyed with the endpoint's secret>`. Hash the raw bytes; compare in constant time; reject t more than 300 s from your clock. During a secret rotation's grace period a second `,v1=` follows, made with the previous secret: accept the delivery when any `v1` matches the secret you hold.",
+					M{"type": "string", "pattern": "^t=[0-9]+(,v1=[0-9a-f]{64}){1,2}$"}),
 				hdr("Service-Event-Id", "Equal to the body's `id`; the same on every attempt.", M{"type": "string", "format": "uuid"}),
 				hdr("Service-Event-Type", "The event name.", M{"type": "string", "enum": []string{ev.name}}),
 				hdr("Service-Delivery-Attempt", "Attempt number, from 1.", M{"type": "integer", "minimum": 1, "maximum": 5}),

@@ -1,0 +1,336 @@
+package families_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/practice-api/practice-api/shared/apitest"
+	"github.com/practice-api/practice-api/shared/webhook/signature"
+)
+
+// cprSpellings are the spellings an attacker or a careless integrator
+// tried, each of which must be refused wherever a string is accepted.
+var cprSpellings = []string{
+	"010190-1234", "0101901234", "01.01.90-1234", "010190/1234", "010190–1234", "０１０１９０－１２３４",
+	"01 01 90 1234", "010190\u200b1234", "SAG-010190-1234",
+}
+
+// TestCPRIsRefusedInEveryWriteBody sends each spelling in every string
+// field of every write body, and a CPR-named key, and expects a 422 that
+// says why, with nothing created (the harness also fails on any CPR in a
+// response).
+func TestCPRIsRefusedInEveryWriteBody(t *testing.T) {
+	e := apitest.New(t, apitest.Options{RateLimit: 100000})
+	org := e.Org("A")
+	key := e.Key(org)
+	im := &importer{t: t, e: e, key: key}
+	client := im.client("company_id", im.company("11223344"))
+	matter := im.matter(client, "")["id"].(string)
+	hook := e.Do("POST", "/api/v1/webhooks", key, strings.NewReader(`{"url":"https://127.0.0.1/hook","event_types":["matter.created"]}`))
+	mustStatus(t, hook, 201)
+	hookID := hook.Body["data"].(map[string]any)["id"].(string)
+	type target struct{ method, path, template string }
+	targets := []target{
+		{"POST", "/api/v1/people", `{"name":%s,"email":"a@example.dk"}`},
+		{"POST", "/api/v1/people", `{"name":"Anne","email":"a@example.dk","phone":%s}`},
+		{"POST", "/api/v1/companies", `{"name":%s,"cvr":"55667788"}`},
+		{"POST", "/api/v1/matters", `{"client_id":"` + client + `","title":%s}`},
+		{"POST", "/api/v1/matters", `{"client_id":"` + client + `","matter_number":%s}`},
+		{"POST", "/api/v1/time-entries", `{"matter_id":"` + matter + `","date":"2025-03-01","duration_minutes":30,"description":%s}`},
+		{"POST", "/api/v1/webhooks", `{"url":"https://127.0.0.1/in/"+%s,"event_types":["matter.created"]}`},
+		{"PATCH", "/api/v1/webhooks/" + hookID, `{"url":"https://127.0.0.1/in/"+%s}`},
+		{"POST", "/api/v1/clients", `{"company_id":"` + client + `","note":{"owner":[%s]}}`},
+	}
+	n := 0
+	for _, tg := range targets {
+		for _, sp := range cprSpellings {
+			quoted, _ := json.Marshal(sp)
+			body := fmt.Sprintf(tg.template, quoted)
+			if strings.Contains(tg.template, `"+%s`) { // a URL: the number inside its path
+				body = fmt.Sprintf(strings.ReplaceAll(tg.template, `"+%s`, `%s"`), sp)
+			}
+			n++
+			var r apitest.Response
+			if tg.method == "PATCH" || strings.HasSuffix(tg.path, "/webhooks") {
+				r = e.Do(tg.method, tg.path, key, strings.NewReader(body))
+			} else {
+				r = e.Post(tg.path, key, fmt.Sprintf("cpr-%d", n), body)
+			}
+			if r.Status != 422 || !strings.Contains(r.Body["message"].(string), "CPR") {
+				t.Errorf("%s %s %s: %d %s", tg.method, tg.path, body, r.Status, r.Raw)
+			}
+		}
+	}
+	// A CPR-named key anywhere is refused too, whatever its value.
+	for _, body := range []string{`{"name":"X ApS","cvr":"99887766","owner":{"CPR_nr":"x"}}`, `{"name":"X ApS","cvr":"99887766","ｃｐｒ":1}`} {
+		if r := e.Post("/api/v1/companies", key, "cpr-key-"+body, body); r.Status != 422 {
+			t.Errorf("%s: %d", body, r.Status)
+		}
+	}
+	items := e.Items(org)
+	if len(items["person"]) != 0 || len(items["company"]) != 1 || len(items["matter"]) != 1 || len(items["time_entry"]) != 0 {
+		t.Fatalf("something with a CPR was created: %d people, %d companies, %d matters, %d entries",
+			len(items["person"]), len(items["company"]), len(items["matter"]), len(items["time_entry"]))
+	}
+	ep := e.Get("/api/v1/webhooks/"+hookID, key).Body["data"].(map[string]any)
+	if ep["url"] != "https://127.0.0.1/hook" {
+		t.Fatalf("a PATCH with a CPR changed the URL: %v", ep["url"])
+	}
+	// Values that look like numbers but are not CPRs pass.
+	for i, body := range []string{
+		`{"name":"Anne","email":"anne12345678@example.dk","phone":"+45 12 34 56 78"}`,
+	} {
+		mustStatus(t, e.Post("/api/v1/people", key, fmt.Sprintf("ok-%d", i), body), 201)
+	}
+	mustStatus(t, e.Post("/api/v1/time-entries", key, "ok-te", `{"matter_id":"`+matter+`","date":"2025-03-01","duration_minutes":30,"hourly_rate":1000,"description":"Møde 15.03.2024 kl. 10.30, faktura 123456789012"}`), 201)
+	// Echoed input is redacted: an unknown field named like a CPR, a filter value.
+	r := e.Get("/api/v1/matters?status=010190-1234", key)
+	mustStatus(t, r, 422)
+}
+
+// TestValidationAnswersAreBounded: a 1 MiB body of unknown fields gets a
+// 422 that lists 50 problems and counts them all, far under Lambda's 6 MB.
+func TestValidationAnswersAreBounded(t *testing.T) {
+	e := apitest.New(t, apitest.Options{})
+	key := e.Key(e.Org("A"))
+	var b strings.Builder
+	b.WriteString(`{"name":"Anne","email":"a@example.dk"`)
+	n := 0
+	for b.Len() < 1<<20-40 {
+		fmt.Fprintf(&b, `,"f%d":1`, n)
+		n++
+	}
+	b.WriteString("}")
+	r := e.Post("/api/v1/people", key, "big", b.String())
+	mustStatus(t, r, 422)
+	if len(r.Raw) > 64<<10 {
+		t.Fatalf("a 422 of %d bytes", len(r.Raw))
+	}
+	if errs := r.Body["errors"].([]any); len(errs) != 50 || r.Body["errors_total"] != float64(n) {
+		t.Fatalf("%d errors listed, errors_total %v, want 50 and %d", len(errs), r.Body["errors_total"], n)
+	}
+	t.Logf("%d unknown fields: a %d-byte answer", n, len(r.Raw))
+}
+
+// TestAbsoluteURLsIgnoreTheHostHeader: links.next and Location, also when
+// replayed from the idempotency record, name the API's own address.
+func TestAbsoluteURLsIgnoreTheHostHeader(t *testing.T) {
+	e := apitest.New(t, apitest.Options{})
+	key := e.Key(e.Org("A"))
+	send := func(method, path, idem, body string) *http.Response {
+		req, _ := http.NewRequest(method, e.Server.URL+path, strings.NewReader(body))
+		req.Host = "evil.example"
+		req.Header.Set("X-Forwarded-Host", "evil.example")
+		req.Header.Set("X-Forwarded-Proto", "https")
+		req.Header.Set("Authorization", "Bearer "+key)
+		if idem != "" {
+			req.Header.Set("Idempotency-Key", idem)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	for i := range 3 {
+		resp := send("POST", "/api/v1/companies", "host-1", `{"name":"Nordlys ApS","cvr":"12345678"}`)
+		resp.Body.Close()
+		if loc := resp.Header.Get("Location"); !strings.HasPrefix(loc, e.Server.URL+"/api/v1/companies/") {
+			t.Fatalf("attempt %d (status %d): Location %q", i, resp.StatusCode, loc)
+		}
+		mustStatus(t, e.Post("/api/v1/companies", key, fmt.Sprintf("more-%d", i), fmt.Sprintf(`{"name":"Firma %d","cvr":"1111111%d"}`, i, i)), 201)
+	}
+	resp := send("GET", "/api/v1/companies?per_page=1", "", "")
+	var page struct{ Links struct{ Next string } }
+	_ = json.NewDecoder(resp.Body).Decode(&page)
+	resp.Body.Close()
+	if !strings.HasPrefix(page.Links.Next, e.Server.URL+"/api/v1/companies?") {
+		t.Fatalf("links.next %q", page.Links.Next)
+	}
+}
+
+// TestSecurityHeaders: nosniff on every answer, no-store on every error.
+func TestSecurityHeaders(t *testing.T) {
+	e := apitest.New(t, apitest.Options{})
+	key := e.Key(e.Org("A"))
+	for _, c := range []struct {
+		method, path, key string
+		status           int
+	}{
+		{"GET", "/api/v1/matters", key, 200},
+		{"GET", "/api/v1/openapi.json", "", 200},
+		{"GET", "/api/v1/matters", "", 401},
+		{"GET", "/api/v1/matters?status=<script>", key, 422},
+		{"GET", "/api/v1/matters/00000000-0000-4000-8000-000000000000", key, 404},
+		{"DELETE", "/api/v1/matters", key, 405},
+		{"GET", "/api/v1/nowhere", key, 404},
+	} {
+		r := e.Do(c.method, c.path, c.key, nil)
+		if r.Status != c.status || r.Header.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("%s %s: %d, X-Content-Type-Options %q", c.method, c.path, r.Status, r.Header.Get("X-Content-Type-Options"))
+		}
+		if c.status >= 400 && r.Header.Get("Cache-Control") != "no-store" {
+			t.Errorf("%s %s → %d: Cache-Control %q", c.method, c.path, r.Status, r.Header.Get("Cache-Control"))
+		}
+	}
+}
+
+// TestEndpointLimitHoldsUnderConcurrentCreates: 60 creates at once, 50 win.
+func TestEndpointLimitHoldsUnderConcurrentCreates(t *testing.T) {
+	e := apitest.New(t, apitest.Options{RateLimit: 100000})
+	key := e.Key(e.Org("A"))
+	var created, refused atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 60 {
+		wg.Go(func() {
+			req, _ := http.NewRequest("POST", e.Server.URL+"/api/v1/webhooks",
+				strings.NewReader(fmt.Sprintf(`{"url":"https://127.0.0.1/h%d","event_types":["matter.created"]}`, i)))
+			req.Header.Set("Authorization", "Bearer "+key)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			resp.Body.Close()
+			switch resp.StatusCode {
+			case 201:
+				created.Add(1)
+			case 422:
+				refused.Add(1)
+			default:
+				t.Errorf("status %d", resp.StatusCode)
+			}
+		})
+	}
+	wg.Wait()
+	n := 0
+	for url := "/api/v1/webhooks?per_page=100"; url != ""; {
+		r := e.Get(url, key)
+		n += len(r.Data())
+		url = r.Next()
+	}
+	if created.Load() != 50 || refused.Load() != 10 || n != 50 {
+		t.Fatalf("%d created, %d refused, %d listed; want 50, 10, 50", created.Load(), refused.Load(), n)
+	}
+	// A delete frees a place.
+	first := e.Get("/api/v1/webhooks?per_page=1", key).Data()[0]["id"].(string)
+	mustStatus(t, e.Do("DELETE", "/api/v1/webhooks/"+first, key, nil), 204)
+	mustStatus(t, e.Do("POST", "/api/v1/webhooks", key, strings.NewReader(`{"url":"https://127.0.0.1/again","event_types":["matter.created"]}`)), 201)
+	mustStatus(t, e.Do("POST", "/api/v1/webhooks", key, strings.NewReader(`{"url":"https://127.0.0.1/over","event_types":["matter.created"]}`)), 422)
+}
+
+// TestConcurrentPatchesKeepDeliveryState: 400 PATCHes of event_types while
+// deliveries to a failing receiver count failures; afterwards the count is
+// every failed attempt since the last success, and the disable at 20
+// happened exactly once and stayed.
+func TestConcurrentPatchesKeepDeliveryState(t *testing.T) {
+	rc := newReceiver(t, 503)
+	e, d := hookEnv(t, rc)
+	e.Deliverer.Schedule = []time.Duration{} // one attempt per event
+	org := e.Org("A")
+	key := e.Key(org)
+	id, _ := subscribe(t, e, key, rc.srv.URL, "time_entry.created")
+	im := &importer{t: t, e: e, key: key}
+	m := im.matter(im.client("company_id", im.company("11111111")), `,"hourly_rate":1`)["id"].(string)
+	for i := range 26 {
+		im.post("/api/v1/time-entries", fmt.Sprintf(`{"matter_id":%q,"date":"2025-03-01","duration_minutes":%d}`, m, i+1))
+	}
+	var wg sync.WaitGroup
+	var patched atomic.Int32
+	for i := range 400 {
+		wg.Go(func() {
+			types := []string{`["time_entry.created"]`, `["time_entry.created","matter.created"]`}[i%2]
+			req, _ := http.NewRequest("PATCH", e.Server.URL+"/api/v1/webhooks/"+id, strings.NewReader(`{"event_types":`+types+`}`))
+			req.Header.Set("Authorization", "Bearer "+key)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Errorf("PATCH: %d", resp.StatusCode)
+			}
+			patched.Add(1)
+		})
+	}
+	deliverAll(t, e, d, 8)
+	wg.Wait()
+	ep := e.Get("/api/v1/webhooks/"+id, key).Body["data"].(map[string]any)
+	attempts := len(rc.deliveries())
+	disables := 0
+	for _, it := range e.Items(org)["webhook_endpoint"] {
+		if attrS(it, "disabled_at") != "" {
+			disables++
+		}
+	}
+	if ep["is_active"] != false || int(ep["consecutive_failures"].(float64)) != attempts || attempts < 20 || disables != 1 {
+		t.Fatalf("after %d PATCHes: %d failed attempts, endpoint %v", patched.Load(), attempts, ep)
+	}
+	// PATCH changes only what it names, and refuses an empty URL.
+	mustStatus(t, e.Do("PATCH", "/api/v1/webhooks/"+id, key, strings.NewReader(`{"url":""}`)), 422)
+	after := e.Get("/api/v1/webhooks/"+id, key).Body["data"].(map[string]any)
+	if after["url"] != ep["url"] || after["consecutive_failures"] != ep["consecutive_failures"] || after["is_active"] != false {
+		t.Fatalf("a refused PATCH changed the endpoint: %v", after)
+	}
+}
+
+// TestSecretRotation: the new secret is shown once; for the grace period
+// deliveries carry two v1 signatures, one per secret; then only the new.
+func TestSecretRotation(t *testing.T) {
+	rc := newReceiver(t, 200)
+	e, d := hookEnv(t, rc)
+	key := e.Key(e.Org("A"))
+	id, oldSecret := subscribe(t, e, key, rc.srv.URL, "matter.created")
+	r := e.Post("/api/v1/webhooks/"+id+"/rotate-secret", key, "", `{"grace_period_seconds":2}`)
+	mustStatus(t, r, 200)
+	newSecret := r.Body["secret"].(string)
+	if newSecret == oldSecret || !strings.HasPrefix(newSecret, "whsec_") || r.Body["data"].(map[string]any)["previous_secret_expires_at"] == nil {
+		t.Fatalf("rotate: %s", r.Raw)
+	}
+	if strings.Contains(string(e.Get("/api/v1/webhooks/"+id, key).Raw), "whsec_") {
+		t.Fatal("a read shows a secret")
+	}
+	im := &importer{t: t, e: e, key: key}
+	im.matter(im.client("company_id", im.company("12121212")), "")
+	deliverAll(t, e, d, 1)
+	got := rc.deliveries()[0]
+	h := got.header.Get(signature.Header)
+	if strings.Count(h, "v1=") != 2 {
+		t.Fatalf("during the grace period: %q", h)
+	}
+	for _, s := range []string{oldSecret, newSecret} {
+		if err := signature.Verify(s, h, got.body, time.Now(), signature.DefaultTolerance); err != nil {
+			t.Fatalf("verify with one of the secrets: %v", err)
+		}
+	}
+	// After the grace period only the new secret signs.
+	time.Sleep(2100 * time.Millisecond)
+	im.matter(im.client("company_id", im.company("13131313")), "")
+	deliverAll(t, e, d, 1)
+	if len(rc.deliveries()) != 2 {
+		t.Fatalf("%d deliveries, want 2", len(rc.deliveries()))
+	}
+	last := rc.deliveries()[1]
+	h = last.header.Get(signature.Header)
+	if strings.Count(h, "v1=") != 1 || signature.Verify(newSecret, h, last.body, e.Now(), signature.DefaultTolerance) != nil {
+		t.Fatalf("after the grace period: %q", h)
+	}
+	// A grace period of 0 retires the old secret at once; bad ones are 422.
+	mustStatus(t, e.Post("/api/v1/webhooks/"+id+"/rotate-secret", key, "", `{"grace_period_seconds":999999999}`), 422)
+	mustStatus(t, e.Post("/api/v1/webhooks/"+id+"/rotate-secret", key, "", `{"grace_period_seconds":0}`), 200)
+	mustStatus(t, e.Post("/api/v1/webhooks/00000000-0000-4000-8000-000000000000/rotate-secret", key, "", ""), 404)
+	mustStatus(t, e.Post("/api/v1/webhooks/"+id+"/rotate-secret", key, "", `{"grace_period_seconds":"1"}`), 422)
+	r = e.Post("/api/v1/webhooks/"+id+"/rotate-secret", key, "", "")
+	mustStatus(t, r, 200)
+	exp, _ := time.Parse(time.RFC3339, r.Body["data"].(map[string]any)["previous_secret_expires_at"].(string))
+	if d := time.Until(exp); d < 23*time.Hour || d > 25*time.Hour {
+		t.Fatalf("default grace period ends in %s, want 24 h", d)
+	}
+}
