@@ -161,7 +161,7 @@ func TestSecurityHeaders(t *testing.T) {
 	key := e.Key(e.Org("A"))
 	for _, c := range []struct {
 		method, path, key string
-		status           int
+		status            int
 	}{
 		{"GET", "/api/v1/matters", key, 200},
 		{"GET", "/api/v1/openapi.json", "", 200},

@@ -240,8 +240,8 @@ func operations() map[string]func(routes.Route) []op {
 			return []op{{summary: "Rotate an endpoint's signing secret",
 				description: "Returns a new `secret` beside `data`, shown only here. For a grace period (24 hours unless `grace_period_seconds` says otherwise; at most a week) the old secret keeps signing too: each delivery's `Service-Signature` then carries two `v1=` signatures, one per secret, and a receiver verifies with whichever secret it holds (`signature.Verify` accepts any matching `v1`). Switch the receiver to the new secret within the grace period. `previous_secret_expires_at` says when the old one stops.",
 				body:        "WebhookRotateSecret", optional: true,
-				ok:          []resp{{200, "The endpoint with its new secret.", "WebhookEndpointCreated", nil}},
-				errs:        []int{404, 413, 422}}}
+				ok:   []resp{{200, "The endpoint with its new secret.", "WebhookEndpointCreated", nil}},
+				errs: []int{404, 413, 422}}}
 		},
 		"webhooks.delete": func(routes.Route) []op {
 			return []op{{summary: "Delete a webhook endpoint", description: "Deliveries to it stop.",
