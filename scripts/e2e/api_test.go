@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"net"
 	"os/exec"
 	"path/filepath"
@@ -159,5 +160,22 @@ func TestDevserverRefusesATakenPort(t *testing.T) {
 	out, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), ln.Addr().String()) || !strings.Contains(string(out), "LISTEN_ADDR") {
 		t.Fatalf("devserver on a taken port: err %v, output %s", err, out)
+	}
+}
+
+// TestAdminRefusesCPR: the operator tool writes through the same guard as
+// the API's bodies.
+func TestAdminRefusesCPR(t *testing.T) {
+	if api.local == nil {
+		t.Skip("needs the suite's own devserver (the admin tool writes to its table)")
+	}
+	for _, args := range [][]string{
+		{"org", "create", "--name", "Anne ０１０１９０－１２３４"},
+		{"org", "create", "--name", "x 01.01.90-1234"},
+	} {
+		out, err := admin(t, args...)
+		if err == nil || !strings.Contains(fmt.Sprint(out["error"]), "CPR") {
+			t.Errorf("admin %v: %v %v", args, out, err)
+		}
 	}
 }

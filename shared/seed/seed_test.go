@@ -7,7 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
 	"github.com/practice-api/practice-api/shared/auth"
+	"github.com/practice-api/practice-api/shared/cpr"
 	"github.com/practice-api/practice-api/shared/seed"
 	"github.com/practice-api/practice-api/shared/store/storetest"
 )
@@ -47,5 +52,45 @@ func BenchmarkSeed(b *testing.B) {
 				b.ReportMetric(float64(time.Since(start).Microseconds())/float64(entries), "µs/entry")
 			}
 		})
+	}
+}
+
+// TestSeedWritesNoCPR reads back every item a seed wrote: no text of it may
+// read as a CPR number (the demo data is what newcomers see first).
+func TestSeedWritesNoCPR(t *testing.T) {
+	db := storetest.NewDB(t)
+	ctx := context.Background()
+	org, err := auth.NewStore(db).CreateOrg(ctx, "", "seed", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := seed.Run(ctx, db, org.ID, seed.Options{Matters: 60, EntriesPerMatter: 20}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := seed.Demo(ctx, db, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	p := dynamodb.NewScanPaginator(db.Client, &dynamodb.ScanInput{TableName: aws.String(db.Table)})
+	n := 0
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, item := range page.Items {
+			n++
+			var v map[string]any
+			if err := attributevalue.UnmarshalMap(item, &v); err != nil {
+				t.Fatal(err)
+			}
+			for k, val := range v {
+				if s, ok := val.(string); ok && cpr.Find(s) {
+					t.Errorf("%v %v: %s = %q reads as a CPR", v["PK"], v["SK"], k, s)
+				}
+			}
+		}
+	}
+	if n < 1000 {
+		t.Fatalf("only %d items read", n)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/practice-api/practice-api/shared/app"
 	"github.com/practice-api/practice-api/shared/auth"
 	"github.com/practice-api/practice-api/shared/billing"
+	"github.com/practice-api/practice-api/shared/cpr"
 	"github.com/practice-api/practice-api/shared/document"
 	"github.com/practice-api/practice-api/shared/matter"
 	"github.com/practice-api/practice-api/shared/party"
@@ -54,9 +55,23 @@ const usage = `usage: admin <command> [flags]
   seed --org ORG [--matters N] [--entries-per-matter N]
 env: DYNAMODB_ENDPOINT (default http://127.0.0.1:8000; "aws" for the SDK's own), TABLE_NAME (default practice-api)`
 
+// hasCPR reports whether a JSON argument (--lines) names or holds a CPR.
+func hasCPR(v any) bool {
+	_, removed := cpr.Scrub(v)
+	return removed > 0
+}
+
 func run(ctx context.Context, args []string) (any, error) {
 	if len(args) == 0 {
 		return nil, errors.New(usage)
+	}
+	// Every text the application writes passes the same CPR guard as the
+	// API's bodies: no name, file name, folder or invoice line may carry one.
+	for _, a := range args {
+		var v any
+		if _, removed := cpr.Scrub(a); removed > 0 || (json.Unmarshal([]byte(a), &v) == nil && hasCPR(v)) {
+			return nil, errors.New("CPR numbers are never stored, in any field or form: remove it from the arguments")
+		}
 	}
 	cmd, rest := args[0], args[1:]
 	if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") && (cmd == "org" || cmd == "key" || cmd == "kyc" || cmd == "matter" || cmd == "time-entry" || cmd == "invoice" || cmd == "document") {
