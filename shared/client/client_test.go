@@ -16,6 +16,7 @@ import (
 // chain with typed creates and replays, typed errors, and cursor iteration.
 func TestImportChainErrorsAndIteration(t *testing.T) {
 	e := apitest.New(t, apitest.Options{RateLimit: 1000})
+	e.SetNow(time.Now().Truncate(time.Minute).Add(time.Second)) // the counts below must fall in one minute's window
 	org := e.Org("A")
 	c := client.New(e.Server.URL+"/api/v1", e.Key(org))
 	ctx := context.Background()

@@ -36,7 +36,7 @@ import (
 
 func main() {
 	listen := flag.String("listen", "127.0.0.1:9443", "address to serve HTTPS on")
-	secretFile := flag.String("secret-file", "", "file holding the endpoint's signing secret (whsec_…)")
+	secretFile := flag.String("secret-file", "", "file holding the endpoint's signing secret (whsec_…), one per line while rotating")
 	caOut := flag.String("ca-out", "receiver-ca.pem", "where to write the self-signed certificate")
 	certFile := flag.String("cert", "", "TLS certificate (PEM); default: self-signed")
 	keyFile := flag.String("key", "", "TLS key (PEM)")
@@ -83,7 +83,9 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no secret yet", http.StatusServiceUnavailable) // the service retries
 		return
 	}
-	if err := signature.Verify(strings.TrimSpace(string(secret)), r.Header.Get(signature.Header), body, time.Now(), signature.DefaultTolerance); err != nil {
+	// One secret per line: during a rotation keep the old line and add the
+	// new one (POST /webhooks/{id}/rotate-secret), then drop the old.
+	if err := signature.VerifyAny(strings.Fields(string(secret)), r.Header.Get(signature.Header), body, time.Now(), signature.DefaultTolerance); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
