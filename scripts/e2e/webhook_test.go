@@ -125,6 +125,17 @@ func TestSignedDeliveryReachesTheExampleReceiver(t *testing.T) {
 	if l.Attempt != "1" || l.Duplicate || l.EventID == "" {
 		t.Fatalf("received %+v", l)
 	}
+
+	// A test event reaches the same receiver, which verifies it as any other.
+	list := get(t, "/webhooks", key)
+	wh := list.body["data"].([]any)[0].(map[string]any)["id"].(string)
+	r := postT(t, "/webhooks/"+wh+"/test", key, "", "")
+	if r.status != 200 || r.body["data"].(map[string]any)["succeeded"] != true {
+		t.Fatalf("test event: %d %s", r.status, r.raw)
+	}
+	if l := waitFor(t, "webhook.test", wh, 5*time.Second); l.Attempt != "1" || l.Duplicate {
+		t.Fatalf("test event received %+v", l)
+	}
 }
 
 // BenchmarkMatterCreateToFirstDelivery measures, through the devserver, the

@@ -3,7 +3,9 @@ package families_test
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -11,6 +13,7 @@ import (
 	"time"
 
 	"github.com/practice-api/practice-api/shared/apitest"
+	"github.com/practice-api/practice-api/shared/webhook"
 	"github.com/practice-api/practice-api/shared/webhook/signature"
 )
 
@@ -332,5 +335,92 @@ func TestSecretRotation(t *testing.T) {
 	exp, _ := time.Parse(time.RFC3339, r.Body["data"].(map[string]any)["previous_secret_expires_at"].(string))
 	if d := time.Until(exp); d < 23*time.Hour || d > 25*time.Hour {
 		t.Fatalf("default grace period ends in %s, want 24 h", d)
+	}
+}
+
+// TestTestEvent: POST /webhooks/{id}/test sends one signed webhook.test
+// through the delivery path and answers the attempt; it is logged, never
+// counted as a failure, and works on an inactive endpoint.
+func TestTestEvent(t *testing.T) {
+	good, failing := newReceiver(t, 200), newReceiver(t, 500)
+	e, _ := hookEnv(t, good)
+	pool, _ := webhook.NewHTTPClient("", true)
+	tr := pool.Transport.(*http.Transport)
+	tr.TLSClientConfig.RootCAs.AddCert(good.srv.Certificate())
+	tr.TLSClientConfig.RootCAs.AddCert(failing.srv.Certificate())
+	e.Deliverer.Client = pool
+	org := e.Org("A")
+	key := e.Key(org)
+	goodID, secret := subscribe(t, e, key, good.srv.URL+"/hooks", "matter.created")
+	r := e.Post("/api/v1/webhooks/"+goodID+"/test", key, "", "")
+	mustStatus(t, r, 200)
+	a := r.Body["data"].(map[string]any)
+	if a["succeeded"] != true || a["status_code"] != 200.0 || a["event_type"] != "webhook.test" || a["duration_ms"] == nil {
+		t.Fatalf("test to a good receiver: %s", r.Raw)
+	}
+	got := good.deliveries()
+	if len(got) != 1 || got[0].header.Get("Service-Event-Type") != "webhook.test" || got[0].header.Get("Service-Delivery-Attempt") != "1" {
+		t.Fatalf("the receiver got %d deliveries: %v", len(got), got)
+	}
+	if err := signature.Verify(secret, got[0].header.Get(signature.Header), got[0].body, time.Now(), signature.DefaultTolerance); err != nil {
+		t.Fatalf("the test event's signature: %v", err)
+	}
+	var env map[string]any
+	_ = json.Unmarshal(got[0].body, &env)
+	if env["event"] != "webhook.test" || env["organization_id"] != org || env["id"] != got[0].header.Get("Service-Event-Id") ||
+		env["data"].(map[string]any)["test"].(map[string]any)["endpoint_id"] != goodID {
+		t.Fatalf("envelope %s", got[0].body)
+	}
+	log := e.Get("/api/v1/webhooks/"+goodID+"/deliveries", key).Data()
+	if len(log) != 1 || log[0]["id"] != a["id"] || log[0]["event_type"] != "webhook.test" {
+		t.Fatalf("delivery log %v", log)
+	}
+
+	// A failing receiver: the attempt says so, and 25 tests never disable.
+	badID, _ := subscribe(t, e, key, failing.srv.URL, "matter.created")
+	for range 25 {
+		r := e.Post("/api/v1/webhooks/"+badID+"/test", key, "", "")
+		mustStatus(t, r, 200)
+		if a := r.Body["data"].(map[string]any); a["succeeded"] != false || a["status_code"] != 500.0 || !strings.Contains(a["error"].(string), "500") {
+			t.Fatalf("test to a failing receiver: %s", r.Raw)
+		}
+	}
+	ep := e.Get("/api/v1/webhooks/"+badID, key).Body["data"].(map[string]any)
+	if ep["is_active"] != true || ep["consecutive_failures"] != 0.0 {
+		t.Fatalf("tests counted as failures: %v", ep)
+	}
+
+	// A receiver holding the wrong secret refuses the signature (401).
+	strict := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if signature.Verify("whsec_not-the-endpoints", r.Header.Get(signature.Header), b, time.Now(), signature.DefaultTolerance) != nil {
+			http.Error(w, "bad signature", http.StatusUnauthorized)
+		}
+	}))
+	defer strict.Close()
+	tr.TLSClientConfig.RootCAs.AddCert(strict.Certificate())
+	strictID, _ := subscribe(t, e, key, strict.URL, "matter.created")
+	if a := e.Post("/api/v1/webhooks/"+strictID+"/test", key, "", "").Body["data"].(map[string]any); a["succeeded"] != false || a["status_code"] != 401.0 {
+		t.Fatalf("test to a receiver with the wrong secret: %v", a)
+	}
+
+	// Unreachable, and inactive: the test still goes out, and answers why it failed.
+	dead := httptest.NewTLSServer(http.NotFoundHandler())
+	deadURL := dead.URL
+	dead.Close()
+	deadID, _ := subscribe(t, e, key, deadURL, "matter.created")
+	mustStatus(t, e.Do("PATCH", "/api/v1/webhooks/"+deadID, key, strings.NewReader(`{"is_active":false}`)), 200)
+	r = e.Post("/api/v1/webhooks/"+deadID+"/test", key, "", "")
+	mustStatus(t, r, 200)
+	if a := r.Body["data"].(map[string]any); a["succeeded"] != false || a["status_code"] != nil || a["error"] == nil {
+		t.Fatalf("test to an unreachable receiver: %s", r.Raw)
+	}
+
+	// Another organisation's endpoint does not exist.
+	other := e.Key(e.Org("B"))
+	mustStatus(t, e.Post("/api/v1/webhooks/"+goodID+"/test", other, "", ""), 404)
+	mustStatus(t, e.Post("/api/v1/webhooks/not-a-uuid/test", key, "", ""), 404)
+	if n := len(good.deliveries()); n != 1 {
+		t.Fatalf("the good receiver got %d deliveries after another organisation's test, want 1", n)
 	}
 }

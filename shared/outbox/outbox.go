@@ -29,6 +29,10 @@ const (
 // never sent to webhook subscribers.
 const CompanyCreated = "company.created"
 
+// WebhookTest is the event POST /webhooks/{id}/test sends to one endpoint on
+// request; it is never raised by a change and never subscribed to.
+const WebhookTest = "webhook.test"
+
 // Types lists every event type subscribers can choose.
 var Types = []string{MatterCreated, MatterClosed, InvoiceIssued, InvoicePaid, DocumentSigned, TimeEntryCreated}
 

@@ -168,29 +168,11 @@ func (d *Deliverer) Handle(ctx context.Context, m queue.Message) error {
 	if !e.IsActive || !slices.Contains(e.EventTypes, job.Event.Type) {
 		return nil // disabled or unsubscribed: deliveries stop
 	}
-	body, err := json.Marshal(job.Event)
-	if err != nil {
-		return nil
-	}
-	status, derr, took := d.post(ctx, &e, body, job)
-	ok := derr == nil && status >= 200 && status < 300
-	a := Attempt{EndpointID: e.ID, EventID: job.Event.ID, EventType: job.Event.Type, Attempt: job.Attempt, Succeeded: ok,
-		StatusCode: status, DurationMS: took.Milliseconds(), AttemptedAt: store.FormatTime(now), Envelope: string(body),
-		TTL: now.Add(30 * 24 * time.Hour).Unix()}
-	if derr != nil {
-		a.Error = derr.Error()
-	} else if !ok {
-		a.Error = fmt.Sprintf("receiver answered %d", status)
-	}
-	a.ID = timeOrderedID(now)
-	a.Keys = store.Keys{PK: store.OrgPK(job.Event.OrgID), SK: "DLV#" + e.ID + "#" + a.ID, Kind: "webhook_attempt"}
-	item, err := store.Marshal(a)
+	a, err := d.attempt(ctx, &e, job, now)
 	if err != nil {
 		return err
 	}
-	if err := d.Store.db.PutNew(ctx, item); err != nil {
-		return err
-	}
+	ok := a.Succeeded
 	disabled, err := d.Store.RecordOutcome(ctx, job.Event.OrgID, e.ID, ok, now)
 	if err != nil {
 		return err
@@ -243,6 +225,61 @@ func (d *Deliverer) post(ctx context.Context, e *Endpoint, body []byte, job Job)
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponse))
 	resp.Body.Close()
 	return resp.StatusCode, nil, time.Since(start)
+}
+
+// attempt posts one job's event to e and records the attempt in the
+// delivery log; counting it towards the endpoint's failures is the caller's.
+func (d *Deliverer) attempt(ctx context.Context, e *Endpoint, job Job, now time.Time) (Attempt, error) {
+	body, err := json.Marshal(job.Event)
+	if err != nil {
+		return Attempt{}, err
+	}
+	status, derr, took := d.post(ctx, e, body, job)
+	ok := derr == nil && status >= 200 && status < 300
+	a := Attempt{EndpointID: e.ID, EventID: job.Event.ID, EventType: job.Event.Type, Attempt: job.Attempt, Succeeded: ok,
+		StatusCode: status, DurationMS: took.Milliseconds(), AttemptedAt: store.FormatTime(now), Envelope: string(body),
+		TTL: now.Add(30 * 24 * time.Hour).Unix()}
+	if derr != nil {
+		a.Error = derr.Error()
+	} else if !ok {
+		a.Error = fmt.Sprintf("receiver answered %d", status)
+	}
+	a.ID = timeOrderedID(now)
+	a.Keys = store.Keys{PK: store.OrgPK(job.Event.OrgID), SK: "DLV#" + e.ID + "#" + a.ID, Kind: "webhook_attempt"}
+	item, err := store.Marshal(a)
+	if err != nil {
+		return Attempt{}, err
+	}
+	// The attempt is logged even when the receiver used up the caller's time.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	return a, d.Store.db.PutNew(rctx, item)
+}
+
+// TestTimeout bounds a test delivery, inside the API function's own time
+// limit (10 s on AWS).
+const TestTimeout = 8 * time.Second
+
+// SendTest sends one signed webhook.test event to an endpoint right away,
+// through the same path as real deliveries (signature, headers, envelope,
+// limits, SSRF guard), and answers the attempt, which the delivery log
+// keeps. It works on an inactive endpoint, so a receiver can be fixed
+// before turning it back on, and never counts towards the 20 failures.
+func (d *Deliverer) SendTest(ctx context.Context, org, endpointID string) (Attempt, error) {
+	e, err := d.Store.Get(ctx, org, endpointID)
+	if errors.Is(err, store.ErrNotFound) {
+		return Attempt{}, httpapi.NotFound("webhook endpoint")
+	}
+	if err != nil {
+		return Attempt{}, err
+	}
+	now := d.now()
+	data, _ := json.Marshal(map[string]any{"test": map[string]string{"endpoint_id": e.ID,
+		"message": "A test event, sent on request through POST /webhooks/{id}/test. Verify its signature as for any event."}})
+	ev := outbox.Message{ID: uuid.NewString(), OrgID: org, Type: outbox.WebhookTest, CreatedAt: store.FormatTime(now), Data: data}
+	ctx, cancel := context.WithTimeout(ctx, TestTimeout)
+	defer cancel()
+	return d.attempt(ctx, &e, Job{Event: ev, EndpointID: e.ID, Attempt: 1}, now)
 }
 
 // Retry resends the event of one failed attempt to its endpoint, as a new

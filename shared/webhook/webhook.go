@@ -404,6 +404,19 @@ func Handlers(s *Store, d *Deliverer) httpapi.Handlers {
 			}
 			httpapi.WriteJSON(w, http.StatusOK, httpapi.Data(e))
 		},
+		"webhooks.test": func(w http.ResponseWriter, r *http.Request) {
+			id, ok := httpapi.PathID(r.PathValue("id"))
+			if !ok {
+				httpapi.WriteError(w, r, httpapi.NotFound("webhook endpoint"))
+				return
+			}
+			a, err := d.SendTest(r.Context(), httpapi.OrgID(r.Context()), id)
+			if err != nil {
+				httpapi.WriteError(w, r, err)
+				return
+			}
+			httpapi.WriteJSON(w, http.StatusOK, httpapi.Data(a))
+		},
 		"webhooks.rotate_secret": func(w http.ResponseWriter, r *http.Request) {
 			id, ok := httpapi.PathID(r.PathValue("id"))
 			raw, err := readBody(r)

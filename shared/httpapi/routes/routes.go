@@ -72,7 +72,9 @@ var Table = []Route{
 	// Additive (versioning rule 2): recent attempts, and resending one failed event.
 	{Family: Webhooks, Method: "GET", Path: "/webhooks/{id}/deliveries", Scope: "webhooks:manage", Name: "webhooks.deliveries"},
 	{Family: Webhooks, Method: "POST", Path: "/webhooks/{id}/deliveries/{delivery}/retry", Scope: "webhooks:manage", Name: "webhooks.retry"},
-	// Additive: a new signing secret; the old one signs beside it for a grace period.
+	// Additive: a signed test event sent now (never counted as a failure); a
+	// new signing secret, the old one signing beside it for a grace period.
+	{Family: Webhooks, Method: "POST", Path: "/webhooks/{id}/test", Scope: "webhooks:manage", Name: "webhooks.test"},
 	{Family: Webhooks, Method: "POST", Path: "/webhooks/{id}/rotate-secret", Scope: "webhooks:manage", Name: "webhooks.rotate_secret"},
 
 	// The OpenAPI document, for tools and integrators before they hold a key.

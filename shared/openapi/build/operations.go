@@ -236,6 +236,12 @@ func operations() map[string]func(routes.Route) []op {
 				ok:          []resp{{200, "The updated endpoint.", "WebhookEndpointResponse", nil}},
 				errs:        []int{404, 413, 422}}}
 		},
+		"webhooks.test": func(routes.Route) []op {
+			return []op{{summary: "Send a test event to an endpoint",
+				description: "Sends one signed `webhook.test` event to the endpoint now, through the same delivery path as real events: the same headers, `Service-Signature` and envelope (see the `webhook.test` webhook). Answers the attempt (`succeeded`, `status_code`, `duration_ms`, `error`), which the delivery log keeps. It works on an inactive endpoint too, so a receiver can be fixed before turning the endpoint back on, and it never counts towards the 20 consecutive failures. The service waits at most 8 s for the receiver.",
+				ok:          []resp{{200, "The attempt.", "WebhookDeliveryResponse", nil}},
+				errs:        []int{404}}}
+		},
 		"webhooks.rotate_secret": func(routes.Route) []op {
 			return []op{{summary: "Rotate an endpoint's signing secret",
 				description: "Returns a new `secret` beside `data`, shown only here. For a grace period (24 hours unless `grace_period_seconds` says otherwise; at most a week) the old secret keeps signing too: each delivery's `Service-Signature` then carries two `v1=` signatures, one per secret, and a receiver verifies with whichever secret it holds (`signature.Verify` accepts any matching `v1`). Switch the receiver to the new secret within the grace period. `previous_secret_expires_at` says when the old one stops.",

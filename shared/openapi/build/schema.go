@@ -2,6 +2,7 @@ package build
 
 import (
 	"maps"
+	"slices"
 
 	"github.com/practice-api/practice-api/shared/billing"
 	"github.com/practice-api/practice-api/shared/matter"
@@ -237,7 +238,7 @@ func schemas() M {
 			"id":           uuidS(""),
 			"endpoint_id":  uuidS(""),
 			"event_id":     uuidS("Equal to the delivered body's `id` and `Service-Event-Id`."),
-			"event_type":   enum("", outbox.Types...),
+			"event_type":   enum("", append(slices.Clone(outbox.Types), outbox.WebhookTest)...),
 			"attempt":      withDesc(M{"type": "integer", "minimum": 1}, "Attempt number of the event, from 1."),
 			"succeeded":    boolean("Whether the receiver answered 2xx."),
 			"status_code":  integer("The receiver's HTTP status, when it answered."),
@@ -310,7 +311,7 @@ func schemas() M {
 			"links": schemaRef("CursorLinks"),
 		})
 	}
-	for _, name := range []string{"Matter", "Client", "Person", "Company", "TimeEntry", "InvoiceDetail", "Document", "WebhookEndpoint", "DeliveryRetry",
+	for _, name := range []string{"Matter", "Client", "Person", "Company", "TimeEntry", "InvoiceDetail", "Document", "WebhookEndpoint", "WebhookDelivery", "DeliveryRetry",
 		"TimeSummaryReport", "WipReport", "ReceivablesAgingReport"} {
 		s[name+"Response"] = object("", []string{"data"}, M{"data": schemaRef(name)})
 	}
@@ -407,6 +408,8 @@ func eventSchemas(s M) {
 		[]string{"id", "status", "matter_id", "user_id", "date"}, M{
 			"id": uuidS(""), "status": enum("", timeentry.Statuses...), "matter_id": uuidS(""), "user_id": uuidS(""), "date": date(""),
 		})
+	s["TestEvent"] = object("What a test event carries: the endpoint it was sent to, and a note.",
+		[]string{"endpoint_id", "message"}, M{"endpoint_id": uuidS(""), "message": str("")})
 	s["SigningFlowEvent"] = object("Identifiers and status of the sealed signing flow.",
 		[]string{"id", "status", "document_id", "matter_id"}, M{
 			"id": uuidS(""), "status": str(""), "document_id": uuidS(""), "matter_id": uuidS(""),
@@ -430,4 +433,5 @@ var events = []struct{ name, key, payload, schema, summary string }{
 	{outbox.InvoicePaid, "invoice", "InvoiceEvent", "InvoicePaidEvent", "An invoice was paid in full."},
 	{outbox.DocumentSigned, "signing_flow", "SigningFlowEvent", "DocumentSignedEvent", "A signing flow was sealed."},
 	{outbox.TimeEntryCreated, "time_entry", "TimeEntryEvent", "TimeEntryCreatedEvent", "A time entry was created."},
+	{outbox.WebhookTest, "test", "TestEvent", "WebhookTestEvent", "A test event, sent only on request (POST /webhooks/{id}/test)."},
 }
