@@ -4,7 +4,7 @@ GO ?= $(shell command -v go || echo /usr/local/go/bin/go)
 FUNCTIONS := $(notdir $(wildcard functions/*))
 LAMBDA_OUT := .bin/lambda
 
-.PHONY: run test check unit e2e bench openapi openapi-coverage build synth deploy local-up local-deploy local-test local-down clean dynamodb-local
+.PHONY: run test check unit e2e bench openapi openapi-coverage build synth deploy local-up local-deploy local-test local-down clean dynamodb-local docs-assets
 
 # jsii (the CDK's Go bridge) runs on Node; Node 20 works but warns loudly.
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
@@ -44,6 +44,16 @@ e2e: dynamodb-local
 ## bench: Go benchmarks against AWS DynamoDB Local
 bench: dynamodb-local
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./... | tee bench.txt
+
+## docs-assets: copy the pinned Swagger UI (scripts/docs-viewer) into shared/openapi/docs, gzipped, for GET /api/v1/docs
+VIEWER := scripts/docs-viewer/node_modules/swagger-ui-dist
+$(VIEWER)/package.json: scripts/docs-viewer/package.json scripts/docs-viewer/package-lock.json
+	cd scripts/docs-viewer && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
+	@touch $@
+docs-assets: $(VIEWER)/package.json
+	for f in swagger-ui-bundle.js swagger-ui.css; do gzip -9nc $(VIEWER)/$$f > shared/openapi/docs/$$f.gz; done
+	cp $(VIEWER)/LICENSE shared/openapi/docs/LICENSE-swagger-ui
+	node -p 'require("./$(VIEWER)/package.json").version' > shared/openapi/docs/swagger-ui.version
 
 ## openapi: regenerate shared/openapi/openapi.json after changing routes or their descriptions
 openapi:

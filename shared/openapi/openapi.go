@@ -24,9 +24,10 @@ var etag = func() string {
 
 // Handlers returns the handlers of the meta family: GET /openapi.json,
 // public, cacheable for five minutes, with an ETag, and readable by
-// documentation tools on other origins.
+// documentation tools on other origins; and the reference page GET /docs
+// with its files.
 func Handlers() httpapi.Handlers {
-	return httpapi.Handlers{"openapi": func(w http.ResponseWriter, r *http.Request) {
+	return httpapi.Handlers{"docs": serveDocs, "docs.asset": serveAsset, "openapi": func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("ETag", etag)
 		h.Set("Cache-Control", "public, max-age=300")

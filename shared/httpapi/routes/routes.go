@@ -79,6 +79,9 @@ var Table = []Route{
 
 	// The OpenAPI document, for tools and integrators before they hold a key.
 	{Family: Meta, Method: "GET", Path: "/openapi.json", Name: "openapi", Public: true},
+	// The reference page on that document (Swagger UI), and its files.
+	{Family: Meta, Method: "GET", Path: "/docs", Name: "docs", Public: true},
+	{Family: Meta, Method: "GET", Path: "/docs/{file}", Name: "docs.asset", Public: true},
 }
 
 // Family returns the routes of one family.

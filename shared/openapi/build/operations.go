@@ -23,9 +23,10 @@ type op struct {
 	summary     string
 	description string
 	params      []M
-	pathParam   M      // path parameters that are not ids, by name
-	body        string // request body schema
-	optional    bool   // the body may be left out
+	pathParam   M        // path parameters that are not ids, by name
+	body        string   // request body schema
+	optional    bool     // the body may be left out
+	media       []string // a 2xx without a JSON schema carries text of these types (the reference page)
 	ok          []resp
 	errs        []int // error statuses besides 401, 403, 429, 500, 503
 }
@@ -93,6 +94,13 @@ func (o op) render(rt routes.Route) M {
 		body := M{"description": r.desc, "headers": hs}
 		if r.schema != "" {
 			body["content"] = M{"application/json": M{"schema": schemaRef(r.schema)}}
+		}
+		if r.schema == "" && r.status < 300 && len(o.media) > 0 {
+			content := M{}
+			for _, m := range o.media {
+				content[m] = M{"schema": M{"type": "string"}}
+			}
+			body["content"] = content
 		}
 		responses[strconv.Itoa(r.status)] = body
 	}
@@ -264,6 +272,24 @@ func operations() map[string]func(routes.Route) []op {
 				ok:          []resp{{202, "Queued.", "DeliveryRetryResponse", nil}}, errs: []int{404, 409}}}
 		},
 
+		"docs": func(routes.Route) []op {
+			return []op{{summary: "The API reference page",
+				description: "Swagger UI on this document, served from the API itself: every operation with its scope, parameters, answers and error shapes, the rate-limit headers, and the webhook events with their signature headers. Its console sends requests to this server with a bearer key typed into the page. No authentication, not rate limited.",
+				params:      []M{ref("parameters", "If-None-Match")},
+				media:       []string{"text/html"},
+				ok: []resp{{200, "The page.", "", []string{"ETag", "Cache-Control", "Content-Security-Policy"}},
+					{304, "Not modified.", "", []string{"ETag"}}}}}
+		},
+		"docs.asset": func(routes.Route) []op {
+			return []op{{summary: "A file of the reference page",
+				description: "`swagger-ui-bundle.js`, `swagger-ui.css`, `docs.js`, `docs.css` or `LICENSE-swagger-ui`. The page names them with a content hash, so they are cached for a year.",
+				pathParam:   M{"file": M{"name": "file", "in": "path", "required": true, "schema": M{"type": "string"}}},
+				params:      []M{ref("parameters", "If-None-Match")},
+				media:       []string{"text/javascript", "text/css", "text/plain"},
+				ok: []resp{{200, "The file.", "", []string{"ETag", "Cache-Control", "Vary", "Content-Encoding"}},
+					{304, "Not modified.", "", []string{"ETag"}}},
+				errs: []int{404}}}
+		},
 		"openapi": func(routes.Route) []op {
 			return []op{{summary: "This document", description: "OpenAPI 3.1; no authentication, not rate limited.",
 				params: []M{ref("parameters", "If-None-Match")},
@@ -363,7 +389,10 @@ func headers() M {
 		"ETag":                        header("Strong validator of the representation.", M{"type": "string", "pattern": `^"[0-9a-f]{32}"$`}, true),
 		"Location":                    header("URL of the created resource.", M{"type": "string", "format": "uri-reference"}, true),
 		"Idempotent-Replayed":         header("`true` on a replay; absent on the original 201.", M{"type": "string", "enum": []string{"true"}}, true),
-		"Cache-Control":               header("Caching of this document.", strS, true),
+		"Cache-Control":               header("How the answer may be cached.", strS, true),
+		"Content-Security-Policy":     header("The reference page runs only this server's scripts and talks only to this server.", strS, true),
+		"Vary":                        header("`Accept-Encoding`: the file is sent gzipped to clients that accept it.", strS, true),
+		"Content-Encoding":            header("`gzip` when the client accepts it.", strS, false),
 		"Access-Control-Allow-Origin": header("`*`: documentation tools on other origins may fetch the document.", strS, true),
 		"Deprecation":                 header("RFC 9745, `@<unix seconds>`: this version is deprecated since then. Absent while the version is current.", M{"type": "string", "pattern": "^@[0-9]+$"}, false),
 		"Sunset":                      header("RFC 8594 HTTP-date when this version will be removed; at least six months after `Deprecation`.", strS, false),
