@@ -2,6 +2,7 @@ package build
 
 import (
 	"fmt"
+	"net/http"
 	"regexp"
 	"slices"
 	"strconv"
@@ -119,7 +120,11 @@ func (o op) render(rt routes.Route) M {
 	}
 	errs = append(errs, 500)
 	for _, status := range errs {
-		responses[strconv.Itoa(status)] = ref("responses", errorResponse[status])
+		name := errorResponse[status]
+		if rt.Public && status == http.StatusNotFound {
+			name = "NotFoundPublic" // no key, so no rate-limit headers
+		}
+		responses[strconv.Itoa(status)] = ref("responses", name)
 	}
 	out["responses"] = responses
 	return out
@@ -421,8 +426,9 @@ func responses() M {
 		"NotModified": errResp("Not modified: `If-None-Match` matched the current `ETag`. No body.", "", counted("ETag")...),
 		"Unauthorized": errResp("Authorization missing or not Bearer, or the key unknown, revoked or expired (one message for the three). Not counted against any rate limit.",
 			"Error", "WWW-Authenticate"),
-		"Forbidden": errResp("The key lacks this operation's scope.", "ScopeError", counted()...),
-		"NotFound":  errResp("No such record in this organisation (including malformed ids and other organisations' ids).", "Error", counted()...),
+		"Forbidden":      errResp("The key lacks this operation's scope.", "ScopeError", counted()...),
+		"NotFound":       errResp("No such record in this organisation (including malformed ids and other organisations' ids).", "Error", counted()...),
+		"NotFoundPublic": errResp("No such file.", "Error"),
 		"Conflict": errResp("The Idempotency-Key was used with a different body, or its first request is still running (then with `Retry-After`).",
 			"Error", counted("Retry-After-Optional")...),
 		"PayloadTooLarge":    errResp("The body exceeds 1 MiB (1,048,576 bytes): refused before anything else, on any path and method. Not counted.", "Error"),
