@@ -4,7 +4,7 @@ GO ?= $(shell command -v go || echo /usr/local/go/bin/go)
 FUNCTIONS := $(notdir $(wildcard functions/*))
 LAMBDA_OUT := .bin/lambda
 
-.PHONY: run test check unit e2e bench openapi openapi-coverage build synth deploy local-up local-deploy local-test local-down clean dynamodb-local docs-assets
+.PHONY: run test check unit e2e bench openapi openapi-coverage build synth deploy local-up local-deploy local-test local-down clean dynamodb-local docs-assets chromium
 
 # jsii (the CDK's Go bridge) runs on Node; Node 20 works but warns loudly.
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
@@ -44,6 +44,13 @@ e2e: dynamodb-local
 ## bench: Go benchmarks against AWS DynamoDB Local
 bench: dynamodb-local
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./... | tee bench.txt
+
+## chromium: Debian's Chromium for the browser test of /api/v1/docs (installed with apt-get when run as root)
+chromium:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	  else echo "Chromium is missing: apt-get install chromium (the browser test skips without it)" >&2; exit 1; fi; }
 
 ## docs-assets: copy the pinned Swagger UI (scripts/docs-viewer) into shared/openapi/docs, gzipped, for GET /api/v1/docs
 VIEWER := scripts/docs-viewer/node_modules/swagger-ui-dist

@@ -119,6 +119,7 @@ func run() error {
 	go func() { errc <- apiSrv.Serve(apiLn) }()
 	base := "http://" + apiLn.Addr().String() + "/api/v1"
 	fmt.Fprintln(os.Stderr, "ready", base)
+	fmt.Fprintf(os.Stderr, "docs %s/docs (the API reference, with a console: Authorize with the demo key)\n", base)
 	slog.Info("devserver ready", "base_url", base, "dynamodb_endpoint", cfg.Endpoint, "table", cfg.TableName)
 
 	var engineDone <-chan struct{}
