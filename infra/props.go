@@ -2,10 +2,12 @@ package main
 
 import (
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/jsii-runtime-go"
@@ -25,6 +27,9 @@ type Props struct {
 	CompanyRegisterURL string
 	// AlarmEmail, when set, subscribes to the alarm topic.
 	AlarmEmail string
+	// PublicBaseURL is PUBLIC_BASE_URL: the origin of links.next and
+	// Location (a custom domain); empty uses API Gateway's domain name.
+	PublicBaseURL string
 }
 
 var stagePattern = regexp.MustCompile(`^[a-z][a-z0-9-]{1,19}$`)
@@ -39,7 +44,7 @@ func PropsFromContext(app awscdk.App) (*Props, error) {
 		return def
 	}
 	p := &Props{Stage: get("stage", "dev"), CodeDir: get("codeDir", ".bin/lambda"),
-		CompanyRegisterURL: get("companyRegisterUrl", ""), AlarmEmail: get("alarmEmail", "")}
+		CompanyRegisterURL: get("companyRegisterUrl", ""), AlarmEmail: get("alarmEmail", ""), PublicBaseURL: get("publicBaseUrl", "")}
 	if !stagePattern.MatchString(p.Stage) {
 		return nil, fmt.Errorf("stage %q: use 2-20 lower-case letters, digits and dashes", p.Stage)
 	}
@@ -48,6 +53,12 @@ func PropsFromContext(app awscdk.App) (*Props, error) {
 		return nil, fmt.Errorf("rateLimit must be a positive integer")
 	}
 	p.RateLimit = rl
+	if p.PublicBaseURL != "" {
+		u, err := url.Parse(p.PublicBaseURL)
+		if err != nil || u.Scheme != "https" || u.Host == "" || strings.Trim(u.Path, "/") != "" {
+			return nil, fmt.Errorf("publicBaseUrl must be an https origin such as https://api.example.dk")
+		}
+	}
 	for _, fn := range Functions {
 		if _, err := os.Stat(filepath.Join(p.CodeDir, fn.Name, "bootstrap")); err != nil {
 			return nil, fmt.Errorf("%s/%s/bootstrap is missing: run `make build` first", p.CodeDir, fn.Name)

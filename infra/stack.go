@@ -129,6 +129,9 @@ func (s *Stack) newFunction(fn Function, p *Props) awslambda.Function {
 		"WEBHOOK_ALLOW_PRIVATE_TARGETS": jsii.String("0"),
 		"STAGE":                         jsii.String(p.Stage),
 	}
+	if p.PublicBaseURL != "" { // a custom domain; unset, the API's own domain name is used
+		env["PUBLIC_BASE_URL"] = jsii.String(p.PublicBaseURL)
+	}
 	if len(fn.Table) == 0 { // no store, no queues: only what it reads
 		env = map[string]*string{"STAGE": jsii.String(p.Stage)}
 	}
