@@ -126,7 +126,8 @@ func TestScopes(t *testing.T) {
 	org := e.Org("A")
 	settingsOnly := e.Key(org, "settings:read", "settings:write")
 	for _, rt := range routes.Table {
-		path := strings.NewReplacer("{matter}", "x", "{client}", "x", "{person}", "x", "{company}", "x").Replace(routes.Prefix + rt.Path)
+		path := strings.NewReplacer("{matter}", "x", "{client}", "x", "{person}", "x", "{company}", "x",
+			"{file}", "docs.js").Replace(routes.Prefix + rt.Path)
 		t.Run(rt.Name, func(t *testing.T) {
 			if rt.Public {
 				for _, key := range []string{"", settingsOnly, "pa_test_not_a_key"} {
