@@ -130,6 +130,7 @@ func (s *Store) List(ctx context.Context, org string, req httpapi.ListRequest[Fi
 		store.KeyFilter{Index: "GSI2", Attr: "matter_id", Segment: "MATTER", Value: f.MatterID},
 		store.KeyFilter{Index: "GSI3", Attr: "client_id", Segment: "CLIENT", Value: f.ClientID},
 		store.KeyFilter{Index: "GSI5", Attr: "status", Segment: "STATUS", Value: f.Status})
+	q.Project, q.Omit = true, []string{"lines"} // lines only on the single read
 	out, next, err := store.QueryInto[Invoice](ctx, s.db, q)
 	for i := range out {
 		out[i].Lines = nil

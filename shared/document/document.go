@@ -85,6 +85,7 @@ func (s *Store) List(ctx context.Context, org string, req httpapi.ListRequest[Fi
 	q.NarrowBy(org, "DOC",
 		store.KeyFilter{Index: "GSI2", Attr: "matter_id", Segment: "MATTER", Value: req.Filter.MatterID},
 		store.KeyFilter{Index: "GSI3", Attr: "folder", Segment: "FOLDER", Value: req.Filter.Folder})
+	q.Project = true
 	return store.QueryInto[Document](ctx, s.db, q)
 }
 

@@ -22,7 +22,9 @@ import (
 func bench(b *testing.B, req func(i int) *http.Request, want int) {
 	var durations []time.Duration
 	b.ReportAllocs()
+	cpu, n := time.Duration(0), 0
 	for i := 0; b.Loop(); i++ {
+		before := cpuNow()
 		r := req(i)
 		start := time.Now()
 		resp, err := http.DefaultClient.Do(r)
@@ -35,9 +37,12 @@ func bench(b *testing.B, req func(i int) *http.Request, want int) {
 			b.Fatalf("status %d", resp.StatusCode)
 		}
 		durations = append(durations, time.Since(start))
+		cpu += cpuNow() - before
+		n++
 	}
 	b.StopTimer()
 	reportPercentiles(b, durations)
+	b.ReportMetric(float64(cpu.Microseconds())/float64(n), "cpu-µs/op") // this process: client and API, not the store
 }
 
 // benchGet measures GET path.

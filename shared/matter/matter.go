@@ -75,6 +75,7 @@ func (s *Store) List(ctx context.Context, org string, req httpapi.ListRequest[Fi
 	q.NarrowBy(org, "MATTER",
 		store.KeyFilter{Index: "GSI2", Attr: "client_id", Segment: "CLIENT", Value: f.ClientID},
 		store.KeyFilter{Index: "GSI3", Attr: "status", Segment: "STATUS", Value: f.Status})
+	q.Project = true
 	return store.QueryInto[Matter](ctx, s.db, q)
 }
 

@@ -48,7 +48,7 @@ type ClientFilter struct {
 // ListPeople: Query GSI1 "O#org#PERSON", sort key >= updated_since.
 func (s *Store) ListPeople(ctx context.Context, org string, req httpapi.ListRequest[PeopleFilter]) ([]Person, store.StartKey, error) {
 	return store.QueryInto[Person](ctx, s.db, store.ListQuery{Index: "GSI1", PK: store.Collection(org, "PERSON"),
-		SKFrom: req.Filter.UpdatedSince, Limit: req.PerPage, After: req.After})
+		SKFrom: req.Filter.UpdatedSince, Limit: req.PerPage, After: req.After, Project: true})
 }
 
 // ListCompanies: with cvr, Query GSI2 "O#org#COMPANY#CVR#<digits>";
@@ -59,6 +59,7 @@ func (s *Store) ListCompanies(ctx context.Context, org string, req httpapi.ListR
 	if req.Filter.CVR != "" {
 		q.Index, q.PK = "GSI2", store.Collection(org, "COMPANY", "CVR", req.Filter.CVR)
 	}
+	q.Project = true
 	return store.QueryInto[Company](ctx, s.db, q)
 }
 
@@ -70,5 +71,6 @@ func (s *Store) ListClients(ctx context.Context, org string, req httpapi.ListReq
 	if req.Filter.Type != "" {
 		q.Index, q.PK = "GSI2", store.Collection(org, "CLIENT", "TYPE", req.Filter.Type)
 	}
+	q.Project = true
 	return store.QueryInto[Client](ctx, s.db, q)
 }

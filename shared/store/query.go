@@ -27,6 +27,14 @@ type ListQuery struct {
 	Limit    int               // items wanted on this page
 	After    StartKey          // resume after this key; nil for the first page
 	Desc     bool              // newest (highest sort key) first
+	// Project reads only what the caller decodes (QueryInto: the attributes
+	// of its type) plus the keys a continuation needs, instead of whole
+	// items: for API lists, which hand every attribute they read to a client.
+	Project bool
+	// Omit leaves attributes of the type out of a projected read (an
+	// invoice's lines on the list, a webhook's secrets).
+	Omit  []string
+	attrs []string
 }
 
 // maxFilterReads bounds the Query calls spent filling one filtered page, so a
@@ -104,6 +112,13 @@ func (db *DB) Query(ctx context.Context, q ListQuery) (Page, error) {
 	}
 	if q.Index != "" {
 		in.IndexName = aws.String(q.Index)
+	}
+	if q.Project && len(q.attrs) > 0 {
+		keys := []string{AttrPK, AttrSK}
+		if q.Index != "" {
+			keys = append(keys, pkAttr, skAttr)
+		}
+		in.ProjectionExpression = aws.String(projection(append(keys, q.attrs...), names))
 	}
 	if q.Desc {
 		in.ScanIndexForward = aws.Bool(false)

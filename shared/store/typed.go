@@ -1,9 +1,19 @@
 package store
 
-import "context"
+import (
+	"context"
+	"slices"
+)
 
-// QueryInto runs q and decodes the page into values of T.
+// QueryInto runs q and decodes the page into values of T; with q.Project it
+// reads only T's attributes.
 func QueryInto[T any](ctx context.Context, db *DB, q ListQuery) ([]T, StartKey, error) {
+	if q.Project {
+		q.attrs = AttrsOf[T]()
+		if len(q.Omit) > 0 {
+			q.attrs = slices.DeleteFunc(slices.Clone(q.attrs), func(a string) bool { return slices.Contains(q.Omit, a) })
+		}
+	}
 	page, err := db.Query(ctx, q)
 	if err != nil {
 		return nil, nil, err

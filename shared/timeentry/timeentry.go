@@ -171,6 +171,7 @@ func (s *Store) List(ctx context.Context, org string, req httpapi.ListRequest[Fi
 		store.KeyFilter{Index: "GSI3", Attr: "client_id", Segment: "CLIENT", Value: f.ClientID},
 		store.KeyFilter{Index: "GSI4", Attr: "user_id", Segment: "USER", Value: f.UserID},
 		store.KeyFilter{Index: "GSI5", Attr: "status", Segment: "STATUS", Value: f.Status})
+	q.Project = true
 	return store.QueryInto[TimeEntry](ctx, s.db, q)
 }
 

@@ -111,7 +111,8 @@ func (s *Store) All(ctx context.Context, org string) ([]Endpoint, error) {
 type noFilter struct{}
 
 func (s *Store) list(ctx context.Context, org string, req httpapi.ListRequest[noFilter]) ([]Endpoint, store.StartKey, error) {
-	return store.QueryInto[Endpoint](ctx, s.db, store.ListQuery{PK: store.OrgPK(org), SKPrefix: "WH#", Limit: req.PerPage, After: req.After})
+	return store.QueryInto[Endpoint](ctx, s.db, store.ListQuery{PK: store.OrgPK(org), SKPrefix: "WH#", Limit: req.PerPage, After: req.After,
+		Project: true, Omit: []string{"secret", "previous_secret"}}) // never returned, so never read here
 }
 
 func (s *Store) validate(ctx context.Context, b *httpapi.Body, required bool) (urlStr string, types []string) {
@@ -471,7 +472,7 @@ func Handlers(s *Store, d *Deliverer) httpapi.Handlers {
 			httpapi.ServeList(w, r, "webhook_deliveries:"+id, func(url.Values) (noFilter, error) { return noFilter{}, nil },
 				func(ctx context.Context, org string, req httpapi.ListRequest[noFilter]) ([]Attempt, store.StartKey, error) {
 					return store.QueryInto[Attempt](ctx, s.db, store.ListQuery{PK: store.OrgPK(org), SKPrefix: "DLV#" + id + "#",
-						Limit: req.PerPage, After: req.After, Desc: true})
+						Limit: req.PerPage, After: req.After, Desc: true, Project: true, Omit: []string{"envelope", "ttl"}})
 				})
 		},
 		"webhooks.retry": func(w http.ResponseWriter, r *http.Request) {

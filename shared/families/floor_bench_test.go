@@ -1,0 +1,199 @@
+package families_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/practice-api/practice-api/shared/apitest"
+	"github.com/practice-api/practice-api/shared/auth"
+	"github.com/practice-api/practice-api/shared/billing"
+	"github.com/practice-api/practice-api/shared/document"
+	"github.com/practice-api/practice-api/shared/matter"
+	"github.com/practice-api/practice-api/shared/party"
+	"github.com/practice-api/practice-api/shared/seed"
+	"github.com/practice-api/practice-api/shared/store"
+	"github.com/practice-api/practice-api/shared/timeentry"
+)
+
+// The floor of this stack: a bare net/http handler that makes the same two
+// DynamoDB round trips as the API (a conditional UpdateItem that counts the
+// request and returns the client item, then the same Query or GetItem) and
+// turns the same items into the same JSON. BenchmarkReadsAgainstTheFloor
+// serves both over httptest, alternates requests between them, and reports
+// the CPU each takes per request (process CPU: the client side is the same
+// for both) and the ratio.
+
+func cpuNow() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// floorAuth is the API's authenticate-and-count call, without its checks.
+func floorAuth(ctx context.Context, db *store.DB, clientID string) error {
+	minute := strconv.FormatInt(time.Now().Unix()/60, 10)
+	_, err := db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(db.Table), Key: store.Key("APICLIENT#"+clientID, "APICLIENT"),
+		UpdateExpression:          aws.String("SET #cur = if_not_exists(#cur, :zero) + :one"),
+		ConditionExpression:       aws.String("attribute_exists(PK)"),
+		ExpressionAttributeNames:  map[string]string{"#cur": "rl_" + minute},
+		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":zero": &ddbtypes.AttributeValueMemberN{Value: "0"}, ":one": &ddbtypes.AttributeValueMemberN{Value: "1"}},
+		ReturnValues:              ddbtypes.ReturnValueAllNew,
+	})
+	return err
+}
+
+// floorList lists 100 items of T from a GSI1 collection with the same
+// projection as the API's list.
+func floorList[T any](db *store.DB, clientID, collection string, omit ...string) http.Handler {
+	names := map[string]string{"#pk": "GSI1PK"}
+	var proj string
+	attrs := slices.DeleteFunc(slices.Clone(store.AttrsOf[T]()), func(a string) bool { return slices.Contains(omit, a) })
+	for i, a := range append([]string{"PK", "SK", "GSI1PK", "GSI1SK"}, attrs...) {
+		n := fmt.Sprintf("#p%d", i)
+		names[n] = a
+		if i > 0 {
+			proj += ", "
+		}
+		proj += n
+	}
+	in := &dynamodb.QueryInput{TableName: aws.String(db.Table), IndexName: aws.String("GSI1"),
+		KeyConditionExpression: aws.String("#pk = :pk"), ExpressionAttributeNames: names, ProjectionExpression: aws.String(proj),
+		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":pk": &ddbtypes.AttributeValueMemberS{Value: collection}},
+		Limit:                     aws.Int32(101)}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := floorAuth(r.Context(), db, clientID); err != nil {
+			http.Error(w, err.Error(), 500)
+			return
+		}
+		out, err := db.Client.Query(r.Context(), in)
+		if err != nil {
+			http.Error(w, err.Error(), 500)
+			return
+		}
+		var items []T
+		if err := attributevalue.UnmarshalListOfMaps(out.Items[:min(100, len(out.Items))], &items); err != nil {
+			http.Error(w, err.Error(), 500)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"data": items})
+	})
+}
+
+// floorGet reads one item of T as the API's single read does.
+func floorGet[T any](db *store.DB, clientID, pk, sk string) http.Handler {
+	in := &dynamodb.GetItemInput{TableName: aws.String(db.Table), Key: store.Key(pk, sk), ConsistentRead: aws.Bool(true)}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := floorAuth(r.Context(), db, clientID); err != nil {
+			http.Error(w, err.Error(), 500)
+			return
+		}
+		out, err := db.Client.GetItem(r.Context(), in)
+		if err != nil {
+			http.Error(w, err.Error(), 500)
+			return
+		}
+		var v T
+		if err := attributevalue.UnmarshalMap(out.Item, &v); err != nil {
+			http.Error(w, err.Error(), 500)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"data": v})
+	})
+}
+
+// pair measures the API's url against the floor's, alternating.
+func pair(b *testing.B, key, apiURL string, floor http.Handler) {
+	fs := httptest.NewServer(floor)
+	defer fs.Close()
+	do := func(url string, auth bool) time.Duration {
+		req, _ := http.NewRequest("GET", url, nil)
+		if auth {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		start := cpuNow()
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			b.Fatalf("%s: %d", url, resp.StatusCode)
+		}
+		return cpuNow() - start
+	}
+	for range 20 { // warm both: connections, caches
+		do(apiURL, true)
+		do(fs.URL, false)
+	}
+	var api, bare time.Duration
+	n := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		api += do(apiURL, true)
+		bare += do(fs.URL, false)
+		n++
+	}
+	b.ReportMetric(float64(api.Microseconds())/float64(n), "api-cpu-µs/op")
+	b.ReportMetric(float64(bare.Microseconds())/float64(n), "floor-cpu-µs/op")
+	b.ReportMetric(float64(api)/float64(bare), "ratio")
+}
+
+func BenchmarkReadsAgainstTheFloor(b *testing.B) {
+	e := apitest.New(b, apitest.Options{RateLimit: 1 << 30})
+	org := e.Org("bench")
+	if _, err := seed.Run(context.Background(), e.DB, org, seed.Options{Matters: 220, EntriesPerMatter: 3}); err != nil {
+		b.Fatal(err)
+	}
+	key, clientID := e.KeyWith(apitestKey(org))
+	base := e.Server.URL + "/api/v1"
+	first := func(path string) string { return e.Get("/api/v1"+path+"?per_page=1", key).Data()[0]["id"].(string) }
+	pk := store.OrgPK(org)
+	for _, c := range []struct {
+		name, url string
+		floor     http.Handler
+	}{
+		{"list/matters", base + "/matters?per_page=100", floorList[matter.Matter](e.DB, clientID, store.Collection(org, "MATTER"))},
+		{"list/clients", base + "/clients?per_page=100", floorList[party.Client](e.DB, clientID, store.Collection(org, "CLIENT"))},
+		{"list/people", base + "/people?per_page=100", floorList[party.Person](e.DB, clientID, store.Collection(org, "PERSON"))},
+		{"list/companies", base + "/companies?per_page=100", floorList[party.Company](e.DB, clientID, store.Collection(org, "COMPANY"))},
+		{"list/time-entries", base + "/time-entries?per_page=100", floorList[timeentry.TimeEntry](e.DB, clientID, store.Collection(org, "TE"))},
+		{"list/invoices", base + "/invoices?per_page=100", floorList[billing.Invoice](e.DB, clientID, store.Collection(org, "INV"), "lines")},
+		{"list/documents", base + "/documents?per_page=100", floorList[document.Document](e.DB, clientID, store.Collection(org, "DOC"))},
+	} {
+		b.Run(c.name, func(b *testing.B) { pair(b, key, c.url, c.floor) })
+	}
+	for _, c := range []struct {
+		name, list, sk string
+		floor          func(id string) http.Handler
+	}{
+		{"get/matter", "/matters", "MATTER#", func(id string) http.Handler { return floorGet[matter.Matter](e.DB, clientID, pk, "MATTER#"+id) }},
+		{"get/client", "/clients", "CLIENT#", func(id string) http.Handler { return floorGet[party.Client](e.DB, clientID, pk, "CLIENT#"+id) }},
+		{"get/person", "/people", "PERSON#", func(id string) http.Handler { return floorGet[party.Person](e.DB, clientID, pk, "PERSON#"+id) }},
+		{"get/company", "/companies", "COMPANY#", func(id string) http.Handler { return floorGet[party.Company](e.DB, clientID, pk, "COMPANY#"+id) }},
+		{"get/invoice", "/invoices", "INV#", func(id string) http.Handler { return floorGet[billing.Invoice](e.DB, clientID, pk, "INV#"+id) }},
+		{"get/document", "/documents", "DOC#", func(id string) http.Handler { return floorGet[document.Document](e.DB, clientID, pk, "DOC#"+id) }},
+	} {
+		id := first(c.list)
+		b.Run(c.name, func(b *testing.B) { pair(b, key, base+c.list+"/"+id, c.floor(id)) })
+	}
+}
+
+func apitestKey(org string) auth.KeyRequest { return auth.KeyRequest{OrgID: org} }
