@@ -399,3 +399,24 @@ func TestWiringFromTheStacksEnvironment(t *testing.T) {
 		})
 	}
 }
+
+// TestMemorySizesFollowTheCostModel pins each function's memory to what
+// docs/cost-model.md derives from the measured CPU per request: 512 MB for
+// the API families (the knee of latency against cost), 1024 MB for the
+// CPU-bound reports, 128 MB for the static meta function, 256 MB for the
+// workers, which wait on I/O. Change both together.
+func TestMemorySizesFollowTheCostModel(t *testing.T) {
+	want := map[string]float64{
+		"matters": 512, "parties": 512, "timeentries": 512, "invoices": 512, "documents": 512, "webhooks": 512,
+		"reports": 1024, "meta": 128, "dispatcher": 256, "enrichment": 256, "delivery": 256,
+	}
+	if len(want) != len(Functions) {
+		t.Fatalf("%d functions, %d sizes pinned", len(Functions), len(want))
+	}
+	tpl := assertTemplates["dev"]
+	for name, mb := range want {
+		tpl.HasResourceProperties(jsii.String("AWS::Lambda::Function"), &map[string]any{
+			"Description": "practice-api " + name, "MemorySize": mb,
+		})
+	}
+}
