@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"strconv"
 	"syscall"
 	"testing"
@@ -27,6 +28,7 @@ import (
 	"github.com/practice-api/practice-api/shared/seed"
 	"github.com/practice-api/practice-api/shared/store"
 	"github.com/practice-api/practice-api/shared/timeentry"
+	"github.com/practice-api/practice-api/shared/webhook"
 )
 
 // The floor of this stack: a bare net/http handler that makes the same two
@@ -60,10 +62,22 @@ func floorAuth(ctx context.Context, db *store.DB, clientID string) error {
 // floorList lists 100 items of T from a GSI1 collection with the same
 // projection as the API's list.
 func floorList[T any](db *store.DB, clientID, collection string, omit ...string) http.Handler {
-	names := map[string]string{"#pk": "GSI1PK"}
+	return floorQuery[T](db, clientID, "GSI1", collection, "", omit...)
+}
+
+// floorQuery is floorList on any index ("" for the table), with an
+// optional sort-key prefix.
+func floorQuery[T any](db *store.DB, clientID, index, pk, skPrefix string, omit ...string) http.Handler {
+	keys := []string{"PK", "SK"}
+	pkAttr, skAttr := "PK", "SK"
+	if index != "" {
+		pkAttr, skAttr = index+"PK", index+"SK"
+		keys = append(keys, pkAttr, skAttr)
+	}
+	names := map[string]string{"#pk": pkAttr}
 	var proj string
 	attrs := slices.DeleteFunc(slices.Clone(store.AttrsOf[T]()), func(a string) bool { return slices.Contains(omit, a) })
-	for i, a := range append([]string{"PK", "SK", "GSI1PK", "GSI1SK"}, attrs...) {
+	for i, a := range append(keys, attrs...) {
 		n := fmt.Sprintf("#p%d", i)
 		names[n] = a
 		if i > 0 {
@@ -71,10 +85,18 @@ func floorList[T any](db *store.DB, clientID, collection string, omit ...string)
 		}
 		proj += n
 	}
-	in := &dynamodb.QueryInput{TableName: aws.String(db.Table), IndexName: aws.String("GSI1"),
+	in := &dynamodb.QueryInput{TableName: aws.String(db.Table),
 		KeyConditionExpression: aws.String("#pk = :pk"), ExpressionAttributeNames: names, ProjectionExpression: aws.String(proj),
-		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":pk": &ddbtypes.AttributeValueMemberS{Value: collection}},
+		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":pk": &ddbtypes.AttributeValueMemberS{Value: pk}},
 		Limit:                     aws.Int32(101)}
+	if index != "" {
+		in.IndexName = aws.String(index)
+	}
+	if skPrefix != "" {
+		names["#sk"] = skAttr
+		in.ExpressionAttributeValues[":skp"] = &ddbtypes.AttributeValueMemberS{Value: skPrefix}
+		in.KeyConditionExpression = aws.String("#pk = :pk AND begins_with(#sk, :skp)")
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := floorAuth(r.Context(), db, clientID); err != nil {
 			http.Error(w, err.Error(), 500)
@@ -163,6 +185,9 @@ func BenchmarkReadsAgainstTheFloor(b *testing.B) {
 		b.Fatal(err)
 	}
 	key, clientID := e.KeyWith(apitestKey(org))
+	for i := range webhook.MaxEndpoints {
+		mustStatusB(b, e.Do("POST", "/api/v1/webhooks", key, strings.NewReader(fmt.Sprintf(`{"url":"https://hooks.example.com/%d","event_types":["matter.created"]}`, i))), 201)
+	}
 	base := e.Server.URL + "/api/v1"
 	first := func(path string) string { return e.Get("/api/v1"+path+"?per_page=1", key).Data()[0]["id"].(string) }
 	pk := store.OrgPK(org)
@@ -177,6 +202,7 @@ func BenchmarkReadsAgainstTheFloor(b *testing.B) {
 		{"list/time-entries", base + "/time-entries?per_page=100", floorList[timeentry.TimeEntry](e.DB, clientID, store.Collection(org, "TE"))},
 		{"list/invoices", base + "/invoices?per_page=100", floorList[billing.Invoice](e.DB, clientID, store.Collection(org, "INV"), "lines")},
 		{"list/documents", base + "/documents?per_page=100", floorList[document.Document](e.DB, clientID, store.Collection(org, "DOC"))},
+		{"list/webhooks (50)", base + "/webhooks?per_page=100", floorQuery[webhook.Endpoint](e.DB, clientID, "", store.OrgPK(org), "WH#", "secret", "previous_secret")},
 	} {
 		b.Run(c.name, func(b *testing.B) { pair(b, key, c.url, c.floor) })
 	}
@@ -190,6 +216,7 @@ func BenchmarkReadsAgainstTheFloor(b *testing.B) {
 		{"get/company", "/companies", "COMPANY#", func(id string) http.Handler { return floorGet[party.Company](e.DB, clientID, pk, "COMPANY#"+id) }},
 		{"get/invoice", "/invoices", "INV#", func(id string) http.Handler { return floorGet[billing.Invoice](e.DB, clientID, pk, "INV#"+id) }},
 		{"get/document", "/documents", "DOC#", func(id string) http.Handler { return floorGet[document.Document](e.DB, clientID, pk, "DOC#"+id) }},
+		{"get/webhook", "/webhooks", "WH#", func(id string) http.Handler { return floorGet[webhook.Endpoint](e.DB, clientID, pk, "WH#"+id) }},
 	} {
 		id := first(c.list)
 		b.Run(c.name, func(b *testing.B) { pair(b, key, base+c.list+"/"+id, c.floor(id)) })
