@@ -165,7 +165,7 @@ func (s *Store) Create(ctx context.Context, org string, in NewInvoice, now time.
 		return Invoice{}, fmt.Errorf("an invoice needs 1 to %d lines", MaxLines)
 	}
 	mpk, msk := matter.Key(org, in.MatterID)
-	m, err := store.GetInto[matter.Matter](ctx, s.db, mpk, msk)
+	m, err := store.ReadInto[matter.Matter](ctx, s.db, mpk, msk)
 	if errors.Is(err, store.ErrNotFound) {
 		return Invoice{}, fmt.Errorf("no matter %s in organisation %s", in.MatterID, org)
 	}
@@ -332,7 +332,9 @@ func Handlers(s *Store) httpapi.Handlers {
 		"invoices.list": func(w http.ResponseWriter, r *http.Request) {
 			httpapi.ServeList(w, r, "invoices", parseFilter, s.List)
 		},
-		"invoices.get": httpapi.GetHandler("invoice", "invoice", s.Get),
+		"invoices.get": httpapi.GetHandler("invoice", "invoice", func(ctx context.Context, org, id string) (Invoice, error) {
+			return store.ReadInto[Invoice](ctx, s.db, store.OrgPK(org), invoiceSK(id))
+		}),
 	}
 }
 

@@ -106,7 +106,7 @@ func (s *Store) Create(ctx context.Context, org string, in NewDocument, now time
 		return Document{}, errors.New("size cannot be negative")
 	}
 	pk, sk := matter.Key(org, in.MatterID)
-	if _, err := store.GetInto[matter.Matter](ctx, s.db, pk, sk); err != nil {
+	if _, err := store.ReadInto[matter.Matter](ctx, s.db, pk, sk); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return Document{}, fmt.Errorf("no matter %s in organisation %s", in.MatterID, org)
 		}
@@ -169,7 +169,9 @@ func Handlers(s *Store) httpapi.Handlers {
 		"documents.list": func(w http.ResponseWriter, r *http.Request) {
 			httpapi.ServeList(w, r, "documents", parseFilter, s.List)
 		},
-		"documents.get": httpapi.GetHandler("id", "document", s.Get),
+		"documents.get": httpapi.GetHandler("id", "document", func(ctx context.Context, org, id string) (Document, error) {
+			return store.ReadInto[Document](ctx, s.db, store.OrgPK(org), docSK(id))
+		}),
 	}
 }
 

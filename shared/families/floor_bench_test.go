@@ -119,7 +119,14 @@ func floorQuery[T any](db *store.DB, clientID, index, pk, skPrefix string, omit 
 
 // floorGet reads one item of T as the API's single read does.
 func floorGet[T any](db *store.DB, clientID, pk, sk string) http.Handler {
-	in := &dynamodb.GetItemInput{TableName: aws.String(db.Table), Key: store.Key(pk, sk), ConsistentRead: aws.Bool(true)}
+	names := map[string]string{}
+	var proj []string
+	for i, a := range store.AttrsOf[T]() {
+		names[fmt.Sprintf("#p%d", i)] = a
+		proj = append(proj, fmt.Sprintf("#p%d", i))
+	}
+	in := &dynamodb.GetItemInput{TableName: aws.String(db.Table), Key: store.Key(pk, sk), ConsistentRead: aws.Bool(true),
+		ProjectionExpression: aws.String(strings.Join(proj, ", ")), ExpressionAttributeNames: names}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := floorAuth(r.Context(), db, clientID); err != nil {
 			http.Error(w, err.Error(), 500)

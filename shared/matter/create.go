@@ -117,7 +117,7 @@ func (s *Store) create(ctx context.Context, req *httpapi.CreateRequest, m *Matte
 // explainClient says why the client condition failed: no such client, or KYC.
 func (s *Store) explainClient(ctx context.Context, req *httpapi.CreateRequest, m *Matter) error {
 	pk, sk := party.ClientKey(req.Org, m.ClientID)
-	c, err := store.GetInto[party.Client](ctx, s.db, pk, sk)
+	c, err := store.ReadInto[party.Client](ctx, s.db, pk, sk)
 	if errors.Is(err, store.ErrNotFound) {
 		return httpapi.Invalid("client_id", "no client with id %s exists in your organisation; create the engagement with POST /clients first", m.ClientID)
 	}

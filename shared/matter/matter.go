@@ -85,7 +85,9 @@ func Handlers(s *Store) httpapi.Handlers {
 		"matters.list": func(w http.ResponseWriter, r *http.Request) {
 			httpapi.ServeList(w, r, "matters", parseFilter, s.List)
 		},
-		"matters.get": httpapi.GetHandler("matter", "matter", s.Get),
+		"matters.get": httpapi.GetHandler("matter", "matter", func(ctx context.Context, org, id string) (Matter, error) {
+			return store.ReadInto[Matter](ctx, s.db, store.OrgPK(org), matterSK(id))
+		}),
 		"matters.create": func(w http.ResponseWriter, r *http.Request) {
 			httpapi.ServeCreate(w, r, "matters", "/matters", s.Create)
 		},

@@ -1,10 +1,12 @@
 package party
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 
 	"github.com/practice-api/practice-api/shared/httpapi"
+	"github.com/practice-api/practice-api/shared/store"
 )
 
 // Handlers returns the handlers of the parties family (clients, people, companies).
@@ -13,15 +15,21 @@ func Handlers(s *Store) httpapi.Handlers {
 		"people.list": func(w http.ResponseWriter, r *http.Request) {
 			httpapi.ServeList(w, r, "people", parsePeopleFilter, s.ListPeople)
 		},
-		"people.get": httpapi.GetHandler("person", "person", s.GetPerson),
+		"people.get": httpapi.GetHandler("person", "person", func(ctx context.Context, org, id string) (Person, error) {
+			return store.ReadInto[Person](ctx, s.db, store.OrgPK(org), personSK(id))
+		}),
 		"companies.list": func(w http.ResponseWriter, r *http.Request) {
 			httpapi.ServeList(w, r, "companies", parseCompanyFilter, s.ListCompanies)
 		},
-		"companies.get": httpapi.GetHandler("company", "company", s.GetCompany),
+		"companies.get": httpapi.GetHandler("company", "company", func(ctx context.Context, org, id string) (Company, error) {
+			return store.ReadInto[Company](ctx, s.db, store.OrgPK(org), companySK(id))
+		}),
 		"clients.list": func(w http.ResponseWriter, r *http.Request) {
 			httpapi.ServeList(w, r, "clients", parseClientFilter, s.ListClients)
 		},
-		"clients.get": httpapi.GetHandler("client", "client", s.GetClient),
+		"clients.get": httpapi.GetHandler("client", "client", func(ctx context.Context, org, id string) (Client, error) {
+			return store.ReadInto[Client](ctx, s.db, store.OrgPK(org), clientSK(id))
+		}),
 		"people.create": func(w http.ResponseWriter, r *http.Request) {
 			httpapi.ServeCreate(w, r, "people", "/people", s.CreatePerson)
 		},

@@ -116,7 +116,7 @@ func bump(m map[string]*Totals, k string, e timeentry.TimeEntry) {
 func (s *Store) TimeSummary(ctx context.Context, org, from, to string) (TimeSummary, error) {
 	r := TimeSummary{Type: "time-summary", DateFrom: from, DateTo: to, Currency: "DKK"}
 	byStatus, byUser, byMatter := map[string]*Totals{}, map[string]*Totals{}, map[string]*Totals{}
-	q := store.ListQuery{Index: "GSI1", PK: store.Collection(org, "TE")}
+	q := store.ListQuery{Index: "GSI1", PK: store.Collection(org, "TE"), Project: true}
 	q.Dates(from, to)
 	err := store.Each(ctx, s.db, q,
 		func(e timeentry.TimeEntry) {
@@ -138,7 +138,7 @@ func (s *Store) WIP(ctx context.Context, org string) (WIP, error) {
 	r := WIP{Type: "wip", Currency: "DKK"}
 	byMatter := map[string]*WIPMatter{}
 	for _, st := range unbilled {
-		err := store.Each(ctx, s.db, store.ListQuery{Index: "GSI5", PK: store.Collection(org, "TE", "STATUS", st)},
+		err := store.Each(ctx, s.db, store.ListQuery{Index: "GSI5", PK: store.Collection(org, "TE", "STATUS", st), Project: true},
 			func(e timeentry.TimeEntry) {
 				m := byMatter[e.MatterID]
 				if m == nil {
@@ -181,7 +181,7 @@ func (s *Store) ReceivablesAging(ctx context.Context, org string, asOf time.Time
 	for i, b := range AgingBuckets {
 		totals[i].Bucket = b
 	}
-	err := store.Each(ctx, s.db, store.ListQuery{Index: "GSI4", PK: billing.OpenPK(org)}, func(v billing.Invoice) {
+	err := store.Each(ctx, s.db, store.ListQuery{Index: "GSI4", PK: billing.OpenPK(org), Project: true, Omit: []string{"lines"}}, func(v billing.Invoice) {
 		due, err := time.Parse(time.DateOnly, v.DueDate)
 		if err != nil {
 			return

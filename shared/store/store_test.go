@@ -177,3 +177,59 @@ func TestOptimisticRetriesConflictsOnly(t *testing.T) {
 		t.Fatalf("other errors are not retried: %v after %d calls", err, calls)
 	}
 }
+
+// projected is what a projected read decodes: two of the item's attributes.
+type projected struct {
+	store.Keys `json:"-"`
+	Name       string `dynamodbav:"name"`
+	Status     string `dynamodbav:"status"` // a reserved word
+}
+
+func TestProjectedReadsReadOnlyWhatTheyDecode(t *testing.T) {
+	db := storetest.NewDB(t)
+	ctx := context.Background()
+	var items []map[string]ddbtypes.AttributeValue
+	for i := range 7 {
+		m, _ := store.Marshal(map[string]any{"PK": "P", "SK": fmt.Sprintf("R#%02d", i), "GSI1PK": "C", "GSI1SK": fmt.Sprintf("%02d", i),
+			"kind": "row", "name": fmt.Sprintf("n%d", i), "status": "open", "secret": "s", "big": strings.Repeat("x", 500)})
+		items = append(items, m)
+	}
+	if err := db.BatchPut(ctx, items); err != nil {
+		t.Fatal(err)
+	}
+	if got := store.AttrsOf[projected](); fmt.Sprint(got) != "[name status]" {
+		t.Fatalf("AttrsOf = %v", got)
+	}
+	var seen []string
+	q := store.ListQuery{Index: "GSI1", PK: "C", Limit: 3, Project: true}
+	for {
+		vs, next, err := store.QueryInto[projected](ctx, db, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range vs {
+			if v.Status != "open" || v.Kind != "" {
+				t.Fatalf("decoded %+v", v)
+			}
+			seen = append(seen, v.Name)
+		}
+		if next == nil {
+			break
+		}
+		q.After = next // the cursor's keys were read
+	}
+	if len(seen) != 7 {
+		t.Fatalf("paged through %v", seen)
+	}
+	page, err := db.Query(ctx, store.ListQuery{Index: "GSI1", PK: "C", Limit: 1})
+	if err != nil || len(page.Items[0]) != 9 {
+		t.Fatalf("an unprojected read returns every attribute: %d", len(page.Items[0]))
+	}
+	v, err := store.ReadInto[projected](ctx, db, "P", "R#03", "status")
+	if err != nil || v.Name != "n3" || v.Status != "" {
+		t.Fatalf("ReadInto: %+v %v", v, err)
+	}
+	if _, err := store.ReadInto[projected](ctx, db, "P", "R#99"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("ReadInto of nothing: %v", err)
+	}
+}

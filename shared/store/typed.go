@@ -2,7 +2,11 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"slices"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 )
 
 // QueryInto runs q and decodes the page into values of T; with q.Project it
@@ -27,6 +31,29 @@ func QueryInto[T any](ctx context.Context, db *DB, q ListQuery) ([]T, StartKey, 
 		out = append(out, v)
 	}
 	return out, page.Next, nil
+}
+
+// ReadInto reads one item of T for an answer: only T's attributes, less
+// omit (GetItem with a ProjectionExpression; no keys). Code that writes the
+// item back reads it whole, with GetInto.
+func ReadInto[T any](ctx context.Context, db *DB, pk, sk string, omit ...string) (T, error) {
+	var v T
+	attrs := AttrsOf[T]()
+	if len(omit) > 0 {
+		attrs = slices.DeleteFunc(slices.Clone(attrs), func(a string) bool { return slices.Contains(omit, a) })
+	}
+	names := map[string]string{}
+	out, err := db.Client.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName: aws.String(db.Table), Key: Key(pk, sk), ConsistentRead: aws.Bool(true),
+		ProjectionExpression: aws.String(projection(attrs, names)), ExpressionAttributeNames: names,
+	})
+	if err != nil {
+		return v, fmt.Errorf("get %s %s: %w", pk, sk, err)
+	}
+	if out.Item == nil {
+		return v, ErrNotFound
+	}
+	return v, Unmarshal(out.Item, &v)
 }
 
 // GetInto reads one item of T; ErrNotFound when absent.

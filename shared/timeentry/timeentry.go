@@ -107,7 +107,7 @@ func (s *Store) Create(ctx context.Context, req *httpapi.CreateRequest) (string,
 		return "", nil, err
 	}
 	mpk, msk := matter.Key(req.Org, t.MatterID)
-	m, err := store.GetInto[matter.Matter](ctx, s.db, mpk, msk)
+	m, err := store.ReadInto[matter.Matter](ctx, s.db, mpk, msk)
 	if errors.Is(err, store.ErrNotFound) {
 		return "", nil, httpapi.Invalid("matter_id", "no matter with id %s exists in your organisation", t.MatterID)
 	}

@@ -99,7 +99,7 @@ func NewStore(db *store.DB, allowPrivate bool) *Store {
 
 // Get reads an endpoint of org.
 func (s *Store) Get(ctx context.Context, org, id string) (Endpoint, error) {
-	return store.GetInto[Endpoint](ctx, s.db, store.OrgPK(org), endpointSK(id))
+	return store.ReadInto[Endpoint](ctx, s.db, store.OrgPK(org), endpointSK(id)) // read-only: updates are UpdateItems
 }
 
 // All returns every endpoint of org: Query base PK O#org, SK prefix WH#.
@@ -365,7 +365,9 @@ func (s *Store) RecordOutcome(ctx context.Context, org, id string, ok bool, now 
 
 // Handlers returns the handlers of the webhooks family.
 func Handlers(s *Store, d *Deliverer) httpapi.Handlers {
-	get := func(ctx context.Context, org, id string) (Endpoint, error) { return s.Get(ctx, org, id) }
+	get := func(ctx context.Context, org, id string) (Endpoint, error) { // never the secrets
+		return store.ReadInto[Endpoint](ctx, s.db, store.OrgPK(org), endpointSK(id), "secret", "previous_secret")
+	}
 	return httpapi.Handlers{
 		"webhooks.list": func(w http.ResponseWriter, r *http.Request) {
 			httpapi.ServeList(w, r, "webhooks", func(url.Values) (noFilter, error) { return noFilter{}, nil }, s.list)
