@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"sync"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambda"
@@ -49,7 +51,34 @@ func StartLambda(family string, build Build) {
 
 // StartLambdaE is StartLambda for a build that can fail.
 func StartLambdaE(family string, build BuildE) {
-	serveV2(family, func() (http.Handler, error) { return FamilyHandlerE(context.Background(), family, build) })
+	serveV2(family, func() (http.Handler, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), StartupTimeout)
+		defer cancel()
+		return FamilyHandlerE(ctx, family, build)
+	})
+}
+
+// StartupTimeout bounds a cold start's I/O (loading the cursor key, wiring
+// queues): a store that does not answer fails the start, which Lambda
+// retries, instead of hanging until the function's timeout.
+const StartupTimeout = 5 * time.Second
+
+// RequestMargin is how long before the Lambda's deadline a request's own
+// deadline falls: a slow store then answers the API's JSON 503 (with
+// Retry-After) instead of the platform's timeout.
+const RequestMargin = 500 * time.Millisecond
+
+// WithRequestDeadline gives each request a deadline margin before its
+// context's (the Lambda invocation's).
+func WithRequestDeadline(next http.Handler, margin time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if d, ok := r.Context().Deadline(); ok {
+			ctx, cancel := context.WithDeadline(r.Context(), d.Add(-margin))
+			defer cancel()
+			r = r.WithContext(ctx)
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // PublicHandler builds, from the environment, the handler of a family of
@@ -77,20 +106,49 @@ func serveV2(family string, build func() (http.Handler, error)) {
 		slog.Error("cold start failed", "family", family, "err", err)
 		os.Exit(1)
 	}
-	lambda.Start(httpadapter.NewV2(h).ProxyWithContext)
+	lambda.Start(httpadapter.NewV2(WithRequestDeadline(h, RequestMargin)).ProxyWithContext)
 }
 
+// RecordMargin is the part of a worker invocation's time kept back from
+// its records: for their bookkeeping after a cut-off call, and for the
+// answer to Lambda.
+const RecordMargin = 3 * time.Second
+
 // SQSHandler adapts a queue handler to an SQS-triggered Lambda with partial
-// batch responses: records whose handling failed go back to the queue, the
-// others are deleted.
+// batch responses. The batch's records run concurrently, each under a
+// deadline RecordMargin before the invocation's, so one slow receiver or
+// register cannot time the batch out (which would send the finished records
+// again and count their failures twice). Records that failed, and any the
+// time left no room to start, are reported as batch item failures and come
+// back; the others are deleted.
 func SQSHandler(h queue.Handler) func(context.Context, events.SQSEvent) (events.SQSEventResponse, error) {
 	return func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
-		var resp events.SQSEventResponse
-		for _, r := range ev.Records {
+		rctx := ctx
+		if d, ok := ctx.Deadline(); ok {
+			var cancel context.CancelFunc
+			rctx, cancel = context.WithDeadline(ctx, d.Add(-RecordMargin))
+			defer cancel()
+		}
+		failed := make([]bool, len(ev.Records))
+		var wg sync.WaitGroup
+		for i, r := range ev.Records {
+			if rctx.Err() != nil {
+				failed[i] = true // no time to start it: it comes back
+				continue
+			}
 			n, _ := strconv.Atoi(r.Attributes["ApproximateReceiveCount"])
 			m := queue.Message{ID: r.MessageId, Body: []byte(r.Body), Receipt: r.ReceiptHandle, ReceiveCount: n}
-			if err := h(ctx, m); err != nil {
-				slog.ErrorContext(ctx, "message failed", "message", r.MessageId, "err", err)
+			wg.Go(func() {
+				if err := h(rctx, m); err != nil {
+					slog.ErrorContext(ctx, "message failed", "message", r.MessageId, "err", err)
+					failed[i] = true
+				}
+			})
+		}
+		wg.Wait()
+		var resp events.SQSEventResponse
+		for i, r := range ev.Records {
+			if failed[i] {
 				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.MessageId})
 			}
 		}

@@ -115,7 +115,8 @@ func WorkersOn(ctx context.Context, db *store.DB) (*Workers, error) {
 // can do nothing else.
 func LoadWorkers() *Workers {
 	JSONLogs()
-	ctx := context.Background()
+	ctx, cancel := context.WithTimeout(context.Background(), StartupTimeout)
+	defer cancel()
 	db, err := store.New(ctx, StoreConfigFromEnv())
 	if err == nil {
 		var w *Workers

@@ -86,6 +86,10 @@ func (e *Enricher) Handle(ctx context.Context, m queue.Message) error {
 			Error: "no company register is configured (COMPANY_REGISTER_URL)"}, nil)
 	}
 	snapshot, logo, err := e.fetch(ctx, c.CVR)
+	// Recording the outcome must finish even when the register used up the
+	// invocation's time.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
 	attempts := msg.Attempt + 1
 	var perm errPermanent
 	switch {

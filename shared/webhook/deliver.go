@@ -169,6 +169,10 @@ func (d *Deliverer) Handle(ctx context.Context, m queue.Message) error {
 		return nil // disabled or unsubscribed: deliveries stop
 	}
 	a, err := d.attempt(ctx, &e, job, now)
+	// What follows the attempt is bookkeeping that must finish even when the
+	// receiver used up the caller's time: counting it, and queueing the retry.
+	ctx, cancel := bookkeeping(ctx)
+	defer cancel()
 	if err != nil {
 		return err
 	}
@@ -251,9 +255,18 @@ func (d *Deliverer) attempt(ctx context.Context, e *Endpoint, job Job, now time.
 		return Attempt{}, err
 	}
 	// The attempt is logged even when the receiver used up the caller's time.
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	rctx, cancel := bookkeeping(ctx)
 	defer cancel()
 	return a, d.Store.db.PutNew(rctx, item)
+}
+
+// BookkeepingTime bounds the store writes that follow a delivery attempt;
+// worker invocations keep this much (and more) of their time for them.
+const BookkeepingTime = 2 * time.Second
+
+// bookkeeping is ctx without its cancellation, bounded by BookkeepingTime.
+func bookkeeping(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), BookkeepingTime)
 }
 
 // TestTimeout bounds a test delivery, inside the API function's own time

@@ -1,0 +1,230 @@
+package app_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/practice-api/practice-api/shared/apitest"
+	"github.com/practice-api/practice-api/shared/app"
+	"github.com/practice-api/practice-api/shared/auth"
+	"github.com/practice-api/practice-api/shared/httpapi"
+	"github.com/practice-api/practice-api/shared/httpapi/routes"
+	"github.com/practice-api/practice-api/shared/matter"
+	"github.com/practice-api/practice-api/shared/outbox"
+	"github.com/practice-api/practice-api/shared/queue"
+	"github.com/practice-api/practice-api/shared/store"
+	"github.com/practice-api/practice-api/shared/store/storetest"
+	"github.com/practice-api/practice-api/shared/webhook"
+)
+
+func sqsEvent(bodies ...string) events.SQSEvent {
+	var ev events.SQSEvent
+	for i, b := range bodies {
+		ev.Records = append(ev.Records, events.SQSMessage{MessageId: fmt.Sprintf("m%d", i), Body: b,
+			Attributes: map[string]string{"ApproximateReceiveCount": "1"}})
+	}
+	return ev
+}
+
+// TestBatchRecordsRunConcurrentlyUnderTheirDeadline: quick, failing and
+// overrunning records in one batch; the invocation ends before its deadline
+// and names exactly the records that failed or overran.
+func TestBatchRecordsRunConcurrentlyUnderTheirDeadline(t *testing.T) {
+	ev := sqsEvent("ok", "ok", "ok", "ok", "fail", "fail", "hang", "hang", "hang", "hang")
+	h := app.SQSHandler(func(ctx context.Context, m queue.Message) error {
+		switch string(m.Body) {
+		case "fail":
+			return errors.New("failed")
+		case "hang":
+			<-ctx.Done()
+			return ctx.Err()
+		}
+		return nil
+	})
+	timeout := app.RecordMargin + time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	start := time.Now()
+	resp, err := h(ctx, ev)
+	took := time.Since(start)
+	if err != nil || took >= timeout {
+		t.Fatalf("the batch took %s of its %s (%v)", took, timeout, err)
+	}
+	var failed []string
+	for _, f := range resp.BatchItemFailures {
+		failed = append(failed, f.ItemIdentifier)
+	}
+	slices.Sort(failed)
+	if want := []string{"m4", "m5", "m6", "m7", "m8", "m9"}; !slices.Equal(failed, want) {
+		t.Fatalf("batch item failures %v, want %v", failed, want)
+	}
+	// With no time left to start, every record comes back.
+	late, cancel2 := context.WithTimeout(context.Background(), app.RecordMargin/2)
+	defer cancel2()
+	resp, _ = h(late, sqsEvent("ok", "ok"))
+	if len(resp.BatchItemFailures) != 2 {
+		t.Fatalf("records started without time: %v", resp.BatchItemFailures)
+	}
+}
+
+// TestDeliveriesToAHangingReceiverFinishInTime: ten deliveries in one batch
+// to a receiver that never answers. The invocation ends inside its timeout,
+// each attempt is logged and counted once, each retry is queued, and no
+// record comes back to be sent again.
+func TestDeliveriesToAHangingReceiverFinishInTime(t *testing.T) {
+	release := make(chan struct{})
+	rcv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer rcv.Close()
+	defer close(release)
+	e := apitest.New(t, apitest.Options{})
+	org := e.Org("A")
+	key := e.Key(org)
+	r := e.Do("POST", "/api/v1/webhooks", key, strings.NewReader(`{"url":"`+rcv.URL+`","event_types":["matter.created"]}`))
+	if r.Status != 201 {
+		t.Fatalf("subscribe: %d %s", r.Status, r.Raw)
+	}
+	id := r.Body["data"].(map[string]any)["id"].(string)
+	client, err := webhook.NewHTTPClient("", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client.Transport.(*http.Transport).TLSClientConfig.RootCAs.AddCert(rcv.Certificate())
+	e.Deliverer.Client = client
+	var bodies []string
+	for i := range 10 {
+		job, _ := json.Marshal(webhook.Job{EndpointID: id, Attempt: 1, Event: outbox.Message{ID: fmt.Sprintf("00000000-0000-4000-8000-%012d", i),
+			OrgID: org, Type: outbox.MatterCreated, CreatedAt: store.FormatTime(time.Now()), Data: json.RawMessage(`{"matter":{"id":"x"}}`)}})
+		bodies = append(bodies, string(job))
+	}
+	timeout := app.RecordMargin + 2*time.Second // the receiver would hold each for 15 s
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	start := time.Now()
+	resp, _ := app.SQSHandler(e.Deliverer.Handle)(ctx, sqsEvent(bodies...))
+	if took := time.Since(start); took >= timeout {
+		t.Fatalf("the batch took %s, over its %s", took, timeout)
+	}
+	if len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("records sent back to be delivered again: %v", resp.BatchItemFailures)
+	}
+	ep := e.Get("/api/v1/webhooks/"+id, key).Body["data"].(map[string]any)
+	log := e.Get("/api/v1/webhooks/"+id+"/deliveries?per_page=100", key).Data()
+	if ep["consecutive_failures"] != 10.0 || len(log) != 10 || e.Deliveries.Len() != 10 {
+		t.Fatalf("consecutive_failures %v, %d attempts logged, %d retries queued; want 10 each", ep["consecutive_failures"], len(log), e.Deliveries.Len())
+	}
+}
+
+// blackhole forwards to upstream until hang is set; then it swallows what
+// it is sent and answers nothing, as a store that stopped responding.
+func blackhole(t *testing.T, upstream string) (url string, hang *atomic.Bool) {
+	hang = &atomic.Bool{}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	target := strings.TrimPrefix(upstream, "http://")
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				u, err := net.Dial("tcp", target)
+				if err != nil {
+					return
+				}
+				defer u.Close()
+				go func() { _, _ = io.Copy(c, u) }()
+				buf := make([]byte, 32<<10)
+				for {
+					n, err := c.Read(buf)
+					if err != nil {
+						return
+					}
+					if !hang.Load() {
+						if _, err := u.Write(buf[:n]); err != nil {
+							return
+						}
+					}
+				}
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String(), hang
+}
+
+// TestSlowStoreAnswers503BeforeTheDeadline: a request's deadline falls
+// RequestMargin before the invocation's, so a store that stops answering
+// gives the API's JSON 503, in time; and a cold start on such a store fails
+// within StartupTimeout instead of hanging.
+func TestSlowStoreAnswers503BeforeTheDeadline(t *testing.T) {
+	db := storetest.NewDB(t)
+	ctx := context.Background()
+	org, err := auth.NewStore(db).CreateOrg(ctx, "", "A", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, tok, err := auth.NewStore(db).CreateKey(ctx, auth.KeyRequest{OrgID: org.ID, Mode: auth.ModeTest, Scopes: auth.Catalogue}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	url, hang := blackhole(t, storetest.Endpoint(t))
+	t.Setenv("DYNAMODB_ENDPOINT", url)
+	t.Setenv("TABLE_NAME", db.Table)
+	build := func(db *store.DB) httpapi.Handlers { return matter.Handlers(matter.NewStore(db)) }
+	h, err := app.FamilyHandler(ctx, routes.Matters, build)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h = app.WithRequestDeadline(h, app.RequestMargin)
+	get := func(invocation time.Duration) (*httptest.ResponseRecorder, time.Duration) {
+		ictx, cancel := context.WithTimeout(context.Background(), invocation)
+		defer cancel()
+		req := httptest.NewRequestWithContext(ictx, "GET", "/api/v1/matters", nil)
+		req.Header.Set("Authorization", "Bearer "+tok.String())
+		rec := httptest.NewRecorder()
+		start := time.Now()
+		h.ServeHTTP(rec, req)
+		return rec, time.Since(start)
+	}
+	if rec, _ := get(10 * time.Second); rec.Code != 200 {
+		t.Fatalf("before the store hangs: %d %s", rec.Code, rec.Body)
+	}
+	hang.Store(true)
+	invocation := 2 * time.Second
+	rec, took := get(invocation)
+	if rec.Code != 503 || rec.Header().Get("Retry-After") == "" || !strings.Contains(rec.Body.String(), "temporarily unavailable") {
+		t.Fatalf("a hanging store: %d %s", rec.Code, rec.Body)
+	}
+	if took >= invocation-app.RequestMargin/2 {
+		t.Fatalf("answered after %s of a %s invocation", took, invocation)
+	}
+
+	start := time.Now()
+	sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if _, err := app.FamilyHandler(sctx, routes.Matters, build); err == nil || time.Since(start) > 3*time.Second {
+		t.Fatalf("a cold start on a hanging store: %v after %s", err, time.Since(start))
+	}
+}
