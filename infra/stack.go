@@ -179,14 +179,18 @@ func (s *Stack) wireWorkers() {
 	awsevents.NewRule(s.Stack, jsii.String("outbox-sweep"), &awsevents.RuleProps{
 		Description: jsii.String("sweep outbox events that no stream invocation dispatched"),
 		Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(1))),
-		Targets:     &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(d, nil)},
+		// No retries of a sweep: the next one runs in a minute, and retried
+		// sweeps would only overlap it.
+		Targets: &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(d, &awseventstargets.LambdaFunctionProps{RetryAttempts: jsii.Number(0)})},
 	})
+	d.ConfigureAsyncInvoke(&awslambda.EventInvokeConfigOptions{RetryAttempts: jsii.Number(0)})
 	s.Queues["enrichment"].GrantSendMessages(d)
 	s.Queues["delivery"].GrantSendMessages(d) // the webhook fan-out
 
 	e := s.Functions["enrichment"]
 	e.AddEventSource(awslambdaeventsources.NewSqsEventSource(s.Queues["enrichment"], &awslambdaeventsources.SqsEventSourceProps{
-		BatchSize: jsii.Number(10), ReportBatchItemFailures: jsii.Bool(true),
+		// At most five lookups at once: the company register is someone else's service.
+		BatchSize: jsii.Number(10), ReportBatchItemFailures: jsii.Bool(true), MaxConcurrency: jsii.Number(5),
 	}))
 	s.Queues["enrichment"].GrantSendMessages(e) // retries re-enqueue with a delay
 

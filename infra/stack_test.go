@@ -268,7 +268,14 @@ func TestQueuesHaveDeadLetterQueues(t *testing.T) {
 		"StartingPosition": "LATEST",
 		"FilterCriteria":   assertions.Match_ObjectLike(&map[string]any{}),
 	})
-	assertTemplates["dev"].HasResourceProperties(jsii.String("AWS::Events::Rule"), &map[string]any{"ScheduleExpression": "rate(1 minute)"})
+	assertTemplates["dev"].HasResourceProperties(jsii.String("AWS::Events::Rule"), &map[string]any{"ScheduleExpression": "rate(1 minute)",
+		"Targets": assertions.Match_ArrayWith(&[]any{assertions.Match_ObjectLike(&map[string]any{"RetryPolicy": map[string]any{"MaximumRetryAttempts": 0}})})})
+	// The sweep is not retried asynchronously either: the next one is a minute away.
+	assertTemplates["dev"].HasResourceProperties(jsii.String("AWS::Lambda::EventInvokeConfig"), &map[string]any{"MaximumRetryAttempts": 0})
+	// The enrichment trigger never scales past five lookups at once.
+	assertTemplates["dev"].HasResourceProperties(jsii.String("AWS::Lambda::EventSourceMapping"), &map[string]any{
+		"ScalingConfig": map[string]any{"MaximumConcurrency": 5}, "BatchSize": 10,
+	})
 }
 
 func TestAlarmsGoToTheTopic(t *testing.T) {

@@ -51,8 +51,9 @@ func TestStuckOutboxEventsAreSweptAgain(t *testing.T) {
 	if n, _ := d.Sweep(ctx, 0); n != 0 || q.Len() != 1 {
 		t.Fatalf("a dispatched event was sent again: %d", n)
 	}
-	// The mark fails after the send (Dispatch's only store call): the event
-	// stays pending and goes out again on the next sweep.
+	// The mark fails after the send (Dispatch's second store call, after the
+	// claim): the event stays pending and goes out again on the first sweep
+	// after the claim's lease.
 	im.matter(cl, "")
 	var pending outbox.Event
 	for _, it := range e.Items(org)["event"] {
@@ -64,12 +65,16 @@ func TestStuckOutboxEventsAreSweptAgain(t *testing.T) {
 			pending = ev
 		}
 	}
-	e.Faults.Arm(apitest.FailBefore, 1)
+	e.Faults.Arm(apitest.FailBefore, 2)
 	err = d.Dispatch(ctx, pending)
 	e.Faults.Disarm()
 	if err == nil || q.Len() != 2 {
 		t.Fatalf("dispatch with a lost mark: %v, %d queued", err, q.Len())
 	}
+	if n, err := d.Sweep(ctx, 0); err != nil || n != 0 || q.Len() != 2 {
+		t.Fatalf("within the lease the claimed event waits: %d, %d queued, %v", n, q.Len(), err)
+	}
+	d.Now = func() time.Time { return time.Now().Add(outbox.ClaimLease + time.Second) }
 	if n, err := d.Sweep(ctx, 0); err != nil || n != 1 || q.Len() != 3 {
 		t.Fatalf("resend after the lost mark: %d, %d queued, %v", n, q.Len(), err)
 	}

@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/google/uuid"
 
 	"github.com/practice-api/practice-api/shared/queue"
 	"github.com/practice-api/practice-api/shared/store"
@@ -42,68 +44,119 @@ type Sink interface {
 
 var _ Sink = queue.Queue(nil)
 
-// Sweep dispatches every pending event older than minAge, shard by shard.
-// It returns how many it dispatched.
+// Sweep dispatches every pending event older than minAge, shard by shard,
+// and returns how many it dispatched. An event that fails is skipped (it
+// stays pending for the next sweep) and does not hold back the others; the
+// error then counts the failures.
 func (d *Dispatcher) Sweep(ctx context.Context, minAge time.Duration) (int, error) {
-	now := time.Now
-	if d.Now != nil {
-		now = d.Now
-	}
-	upTo := store.FormatTime(now().Add(-minAge)) + "~"
-	n := 0
+	upTo := store.FormatTime(d.now().Add(-minAge)) + "~"
+	n, failed := 0, 0
+	var first error
 	for shard := range Shards {
-		// Dispatched events leave the index, so each round reads the shard
-		// from its start again.
+		q := store.ListQuery{Index: "GSI6", PK: PendingPK(shard), SKTo: upTo, Limit: 100}
 		for {
-			evs, next, err := store.QueryInto[Event](ctx, d.DB, store.ListQuery{Index: "GSI6", PK: PendingPK(shard), SKTo: upTo, Limit: 100})
+			evs, next, err := store.QueryInto[Event](ctx, d.DB, q)
 			if err != nil {
 				return n, err
 			}
 			for _, ev := range evs {
-				if err := d.Dispatch(ctx, ev); err != nil {
-					return n, err
+				sent, err := d.dispatch(ctx, ev)
+				switch {
+				case err != nil:
+					failed++
+					first = cmp.Or(first, err)
+				case sent:
+					n++
 				}
-				n++
 			}
 			if next == nil {
 				break
 			}
+			q.After = next
 		}
+	}
+	if failed > 0 {
+		return n, fmt.Errorf("outbox: %d events failed and stay pending; the first: %w", failed, first)
 	}
 	return n, nil
 }
 
-// Dispatch sends ev to its queues, then marks it dispatched. A crash in
-// between sends it again on the next sweep: consumers deduplicate on the
-// event id.
+// ClaimLease is how long a claimed event is reserved for its dispatcher: a
+// dispatcher that dies after claiming leaves it to the next sweep after this.
+const ClaimLease = 2 * time.Minute
+
+// Dispatch sends ev to its queues exactly once among concurrent
+// dispatchers (the stream trigger and the scheduled sweep): it first claims
+// the event with a conditional write, sends, then takes it out of the
+// pending index. A crash between sending and marking sends it again after
+// the lease: consumers deduplicate on the event id.
 func (d *Dispatcher) Dispatch(ctx context.Context, ev Event) error {
+	_, err := d.dispatch(ctx, ev)
+	return err
+}
+
+// DispatchOne is Dispatch that also reports whether this call sent ev
+// (false when it was dispatched already, or claimed by another dispatcher).
+func (d *Dispatcher) DispatchOne(ctx context.Context, ev Event) (bool, error) {
+	return d.dispatch(ctx, ev)
+}
+
+func (d *Dispatcher) dispatch(ctx context.Context, ev Event) (sent bool, err error) {
 	if ev.GSI6PK == "" {
-		return nil // already dispatched
+		return false, nil // already dispatched
 	}
-	body, err := json.Marshal(Message{ID: ev.ID, OrgID: ev.OrgID, Type: ev.Type, CreatedAt: ev.CreatedAt, Data: json.RawMessage(ev.Data)})
+	key := store.Key(ev.PK, ev.SK)
+	now := d.now()
+	token := uuid.NewString()
+	_, err = d.DB.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(d.DB.Table), Key: key,
+		UpdateExpression:    aws.String("SET claim = :token, claim_until = :until"),
+		ConditionExpression: aws.String("attribute_exists(GSI6PK) AND (attribute_not_exists(claim_until) OR claim_until < :now)"),
+		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{
+			":token": &ddbtypes.AttributeValueMemberS{Value: token},
+			":until": &ddbtypes.AttributeValueMemberS{Value: store.FormatTime(now.Add(ClaimLease))},
+			":now":   &ddbtypes.AttributeValueMemberS{Value: store.FormatTime(now)},
+		},
+	})
+	if store.IsConditionFailed(err) {
+		return false, nil // dispatched, or claimed by a concurrent dispatcher
+	}
 	if err != nil {
-		return err
+		return false, fmt.Errorf("claim %s: %w", ev.ID, err)
 	}
-	for _, q := range d.Routes[ev.Type] {
-		if err := q.Send(ctx, body, 0); err != nil {
-			return fmt.Errorf("dispatch %s: %w", ev.ID, err)
+	mine := map[string]ddbtypes.AttributeValue{":token": &ddbtypes.AttributeValueMemberS{Value: token}}
+	body, err := json.Marshal(Message{ID: ev.ID, OrgID: ev.OrgID, Type: ev.Type, CreatedAt: ev.CreatedAt, Data: json.RawMessage(ev.Data)})
+	if err == nil {
+		for _, q := range d.Routes[ev.Type] {
+			if err = q.Send(ctx, body, 0); err != nil {
+				break
+			}
 		}
 	}
-	pending := ev.GSI6PK
-	ev.GSI6PK, ev.GSI6SK = "", "" // out of the pending index
-	item, err := store.Marshal(ev)
 	if err != nil {
-		return err
+		// Give the claim back, so the next sweep retries at once.
+		_, _ = d.DB.Client.UpdateItem(context.WithoutCancel(ctx), &dynamodb.UpdateItemInput{
+			TableName: aws.String(d.DB.Table), Key: key, UpdateExpression: aws.String("REMOVE claim, claim_until"),
+			ConditionExpression: aws.String("claim = :token"), ExpressionAttributeValues: mine,
+		})
+		return false, fmt.Errorf("dispatch %s: %w", ev.ID, err)
 	}
-	_, err = d.DB.Client.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName: aws.String(d.DB.Table), Item: item,
-		ConditionExpression:       aws.String("GSI6PK = :pending"),
-		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":pending": &ddbtypes.AttributeValueMemberS{Value: pending}},
+	_, err = d.DB.Client.UpdateItem(context.WithoutCancel(ctx), &dynamodb.UpdateItemInput{
+		TableName: aws.String(d.DB.Table), Key: key,
+		UpdateExpression:    aws.String("REMOVE GSI6PK, GSI6SK, claim, claim_until"), // out of the pending index
+		ConditionExpression: aws.String("claim = :token"), ExpressionAttributeValues: mine,
 	})
-	if err != nil && !store.IsConditionFailed(err) { // a concurrent sweep marked it first
-		return fmt.Errorf("mark %s dispatched: %w", ev.ID, err)
+	if err != nil && !store.IsConditionFailed(err) {
+		return true, fmt.Errorf("mark %s dispatched: %w", ev.ID, err)
 	}
-	return nil
+	return true, nil
+}
+
+func (d *Dispatcher) now() time.Time {
+	if d.Now != nil {
+		return d.Now()
+	}
+	return time.Now()
 }
 
 // Poll sweeps whenever kick fires (a write in this process) and every

@@ -1,0 +1,106 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+
+	"github.com/aws/aws-lambda-go/events"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/practice-api/practice-api/shared/outbox"
+	"github.com/practice-api/practice-api/shared/store"
+)
+
+// DispatcherHandler is the dispatcher Lambda: invoked by the table's stream
+// it dispatches the pending events in the records themselves (no read of
+// the eventually consistent pending index, so a new event goes out at once);
+// invoked by the schedule it sweeps the index for anything left behind.
+// Either way each event is claimed before it is sent, so the two running
+// at once send it once, and an event that fails does not hold back others.
+func DispatcherHandler(d *outbox.Dispatcher) func(context.Context, json.RawMessage) error {
+	return func(ctx context.Context, raw json.RawMessage) error {
+		var stream events.DynamoDBEvent
+		if json.Unmarshal(raw, &stream) == nil && len(stream.Records) > 0 {
+			n, err := DispatchRecords(ctx, d, stream.Records)
+			slog.InfoContext(ctx, "outbox stream", "records", len(stream.Records), "dispatched", n, "err", err)
+			return err
+		}
+		n, err := d.Sweep(ctx, 0)
+		slog.InfoContext(ctx, "outbox sweep", "dispatched", n, "err", err)
+		return err
+	}
+}
+
+// DispatchRecords dispatches the pending outbox events among stream
+// records; it returns how many it sent.
+func DispatchRecords(ctx context.Context, d *outbox.Dispatcher, records []events.DynamoDBEventRecord) (int, error) {
+	n, failed := 0, 0
+	var first error
+	for _, r := range records {
+		img := r.Change.NewImage
+		if r.EventName == "REMOVE" || img["GSI6PK"].DataType() != events.DataTypeString || img["kind"].DataType() != events.DataTypeString || img["kind"].String() != "event" {
+			continue
+		}
+		var ev outbox.Event
+		if err := store.Unmarshal(fromStream(img), &ev); err != nil {
+			continue
+		}
+		ok, err := d.DispatchOne(ctx, ev)
+		switch {
+		case err != nil:
+			failed++
+			if first == nil {
+				first = err
+			}
+		case ok:
+			n++
+		}
+	}
+	if failed > 0 {
+		return n, fmt.Errorf("outbox: %d stream events failed and stay pending for the sweep; the first: %w", failed, first)
+	}
+	return n, nil
+}
+
+// fromStream converts a stream image to the SDK's attribute values.
+func fromStream(img map[string]events.DynamoDBAttributeValue) map[string]ddbtypes.AttributeValue {
+	out := make(map[string]ddbtypes.AttributeValue, len(img))
+	for k, v := range img {
+		if av := streamValue(v); av != nil {
+			out[k] = av
+		}
+	}
+	return out
+}
+
+func streamValue(v events.DynamoDBAttributeValue) ddbtypes.AttributeValue {
+	switch v.DataType() {
+	case events.DataTypeString:
+		return &ddbtypes.AttributeValueMemberS{Value: v.String()}
+	case events.DataTypeNumber:
+		return &ddbtypes.AttributeValueMemberN{Value: v.Number()}
+	case events.DataTypeBoolean:
+		return &ddbtypes.AttributeValueMemberBOOL{Value: v.Boolean()}
+	case events.DataTypeBinary:
+		return &ddbtypes.AttributeValueMemberB{Value: v.Binary()}
+	case events.DataTypeNull:
+		return &ddbtypes.AttributeValueMemberNULL{Value: true}
+	case events.DataTypeStringSet:
+		return &ddbtypes.AttributeValueMemberSS{Value: v.StringSet()}
+	case events.DataTypeNumberSet:
+		return &ddbtypes.AttributeValueMemberNS{Value: v.NumberSet()}
+	case events.DataTypeMap:
+		return &ddbtypes.AttributeValueMemberM{Value: fromStream(v.Map())}
+	case events.DataTypeList:
+		var l []ddbtypes.AttributeValue
+		for _, e := range v.List() {
+			if av := streamValue(e); av != nil {
+				l = append(l, av)
+			}
+		}
+		return &ddbtypes.AttributeValueMemberL{Value: l}
+	}
+	return nil
+}
