@@ -53,5 +53,5 @@ func newAlarms(s *Stack, p *Props) {
 	}
 	alarm("webhook-endpoints-disabled", "a webhook endpoint was disabled after 20 consecutive failed deliveries",
 		awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: jsii.String(MetricNamespace), MetricName: jsii.String("WebhookEndpointsDisabled"),
-			Period: five, Statistic: jsii.String("Sum")}), 0, 1)
+			DimensionsMap: &map[string]*string{"Stage": jsii.String(p.Stage)}, Period: five, Statistic: jsii.String("Sum")}), 0, 1)
 }

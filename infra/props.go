@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/jsii-runtime-go"
 )
 
@@ -27,10 +28,22 @@ type Props struct {
 	CompanyRegisterURL string
 	// AlarmEmail, when set, subscribes to the alarm topic.
 	AlarmEmail string
+	// ThrottleRate and ThrottleBurst limit every route of the stage, in
+	// requests per second, at the gateway (context throttleRate,
+	// throttleBurst): a flood, even of unknown keys, stops there.
+	ThrottleRate, ThrottleBurst float64 // 0: DefaultThrottleRate, DefaultThrottleBurst
 	// PublicBaseURL is PUBLIC_BASE_URL: the origin of links.next and
 	// Location (a custom domain); empty uses API Gateway's domain name.
 	PublicBaseURL string
 }
+
+// The gateway's default limits per stage: well above what the per-client
+// limits let through (120 per minute per client), well below what would
+// exhaust the account's Lambda concurrency.
+const (
+	DefaultThrottleRate  = 100 // requests per second, steady
+	DefaultThrottleBurst = 200
+)
 
 var stagePattern = regexp.MustCompile(`^[a-z][a-z0-9-]{1,19}$`)
 
@@ -53,6 +66,15 @@ func PropsFromContext(app awscdk.App) (*Props, error) {
 		return nil, fmt.Errorf("rateLimit must be a positive integer")
 	}
 	p.RateLimit = rl
+	rate, err := strconv.ParseFloat(get("throttleRate", strconv.Itoa(DefaultThrottleRate)), 64)
+	if err != nil || rate <= 0 {
+		return nil, fmt.Errorf("throttleRate must be a positive number of requests per second")
+	}
+	burst, err := strconv.ParseFloat(get("throttleBurst", strconv.Itoa(DefaultThrottleBurst)), 64)
+	if err != nil || burst < 1 {
+		return nil, fmt.Errorf("throttleBurst must be a positive number of requests")
+	}
+	p.ThrottleRate, p.ThrottleBurst = rate, burst
 	if p.PublicBaseURL != "" {
 		u, err := url.Parse(p.PublicBaseURL)
 		if err != nil || u.Scheme != "https" || u.Host == "" || strings.Trim(u.Path, "/") != "" {
@@ -73,3 +95,20 @@ func PropsFromContext(app awscdk.App) (*Props, error) {
 // Protected reports whether the stage keeps and protects its data: every
 // stage but the throw-away ones (dev, local).
 func (p *Props) Protected() bool { return p.Stage != "dev" && p.Stage != "local" }
+
+// LogRetention is how long the stage keeps its logs: a year for protected
+// stages, a month otherwise.
+func (p *Props) LogRetention() awslogs.RetentionDays {
+	if p.Protected() {
+		return awslogs.RetentionDays_ONE_YEAR
+	}
+	return awslogs.RetentionDays_ONE_MONTH
+}
+
+// LogRemoval keeps a protected stage's logs when its stack is deleted.
+func (p *Props) LogRemoval() awscdk.RemovalPolicy {
+	if p.Protected() {
+		return awscdk.RemovalPolicy_RETAIN
+	}
+	return awscdk.RemovalPolicy_DESTROY
+}

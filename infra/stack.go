@@ -1,6 +1,8 @@
 package main
 
 import (
+	"cmp"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -111,7 +113,7 @@ func (s *Stack) addQueue(name string, visibilityS float64) {
 // newFunction builds one Lambda with exactly its table actions.
 func (s *Stack) newFunction(fn Function, p *Props) awslambda.Function {
 	logs := awslogs.NewLogGroup(s.Stack, jsii.String(fn.Name+"-logs"), &awslogs.LogGroupProps{
-		Retention: awslogs.RetentionDays_ONE_MONTH, RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+		Retention: p.LogRetention(), RemovalPolicy: p.LogRemoval(),
 	})
 	modes := "test"
 	if p.Stage == "prod" {
@@ -202,13 +204,34 @@ func (s *Stack) wireWorkers() {
 	s.Queues["delivery"].GrantSendMessages(s.Functions["webhooks"]) // manual retries
 }
 
+// guardStage sets, through the $default stage's escape hatch (the stage is
+// kept, not replaced), a rate and burst limit for every route, before any
+// Lambda or table is touched, and JSON access logs to their own log group,
+// which record the answers API Gateway gives itself (throttles,
+// integration errors, timeouts).
+func (s *Stack) guardStage(api awsapigatewayv2.HttpApi, p *Props) {
+	logs := awslogs.NewLogGroup(s.Stack, jsii.String("api-access-logs"), &awslogs.LogGroupProps{
+		Retention: p.LogRetention(), RemovalPolicy: p.LogRemoval(),
+	})
+	stage := api.DefaultStage().Node().DefaultChild().(awsapigatewayv2.CfnStage)
+	rate, burst := cmp.Or(p.ThrottleRate, DefaultThrottleRate), cmp.Or(p.ThrottleBurst, DefaultThrottleBurst)
+	stage.SetDefaultRouteSettings(&awsapigatewayv2.CfnStage_RouteSettingsProperty{
+		ThrottlingRateLimit: jsii.Number(rate), ThrottlingBurstLimit: jsii.Number(burst),
+	})
+	format, _ := json.Marshal(map[string]string{
+		"requestId": "$context.requestId", "routeKey": "$context.routeKey", "status": "$context.status",
+		"integrationError": "$context.integrationErrorMessage", "integrationStatus": "$context.integrationStatus",
+		"latencyMs": "$context.responseLatency", "integrationLatencyMs": "$context.integrationLatency",
+		"method": "$context.httpMethod", "path": "$context.path", "ip": "$context.identity.sourceIp", "time": "$context.requestTimeEpoch",
+	})
+	stage.SetAccessLogSettings(&awsapigatewayv2.CfnStage_AccessLogSettingsProperty{
+		DestinationArn: logs.LogGroupArn(), Format: jsii.String(string(format)),
+	})
+}
+
 // newAPI creates the HTTP API (payload v2) with one route per row of the
 // route table, each to its family's function.
 func (s *Stack) newAPI(p *Props) awsapigatewayv2.HttpApi {
-	api := awsapigatewayv2.NewHttpApi(s.Stack, jsii.String("Api"), &awsapigatewayv2.HttpApiProps{
-		ApiName:     jsii.String("practice-api-" + p.Stage),
-		Description: jsii.String("Practice API /api/v1 (" + p.Stage + ")"),
-	})
 	integrations := map[string]awsapigatewayv2integrations.HttpLambdaIntegration{}
 	for _, fn := range Functions {
 		if fn.Family != "" {
@@ -216,6 +239,15 @@ func (s *Stack) newAPI(p *Props) awsapigatewayv2.HttpApi {
 				&awsapigatewayv2integrations.HttpLambdaIntegrationProps{PayloadFormatVersion: awsapigatewayv2.PayloadFormatVersion_VERSION_2_0()})
 		}
 	}
+	api := awsapigatewayv2.NewHttpApi(s.Stack, jsii.String("Api"), &awsapigatewayv2.HttpApiProps{
+		ApiName:     jsii.String("practice-api-" + p.Stage),
+		Description: jsii.String("Practice API /api/v1 (" + p.Stage + ")"),
+		// $default: what matches no route goes to the meta function, which
+		// answers as the API does (JSON 404, or 405 with Allow, with a
+		// request id), not with API Gateway's own {"message":"Not Found"}.
+		DefaultIntegration: integrations[routes.Meta],
+	})
+	s.guardStage(api, p)
 	for _, rt := range routes.Table {
 		integ, ok := integrations[rt.Family]
 		if !ok {

@@ -102,8 +102,12 @@ func TestEveryRouteReachesItsFamilysFunction(t *testing.T) {
 			}
 		}
 	}
+	if byKey["$default"] != "meta" {
+		t.Fatalf("the catch-all route goes to %q, want meta", byKey["$default"])
+	}
+	delete(byKey, "$default")
 	if len(byKey) != len(routes.Table) {
-		t.Fatalf("%d routes in the template, %d in the route table", len(byKey), len(routes.Table))
+		t.Fatalf("%d routes in the template besides $default, %d in the route table", len(byKey), len(routes.Table))
 	}
 	family := map[string]string{}
 	for _, fn := range Functions {
@@ -424,6 +428,46 @@ func TestMemorySizesFollowTheCostModel(t *testing.T) {
 	for name, mb := range want {
 		tpl.HasResourceProperties(jsii.String("AWS::Lambda::Function"), &map[string]any{
 			"Description": "practice-api " + name, "MemorySize": mb,
+		})
+	}
+}
+
+// TestGatewayGuardRails: stage throttling on every route, JSON access logs
+// in their own log group, and a catch-all route to the meta function.
+func TestGatewayGuardRails(t *testing.T) {
+	for stage, keep := range map[string]bool{"dev": false, "prod": true} {
+		tpl := assertTemplates[stage]
+		tpl.HasResourceProperties(jsii.String("AWS::ApiGatewayV2::Stage"), &map[string]any{
+			"StageName":            "$default",
+			"DefaultRouteSettings": map[string]any{"ThrottlingRateLimit": 100, "ThrottlingBurstLimit": 200},
+			"AccessLogSettings": map[string]any{
+				"DestinationArn": assertions.Match_AnyValue(),
+				"Format":         assertions.Match_StringLikeRegexp(jsii.String(`"requestId":"\$context.requestId".*"routeKey":"\$context.routeKey".*"status":"\$context.status"`)),
+			},
+		})
+		tpl.HasResourceProperties(jsii.String("AWS::ApiGatewayV2::Route"), &map[string]any{"RouteKey": "$default"})
+		retention := map[bool]float64{false: 30, true: 365}[keep]
+		policy := map[bool]string{false: "Delete", true: "Retain"}[keep]
+		logs := resources(stage, "AWS::Logs::LogGroup")
+		if len(logs) != len(Functions)+1 {
+			t.Fatalf("%s: %d log groups, want one per function and the access log", stage, len(logs))
+		}
+		for id, r := range logs {
+			if props(r)["RetentionInDays"] != retention || r["DeletionPolicy"] != policy {
+				t.Errorf("%s: log group %s: %v", stage, id, r)
+			}
+		}
+	}
+	// That $default reaches the meta function: TestEveryRouteReachesItsFamilysFunction.
+}
+
+// TestCustomMetricsCarryTheStage: the disabled-endpoints alarm watches its
+// own stage's metric, which the delivery worker emits with a Stage dimension.
+func TestCustomMetricsCarryTheStage(t *testing.T) {
+	for _, stage := range []string{"dev", "prod"} {
+		assertTemplates[stage].HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), &map[string]any{
+			"MetricName": "WebhookEndpointsDisabled", "Namespace": MetricNamespace,
+			"Dimensions": []any{map[string]any{"Name": "Stage", "Value": stage}},
 		})
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/httpapi/routes"
 	"github.com/practice-api/practice-api/shared/matter"
+	"github.com/practice-api/practice-api/shared/openapi"
 	"github.com/practice-api/practice-api/shared/outbox"
 	"github.com/practice-api/practice-api/shared/queue"
 	"github.com/practice-api/practice-api/shared/store"
@@ -226,5 +227,33 @@ func TestSlowStoreAnswers503BeforeTheDeadline(t *testing.T) {
 	defer cancel()
 	if _, err := app.FamilyHandler(sctx, routes.Matters, build); err == nil || time.Since(start) > 3*time.Second {
 		t.Fatalf("a cold start on a hanging store: %v after %s", err, time.Since(start))
+	}
+}
+
+// TestTheCatchAllAnswersForEveryFamily: on AWS, what matches no route goes
+// to the meta function ($default); it answers the API's JSON 404, or 405
+// with Allow for any family's path, with a request id.
+func TestTheCatchAllAnswersForEveryFamily(t *testing.T) {
+	h, err := app.PublicHandler(routes.Meta, openapi.Handlers())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		method, path string
+		status       int
+		allow        string
+	}{
+		{"DELETE", "/api/v1/matters", 405, "GET, POST"},
+		{"PUT", "/api/v1/webhooks/00000000-0000-4000-8000-000000000000", 405, "GET, PATCH, DELETE"},
+		{"GET", "/api/v1/nowhere", 404, ""},
+		{"GET", "/", 404, ""},
+	} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(c.method, c.path, nil))
+		var body map[string]any
+		if rec.Code != c.status || rec.Header().Get("Allow") != c.allow || rec.Header().Get("X-Request-Id") == "" ||
+			json.Unmarshal(rec.Body.Bytes(), &body) != nil || body["message"] == nil {
+			t.Errorf("%s %s: %d Allow %q, %s", c.method, c.path, rec.Code, rec.Header().Get("Allow"), rec.Body)
+		}
 	}
 }

@@ -138,11 +138,6 @@ func NewHandler(cfg Config, families map[string]Handlers) (http.Handler, error) 
 			} else {
 				mux.Handle(rt.Pattern(), cfg.authorize(rt, h))
 			}
-			path := routes.Prefix + rt.Path
-			if _, seen := methods[path]; !seen {
-				order = append(order, path)
-			}
-			methods[path] = append(methods[path], rt.Method)
 		}
 		for name := range handlers {
 			if !served[name] {
@@ -150,9 +145,24 @@ func NewHandler(cfg Config, families map[string]Handlers) (http.Handler, error) 
 			}
 		}
 	}
+	// Every path of the whole table answers a wrong method with 405 and
+	// Allow, whichever families are mounted here: on AWS, API Gateway sends
+	// what matches no route to the meta function ($default), which must
+	// answer for every family's paths.
+	for _, rt := range routes.Table {
+		path := routes.Prefix + rt.Path
+		if _, seen := methods[path]; !seen {
+			order = append(order, path)
+		}
+		methods[path] = append(methods[path], rt.Method)
+	}
 	for _, path := range order {
 		allowed := methods[path]
 		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
+			if slices.Contains(allowed, r.Method) { // another function's route: not reachable through API Gateway
+				WriteError(w, r, &Error{Status: http.StatusNotFound, Message: fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path)})
+				return
+			}
 			w.Header().Set("Allow", strings.Join(allowed, ", "))
 			WriteError(w, r, &Error{Status: http.StatusMethodNotAllowed, Message: fmt.Sprintf("method %s is not allowed here; allowed: %s", r.Method, strings.Join(allowed, ", "))})
 		})

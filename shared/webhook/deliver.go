@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -182,11 +183,12 @@ func (d *Deliverer) Handle(ctx context.Context, m queue.Message) error {
 		return err
 	}
 	if disabled {
-		// An EMF line: CloudWatch turns it into the metric the alarm watches.
+		// An EMF line: CloudWatch turns it into the metric the alarm watches,
+		// per stage (dev and prod in one account must not trip each other's).
 		slog.WarnContext(ctx, "webhook endpoint disabled", "endpoint_id", e.ID, "organization_id", job.Event.OrgID,
 			"_aws", map[string]any{"Timestamp": now.UnixMilli(), "CloudWatchMetrics": []any{map[string]any{
-				"Namespace": "PracticeApi", "Dimensions": [][]string{{}}, "Metrics": []any{map[string]string{"Name": "WebhookEndpointsDisabled", "Unit": "Count"}}}}},
-			"WebhookEndpointsDisabled", 1)
+				"Namespace": "PracticeApi", "Dimensions": [][]string{{"Stage"}}, "Metrics": []any{map[string]string{"Name": "WebhookEndpointsDisabled", "Unit": "Count"}}}}},
+			"Stage", cmp.Or(os.Getenv("STAGE"), "local"), "WebhookEndpointsDisabled", 1)
 	}
 	if ok || job.Attempt > len(d.schedule()) {
 		return nil
