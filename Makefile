@@ -81,8 +81,9 @@ $(LAMBDA_OUT)/%/bootstrap: FORCE
 
 ## synth: the CloudFormation template into cdk.out, offline (STAGE=prod for another stage)
 STAGE ?= dev
+ALARM_EMAIL ?=
 synth: build
-	CDK_CONTEXT_JSON='{"stage":"$(STAGE)"}' $(GO) run ./infra
+	CDK_CONTEXT_JSON='{"stage":"$(STAGE)","alarmEmail":"$(ALARM_EMAIL)"}' $(GO) run ./infra
 
 # The CDK CLI, pinned in localstack/.cli/package.json (npm's latest is 3.x).
 CDK_BIN := localstack/.cli/node_modules/.bin
@@ -92,7 +93,7 @@ $(CDK_BIN)/cdk $(CDK_BIN)/cdklocal: localstack/.cli/package.json localstack/.cli
 
 ## deploy: build and deploy STAGE to the AWS account of your credentials
 deploy: build $(CDK_BIN)/cdk
-	$(CDK_BIN)/cdk deploy -c stage=$(STAGE) --require-approval broadening
+	$(CDK_BIN)/cdk deploy -c stage=$(STAGE) $(if $(ALARM_EMAIL),-c alarmEmail=$(ALARM_EMAIL)) --require-approval broadening
 
 ## local-up/local-deploy/local-test/local-down: the LocalStack path (localstack/README.md)
 LOCALSTACK := http://127.0.0.1:4566

@@ -4,6 +4,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssnssubscriptions"
 	"github.com/aws/jsii-runtime-go"
@@ -12,46 +13,123 @@ import (
 // MetricNamespace holds the service's own metrics (EMF log lines).
 const MetricNamespace = "PracticeApi"
 
-// newAlarms raises to one SNS topic: the API's 5xx rate, every function's
-// errors and throttles, any message in a dead-letter queue, and any webhook
-// endpoint turned off by failures.
+// newAlarms raises to one SNS topic, and says OK there too when a
+// condition clears: the API's 5xx rate and p99 latency, every function's
+// errors, throttles and duration near its timeout, the queues' oldest
+// message and dead letters, DynamoDB throttles and system errors, the
+// stream's iterator age, outbox dispatch failures and disabled webhook
+// endpoints. A one-off blip does not page: most alarms want M of N
+// periods. It also draws the stage's dashboard.
 func newAlarms(s *Stack, p *Props) {
 	topic := awssns.NewTopic(s.Stack, jsii.String("alarms"), &awssns.TopicProps{DisplayName: jsii.String("practice-api " + p.Stage + " alarms")})
 	if p.AlarmEmail != "" {
 		topic.AddSubscription(awssnssubscriptions.NewEmailSubscription(jsii.String(p.AlarmEmail), nil))
 	}
+	awscdk.NewCfnOutput(s.Stack, jsii.String("AlarmTopicArn"), &awscdk.CfnOutputProps{Value: topic.TopicArn(),
+		Description: jsii.String("SNS topic of the stage's alarms: subscribe the on-call tool")})
 	action := awscloudwatchactions.NewSnsAction(topic)
-	alarm := func(id, desc string, metric awscloudwatch.IMetric, threshold float64, periods float64) {
+	alarm := func(id, desc string, metric awscloudwatch.IMetric, threshold, datapoints, periods float64) {
 		a := awscloudwatch.NewAlarm(s.Stack, jsii.String(id), &awscloudwatch.AlarmProps{
 			AlarmDescription:   jsii.String(desc),
 			Metric:             metric,
 			Threshold:          jsii.Number(threshold),
+			DatapointsToAlarm:  jsii.Number(datapoints),
 			EvaluationPeriods:  jsii.Number(periods),
 			ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
 			TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
 		})
 		a.AddAlarmAction(action)
+		a.AddOkAction(action)
 	}
-	five := awscdk.Duration_Minutes(jsii.Number(5))
+	minute, five := awscdk.Duration_Minutes(jsii.Number(1)), awscdk.Duration_Minutes(jsii.Number(5))
+	sum := func(period awscdk.Duration) *awscloudwatch.MetricOptions {
+		return &awscloudwatch.MetricOptions{Period: period, Statistic: jsii.String("Sum")}
+	}
 	rate := awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
 		Expression: jsii.String("IF(requests > 20, 100 * errors / requests, 0)"),
 		UsingMetrics: &map[string]awscloudwatch.IMetric{
-			"errors":   s.API.MetricServerError(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Sum")}),
-			"requests": s.API.MetricCount(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Sum")}),
+			"errors":   s.API.MetricServerError(sum(five)),
+			"requests": s.API.MetricCount(sum(five)),
 		},
 		Period: five, Label: jsii.String("5xx %"),
 	})
-	alarm("api-5xx-rate", "more than 1% of API requests answered 5xx over 5 minutes (20+ requests)", rate, 1, 1)
+	alarm("api-5xx-rate", "more than 1% of API requests answered 5xx, in 2 of 3 five-minute periods (20+ requests)", rate, 1, 2, 3)
+	alarm("api-p99-latency", "API p99 latency over 1 s in 3 of 5 minutes",
+		s.API.MetricLatency(&awscloudwatch.MetricOptions{Period: minute, Statistic: jsii.String("p99")}), 1000, 3, 5)
 	for _, fn := range Functions {
 		f := s.Functions[fn.Name]
-		alarm(fn.Name+"-errors", fn.Name+": invocation errors", f.MetricErrors(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Sum")}), 0, 1)
-		alarm(fn.Name+"-throttles", fn.Name+": throttled invocations", f.MetricThrottles(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Sum")}), 0, 1)
+		alarm(fn.Name+"-errors", fn.Name+": invocation errors in 2 of 3 five-minute periods", f.MetricErrors(sum(five)), 0, 2, 3)
+		alarm(fn.Name+"-throttles", fn.Name+": throttled invocations in 2 of 3 five-minute periods", f.MetricThrottles(sum(five)), 0, 2, 3)
+		alarm(fn.Name+"-duration", fn.Name+": p99 duration above 80% of its timeout in 3 of 5 minutes",
+			f.MetricDuration(&awscloudwatch.MetricOptions{Period: minute, Statistic: jsii.String("p99")}), 0.8*fn.TimeoutS*1000, 3, 5)
+	}
+	for _, name := range []string{"enrichment", "delivery"} {
+		alarm(name+"-queue-age", name+": the oldest message has waited over 15 minutes (workers stuck or too few), 3 of 5 minutes",
+			s.Queues[name].MetricApproximateAgeOfOldestMessage(&awscloudwatch.MetricOptions{Period: minute, Statistic: jsii.String("Maximum")}), 900, 3, 5)
 	}
 	for name, dlq := range s.DLQs {
 		alarm(name+"-dlq-depth", name+": messages in the dead-letter queue (inspect and redrive)",
-			dlq.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Maximum")}), 0, 1)
+			dlq.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Maximum")}), 0, 1, 1)
 	}
+	alarm("dynamodb-throttles", "DynamoDB throttled requests on the table in 2 of 3 five-minute periods",
+		s.Table.MetricThrottledRequestsForOperations(&awsdynamodb.OperationsMetricOptions{Period: five, Operations: tableOps}), 0, 2, 3)
+	alarm("dynamodb-system-errors", "DynamoDB system errors on the table in 2 of 3 five-minute periods",
+		s.Table.MetricSystemErrorsForOperations(&awsdynamodb.SystemErrorsForOperationsMetricOptions{Period: five, Operations: tableOps}), 0, 2, 3)
+	alarm("outbox-stream-iterator-age", "the outbox stream is over 5 minutes behind (dispatcher failing or throttled), 3 of 5 minutes",
+		s.Functions["dispatcher"].Metric(jsii.String("IteratorAge"), &awscloudwatch.MetricOptions{Period: minute, Statistic: jsii.String("Maximum")}), 300_000, 3, 5)
+	stage := &map[string]*string{"Stage": jsii.String(p.Stage)}
+	alarm("outbox-dispatch-failures", "outbox events failed to dispatch in 3 of 5 minutes (they stay pending: the backlog grows)",
+		awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: jsii.String(MetricNamespace), MetricName: jsii.String("OutboxDispatchFailures"),
+			DimensionsMap: stage, Period: minute, Statistic: jsii.String("Sum")}), 0, 3, 5)
 	alarm("webhook-endpoints-disabled", "a webhook endpoint was disabled after 20 consecutive failed deliveries",
 		awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: jsii.String(MetricNamespace), MetricName: jsii.String("WebhookEndpointsDisabled"),
-			DimensionsMap: &map[string]*string{"Stage": jsii.String(p.Stage)}, Period: five, Statistic: jsii.String("Sum")}), 0, 1)
+			DimensionsMap: stage, Period: five, Statistic: jsii.String("Sum")}), 0, 1, 1)
+	newDashboard(s, p)
+}
+
+// tableOps are the operations the service calls (an alarm's expression
+// may sum at most ten metrics).
+var tableOps = &[]awsdynamodb.Operation{awsdynamodb.Operation_GET_ITEM, awsdynamodb.Operation_PUT_ITEM, awsdynamodb.Operation_UPDATE_ITEM,
+	awsdynamodb.Operation_DELETE_ITEM, awsdynamodb.Operation_QUERY, awsdynamodb.Operation_BATCH_WRITE_ITEM, awsdynamodb.Operation_TRANSACT_WRITE_ITEMS}
+
+// newDashboard is the stage's one page: the API, every function, the
+// queues, the outbox and the webhooks.
+func newDashboard(s *Stack, p *Props) {
+	minute := awscdk.Duration_Minutes(jsii.Number(1))
+	opts := func(stat string) *awscloudwatch.MetricOptions {
+		return &awscloudwatch.MetricOptions{Period: minute, Statistic: jsii.String(stat)}
+	}
+	graph := func(title string, metrics ...awscloudwatch.IMetric) awscloudwatch.IWidget {
+		return awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{Title: jsii.String(title), Left: &metrics, Width: jsii.Number(8)})
+	}
+	var errs, durations, throttles, depth, age []awscloudwatch.IMetric
+	for _, fn := range Functions {
+		f := s.Functions[fn.Name]
+		errs = append(errs, f.MetricErrors(opts("Sum")))
+		durations = append(durations, f.MetricDuration(opts("p99")))
+		throttles = append(throttles, f.MetricThrottles(opts("Sum")))
+	}
+	for name, q := range s.Queues {
+		depth = append(depth, q.MetricApproximateNumberOfMessagesVisible(opts("Maximum")), s.DLQs[name].MetricApproximateNumberOfMessagesVisible(opts("Maximum")))
+		age = append(age, q.MetricApproximateAgeOfOldestMessage(opts("Maximum")))
+	}
+	stage := &map[string]*string{"Stage": jsii.String(p.Stage)}
+	custom := func(name string) awscloudwatch.IMetric {
+		return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: jsii.String(MetricNamespace), MetricName: jsii.String(name),
+			DimensionsMap: stage, Period: minute, Statistic: jsii.String("Sum")})
+	}
+	awscloudwatch.NewDashboard(s.Stack, jsii.String("dashboard"), &awscloudwatch.DashboardProps{
+		DashboardName: jsii.String("practice-api-" + p.Stage),
+		Widgets: &[]*[]awscloudwatch.IWidget{
+			{graph("API requests", s.API.MetricCount(opts("Sum"))), graph("API 4xx and 5xx", s.API.MetricClientError(opts("Sum")), s.API.MetricServerError(opts("Sum"))),
+				graph("API latency p99 (ms)", s.API.MetricLatency(opts("p99")))},
+			{graph("Lambda errors", errs...), graph("Lambda duration p99 (ms)", durations...), graph("Lambda throttles", throttles...)},
+			{graph("Queue and DLQ depth", depth...), graph("Oldest message age (s)", age...),
+				graph("Outbox: dispatched, failed; stream iterator age", custom("OutboxDispatched"), custom("OutboxDispatchFailures"),
+					s.Functions["dispatcher"].Metric(jsii.String("IteratorAge"), opts("Maximum")))},
+			{graph("Webhook endpoints disabled", custom("WebhookEndpointsDisabled")),
+				graph("DynamoDB throttled requests", s.Table.MetricThrottledRequestsForOperations(&awsdynamodb.OperationsMetricOptions{Period: minute, Operations: tableOps})),
+				graph("DynamoDB system errors", s.Table.MetricSystemErrorsForOperations(&awsdynamodb.SystemErrorsForOperationsMetricOptions{Period: minute, Operations: tableOps}))},
+		},
+	})
 }

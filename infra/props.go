@@ -75,6 +75,10 @@ func PropsFromContext(app awscdk.App) (*Props, error) {
 		return nil, fmt.Errorf("throttleBurst must be a positive number of requests")
 	}
 	p.ThrottleRate, p.ThrottleBurst = rate, burst
+	if p.Protected() && p.AlarmEmail == "" {
+		return nil, fmt.Errorf("stage %s keeps data, so its alarms must reach someone: pass -c alarmEmail=<address> "+
+			"(make deploy STAGE=%s ALARM_EMAIL=<address>)", p.Stage, p.Stage)
+	}
 	if p.PublicBaseURL != "" {
 		u, err := url.Parse(p.PublicBaseURL)
 		if err != nil || u.Scheme != "https" || u.Host == "" || strings.Trim(u.Path, "/") != "" {

@@ -38,7 +38,9 @@ type Stack struct {
 // NewPracticeStack builds the stack: data, queues, functions, the HTTP API
 // from the route table, the outbox triggers, and alarms.
 func NewPracticeStack(scope constructs.Construct, id string, p *Props) *Stack {
-	st := awscdk.NewStack(scope, jsii.String(id), &p.StackProps)
+	sp := p.StackProps
+	sp.TerminationProtection = jsii.Bool(p.Protected()) // a protected stage's stack is not deleted by accident
+	st := awscdk.NewStack(scope, jsii.String(id), &sp)
 	s := &Stack{Stack: st, Functions: map[string]awslambda.Function{}, Queues: map[string]awssqs.Queue{}, DLQs: map[string]awssqs.Queue{}}
 	awscdk.Tags_Of(st).Add(jsii.String("service"), jsii.String("practice-api"), nil)
 	awscdk.Tags_Of(st).Add(jsii.String("stage"), jsii.String(p.Stage), nil)

@@ -284,7 +284,10 @@ func TestQueuesHaveDeadLetterQueues(t *testing.T) {
 
 func TestAlarmsGoToTheTopic(t *testing.T) {
 	alarms := resources("dev", "AWS::CloudWatch::Alarm")
-	want := 1 + 2*len(Functions) + 2 + 1 // 5xx rate, errors+throttles, two DLQs, disabled webhooks
+	// 5xx rate and p99 latency; errors, throttles and duration per function;
+	// two queues' age and two DLQs; DynamoDB throttles and system errors;
+	// stream iterator age, dispatch failures, disabled webhooks.
+	want := 2 + 3*len(Functions) + 2 + 2 + 2 + 3
 	if len(alarms) != want {
 		t.Fatalf("%d alarms, want %d", len(alarms), want)
 	}
@@ -296,13 +299,16 @@ func TestAlarmsGoToTheTopic(t *testing.T) {
 	for _, a := range alarms {
 		p := props(a)
 		actions, _ := json.Marshal(p["AlarmActions"])
-		if !strings.Contains(string(actions), topic) {
-			t.Fatalf("alarm %v does not notify the topic", p["AlarmDescription"])
+		ok, _ := json.Marshal(p["OKActions"])
+		if !strings.Contains(string(actions), topic) || !strings.Contains(string(ok), topic) {
+			t.Fatalf("alarm %v does not notify the topic when it fires and when it clears", p["AlarmDescription"])
 		}
 		descs = append(descs, p["AlarmDescription"].(string))
 	}
 	all := strings.Join(descs, "\n")
-	for _, s := range []string{"5xx", "dead-letter", "webhook endpoint was disabled", "throttled", "invocation errors"} {
+	for _, s := range []string{"5xx", "dead-letter", "webhook endpoint was disabled", "throttled", "invocation errors",
+		"p99 latency", "p99 duration above 80% of its timeout", "oldest message", "DynamoDB throttled", "DynamoDB system errors",
+		"stream is over 5 minutes behind", "failed to dispatch"} {
 		if !strings.Contains(all, s) {
 			t.Errorf("no alarm on %s", s)
 		}
@@ -469,5 +475,52 @@ func TestCustomMetricsCarryTheStage(t *testing.T) {
 			"MetricName": "WebhookEndpointsDisabled", "Namespace": MetricNamespace,
 			"Dimensions": []any{map[string]any{"Name": "Stage", "Value": stage}},
 		})
+	}
+}
+
+// TestDashboardAndAlarmOutput: one dashboard per stage, and the alarm
+// topic's ARN as an output for the on-call tool.
+func TestDashboardAndAlarmOutput(t *testing.T) {
+	for _, stage := range []string{"dev", "prod"} {
+		assertTemplates[stage].HasResourceProperties(jsii.String("AWS::CloudWatch::Dashboard"), &map[string]any{
+			"DashboardName": "practice-api-" + stage,
+		})
+		assertTemplates[stage].HasOutput(jsii.String("AlarmTopicArn"), &map[string]any{"Value": assertions.Match_AnyValue()})
+	}
+	body, _ := json.Marshal(props(firstOf("dev", "AWS::CloudWatch::Dashboard"))["DashboardBody"])
+	for _, want := range []string{"API latency p99", "Lambda duration p99", "Queue and DLQ depth", "Oldest message age", "OutboxDispatchFailures", "WebhookEndpointsDisabled"} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("the dashboard lacks %s", want)
+		}
+	}
+}
+
+func firstOf(stage, typ string) map[string]any {
+	for _, r := range resources(stage, typ) {
+		return r
+	}
+	return nil
+}
+
+// TestProtectedStagesNeedAnAlarmTarget: a stage that keeps data does not
+// synthesize without somewhere for its alarms to go.
+func TestProtectedStagesNeedAnAlarmTarget(t *testing.T) {
+	dir := t.TempDir()
+	for _, fn := range Functions {
+		_ = os.MkdirAll(filepath.Join(dir, fn.Name), 0o755)
+		_ = os.WriteFile(filepath.Join(dir, fn.Name, "bootstrap"), []byte(fn.Name), 0o755)
+	}
+	props := func(ctx map[string]any) (*Props, error) {
+		ctx["codeDir"] = dir
+		return PropsFromContext(awscdk.NewApp(&awscdk.AppProps{Context: &ctx}))
+	}
+	if _, err := props(map[string]any{"stage": "prod"}); err == nil || !strings.Contains(err.Error(), "alarmEmail") {
+		t.Fatalf("prod without an alarm target: %v", err)
+	}
+	if _, err := props(map[string]any{"stage": "prod", "alarmEmail": "ops@example.com"}); err != nil {
+		t.Fatalf("prod with an alarm target: %v", err)
+	}
+	if _, err := props(map[string]any{"stage": "dev"}); err != nil {
+		t.Fatalf("dev needs none: %v", err)
 	}
 }

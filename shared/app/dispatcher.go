@@ -1,10 +1,13 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
-	"fmt"
+	"errors"
 	"log/slog"
+	"os"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -24,11 +27,14 @@ func DispatcherHandler(d *outbox.Dispatcher) func(context.Context, json.RawMessa
 		var stream events.DynamoDBEvent
 		if json.Unmarshal(raw, &stream) == nil && len(stream.Records) > 0 {
 			n, err := DispatchRecords(ctx, d, stream.Records)
-			slog.InfoContext(ctx, "outbox stream", "records", len(stream.Records), "dispatched", n, "err", err)
-			return err
+			dispatchMetrics(ctx, "stream", n, err)
+			// Events that failed stay pending for the sweep; failing the
+			// invocation would make Lambda retry the whole batch and hold
+			// the shard's later events back.
+			return nil
 		}
 		n, err := d.Sweep(ctx, 0)
-		slog.InfoContext(ctx, "outbox sweep", "dispatched", n, "err", err)
+		dispatchMetrics(ctx, "sweep", n, err)
 		return err
 	}
 }
@@ -59,9 +65,24 @@ func DispatchRecords(ctx context.Context, d *outbox.Dispatcher, records []events
 		}
 	}
 	if failed > 0 {
-		return n, fmt.Errorf("outbox: %d stream events failed and stay pending for the sweep; the first: %w", failed, first)
+		return n, &outbox.FailedEvents{Count: failed, First: first}
 	}
 	return n, nil
+}
+
+// dispatchMetrics logs one EMF line: OutboxDispatched and
+// OutboxDispatchFailures per stage, for the dashboard and the alarm.
+func dispatchMetrics(ctx context.Context, how string, n int, err error) {
+	failed := 0
+	var fe *outbox.FailedEvents
+	if errors.As(err, &fe) {
+		failed = fe.Count
+	}
+	slog.InfoContext(ctx, "outbox "+how, "dispatched", n, "failed", failed, "err", err,
+		"_aws", map[string]any{"Timestamp": time.Now().UnixMilli(), "CloudWatchMetrics": []any{map[string]any{
+			"Namespace": "PracticeApi", "Dimensions": [][]string{{"Stage"}},
+			"Metrics": []any{map[string]string{"Name": "OutboxDispatched", "Unit": "Count"}, map[string]string{"Name": "OutboxDispatchFailures", "Unit": "Count"}}}}},
+		"Stage", cmp.Or(os.Getenv("STAGE"), "local"), "OutboxDispatched", n, "OutboxDispatchFailures", failed)
 }
 
 // fromStream converts a stream image to the SDK's attribute values.

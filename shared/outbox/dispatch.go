@@ -76,10 +76,23 @@ func (d *Dispatcher) Sweep(ctx context.Context, minAge time.Duration) (int, erro
 		}
 	}
 	if failed > 0 {
-		return n, fmt.Errorf("outbox: %d events failed and stay pending; the first: %w", failed, first)
+		return n, &FailedEvents{Count: failed, First: first}
 	}
 	return n, nil
 }
+
+// FailedEvents reports the events a dispatch round could not send; they
+// stay pending for the next sweep.
+type FailedEvents struct {
+	Count int
+	First error
+}
+
+func (e *FailedEvents) Error() string {
+	return fmt.Sprintf("outbox: %d events failed and stay pending; the first: %v", e.Count, e.First)
+}
+
+func (e *FailedEvents) Unwrap() error { return e.First }
 
 // ClaimLease is how long a claimed event is reserved for its dispatcher: a
 // dispatcher that dies after claiming leaves it to the next sweep after this.
