@@ -12,6 +12,10 @@ type Function struct {
 	TimeoutS  float64
 	Table     []string // dynamodb actions on the table
 	IndexRead bool     // Query on the GSIs too
+	// Reserved is the function's reserved concurrency (0: none): a ceiling
+	// on what a worker can take from the account's pool, and a floor that
+	// keeps it running when the API is busy.
+	Reserved float64
 	// Queue access is wired per function in the stack.
 }
 
@@ -41,14 +45,15 @@ var Functions = []Function{
 	// Reports aggregate up to a year of entries in memory: CPU-bound, so the
 	// larger CPU share of 1024 MB pays back directly.
 	{Name: "reports", Family: routes.Reports, MemoryMB: 1024, TimeoutS: 25, Table: readActions, IndexRead: true},
-	// The dispatcher reads the pending index and rewrites dispatched events.
-	{Name: "dispatcher", MemoryMB: 256, TimeoutS: 60, Table: []string{"dynamodb:Query", "dynamodb:PutItem"}, IndexRead: true},
+	// The dispatcher reads the pending index, claims each event and marks it
+	// dispatched (conditional UpdateItems).
+	{Name: "dispatcher", MemoryMB: 256, TimeoutS: 60, Table: []string{"dynamodb:Query", "dynamodb:UpdateItem"}, IndexRead: true, Reserved: 5},
 	// Enrichment reads and rewrites the company and writes its logo.
-	{Name: "enrichment", MemoryMB: 256, TimeoutS: 30, Table: []string{"dynamodb:GetItem", "dynamodb:PutItem"}},
+	{Name: "enrichment", MemoryMB: 256, TimeoutS: 30, Table: []string{"dynamodb:GetItem", "dynamodb:PutItem"}, Reserved: 5},
 	// Meta serves the OpenAPI document from its binary: no table, no queue.
 	{Name: "meta", Family: routes.Meta, MemoryMB: 128, TimeoutS: 5},
 	{Name: "webhooks", Family: routes.Webhooks, MemoryMB: 512, TimeoutS: 10, Table: apiActions, IndexRead: true},
 	// Delivery reads the endpoint, records the attempt and counts the outcome.
 	// Its timeout covers 5 s to connect and 10 s for the answer, with room.
-	{Name: "delivery", MemoryMB: 256, TimeoutS: 30, Table: []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}},
+	{Name: "delivery", MemoryMB: 256, TimeoutS: 30, Table: []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}, Reserved: 25},
 }

@@ -32,6 +32,10 @@ type Props struct {
 	// requests per second, at the gateway (context throttleRate,
 	// throttleBurst): a flood, even of unknown keys, stops there.
 	ThrottleRate, ThrottleBurst float64 // 0: DefaultThrottleRate, DefaultThrottleBurst
+	// NoReservedConcurrency leaves the workers' reserved concurrency out
+	// (context reservedConcurrency=off): for accounts whose concurrency
+	// limit is too small to reserve any (new accounts have 10).
+	NoReservedConcurrency bool
 	// PublicBaseURL is PUBLIC_BASE_URL: the origin of links.next and
 	// Location (a custom domain); empty uses API Gateway's domain name.
 	PublicBaseURL string
@@ -75,6 +79,13 @@ func PropsFromContext(app awscdk.App) (*Props, error) {
 		return nil, fmt.Errorf("throttleBurst must be a positive number of requests")
 	}
 	p.ThrottleRate, p.ThrottleBurst = rate, burst
+	switch v := get("reservedConcurrency", "on"); v {
+	case "on":
+	case "off":
+		p.NoReservedConcurrency = true
+	default:
+		return nil, fmt.Errorf("reservedConcurrency must be on or off, got %q", v)
+	}
 	if p.Protected() && p.AlarmEmail == "" {
 		return nil, fmt.Errorf("stage %s keeps data, so its alarms must reach someone: pass -c alarmEmail=<address> "+
 			"(make deploy STAGE=%s ALARM_EMAIL=<address>)", p.Stage, p.Stage)
@@ -116,3 +127,6 @@ func (p *Props) LogRemoval() awscdk.RemovalPolicy {
 	}
 	return awscdk.RemovalPolicy_DESTROY
 }
+
+// ReserveConcurrency reports whether workers get reserved concurrency.
+func (p *Props) ReserveConcurrency() bool { return !p.NoReservedConcurrency }

@@ -152,6 +152,9 @@ func (s *Stack) newFunction(fn Function, p *Props) awslambda.Function {
 		LoggingFormat: awslambda.LoggingFormat_JSON,
 		LogGroup:      logs,
 	})
+	if fn.Reserved > 0 && p.ReserveConcurrency() {
+		f.Node().DefaultChild().(awslambda.CfnFunction).SetReservedConcurrentExecutions(jsii.Number(fn.Reserved))
+	}
 	if len(fn.Table) == 0 {
 		return f
 	}

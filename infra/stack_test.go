@@ -182,7 +182,7 @@ func TestLeastPrivilegePerFunction(t *testing.T) {
 		"delivery": {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem",
 			"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:ReceiveMessage", "sqs:SendMessage"},
 		"dispatcher": {"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams",
-			"dynamodb:PutItem", "dynamodb:Query", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"},
+			"dynamodb:Query", "dynamodb:UpdateItem", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"}, // claims and marks are UpdateItems
 		"enrichment": {"dynamodb:GetItem", "dynamodb:PutItem",
 			"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl",
 			"sqs:ReceiveMessage", "sqs:SendMessage"},
@@ -522,5 +522,18 @@ func TestProtectedStagesNeedAnAlarmTarget(t *testing.T) {
 	}
 	if _, err := props(map[string]any{"stage": "dev"}); err != nil {
 		t.Fatalf("dev needs none: %v", err)
+	}
+}
+
+// TestWorkersHaveReservedConcurrency: the dispatcher, the enrichment worker
+// and the delivery worker each have a reserved ceiling; the API functions
+// draw on the account's pool.
+func TestWorkersHaveReservedConcurrency(t *testing.T) {
+	want := map[string]any{"dispatcher": 5.0, "enrichment": 5.0, "delivery": 25.0}
+	for id, name := range functionIDs("dev") {
+		got := props(resources("dev", "AWS::Lambda::Function")[id])["ReservedConcurrentExecutions"]
+		if got != want[name] {
+			t.Errorf("%s: reserved concurrency %v, want %v", name, got, want[name])
+		}
 	}
 }
