@@ -39,7 +39,7 @@ unit: dynamodb-local
 
 ## e2e: the black-box suite; E2E_BASE_URL/E2E_DYNAMODB_ENDPOINT/E2E_TABLE_NAME aim it at a running stage
 e2e: dynamodb-local
-	$(GO) test -count=1 -v ./scripts/e2e/...
+	$(GO) test -count=1 -timeout 30m -v ./scripts/e2e/...
 
 ## bench: Go benchmarks against AWS DynamoDB Local
 bench: dynamodb-local
@@ -72,12 +72,13 @@ openapi-coverage: dynamodb-local
 	OPENAPI_COVERAGE=$(CURDIR)/.bin/openapi-coverage.txt $(GO) test -count=1 -timeout 15m ./...
 	$(GO) run ./scripts/cmd/openapi-coverage .bin/openapi-coverage.txt
 
-## build: one arm64 bootstrap per Lambda under .bin/lambda/<function>/
+## build: one bootstrap per Lambda under .bin/lambda/<function>/ (arm64; LAMBDA_ARCH=amd64 for x86_64 hosts' LocalStack)
+LAMBDA_ARCH ?= arm64
 build: $(addprefix $(LAMBDA_OUT)/,$(addsuffix /bootstrap,$(FUNCTIONS)))
 
 $(LAMBDA_OUT)/%/bootstrap: FORCE
 	@mkdir -p $(dir $@)
-	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -tags lambda.norpc -ldflags "-s -w" -o $@ ./functions/$*
+	GOOS=linux GOARCH=$(LAMBDA_ARCH) CGO_ENABLED=0 $(GO) build -trimpath -tags lambda.norpc -ldflags "-s -w" -o $@ ./functions/$*
 
 ## synth: the CloudFormation template into cdk.out, offline (STAGE=prod for another stage)
 STAGE ?= dev
@@ -102,15 +103,20 @@ local-up:
 	@for i in $$(seq 1 90); do curl -fs $(LOCALSTACK)/_localstack/init/ready | grep -q '"completed": *true' && exit 0; sleep 2; done; \
 	  echo "LocalStack not ready after 3 minutes"; exit 1
 
-local-deploy: build $(CDK_BIN)/cdklocal
-	$(CDK_BIN)/cdklocal bootstrap -c stage=local
-	$(CDK_BIN)/cdklocal deploy -c stage=local --require-approval never --outputs-file localstack/outputs.json
+# LocalStack runs the Lambdas in containers of the host's architecture:
+# build for it, and tell the stack, so x86_64 hosts need no binfmt emulation.
+HOST_ARCH := $(shell $(GO) env GOARCH)
+LOCAL_CONTEXT := -c stage=local -c lambdaArch=$(HOST_ARCH)
+local-deploy: $(CDK_BIN)/cdklocal
+	$(MAKE) build LAMBDA_ARCH=$(HOST_ARCH)
+	$(CDK_BIN)/cdklocal bootstrap $(LOCAL_CONTEXT)
+	$(CDK_BIN)/cdklocal deploy $(LOCAL_CONTEXT) --require-approval never --outputs-file localstack/outputs.json
 
 local-test:
 	E2E_BASE_URL=$$(jq -r '.["PracticeApi-local"].ApiUrl' localstack/outputs.json) \
 	E2E_TABLE_NAME=$$(jq -r '.["PracticeApi-local"].TableName' localstack/outputs.json) \
 	E2E_DYNAMODB_ENDPOINT=$(LOCALSTACK) AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 \
-	  $(GO) test -count=1 -v ./scripts/e2e/...
+	  $(GO) test -count=1 -timeout 30m -v ./scripts/e2e/...
 
 local-down:
 	docker compose -f localstack/docker-compose.yml down

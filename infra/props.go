@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/jsii-runtime-go"
 )
@@ -32,6 +33,9 @@ type Props struct {
 	// requests per second, at the gateway (context throttleRate,
 	// throttleBurst): a flood, even of unknown keys, stops there.
 	ThrottleRate, ThrottleBurst float64 // 0: DefaultThrottleRate, DefaultThrottleBurst
+	// X86 builds the functions for x86_64 (context lambdaArch=amd64): for
+	// LocalStack on x86_64 hosts; AWS stages run arm64.
+	X86 bool
 	// NoReservedConcurrency leaves the workers' reserved concurrency out
 	// (context reservedConcurrency=off): for accounts whose concurrency
 	// limit is too small to reserve any (new accounts have 10).
@@ -65,7 +69,11 @@ func PropsFromContext(app awscdk.App) (*Props, error) {
 	if !stagePattern.MatchString(p.Stage) {
 		return nil, fmt.Errorf("stage %q: use 2-20 lower-case letters, digits and dashes", p.Stage)
 	}
-	rl, err := strconv.Atoi(get("rateLimit", "120"))
+	defaultLimit := "120"
+	if p.Stage == "local" { // LocalStack runs the e2e suite, which imports 2,000 rows
+		defaultLimit = "100000"
+	}
+	rl, err := strconv.Atoi(get("rateLimit", defaultLimit))
 	if err != nil || rl < 1 {
 		return nil, fmt.Errorf("rateLimit must be a positive integer")
 	}
@@ -79,6 +87,13 @@ func PropsFromContext(app awscdk.App) (*Props, error) {
 		return nil, fmt.Errorf("throttleBurst must be a positive number of requests")
 	}
 	p.ThrottleRate, p.ThrottleBurst = rate, burst
+	switch v := get("lambdaArch", "arm64"); v {
+	case "arm64":
+	case "amd64", "x86_64":
+		p.X86 = true
+	default:
+		return nil, fmt.Errorf("lambdaArch must be arm64 or amd64, got %q", v)
+	}
 	switch v := get("reservedConcurrency", "on"); v {
 	case "on":
 	case "off":
@@ -130,3 +145,11 @@ func (p *Props) LogRemoval() awscdk.RemovalPolicy {
 
 // ReserveConcurrency reports whether workers get reserved concurrency.
 func (p *Props) ReserveConcurrency() bool { return !p.NoReservedConcurrency }
+
+// Architecture is arm64, or x86_64 for a LocalStack host that is.
+func (p *Props) Architecture() awslambda.Architecture {
+	if p.X86 {
+		return awslambda.Architecture_X86_64()
+	}
+	return awslambda.Architecture_ARM_64()
+}

@@ -142,7 +142,7 @@ func (s *Stack) newFunction(fn Function, p *Props) awslambda.Function {
 	f := awslambda.NewFunction(s.Stack, jsii.String(fn.Name), &awslambda.FunctionProps{
 		Description:   jsii.String("practice-api " + fn.Name),
 		Runtime:       awslambda.Runtime_PROVIDED_AL2023(),
-		Architecture:  awslambda.Architecture_ARM_64(),
+		Architecture:  p.Architecture(),
 		Handler:       jsii.String("bootstrap"),
 		Code:          awslambda.Code_FromAsset(jsii.String(filepath.Join(p.CodeDir, fn.Name)), nil),
 		MemorySize:    jsii.Number(fn.MemoryMB),

@@ -537,3 +537,78 @@ func TestWorkersHaveReservedConcurrency(t *testing.T) {
 		}
 	}
 }
+
+// TestLocalStackCoversTheStack checks offline what Docker would: the
+// compose file's SERVICES allow-list covers every service of the
+// synthesized template and of cdklocal bootstrap, its port is the one the
+// Makefile waits on, the image serves HTTP APIs, and the Makefile reads the
+// outputs of the stack name the app gives the local stage.
+func TestLocalStackCoversTheStack(t *testing.T) {
+	compose, err := os.ReadFile("../localstack/docker-compose.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	makefile, err := os.ReadFile("../Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var services []string
+	for _, line := range strings.Split(string(compose), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "- SERVICES="); ok {
+			services = strings.Split(v, ",")
+		}
+	}
+	need := map[string]string{ // template resource prefix → LocalStack service
+		"AWS::DynamoDB::": "dynamodb", "AWS::Lambda::": "lambda", "AWS::ApiGatewayV2::": "apigatewayv2", "AWS::SQS::": "sqs",
+		"AWS::SNS::": "sns", "AWS::Events::": "events", "AWS::CloudWatch::": "cloudwatch", "AWS::Logs::": "logs", "AWS::IAM::": "iam",
+	}
+	for id, r := range templates["dev"]["Resources"].(map[string]any) {
+		typ := r.(map[string]any)["Type"].(string)
+		svc := ""
+		for prefix, s := range need {
+			if strings.HasPrefix(typ, prefix) {
+				svc = s
+			}
+		}
+		if svc == "" && typ != "Custom::LogRetention" && !strings.HasPrefix(typ, "Custom::") {
+			t.Errorf("%s (%s): no LocalStack service is known for it; add it here and to SERVICES", id, typ)
+		} else if svc != "" && !slices.Contains(services, svc) {
+			t.Errorf("SERVICES lacks %s, which %s (%s) needs", svc, id, typ)
+		}
+	}
+	for _, svc := range []string{"cloudformation", "s3", "ssm", "ecr", "iam", "sts", "dynamodbstreams"} { // cdk bootstrap and the stream
+		if !slices.Contains(services, svc) {
+			t.Errorf("SERVICES lacks %s (cdklocal bootstrap or the outbox stream needs it)", svc)
+		}
+	}
+	if !strings.Contains(string(compose), `"127.0.0.1:4566:4566"`) || !strings.Contains(string(makefile), "LOCALSTACK := http://127.0.0.1:4566") {
+		t.Error("the compose file's port and the Makefile's LOCALSTACK differ")
+	}
+	if !strings.Contains(string(compose), "image: localstack/localstack-pro:") || !strings.Contains(string(compose), "LOCALSTACK_AUTH_TOKEN=${LOCALSTACK_AUTH_TOKEN") {
+		t.Error("the image must be LocalStack Pro (HTTP APIs), pinned, with the token from the environment")
+	}
+	if !strings.Contains(string(makefile), `.["PracticeApi-local"]`) || !strings.Contains(string(makefile), "-c stage=local") {
+		t.Error("the Makefile must deploy stage local and read the outputs of PracticeApi-local")
+	}
+	if !strings.Contains(string(makefile), "-timeout 30m -v ./scripts/e2e/...") {
+		t.Error("the e2e runs need a -timeout")
+	}
+}
+
+// TestLocalStageProps: the local stage lets the e2e suite through, and
+// builds for the host's architecture when told.
+func TestLocalStageProps(t *testing.T) {
+	dir := t.TempDir()
+	for _, fn := range Functions {
+		_ = os.MkdirAll(filepath.Join(dir, fn.Name), 0o755)
+		_ = os.WriteFile(filepath.Join(dir, fn.Name, "bootstrap"), []byte(fn.Name), 0o755)
+	}
+	ctx := map[string]any{"stage": "local", "codeDir": dir, "lambdaArch": "amd64"}
+	p, err := PropsFromContext(awscdk.NewApp(&awscdk.AppProps{Context: &ctx}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.RateLimit < 10000 || *p.Architecture().Name() != "x86_64" || p.Protected() {
+		t.Fatalf("local stage props: rate limit %d, architecture %s", p.RateLimit, *p.Architecture().Name())
+	}
+}
