@@ -4,6 +4,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 
@@ -14,8 +15,16 @@ import (
 func main() {
 	defer jsii.Close()
 	var appProps *awscdk.AppProps
-	if os.Getenv("CDK_OUTDIR") == "" { // run without the CDK CLI: write where cdk would
-		appProps = &awscdk.AppProps{Outdir: jsii.String("cdk.out")}
+	if os.Getenv("CDK_OUTDIR") == "" {
+		// Run without the CDK CLI (make synth): write where cdk would, with
+		// the context cdk deploy gives (cdk.json: feature flags, stages);
+		// CDK_CONTEXT_JSON still sets the stage and the rest.
+		ctx, err := CDKJSONContext("cdk.json")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "infra:", err)
+			os.Exit(1)
+		}
+		appProps = &awscdk.AppProps{Outdir: jsii.String("cdk.out"), Context: &ctx}
 	}
 	app := awscdk.NewApp(appProps)
 	props, err := PropsFromContext(app)
@@ -25,4 +34,19 @@ func main() {
 	}
 	NewPracticeStack(app, "PracticeApi-"+props.Stage, props)
 	app.Synth(nil)
+}
+
+// CDKJSONContext reads the "context" of a cdk.json.
+func CDKJSONContext(path string) (map[string]any, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	var f struct {
+		Context map[string]any `json:"context"`
+	}
+	if err := json.Unmarshal(raw, &f); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return f.Context, nil
 }

@@ -116,10 +116,42 @@ func PropsFromContext(app awscdk.App) (*Props, error) {
 			return nil, fmt.Errorf("%s/%s/bootstrap is missing: run `make build` first", p.CodeDir, fn.Name)
 		}
 	}
-	if acct, region := os.Getenv("CDK_DEFAULT_ACCOUNT"), os.Getenv("CDK_DEFAULT_REGION"); acct != "" && region != "" {
-		p.Env = &awscdk.Environment{Account: jsii.String(acct), Region: jsii.String(region)}
+	env, err := stageEnv(app, p)
+	if err != nil {
+		return nil, err
 	}
+	p.Env = env
 	return p, nil
+}
+
+// stageEnv is the stage's account and region: pinned in the context's
+// "stages" (cdk.json) for protected stages, and synth fails when the
+// credentials in use are for another account or region; unpinned stages
+// (dev) deploy where the credentials point.
+func stageEnv(app awscdk.App, p *Props) (*awscdk.Environment, error) {
+	credAcct, credRegion := os.Getenv("CDK_DEFAULT_ACCOUNT"), os.Getenv("CDK_DEFAULT_REGION")
+	var pinned struct{ Account, Region string }
+	if stages, ok := app.Node().TryGetContext(jsii.String("stages")).(map[string]any); ok {
+		if s, ok := stages[p.Stage].(map[string]any); ok {
+			pinned.Account, _ = s["account"].(string)
+			pinned.Region, _ = s["region"].(string)
+		}
+	}
+	switch {
+	case pinned.Account == "" || pinned.Region == "":
+		if p.Protected() {
+			return nil, fmt.Errorf("stage %s keeps data, so its account and region must be pinned: add \"stages\": {\"%s\": {\"account\": \"…\", \"region\": \"…\"}} to the context in cdk.json", p.Stage, p.Stage)
+		}
+		if credAcct != "" && credRegion != "" {
+			return &awscdk.Environment{Account: jsii.String(credAcct), Region: jsii.String(credRegion)}, nil
+		}
+		return nil, nil
+	case credAcct != "" && credAcct != pinned.Account:
+		return nil, fmt.Errorf("stage %s is pinned to account %s, but the credentials in use are for account %s", p.Stage, pinned.Account, credAcct)
+	case credRegion != "" && credRegion != pinned.Region:
+		return nil, fmt.Errorf("stage %s is pinned to region %s, but the credentials in use are for region %s", p.Stage, pinned.Region, credRegion)
+	}
+	return &awscdk.Environment{Account: jsii.String(pinned.Account), Region: jsii.String(pinned.Region)}, nil
 }
 
 // Protected reports whether the stage keeps and protects its data: every

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -43,9 +44,13 @@ func TestMain(m *testing.M) {
 			_ = os.MkdirAll(filepath.Join(dir, fn.Name), 0o755)
 			_ = os.WriteFile(filepath.Join(dir, fn.Name, "bootstrap"), []byte(fn.Name), 0o755)
 		}
+		cdkContext, err := CDKJSONContext("../cdk.json") // what cdk deploy synthesizes with: its feature flags included
+		if err != nil {
+			panic(err)
+		}
 		for _, stage := range []string{"dev", "prod"} {
 			// GIVEN a stage's props WHEN the stack is synthesized
-			a := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(filepath.Join(dir, "out-"+stage))})
+			a := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(filepath.Join(dir, "out-"+stage)), Context: &cdkContext})
 			s := NewPracticeStack(a, "PracticeApi-"+stage, &Props{Stage: stage, CodeDir: dir, RateLimit: 120})
 			tpl := assertions.Template_FromStack(s.Stack, nil)
 			assertTemplates[stage] = tpl
@@ -510,9 +515,15 @@ func TestProtectedStagesNeedAnAlarmTarget(t *testing.T) {
 		_ = os.MkdirAll(filepath.Join(dir, fn.Name), 0o755)
 		_ = os.WriteFile(filepath.Join(dir, fn.Name, "bootstrap"), []byte(fn.Name), 0o755)
 	}
+	base, err := CDKJSONContext("../cdk.json")
+	if err != nil {
+		t.Fatal(err)
+	}
 	props := func(ctx map[string]any) (*Props, error) {
-		ctx["codeDir"] = dir
-		return PropsFromContext(awscdk.NewApp(&awscdk.AppProps{Context: &ctx}))
+		full := maps.Clone(base)
+		maps.Copy(full, ctx)
+		full["codeDir"] = dir
+		return PropsFromContext(awscdk.NewApp(&awscdk.AppProps{Context: &full}))
 	}
 	if _, err := props(map[string]any{"stage": "prod"}); err == nil || !strings.Contains(err.Error(), "alarmEmail") {
 		t.Fatalf("prod without an alarm target: %v", err)
@@ -610,5 +621,47 @@ func TestLocalStageProps(t *testing.T) {
 	}
 	if p.RateLimit < 10000 || *p.Architecture().Name() != "x86_64" || p.Protected() {
 		t.Fatalf("local stage props: rate limit %d, architecture %s", p.RateLimit, *p.Architecture().Name())
+	}
+}
+
+// TestStagesArePinned: a protected stage deploys only to the account and
+// region cdk.json pins for it; synth fails with other credentials, and for
+// a protected stage that is not pinned.
+func TestStagesArePinned(t *testing.T) {
+	dir := t.TempDir()
+	for _, fn := range Functions {
+		_ = os.MkdirAll(filepath.Join(dir, fn.Name), 0o755)
+		_ = os.WriteFile(filepath.Join(dir, fn.Name, "bootstrap"), []byte(fn.Name), 0o755)
+	}
+	base, err := CDKJSONContext("../cdk.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	props := func(stage string) (*Props, error) {
+		ctx := maps.Clone(base)
+		ctx["stage"], ctx["codeDir"], ctx["alarmEmail"] = stage, dir, "ops@example.com"
+		return PropsFromContext(awscdk.NewApp(&awscdk.AppProps{Context: &ctx}))
+	}
+	t.Setenv("CDK_DEFAULT_ACCOUNT", "")
+	t.Setenv("CDK_DEFAULT_REGION", "")
+	p, err := props("prod")
+	if err != nil || p.Env == nil || *p.Env.Account != "000000000000" || *p.Env.Region != "eu-north-1" {
+		t.Fatalf("prod offline: %+v %v", p, err)
+	}
+	t.Setenv("CDK_DEFAULT_ACCOUNT", "999999999999")
+	t.Setenv("CDK_DEFAULT_REGION", "eu-north-1")
+	if _, err := props("prod"); err == nil || !strings.Contains(err.Error(), "pinned to account") {
+		t.Fatalf("prod with another account's credentials: %v", err)
+	}
+	t.Setenv("CDK_DEFAULT_ACCOUNT", "000000000000")
+	t.Setenv("CDK_DEFAULT_REGION", "us-east-1")
+	if _, err := props("prod"); err == nil || !strings.Contains(err.Error(), "pinned to region") {
+		t.Fatalf("prod in another region: %v", err)
+	}
+	if _, err := props("qa"); err == nil || !strings.Contains(err.Error(), "must be pinned") {
+		t.Fatalf("an unpinned protected stage: %v", err)
+	}
+	if p, err := props("dev"); err != nil || p.Env == nil || *p.Env.Region != "us-east-1" {
+		t.Fatalf("dev follows the credentials: %+v %v", p, err)
 	}
 }
