@@ -21,7 +21,8 @@ const MetricNamespace = "PracticeApi"
 // endpoints. A one-off blip does not page: most alarms want M of N
 // periods. It also draws the stage's dashboard.
 func newAlarms(s *Stack, p *Props) {
-	topic := awssns.NewTopic(s.Stack, jsii.String("alarms"), &awssns.TopicProps{DisplayName: jsii.String("practice-api " + p.Stage + " alarms")})
+	topic := awssns.NewTopic(s.Stack, jsii.String("alarms"), &awssns.TopicProps{DisplayName: jsii.String("practice-api " + p.Stage + " alarms"),
+		EnforceSSL: jsii.Bool(true)})
 	if p.AlarmEmail != "" {
 		topic.AddSubscription(awssnssubscriptions.NewEmailSubscription(jsii.String(p.AlarmEmail), nil))
 	}
