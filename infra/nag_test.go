@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -19,11 +18,7 @@ import (
 // Go module v2.35.0, the version served here, has no Serverless pack). Every finding left is suppressed in code (infra/nag.go)
 // with its reason; a new, unsuppressed one fails the test.
 func TestCdkNag(t *testing.T) {
-	dir := t.TempDir()
-	for _, fn := range Functions {
-		_ = os.MkdirAll(filepath.Join(dir, fn.Name), 0o755)
-		_ = os.WriteFile(filepath.Join(dir, fn.Name, "bootstrap"), []byte(fn.Name), 0o755)
-	}
+	dir := standInCode(t)
 	ctx, err := CDKJSONContext("../cdk.json")
 	if err != nil {
 		t.Fatal(err)

@@ -510,11 +510,7 @@ func firstOf(stage, typ string) map[string]any {
 // TestProtectedStagesNeedAnAlarmTarget: a stage that keeps data does not
 // synthesize without somewhere for its alarms to go.
 func TestProtectedStagesNeedAnAlarmTarget(t *testing.T) {
-	dir := t.TempDir()
-	for _, fn := range Functions {
-		_ = os.MkdirAll(filepath.Join(dir, fn.Name), 0o755)
-		_ = os.WriteFile(filepath.Join(dir, fn.Name, "bootstrap"), []byte(fn.Name), 0o755)
-	}
+	dir := standInCode(t)
 	base, err := CDKJSONContext("../cdk.json")
 	if err != nil {
 		t.Fatal(err)
@@ -609,11 +605,7 @@ func TestLocalStackCoversTheStack(t *testing.T) {
 // TestLocalStageProps: the local stage lets the e2e suite through, and
 // builds for the host's architecture when told.
 func TestLocalStageProps(t *testing.T) {
-	dir := t.TempDir()
-	for _, fn := range Functions {
-		_ = os.MkdirAll(filepath.Join(dir, fn.Name), 0o755)
-		_ = os.WriteFile(filepath.Join(dir, fn.Name, "bootstrap"), []byte(fn.Name), 0o755)
-	}
+	dir := standInCode(t)
 	ctx := map[string]any{"stage": "local", "codeDir": dir, "lambdaArch": "amd64"}
 	p, err := PropsFromContext(awscdk.NewApp(&awscdk.AppProps{Context: &ctx}))
 	if err != nil {
@@ -628,11 +620,7 @@ func TestLocalStageProps(t *testing.T) {
 // region cdk.json pins for it; synth fails with other credentials, and for
 // a protected stage that is not pinned.
 func TestStagesArePinned(t *testing.T) {
-	dir := t.TempDir()
-	for _, fn := range Functions {
-		_ = os.MkdirAll(filepath.Join(dir, fn.Name), 0o755)
-		_ = os.WriteFile(filepath.Join(dir, fn.Name, "bootstrap"), []byte(fn.Name), 0o755)
-	}
+	dir := standInCode(t)
 	base, err := CDKJSONContext("../cdk.json")
 	if err != nil {
 		t.Fatal(err)
@@ -664,4 +652,15 @@ func TestStagesArePinned(t *testing.T) {
 	if p, err := props("dev"); err != nil || p.Env == nil || *p.Env.Region != "us-east-1" {
 		t.Fatalf("dev follows the credentials: %+v %v", p, err)
 	}
+}
+
+// standInCode is a code folder with one stand-in bootstrap per function:
+// assets only need files.
+func standInCode(t testing.TB) string {
+	dir := t.TempDir()
+	for _, fn := range Functions {
+		_ = os.MkdirAll(filepath.Join(dir, fn.Name), 0o755)
+		_ = os.WriteFile(filepath.Join(dir, fn.Name, "bootstrap"), []byte(fn.Name), 0o755)
+	}
+	return dir
 }
