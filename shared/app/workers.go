@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/practice-api/practice-api/shared/outbox"
@@ -48,6 +49,9 @@ func NewWorkers(db *store.DB, enrichment, deliveries queue.Queue) (*Workers, err
 		return nil, err
 	}
 	endpoints := webhook.NewStore(db, allowPrivate)
+	if endpoints.Box, err = SecretBoxFromEnv(context.Background()); err != nil {
+		return nil, err
+	}
 	routes := map[string][]outbox.Sink{outbox.CompanyCreated: {enrichment}}
 	fanout := &webhook.Fanout{Store: endpoints, Queue: deliveries}
 	for _, t := range outbox.Types {
@@ -76,6 +80,27 @@ func ParseSchedule(v string, def []time.Duration) ([]time.Duration, error) {
 		out = append(out, d)
 	}
 	return out, nil
+}
+
+// SecretBoxFromEnv is the KMS envelope for webhook signing secrets when
+// WEBHOOK_SECRETS_KEY_ARN names a key (protected stages' customer-managed
+// key; KMS_ENDPOINT overrides the endpoint for moto or LocalStack), and nil
+// otherwise: the store then seals with a key kept in the table.
+func SecretBoxFromEnv(ctx context.Context) (webhook.SecretBox, error) {
+	arn := os.Getenv("WEBHOOK_SECRETS_KEY_ARN")
+	if arn == "" {
+		return nil, nil
+	}
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	client := kms.NewFromConfig(cfg, func(o *kms.Options) {
+		if ep := os.Getenv("KMS_ENDPOINT"); ep != "" {
+			o.BaseEndpoint = aws.String(ep)
+		}
+	})
+	return &webhook.KMSBox{Client: client, KeyID: arn}, nil
 }
 
 // SQSQueue binds the queue at url; SQS_ENDPOINT overrides the endpoint

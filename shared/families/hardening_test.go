@@ -289,7 +289,8 @@ func TestConcurrentPatchesKeepDeliveryState(t *testing.T) {
 func TestSecretRotation(t *testing.T) {
 	rc := newReceiver(t, 200)
 	e, d := hookEnv(t, rc)
-	key := e.Key(e.Org("A"))
+	org := e.Org("A")
+	key := e.Key(org)
 	id, oldSecret := subscribe(t, e, key, rc.srv.URL, "matter.created")
 	r := e.Post("/api/v1/webhooks/"+id+"/rotate-secret", key, "", `{"grace_period_seconds":2}`)
 	mustStatus(t, r, 200)
@@ -330,6 +331,14 @@ func TestSecretRotation(t *testing.T) {
 	mustStatus(t, e.Post("/api/v1/webhooks/"+id+"/rotate-secret", key, "", `{"grace_period_seconds":0}`), 200)
 	mustStatus(t, e.Post("/api/v1/webhooks/00000000-0000-4000-8000-000000000000/rotate-secret", key, "", ""), 404)
 	mustStatus(t, e.Post("/api/v1/webhooks/"+id+"/rotate-secret", key, "", `{"grace_period_seconds":"1"}`), 422)
+	// At rest the table holds both secrets sealed, never in clear.
+	for _, it := range e.Items(org)["webhook_endpoint"] {
+		for _, attr := range []string{"secret", "previous_secret"} {
+			if v := attrS(it, attr); !strings.HasPrefix(v, "v1:local:") || strings.Contains(v, "whsec_") {
+				t.Fatalf("%s stored as %q", attr, v)
+			}
+		}
+	}
 	r = e.Post("/api/v1/webhooks/"+id+"/rotate-secret", key, "", "")
 	mustStatus(t, r, 200)
 	exp, _ := time.Parse(time.RFC3339, r.Body["data"].(map[string]any)["previous_secret_expires_at"].(string))

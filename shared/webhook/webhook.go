@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -90,6 +91,25 @@ type Store struct {
 	// AllowPrivate admits targets on loopback and private networks
 	// (WEBHOOK_ALLOW_PRIVATE_TARGETS: the devserver's default, never AWS's).
 	AllowPrivate bool
+	// Box seals signing secrets at rest: a KMSBox under the stage's key
+	// (WEBHOOK_SECRETS_KEY_ARN), or nil for a LocalBox keyed from the table.
+	Box SecretBox
+
+	localOnce sync.Once
+	local     SecretBox
+	localErr  error
+}
+
+// box is Box, or the table-keyed LocalBox.
+func (s *Store) box(ctx context.Context) (SecretBox, error) {
+	if s.Box != nil {
+		return s.Box, nil
+	}
+	s.localOnce.Do(func() {
+		key, err := s.db.LoadOrCreateSecret(ctx, "webhook-secrets")
+		s.local, s.localErr = LocalBox{Key: key}, err
+	})
+	return s.local, s.localErr
 }
 
 // NewStore returns a Store on db.
@@ -97,9 +117,25 @@ func NewStore(db *store.DB, allowPrivate bool) *Store {
 	return &Store{db: db, AllowPrivate: allowPrivate}
 }
 
-// Get reads an endpoint of org.
+// Get reads an endpoint of org with its secrets opened, for signing.
 func (s *Store) Get(ctx context.Context, org, id string) (Endpoint, error) {
-	return store.ReadInto[Endpoint](ctx, s.db, store.OrgPK(org), endpointSK(id)) // read-only: updates are UpdateItems
+	e, err := store.ReadInto[Endpoint](ctx, s.db, store.OrgPK(org), endpointSK(id)) // read-only: updates are UpdateItems
+	if err != nil {
+		return e, err
+	}
+	box, err := s.box(ctx)
+	if err != nil {
+		return e, err
+	}
+	if e.Secret, err = box.Open(ctx, e.Secret); err != nil {
+		return e, err
+	}
+	if e.PreviousSecret != "" {
+		if e.PreviousSecret, err = box.Open(ctx, e.PreviousSecret); err != nil {
+			return e, err
+		}
+	}
+	return e, nil
 }
 
 // All returns every endpoint of org: Query base PK O#org, SK prefix WH#.
@@ -149,11 +185,11 @@ func (s *Store) Create(ctx context.Context, org string, raw []byte, now time.Tim
 	if err := b.Err(); err != nil {
 		return Endpoint{}, err
 	}
-	secret, err := newSecret()
+	secret, sealed, err := s.newSealedSecret(ctx)
 	if err != nil {
 		return Endpoint{}, err
 	}
-	e := Endpoint{ID: uuid.NewString(), URL: u, EventTypes: types, IsActive: active, Secret: secret, CreatedAt: store.FormatTime(now)}
+	e := Endpoint{ID: uuid.NewString(), URL: u, EventTypes: types, IsActive: active, Secret: sealed, CreatedAt: store.FormatTime(now)}
 	e.UpdatedAt = e.CreatedAt
 	e.Keys = store.Keys{PK: store.OrgPK(org), SK: endpointSK(e.ID), Kind: "webhook_endpoint"}
 	tx := s.db.Tx()
@@ -164,7 +200,21 @@ func (s *Store) Create(ctx context.Context, org string, raw []byte, now time.Tim
 	if errors.As(err, &failed) && failed.Has(ci) {
 		return Endpoint{}, httpapi.Invalid("url", "an organisation can have at most %d webhook endpoints; delete one first", MaxEndpoints)
 	}
+	e.Secret = secret // shown once, in the answer; the table holds it sealed
 	return e, err
+}
+
+// newSealedSecret makes a signing secret and its sealed form.
+func (s *Store) newSealedSecret(ctx context.Context) (secret, sealed string, err error) {
+	if secret, err = newSecret(); err != nil {
+		return "", "", err
+	}
+	box, err := s.box(ctx)
+	if err != nil {
+		return "", "", err
+	}
+	sealed, err = box.Seal(ctx, secret)
+	return secret, sealed, err
 }
 
 // count moves the organisation's endpoint counter by delta; an increase
@@ -254,7 +304,7 @@ func (s *Store) Update(ctx context.Context, org, id string, raw []byte, now time
 // RotateSecret gives an endpoint a new signing secret, returned once. The
 // old one keeps signing beside it for grace, so receivers can switch over.
 func (s *Store) RotateSecret(ctx context.Context, org, id string, now time.Time, grace time.Duration) (Endpoint, error) {
-	secret, err := newSecret()
+	secret, sealed, err := s.newSealedSecret(ctx)
 	if err != nil {
 		return Endpoint{}, err
 	}
@@ -264,7 +314,7 @@ func (s *Store) RotateSecret(ctx context.Context, org, id string, now time.Time,
 		ConditionExpression: aws.String("attribute_exists(PK)"),
 		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{
 			":exp": &ddbtypes.AttributeValueMemberS{Value: store.FormatTime(now.Add(grace))},
-			":new": &ddbtypes.AttributeValueMemberS{Value: secret},
+			":new": &ddbtypes.AttributeValueMemberS{Value: sealed},
 			":now": &ddbtypes.AttributeValueMemberS{Value: store.FormatTime(now)},
 		},
 		ReturnValues: ddbtypes.ReturnValueAllNew,
@@ -276,7 +326,11 @@ func (s *Store) RotateSecret(ctx context.Context, org, id string, now time.Time,
 		return Endpoint{}, err
 	}
 	var e Endpoint
-	return e, store.Unmarshal(out.Attributes, &e)
+	if err := store.Unmarshal(out.Attributes, &e); err != nil {
+		return Endpoint{}, err
+	}
+	e.Secret, e.PreviousSecret = secret, "" // the new one, once; the old one stays sealed in the table
+	return e, nil
 }
 
 // MaxSecretGrace bounds a rotation's grace period.

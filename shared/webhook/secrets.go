@@ -1,0 +1,172 @@
+package webhook
+
+import (
+	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/kms"
+	kmstypes "github.com/aws/aws-sdk-go-v2/service/kms/types"
+)
+
+// SecretBox keeps webhook signing secrets encrypted at rest: the table
+// holds only what Seal returns, and deliveries Open it.
+type SecretBox interface {
+	Seal(ctx context.Context, secret string) (string, error)
+	Open(ctx context.Context, sealed string) (string, error)
+}
+
+// gcmSeal encrypts with AES-256-GCM under key: nonce followed by ciphertext.
+func gcmSeal(key []byte, plain string) ([]byte, error) {
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, err
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, err
+	}
+	nonce := make([]byte, aead.NonceSize())
+	if _, err := rand.Read(nonce); err != nil {
+		return nil, err
+	}
+	return aead.Seal(nonce, nonce, []byte(plain), nil), nil
+}
+
+func gcmOpen(key, sealed []byte) (string, error) {
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return "", err
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		return "", err
+	}
+	if len(sealed) < aead.NonceSize() {
+		return "", errors.New("webhook: sealed secret too short")
+	}
+	plain, err := aead.Open(nil, sealed[:aead.NonceSize()], sealed[aead.NonceSize():], nil)
+	if err != nil {
+		return "", fmt.Errorf("webhook: open secret: %w", err)
+	}
+	return string(plain), nil
+}
+
+var b64 = base64.RawURLEncoding
+
+// LocalBox seals with a key kept in the table itself (the devserver, and
+// stages without a customer-managed key): it keeps secrets out of plain
+// sight in the items, not from whoever can read the whole table.
+type LocalBox struct{ Key []byte }
+
+const localPrefix = "v1:local:"
+
+// Seal implements SecretBox.
+func (b LocalBox) Seal(_ context.Context, secret string) (string, error) {
+	ct, err := gcmSeal(b.Key, secret)
+	if err != nil {
+		return "", err
+	}
+	return localPrefix + b64.EncodeToString(ct), nil
+}
+
+// Open implements SecretBox.
+func (b LocalBox) Open(ctx context.Context, sealed string) (string, error) {
+	rest, ok := strings.CutPrefix(sealed, localPrefix)
+	if !ok {
+		return openPlain(sealed)
+	}
+	ct, err := b64.DecodeString(rest)
+	if err != nil {
+		return "", fmt.Errorf("webhook: sealed secret: %w", err)
+	}
+	return gcmOpen(b.Key, ct)
+}
+
+// openPlain accepts a secret written before sealing existed.
+func openPlain(s string) (string, error) {
+	if strings.HasPrefix(s, "whsec_") {
+		return s, nil
+	}
+	return "", errors.New("webhook: secret sealed in an unknown form")
+}
+
+// KMSBox is envelope encryption under a KMS key: secrets are sealed with a
+// data key that KMS generates (reused for DataKeyLife, so a create costs no
+// KMS call most of the time) and stored beside it, encrypted; opening
+// decrypts each data key once per process.
+type KMSBox struct {
+	Client *kms.Client
+	KeyID  string
+
+	mu     sync.Mutex
+	plain  []byte // the current data key
+	blob   string // and its encrypted form
+	until  time.Time
+	opened map[string][]byte // encrypted data key → data key
+}
+
+// DataKeyLife is how long one data key seals new secrets.
+const DataKeyLife = time.Hour
+
+const kmsPrefix = "v1:kms:"
+
+// Seal implements SecretBox.
+func (b *KMSBox) Seal(ctx context.Context, secret string) (string, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.plain == nil || time.Now().After(b.until) {
+		out, err := b.Client.GenerateDataKey(ctx, &kms.GenerateDataKeyInput{KeyId: aws.String(b.KeyID), KeySpec: kmstypes.DataKeySpecAes256})
+		if err != nil {
+			return "", fmt.Errorf("webhook: data key: %w", err)
+		}
+		b.plain, b.blob, b.until = out.Plaintext, b64.EncodeToString(out.CiphertextBlob), time.Now().Add(DataKeyLife)
+	}
+	ct, err := gcmSeal(b.plain, secret)
+	if err != nil {
+		return "", err
+	}
+	return kmsPrefix + b.blob + ":" + b64.EncodeToString(ct), nil
+}
+
+// Open implements SecretBox.
+func (b *KMSBox) Open(ctx context.Context, sealed string) (string, error) {
+	rest, ok := strings.CutPrefix(sealed, kmsPrefix)
+	if !ok {
+		return openPlain(sealed)
+	}
+	blob, body, ok := strings.Cut(rest, ":")
+	ct, err := b64.DecodeString(body)
+	if !ok || err != nil {
+		return "", errors.New("webhook: sealed secret in an unknown form")
+	}
+	b.mu.Lock()
+	key, cached := b.opened[blob]
+	b.mu.Unlock()
+	if !cached {
+		raw, err := b64.DecodeString(blob)
+		if err != nil {
+			return "", errors.New("webhook: sealed secret in an unknown form")
+		}
+		out, err := b.Client.Decrypt(ctx, &kms.DecryptInput{CiphertextBlob: raw, KeyId: aws.String(b.KeyID)})
+		if err != nil {
+			return "", fmt.Errorf("webhook: decrypt data key: %w", err)
+		}
+		key = out.Plaintext
+		b.mu.Lock()
+		if b.opened == nil {
+			b.opened = map[string][]byte{}
+		}
+		b.opened[blob] = key
+		b.mu.Unlock()
+	}
+	return gcmOpen(key, ct)
+}
