@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
@@ -75,7 +76,19 @@ func newTable(scope constructs.Construct, p *Props) awsdynamodb.Table {
 	key := func(name *string) *awsdynamodb.Attribute {
 		return &awsdynamodb.Attribute{Name: name, Type: awsdynamodb.AttributeType_STRING}
 	}
+	encryption, encryptionKey := awsdynamodb.TableEncryption_AWS_MANAGED, awskms.IKey(nil)
+	if p.Protected() {
+		// A customer-managed key: its use is in CloudTrail, it can be
+		// revoked, and it also seals webhook signing secrets (envelope).
+		encryption = awsdynamodb.TableEncryption_CUSTOMER_MANAGED
+		encryptionKey = awskms.NewKey(scope, jsii.String("TableKey"), &awskms.KeyProps{
+			Description:       jsii.String("practice-api " + p.Stage + ": the table and webhook signing secrets"),
+			EnableKeyRotation: jsii.Bool(true), RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
+		})
+	}
 	t := awsdynamodb.NewTable(scope, jsii.String("Table"), &awsdynamodb.TableProps{
+		Encryption:          encryption,
+		EncryptionKey:       encryptionKey,
 		PartitionKey:        key(def.KeySchema[0].AttributeName),
 		SortKey:             key(def.KeySchema[1].AttributeName),
 		BillingMode:         awsdynamodb.BillingMode_PAY_PER_REQUEST,
@@ -137,6 +150,9 @@ func (s *Stack) newFunction(fn Function, p *Props) awslambda.Function {
 	if p.PublicBaseURL != "" { // a custom domain; unset, the API's own domain name is used
 		env["PUBLIC_BASE_URL"] = jsii.String(p.PublicBaseURL)
 	}
+	if key := s.Table.EncryptionKey(); key != nil && (fn.Name == "webhooks" || fn.Name == "delivery") {
+		env["WEBHOOK_SECRETS_KEY_ARN"] = key.KeyArn() // envelope encryption of signing secrets
+	}
 	if len(fn.Table) == 0 { // no store, no queues: only what it reads
 		env = map[string]*string{"STAGE": jsii.String(p.Stage)}
 	}
@@ -159,6 +175,15 @@ func (s *Stack) newFunction(fn Function, p *Props) awslambda.Function {
 	if len(fn.Table) == 0 {
 		return f
 	}
+	s.grantTable(f, fn)
+	return f
+}
+
+// grantTable gives a function exactly its table actions, on the table and
+// (for Queries) each named index, and with them the use of the table's key
+// when it has a customer-managed one: the key grants follow the table's,
+// so a new function cannot be given one without the other.
+func (s *Stack) grantTable(f awslambda.Function, fn Function) {
 	resources := []*string{s.Table.TableArn()}
 	if fn.IndexRead {
 		for _, idx := range store.GSIs { // named, not index/*
@@ -168,7 +193,9 @@ func (s *Stack) newFunction(fn Function, p *Props) awslambda.Function {
 	f.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Sid: jsii.String("Table"), Actions: jsii.Strings(fn.Table...), Resources: &resources,
 	}))
-	return f
+	if key := s.Table.EncryptionKey(); key != nil {
+		key.Grant(f, jsii.String("kms:Decrypt"), jsii.String("kms:Encrypt"), jsii.String("kms:GenerateDataKey"), jsii.String("kms:DescribeKey"))
+	}
 }
 
 // wireWorkers connects the outbox and the queues: the dispatcher runs on

@@ -664,3 +664,39 @@ func standInCode(t testing.TB) string {
 	}
 	return dir
 }
+
+// TestProtectedStagesEncryptWithTheirOwnKey: prod's table uses a rotating
+// customer-managed key, every function with table actions may use that key
+// (the grant follows the table's), and the functions that seal or open
+// webhook signing secrets are told the key. dev stays on the AWS-managed key.
+func TestProtectedStagesEncryptWithTheirOwnKey(t *testing.T) {
+	prod := assertTemplates["prod"]
+	prod.HasResourceProperties(jsii.String("AWS::KMS::Key"), &map[string]any{"EnableKeyRotation": true})
+	prod.HasResourceProperties(jsii.String("AWS::DynamoDB::Table"), &map[string]any{
+		"SSESpecification": map[string]any{"SSEEnabled": true, "SSEType": "KMS", "KMSMasterKeyId": assertions.Match_AnyValue()},
+	})
+	if n := len(resources("dev", "AWS::KMS::Key")); n != 0 {
+		t.Fatalf("dev has %d KMS keys", n)
+	}
+	var keyID string
+	for id := range resources("prod", "AWS::KMS::Key") {
+		keyID = id
+	}
+	fns := functionIDs("prod")
+	for id, r := range resources("prod", "AWS::Lambda::Function") {
+		name := fns[id]
+		fn := Functions[slices.IndexFunc(Functions, func(f Function) bool { return f.Name == name })]
+		env, _ := json.Marshal(props(r)["Environment"])
+		wantEnv := name == "webhooks" || name == "delivery"
+		if strings.Contains(string(env), "WEBHOOK_SECRETS_KEY_ARN") != wantEnv || (wantEnv && !strings.Contains(string(env), keyID)) {
+			t.Errorf("%s: WEBHOOK_SECRETS_KEY_ARN present %v, want %v", name, !wantEnv, wantEnv)
+		}
+		acts := actionsOf("prod", id)
+		if len(fn.Table) > 0 && (!slices.Contains(acts, "kms:Decrypt") || !slices.Contains(acts, "kms:GenerateDataKey")) {
+			t.Errorf("%s reads or writes the table but may not use its key: %v", name, acts)
+		}
+		if len(fn.Table) == 0 && slices.Contains(acts, "kms:Decrypt") {
+			t.Errorf("%s has no table access but may use its key", name)
+		}
+	}
+}
