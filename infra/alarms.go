@@ -8,10 +8,12 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssnssubscriptions"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/practice-api/practice-api/shared/metrics"
 )
 
 // MetricNamespace holds the service's own metrics (EMF log lines).
-const MetricNamespace = "PracticeApi"
+const MetricNamespace = metrics.Namespace
 
 // newAlarms raises to one SNS topic, and says OK there too when a
 // condition clears: the API's 5xx rate and p99 latency, every function's

@@ -1,17 +1,15 @@
 package app
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"os"
-	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/practice-api/practice-api/shared/metrics"
 	"github.com/practice-api/practice-api/shared/outbox"
 	"github.com/practice-api/practice-api/shared/store"
 )
@@ -42,47 +40,29 @@ func DispatcherHandler(d *outbox.Dispatcher) func(context.Context, json.RawMessa
 // DispatchRecords dispatches the pending outbox events among stream
 // records; it returns how many it sent.
 func DispatchRecords(ctx context.Context, d *outbox.Dispatcher, records []events.DynamoDBEventRecord) (int, error) {
-	n, failed := 0, 0
-	var first error
+	var evs []outbox.Event
 	for _, r := range records {
 		img := r.Change.NewImage
 		if r.EventName == "REMOVE" || img["GSI6PK"].DataType() != events.DataTypeString || img["kind"].DataType() != events.DataTypeString || img["kind"].String() != "event" {
 			continue
 		}
 		var ev outbox.Event
-		if err := store.Unmarshal(fromStream(img), &ev); err != nil {
-			continue
-		}
-		ok, err := d.DispatchOne(ctx, ev)
-		switch {
-		case err != nil:
-			failed++
-			if first == nil {
-				first = err
-			}
-		case ok:
-			n++
+		if err := store.Unmarshal(fromStream(img), &ev); err == nil {
+			evs = append(evs, ev)
 		}
 	}
-	if failed > 0 {
-		return n, &outbox.FailedEvents{Count: failed, First: first}
-	}
-	return n, nil
+	return d.DispatchAll(ctx, evs)
 }
 
 // dispatchMetrics logs one EMF line: OutboxDispatched and
-// OutboxDispatchFailures per stage, for the dashboard and the alarm.
+// OutboxDispatchFailures, for the dashboard and the alarm.
 func dispatchMetrics(ctx context.Context, how string, n int, err error) {
 	failed := 0
 	var fe *outbox.FailedEvents
 	if errors.As(err, &fe) {
 		failed = fe.Count
 	}
-	slog.InfoContext(ctx, "outbox "+how, "dispatched", n, "failed", failed, "err", err,
-		"_aws", map[string]any{"Timestamp": time.Now().UnixMilli(), "CloudWatchMetrics": []any{map[string]any{
-			"Namespace": "PracticeApi", "Dimensions": [][]string{{"Stage"}},
-			"Metrics": []any{map[string]string{"Name": "OutboxDispatched", "Unit": "Count"}, map[string]string{"Name": "OutboxDispatchFailures", "Unit": "Count"}}}}},
-		"Stage", cmp.Or(os.Getenv("STAGE"), "local"), "OutboxDispatched", n, "OutboxDispatchFailures", failed)
+	metrics.Emit(ctx, slog.LevelInfo, "outbox "+how, map[string]int{"OutboxDispatched": n, "OutboxDispatchFailures": failed}, "err", err)
 }
 
 // fromStream converts a stream image to the SDK's attribute values.

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/practice-api/practice-api/shared/apitest"
-	"github.com/practice-api/practice-api/shared/webhook"
 	"github.com/practice-api/practice-api/shared/webhook/signature"
 )
 
@@ -353,11 +352,7 @@ func TestSecretRotation(t *testing.T) {
 func TestTestEvent(t *testing.T) {
 	good, failing := newReceiver(t, 200), newReceiver(t, 500)
 	e, _ := hookEnv(t, good)
-	pool, _ := webhook.NewHTTPClient("", true)
-	tr := pool.Transport.(*http.Transport)
-	tr.TLSClientConfig.RootCAs.AddCert(good.srv.Certificate())
-	tr.TLSClientConfig.RootCAs.AddCert(failing.srv.Certificate())
-	e.Deliverer.Client = pool
+	tr := trust(e, good.srv, failing.srv)
 	org := e.Org("A")
 	key := e.Key(org)
 	goodID, secret := subscribe(t, e, key, good.srv.URL+"/hooks", "matter.created")

@@ -66,7 +66,7 @@ func TestStuckOutboxEventsAreSweptAgain(t *testing.T) {
 		}
 	}
 	e.Faults.Arm(apitest.FailBefore, 2)
-	err = d.Dispatch(ctx, pending)
+	_, err = d.Dispatch(ctx, pending)
 	e.Faults.Disarm()
 	if err == nil || q.Len() != 2 {
 		t.Fatalf("dispatch with a lost mark: %v, %d queued", err, q.Len())

@@ -92,6 +92,18 @@ func hookEnv(t *testing.T, rc *receiver) (*apitest.Env, *outbox.Dispatcher) {
 	return e, &outbox.Dispatcher{DB: e.DB, Routes: routes}
 }
 
+// trust makes the Env's deliveries trust these TLS receivers (and only
+// them, besides the system roots); it returns the transport, for more.
+func trust(e *apitest.Env, servers ...*httptest.Server) *http.Transport {
+	pool, _ := webhook.NewHTTPClient("", true)
+	tr := pool.Transport.(*http.Transport)
+	for _, s := range servers {
+		tr.TLSClientConfig.RootCAs.AddCert(s.Certificate())
+	}
+	e.Deliverer.Client = pool
+	return tr
+}
+
 // deliverAll dispatches pending events and runs deliveries until the queue
 // is empty; workers > 1 runs them concurrently.
 func deliverAll(t *testing.T, e *apitest.Env, d *outbox.Dispatcher, workers int) {
@@ -349,11 +361,7 @@ func TestTwentyConcurrentFailuresDisable(t *testing.T) {
 func TestEventsStayInTheirOrganisation(t *testing.T) {
 	rcA, rcB := newReceiver(t, 200), newReceiver(t, 200)
 	e, d := hookEnv(t, rcA)
-	pool, _ := webhook.NewHTTPClient("", true)
-	tr := pool.Transport.(*http.Transport)
-	tr.TLSClientConfig.RootCAs.AddCert(rcA.srv.Certificate())
-	tr.TLSClientConfig.RootCAs.AddCert(rcB.srv.Certificate())
-	e.Deliverer.Client = pool
+	trust(e, rcA.srv, rcB.srv)
 	keyA, keyB := e.Key(e.Org("A")), e.Key(e.Org("B"))
 	subscribe(t, e, keyA, rcA.srv.URL, outbox.Types...)
 	subscribe(t, e, keyB, rcB.srv.URL, outbox.Types...)

@@ -123,8 +123,6 @@ func RequestID(ctx context.Context) string {
 func NewHandler(cfg Config, families map[string]Handlers) (http.Handler, error) {
 	cfg.defaults()
 	mux := http.NewServeMux()
-	methods := map[string][]string{}
-	var order []string
 	for family, handlers := range families {
 		served := map[string]bool{}
 		for _, rt := range routes.Family(family) {
@@ -149,6 +147,8 @@ func NewHandler(cfg Config, families map[string]Handlers) (http.Handler, error) 
 	// Allow, whichever families are mounted here: on AWS, API Gateway sends
 	// what matches no route to the meta function ($default), which must
 	// answer for every family's paths.
+	methods := map[string][]string{}
+	var order []string
 	for _, rt := range routes.Table {
 		path := routes.Prefix + rt.Path
 		if _, seen := methods[path]; !seen {

@@ -47,27 +47,19 @@ var _ Sink = queue.Queue(nil)
 // Sweep dispatches every pending event older than minAge, shard by shard,
 // and returns how many it dispatched. An event that fails is skipped (it
 // stays pending for the next sweep) and does not hold back the others; the
-// error then counts the failures.
+// error is then a *FailedEvents.
 func (d *Dispatcher) Sweep(ctx context.Context, minAge time.Duration) (int, error) {
 	upTo := store.FormatTime(d.now().Add(-minAge)) + "~"
-	n, failed := 0, 0
-	var first error
+	var all dispatchTally
 	for shard := range Shards {
 		q := store.ListQuery{Index: "GSI6", PK: PendingPK(shard), SKTo: upTo, Limit: 100}
 		for {
 			evs, next, err := store.QueryInto[Event](ctx, d.DB, q)
 			if err != nil {
-				return n, err
+				return all.sent, err
 			}
 			for _, ev := range evs {
-				sent, err := d.dispatch(ctx, ev)
-				switch {
-				case err != nil:
-					failed++
-					first = cmp.Or(first, err)
-				case sent:
-					n++
-				}
+				all.add(d.Dispatch(ctx, ev))
 			}
 			if next == nil {
 				break
@@ -75,10 +67,40 @@ func (d *Dispatcher) Sweep(ctx context.Context, minAge time.Duration) (int, erro
 			q.After = next
 		}
 	}
-	if failed > 0 {
-		return n, &FailedEvents{Count: failed, First: first}
+	return all.result()
+}
+
+// DispatchAll dispatches evs (a stream batch's events) as a sweep does its
+// pages: a failing event is skipped and counted.
+func (d *Dispatcher) DispatchAll(ctx context.Context, evs []Event) (int, error) {
+	var all dispatchTally
+	for _, ev := range evs {
+		all.add(d.Dispatch(ctx, ev))
 	}
-	return n, nil
+	return all.result()
+}
+
+// dispatchTally counts a dispatch round's sends and failures.
+type dispatchTally struct {
+	sent, failed int
+	first        error
+}
+
+func (t *dispatchTally) add(sent bool, err error) {
+	switch {
+	case err != nil:
+		t.failed++
+		t.first = cmp.Or(t.first, err)
+	case sent:
+		t.sent++
+	}
+}
+
+func (t *dispatchTally) result() (int, error) {
+	if t.failed > 0 {
+		return t.sent, &FailedEvents{Count: t.failed, First: t.first}
+	}
+	return t.sent, nil
 }
 
 // FailedEvents reports the events a dispatch round could not send; they
@@ -102,19 +124,9 @@ const ClaimLease = 2 * time.Minute
 // dispatchers (the stream trigger and the scheduled sweep): it first claims
 // the event with a conditional write, sends, then takes it out of the
 // pending index. A crash between sending and marking sends it again after
-// the lease: consumers deduplicate on the event id.
-func (d *Dispatcher) Dispatch(ctx context.Context, ev Event) error {
-	_, err := d.dispatch(ctx, ev)
-	return err
-}
-
-// DispatchOne is Dispatch that also reports whether this call sent ev
-// (false when it was dispatched already, or claimed by another dispatcher).
-func (d *Dispatcher) DispatchOne(ctx context.Context, ev Event) (bool, error) {
-	return d.dispatch(ctx, ev)
-}
-
-func (d *Dispatcher) dispatch(ctx context.Context, ev Event) (sent bool, err error) {
+// the lease: consumers deduplicate on the event id. sent is false when ev
+// was dispatched already, or is claimed by another dispatcher.
+func (d *Dispatcher) Dispatch(ctx context.Context, ev Event) (sent bool, err error) {
 	if ev.GSI6PK == "" {
 		return false, nil // already dispatched
 	}

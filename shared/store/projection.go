@@ -2,6 +2,7 @@ package store
 
 import (
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -42,6 +43,15 @@ func AttrsOf[T any]() []string {
 	walk(t)
 	attrsCache.Store(t, out)
 	return out
+}
+
+// attrsExcept is AttrsOf[T] less omit.
+func attrsExcept[T any](omit []string) []string {
+	attrs := AttrsOf[T]()
+	if len(omit) == 0 {
+		return attrs
+	}
+	return slices.DeleteFunc(slices.Clone(attrs), func(a string) bool { return slices.Contains(omit, a) })
 }
 
 // projection is a ProjectionExpression of attrs, with names #p0… (many

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -13,10 +12,7 @@ import (
 // reads only T's attributes.
 func QueryInto[T any](ctx context.Context, db *DB, q ListQuery) ([]T, StartKey, error) {
 	if q.Project {
-		q.attrs = AttrsOf[T]()
-		if len(q.Omit) > 0 {
-			q.attrs = slices.DeleteFunc(slices.Clone(q.attrs), func(a string) bool { return slices.Contains(q.Omit, a) })
-		}
+		q.attrs = attrsExcept[T](q.Omit)
 	}
 	page, err := db.Query(ctx, q)
 	if err != nil {
@@ -38,10 +34,7 @@ func QueryInto[T any](ctx context.Context, db *DB, q ListQuery) ([]T, StartKey, 
 // item back reads it whole, with GetInto.
 func ReadInto[T any](ctx context.Context, db *DB, pk, sk string, omit ...string) (T, error) {
 	var v T
-	attrs := AttrsOf[T]()
-	if len(omit) > 0 {
-		attrs = slices.DeleteFunc(slices.Clone(attrs), func(a string) bool { return slices.Contains(omit, a) })
-	}
+	attrs := attrsExcept[T](omit)
 	names := map[string]string{}
 	out, err := db.Client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(db.Table), Key: Key(pk, sk), ConsistentRead: aws.Bool(true),

@@ -2,7 +2,6 @@ package webhook
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -22,6 +21,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/practice-api/practice-api/shared/httpapi"
+	"github.com/practice-api/practice-api/shared/metrics"
 	"github.com/practice-api/practice-api/shared/outbox"
 	"github.com/practice-api/practice-api/shared/queue"
 	"github.com/practice-api/practice-api/shared/store"
@@ -170,25 +170,22 @@ func (d *Deliverer) Handle(ctx context.Context, m queue.Message) error {
 		return nil // disabled or unsubscribed: deliveries stop
 	}
 	a, err := d.attempt(ctx, &e, job, now)
+	if err != nil {
+		return err
+	}
 	// What follows the attempt is bookkeeping that must finish even when the
 	// receiver used up the caller's time: counting it, and queueing the retry.
 	ctx, cancel := bookkeeping(ctx)
 	defer cancel()
-	if err != nil {
-		return err
-	}
 	ok := a.Succeeded
 	disabled, err := d.Store.RecordOutcome(ctx, job.Event.OrgID, e.ID, ok, now)
 	if err != nil {
 		return err
 	}
 	if disabled {
-		// An EMF line: CloudWatch turns it into the metric the alarm watches,
-		// per stage (dev and prod in one account must not trip each other's).
-		slog.WarnContext(ctx, "webhook endpoint disabled", "endpoint_id", e.ID, "organization_id", job.Event.OrgID,
-			"_aws", map[string]any{"Timestamp": now.UnixMilli(), "CloudWatchMetrics": []any{map[string]any{
-				"Namespace": "PracticeApi", "Dimensions": [][]string{{"Stage"}}, "Metrics": []any{map[string]string{"Name": "WebhookEndpointsDisabled", "Unit": "Count"}}}}},
-			"Stage", cmp.Or(os.Getenv("STAGE"), "local"), "WebhookEndpointsDisabled", 1)
+		// The metric the disabled-endpoints alarm watches.
+		metrics.Emit(ctx, slog.LevelWarn, "webhook endpoint disabled", map[string]int{"WebhookEndpointsDisabled": 1},
+			"endpoint_id", e.ID, "organization_id", job.Event.OrgID)
 	}
 	if ok || job.Attempt > len(d.schedule()) {
 		return nil
