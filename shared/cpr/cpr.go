@@ -5,17 +5,34 @@
 // data from outside (the company register) is scrubbed with it before it
 // is stored; and the test harnesses scan every response body with it.
 //
-// A CPR is ten digits: a date DDMMYY and a four-digit serial. Before it
-// matches, the detector normalises the text: Unicode compatibility forms
-// (NFKC: full-width digits and dashes), every Unicode decimal digit to its
-// ASCII value, and format characters (zero-width spaces, soft hyphens)
-// removed. Between the date and the serial it accepts any separator (-, –,
-// —, /, ., spaces), and inside the date and the serial only the same at the
-// group boundaries (01.01.90-1234, 01 01 90 1234, 010190 12 34).
+// A CPR is ten digits: a date DDMMYY and a four-digit serial. The detector
+// reads a text the way a person would, not the way it is spelled:
+//
+//  1. Layers. The text as sent, and again after each round of decoding
+//     HTML entities (&#48;) and percent-encoding (%30, %2530), to a fixpoint.
+//     A malformed escape is left as it is, never a reason to skip the check.
+//  2. Skeleton. Every code point that shows a digit becomes that digit:
+//     decimal digits of any script, NFKC compatibility forms (full-width,
+//     superscript, circled ①) and the lookalikes NFKC leaves alone (⓿, ❶,
+//     ⓵, Ethiopic digits; digits_table.go). Invisible code points (format
+//     characters, combining marks, variation selectors, Hangul fillers and
+//     the other default-ignorables) vanish. Letters stay. Everything else
+//     (spaces, punctuation, symbols, of any kind and any number) separates.
+//  3. Runs. Digit groups joined only by separators form a run; a letter ends
+//     it. Ten digits from consecutive groups of a run, whatever the groups'
+//     sizes, whose first six are a calendar date DDMMYY, are a CPR; ten
+//     digits inside a longer group are not (a 12-digit invoice number).
+//  4. Shape. Dates and times written as such are not serials: inside a
+//     stretch of written dates (15.03.24, 15.03.2024, 2024-03-15) and times
+//     of day (10.30, 10:30:15, 05:18:03.396217) joined by spaces, dashes or
+//     commas, ten digits are not a CPR when the stretch holds more than ten
+//     digits in all ("15.03.24 10.30-11.15", "01.01.24-31.12.24",
+//     "2026-11-22 05:18:03.396217"). A CPR has exactly ten digits, so no
+//     spelling of one, however it is broken up, has this shape.
 package cpr
 
 import (
-	"net/url"
+	"html"
 	"slices"
 	"strings"
 	"unicode"
@@ -27,16 +44,70 @@ import (
 // Marker replaces a CPR-like value in data from outside.
 const Marker = "[removed: CPR number]"
 
-// Find reports whether s holds a CPR number in any spelling (also inside
-// percent-encoding, as in a URL).
+// maxLayers bounds the decoding rounds (each one shrinks the text).
+const maxLayers = 8
+
+// Find reports whether s holds a CPR number in any spelling, as written or
+// once its HTML entities and percent-encoding are decoded.
 func Find(s string) bool {
-	_, ok := find(s)
-	if !ok && strings.Contains(s, "%") {
-		if dec, err := url.PathUnescape(s); err == nil && dec != s {
-			_, ok = find(dec)
-		}
+	found := false
+	eachLayer(s, func(layer string) bool {
+		found = len(matches(normalise(layer))) > 0
+		return !found
+	})
+	return found
+}
+
+// eachLayer calls f with s and with each decoding of it until decoding
+// changes nothing (or maxLayers), while f returns true.
+func eachLayer(s string, f func(string) bool) {
+	if !f(s) {
+		return
 	}
-	return ok
+	for range maxLayers {
+		d := decodeOnce(s)
+		if d == s || !f(d) {
+			return
+		}
+		s = d
+	}
+}
+
+// decodeOnce decodes one layer of HTML entities and of percent-encoding.
+func decodeOnce(s string) string {
+	if strings.IndexByte(s, '&') >= 0 {
+		s = html.UnescapeString(s)
+	}
+	if strings.IndexByte(s, '%') >= 0 {
+		s = percentDecode(s)
+	}
+	return s
+}
+
+// percentDecode decodes every well-formed %XX and keeps anything else as
+// it is: one malformed escape must not hide the rest of the text.
+func percentDecode(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) && isHex(rune(s[i+1])) && isHex(rune(s[i+2])) {
+			b.WriteByte(unhex(s[i+1])<<4 | unhex(s[i+2]))
+			i += 2
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0'
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10
+	}
+	return c - 'A' + 10
 }
 
 // Redact returns s with every CPR-like number replaced by Marker, for text
@@ -45,10 +116,10 @@ func Redact(s string) string {
 	if !Find(s) {
 		return s
 	}
-	runes, spans := normalise(s)
+	sk := normalise(s)
 	var b strings.Builder
 	last := 0
-	for _, sp := range matches(runes, spans) {
+	for _, sp := range matches(sk) {
 		if sp.from < last { // overlaps the previous match
 			last = max(last, sp.to)
 			continue
@@ -59,23 +130,28 @@ func Redact(s string) string {
 	}
 	b.WriteString(s[last:])
 	out := b.String()
-	if Find(out) { // percent-encoded: too tangled to cut out, drop the lot
+	if Find(out) { // only an encoded layer holds it: too tangled to cut out, drop the lot
 		return Marker
 	}
 	return out
 }
 
 // IsKey reports whether a field name names a CPR in any spelling: cpr,
-// CPR_nr, cprNumber, "c.p.r.", personnummer, ｃｐｒ.
+// CPR_nr, cprNumber, "c.p.r.", personnummer, ｃｐｒ, c&#112;r.
 func IsKey(k string) bool {
-	var letters strings.Builder
-	for _, r := range strings.ToLower(norm.NFKC.String(k)) {
-		if unicode.IsLetter(r) {
-			letters.WriteRune(r)
+	found := false
+	eachLayer(k, func(layer string) bool {
+		var letters strings.Builder
+		for _, r := range strings.ToLower(norm.NFKC.String(layer)) {
+			if unicode.IsLetter(r) && !ignorable(r) {
+				letters.WriteRune(r)
+			}
 		}
-	}
-	l := letters.String()
-	return strings.Contains(l, "cpr") || strings.Contains(l, "personnummer") || strings.Contains(l, "personnr")
+		l := letters.String()
+		found = strings.Contains(l, "cpr") || strings.Contains(l, "personnummer") || strings.Contains(l, "personnr")
+		return !found
+	})
+	return found
 }
 
 // Scrub returns a copy of a decoded JSON value without CPRs: object keys
@@ -112,124 +188,282 @@ func Scrub(v any) (clean any, removed int) {
 // span is a match as byte offsets into the original string.
 type span struct{ from, to int }
 
-// normalise maps s to runes to match on, each with the byte span of the
-// original text it came from (NFKC may turn one character into several).
-func normalise(s string) ([]rune, []span) {
-	runes := make([]rune, 0, len(s))
-	spans := make([]span, 0, len(s))
+// skeleton is a text as the detector reads it: digits as ASCII, letters,
+// separators; each rune with the byte span of the original it came from.
+type skeleton struct {
+	runes []rune
+	spans []span
+}
+
+func (k *skeleton) add(r rune, sp span) {
+	k.runes = append(k.runes, r)
+	k.spans = append(k.spans, sp)
+}
+
+// normalise maps s to its skeleton (step 2 of the package comment).
+func normalise(s string) skeleton {
+	if !mayHoldTenDigits(s) {
+		return skeleton{}
+	}
+	k := skeleton{runes: make([]rune, 0, len(s)), spans: make([]span, 0, len(s))}
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
+		sp := span{i, i + size}
 		i += size
-		if unicode.Is(unicode.Cf, r) {
-			continue // zero-width and other format characters
+		if r < utf8.RuneSelf {
+			k.add(r, sp)
+			continue
 		}
-		piece := string(r)
-		if r >= 0x80 {
-			piece = norm.NFKC.String(piece)
+		if d, ok := digitsOf(r); ok {
+			for _, c := range d {
+				k.add(c, sp)
+			}
+			continue
 		}
-		for _, n := range piece {
-			if unicode.Is(unicode.Cf, n) {
-				continue
+		if ignorable(r) {
+			continue
+		}
+		for _, n := range norm.NFKC.String(string(r)) {
+			if d, ok := digitsOf(n); ok {
+				for _, c := range d {
+					k.add(c, sp)
+				}
+			} else if !ignorable(n) {
+				k.add(n, sp)
 			}
-			if n >= 0x80 && unicode.IsDigit(n) {
-				n = '0' + digitValue(n)
-			}
-			runes = append(runes, n)
-			spans = append(spans, span{i - size, i})
 		}
 	}
-	return runes, spans
+	return k
+}
+
+// mayHoldTenDigits is a cheap first look at one layer: plain ASCII with
+// fewer than ten digits holds no CPR. (Its decoding may: &#xcef; is a
+// Kannada nine. The decoded layer gets its own look.)
+func mayHoldTenDigits(s string) bool {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= utf8.RuneSelf {
+			return true
+		}
+		if c >= '0' && c <= '9' {
+			n++
+		}
+	}
+	return n >= 10
+}
+
+// digitsOf is the digits a code point shows, if it shows any.
+func digitsOf(r rune) (string, bool) {
+	switch {
+	case r >= '0' && r <= '9':
+		return string(r), true
+	case r < utf8.RuneSelf:
+		return "", false
+	case unicode.Is(unicode.Nd, r):
+		return string('0' + digitValue(r)), true
+	}
+	d, ok := lookalike[r]
+	return d, ok
 }
 
 // digitValue is the value of a Unicode decimal digit: decimal digits come
 // in contiguous runs of ten from zero (a Unicode stability guarantee).
 func digitValue(r rune) rune {
 	start := r
-	for unicode.IsDigit(start - 1) {
+	for unicode.Is(unicode.Nd, start-1) {
 		start--
 	}
 	return (r - start) % 10
 }
 
-func isSeparator(r rune) bool {
-	return r == '/' || r == '.' || r == '\u2212' || unicode.Is(unicode.Pd, r) || unicode.IsSpace(r)
+// ignorable reports code points that show nothing: format characters,
+// combining marks, variation selectors and the other default-ignorable
+// code points (Hangul fillers, which Unicode classes as letters, among them).
+func ignorable(r rune) bool {
+	return unicode.In(r, unicode.Cf, unicode.Mn, unicode.Me, unicode.Variation_Selector, unicode.Other_Default_Ignorable_Code_Point)
 }
 
 func isDigit(r rune) bool { return r >= '0' && r <= '9' }
 
-func find(s string) (span, bool) {
-	runes, spans := normalise(s)
-	m := matches(runes, spans)
-	if len(m) == 0 {
-		return span{}, false
-	}
-	return m[0], true
+func isHex(r rune) bool { return isDigit(r) || (r >= 'a' && r <= 'f') || (r >= 'A' && r <= 'F') }
+
+// group is a maximal run of digits, in rune indexes of the skeleton, with
+// the separators between it and the group before it in its run.
+type group struct {
+	from, to int
+	gap      []rune
 }
 
-// group is a maximal run of ASCII digits, in rune indexes.
-type group struct{ from, to int }
+func (g group) len() int { return g.to - g.from }
 
-// matches finds CPRs: runs of digit groups joined by short separator gaps,
-// of which some consecutive groups hold exactly ten digits, split only at
-// 2, 4, 6 or 8 digits (always at 6 when split at all), whose first six
-// digits are a date DDMMYY.
-func matches(runes []rune, spans []span) []span {
-	runes = maskOpaque(runes)
-	var out []span
-	var chain []group // groups joined by separator gaps
-	flush := func() {
-		for i := range chain {
-			n, cuts := 0, 0
-			bad := false
-			for j := i; j < len(chain) && n < 10; j++ {
-				if n > 0 {
-					switch n {
-					case 2, 4, 8:
-					case 6:
-						cuts |= 1
-					default:
-						bad = true
-					}
-				}
-				n += chain[j].to - chain[j].from
-				if n == 10 && !bad && (j == i || cuts == 1) && isDate(runes, chain[i:j+1]) {
-					out = append(out, span{spans[chain[i].from].from, spans[chain[j].to-1].to})
-				}
-			}
-		}
-		chain = chain[:0]
+// matches finds CPRs in a skeleton (steps 3 and 4), as spans of the
+// original text.
+func matches(k skeleton) []span {
+	if len(k.runes) < 10 {
+		return nil
 	}
+	runes := maskOpaque(k.runes)
+	var out []span
+	var run []group
+	flush := func() {
+		out = append(out, runMatches(runes, k.spans, run)...)
+		run = run[:0]
+	}
+	gapFrom := 0
 	for i := 0; i < len(runes); {
-		if !isDigit(runes[i]) {
-			i++
-			continue
-		}
-		start := i
-		for i < len(runes) && isDigit(runes[i]) {
-			i++
-		}
-		if len(chain) > 0 {
-			gap := runes[chain[len(chain)-1].to:start]
-			ok := len(gap) <= 3
-			for _, r := range gap {
-				ok = ok && isSeparator(r)
+		r := runes[i]
+		switch {
+		case isDigit(r):
+			start := i
+			for i < len(runes) && isDigit(runes[i]) {
+				i++
 			}
-			if !ok {
-				flush()
+			var gap []rune
+			if len(run) > 0 {
+				gap = runes[gapFrom:start]
 			}
+			run = append(run, group{from: start, to: i, gap: gap})
+			gapFrom = i
+		case unicode.IsLetter(r):
+			flush()
+			i++
+		default:
+			i++
 		}
-		chain = append(chain, group{start, i})
 	}
 	flush()
 	return out
 }
 
+// runMatches finds the CPRs of one run of digit groups.
+func runMatches(runes []rune, spans []span, run []group) []span {
+	total := 0
+	for _, g := range run {
+		total += g.len()
+	}
+	if total < 10 {
+		return nil
+	}
+	shaped := writtenDatesAndTimes(runes, run)
+	var out []span
+	for i := range run {
+		n := 0
+		for j := i; j < len(run) && n < 10; j++ {
+			n += run[j].len()
+			if n != 10 || (shaped[i] >= 0 && shaped[i] == shaped[j]) {
+				continue
+			}
+			if isDate(digitsOfGroups(runes, run[i:j+1])) {
+				out = append(out, span{spans[run[i].from].from, spans[run[j].to-1].to})
+			}
+		}
+	}
+	return out
+}
+
+func digitsOfGroups(runes []rune, gs []group) []rune {
+	var d []rune
+	for _, g := range gs {
+		d = append(d, runes[g.from:g.to]...)
+	}
+	return d
+}
+
+// writtenDatesAndTimes marks, for each group of a run, the stretch of
+// written dates and times it belongs to, or -1: stretches of dates
+// (15.03.24, 15.03.2024, 2024-03-15) and times of day (10.30, 10:30:15,
+// 05:18:03.396217), joined by spaces, dashes, commas or a plus (an offset),
+// that hold more than ten digits in all. Ten digits within one stretch are
+// not a CPR.
+func writtenDatesAndTimes(runes []rune, run []group) []int {
+	mark := make([]int, len(run))
+	for i := range mark {
+		mark[i] = -1
+	}
+	num := func(g group) int {
+		n := 0
+		for _, r := range runes[g.from:g.to] {
+			n = n*10 + int(r-'0')
+		}
+		return n
+	}
+	sep := func(g group, allowed string) bool { return len(g.gap) == 1 && strings.ContainsRune(allowed, g.gap[0]) }
+	dateAt := func(k int) bool {
+		if k+2 >= len(run) {
+			return false
+		}
+		a, m, b := run[k], run[k+1], run[k+2]
+		if !sep(m, "./-") || !sep(b, string(m.gap)) || m.len() > 2 || num(m) < 1 || num(m) > 12 {
+			return false
+		}
+		switch {
+		case a.len() <= 2 && (b.len() == 2 || b.len() == 4): // 15.03.24, 15.03.2024
+			return num(a) >= 1 && num(a) <= 31
+		case a.len() == 4 && b.len() <= 2: // 2024-03-15
+			return num(b) >= 1 && num(b) <= 31
+		}
+		return false
+	}
+	timeAt := func(k int) int { // groups in a time of day at k, or 0
+		if k+1 >= len(run) {
+			return 0
+		}
+		h, m := run[k], run[k+1]
+		if h.len() > 2 || m.len() != 2 || !sep(m, ".:") || num(h) > 23 || num(m) > 59 {
+			return 0
+		}
+		n := 2
+		if k+2 < len(run) && run[k+2].len() == 2 && sep(run[k+2], string(m.gap)) && num(run[k+2]) <= 60 {
+			n = 3 // seconds
+			if k+3 < len(run) && run[k+3].len() <= 9 && sep(run[k+3], ".,") {
+				n = 4 // a fraction of a second
+			}
+		}
+		return n
+	}
+	unitAt := func(k int) int {
+		if dateAt(k) {
+			return 3
+		}
+		return timeAt(k)
+	}
+	joins := func(g group) bool {
+		return len(g.gap) <= 3 && !slices.ContainsFunc(g.gap, func(r rune) bool {
+			return !unicode.IsSpace(r) && r != ',' && r != '+' && !unicode.Is(unicode.Pd, r)
+		})
+	}
+	stretch := 0
+	for k := 0; k < len(run); {
+		from, units, digits := k, 0, 0
+		for k < len(run) {
+			n := unitAt(k)
+			if n == 0 || (units > 0 && !joins(run[k])) {
+				break
+			}
+			for _, g := range run[k : k+n] {
+				digits += g.len()
+			}
+			units, k = units+1, k+n
+		}
+		if digits > 10 {
+			for i := from; i < k; i++ {
+				mark[i] = stretch
+			}
+			stretch++
+		}
+		if units == 0 {
+			k++
+		}
+	}
+	return mark
+}
+
 // maskOpaque hides the digits of identifiers that are not text: UUIDs
-// (8-4-4-4-12 hex) and hex strings of 16 or more characters with letters
-// and digits (hashes, secrets). By chance about one UUID in 20,000 would
-// otherwise read as a CPR ("…01-0190-1234-…").
+// (8-4-4-4-12 hex) and hex strings of 32 or more characters with letters
+// and digits (digests, secrets). By chance about one UUID in 20,000, and
+// one 64-character secret in 400, would otherwise read as a CPR.
 func maskOpaque(runes []rune) []rune {
-	isHex := func(r rune) bool { return isDigit(r) || (r >= 'a' && r <= 'f') || (r >= 'A' && r <= 'F') }
 	var out []rune
 	for i := 0; i < len(runes); {
 		if !isHex(runes[i]) {
@@ -264,7 +498,7 @@ func opaque(run []rune) bool {
 		strings.Count(string(run), "-") == 4 {
 		return true
 	}
-	if len(run) < 16 || slices.Contains(run, '-') {
+	if len(run) < 32 || slices.Contains(run, '-') {
 		return false
 	}
 	letters := 0
@@ -276,12 +510,17 @@ func opaque(run []rune) bool {
 	return letters > 0 && letters < len(run)
 }
 
-func isDate(runes []rune, groups []group) bool {
-	var d []rune
-	for _, g := range groups {
-		d = append(d, runes[g.from:g.to]...)
+// isDate reports whether the first six digits are a calendar date DDMMYY
+// (29 February in every year divisible by four: the century is not known).
+func isDate(d []rune) bool {
+	two := func(i int) int { return int(d[i]-'0')*10 + int(d[i+1]-'0') }
+	day, month, year := two(0), two(2), two(4)
+	if month < 1 || month > 12 || day < 1 {
+		return false
 	}
-	day := (d[0]-'0')*10 + d[1] - '0'
-	month := (d[2]-'0')*10 + d[3] - '0'
-	return day >= 1 && day <= 31 && month >= 1 && month <= 12
+	days := [13]int{0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31}[month]
+	if month == 2 && year%4 != 0 {
+		days = 28
+	}
+	return day <= days
 }
