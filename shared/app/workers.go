@@ -60,7 +60,7 @@ func NewWorkers(db *store.DB, enrichment, deliveries queue.Queue) (*Workers, err
 	return &Workers{
 		Dispatcher: &outbox.Dispatcher{DB: db, Routes: routes},
 		Enricher: &party.Enricher{Store: party.NewStore(db), Register: os.Getenv("COMPANY_REGISTER_URL"),
-			Queue: enrichment, Schedule: schedule},
+			HTTP: party.RegisterClient(allowPrivate), Queue: enrichment, Schedule: schedule},
 		Deliverer: &webhook.Deliverer{Store: endpoints, Queue: deliveries, Schedule: hooks, Client: client},
 	}, nil
 }

@@ -69,7 +69,8 @@ func drain(t *testing.T, e *apitest.Env, d *outbox.Dispatcher, q *queue.Memory, 
 func enrichEnv(t *testing.T, register string) (*apitest.Env, string, *outbox.Dispatcher, *queue.Memory, *party.Enricher) {
 	e := apitest.New(t, apitest.Options{})
 	q := queue.NewMemory(time.Minute)
-	en := &party.Enricher{Store: party.NewStore(e.DB), Register: register, Queue: q, Schedule: []time.Duration{0, 0, 0}}
+	en := &party.Enricher{Store: party.NewStore(e.DB), Register: register, Queue: q, Schedule: []time.Duration{0, 0, 0},
+		HTTP: party.RegisterClient(true)} // the fake register is on loopback
 	d := &outbox.Dispatcher{DB: e.DB, Routes: map[string][]outbox.Sink{outbox.CompanyCreated: {q}}}
 	org := e.Org("A")
 	return e, org, d, q, en
@@ -159,7 +160,9 @@ func TestRegisterDataIsScrubbedAndErrorsLeakNothing(t *testing.T) {
 			http.NotFound(w, r)
 		default:
 			_, _ = w.Write([]byte(`{"name":"Nordlys ApS","owner":{"cpr":"010190-1234","name":"Anne"},
-				"board":[{"name":"Lars","id":"01.01.90-1234"},{"name":"Ida","personnummer":"x"}],"note":"CPR ０１０１９０－１２３４"}`))
+				"board":[{"name":"Lars","id":"01.01.90-1234"},{"name":"Ida","personnummer":"x"}],"note":"CPR ０１０１９０－１２３４",
+				"round3":["0101\u034f901234","010190_1234","&#48;10190-1234","%2530%2531%2530%2531%2539%2530-1234","⓿❶⓿❶➈⓿-❶❷❸❹","0101\u3164901234"],
+				"c&#112;r":"x","links":{"010190 -- 1234":"y"}}`))
 		}
 	}))
 	defer srv.Close()
@@ -176,6 +179,14 @@ func TestRegisterDataIsScrubbedAndErrorsLeakNothing(t *testing.T) {
 	}
 	if !strings.Contains(string(got.Raw), "[removed: CPR number]") {
 		t.Fatalf("no marker where values were removed: %s", got.Raw)
+	}
+	for i, v := range reg["round3"].([]any) {
+		if v != "[removed: CPR number]" {
+			t.Errorf("round3[%d] stored as %q", i, v)
+		}
+	}
+	if _, ok := reg["c&#112;r"]; ok || len(reg["links"].(map[string]any)) != 0 {
+		t.Errorf("CPR-named or CPR-like keys kept: %v", reg)
 	}
 	if paths[0] != "/v2/companies/12345678" || queries[0] != "apikey=s3cret-key" {
 		t.Fatalf("register called at %q ? %q; want /v2/companies/12345678 ? apikey=s3cret-key", paths[0], queries[0])
@@ -200,5 +211,61 @@ func TestRegisterDataIsScrubbedAndErrorsLeakNothing(t *testing.T) {
 		if want := map[int32]string{1: "refused", 2: "unavailable"}[m]; !strings.Contains(msg, want) {
 			t.Errorf("enrichment.error %q does not say %q", msg, want)
 		}
+	}
+}
+
+// TestRegisterFollowsNoOne: a register that redirects (to another host,
+// or to its own) is a failed lookup. The target is never asked, so it
+// never sees a Referer with the register's URL and apikey, and its answer
+// is never stored as a snapshot. The production client also refuses to
+// connect to a register on a private address, and reads at most the
+// snapshot limit.
+func TestRegisterFollowsNoOne(t *testing.T) {
+	var targetHits atomic.Int64
+	var referers []string
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		targetHits.Add(1)
+		referers = append(referers, r.Header.Get("Referer"))
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"name":"Evil ApS","owned_by":"attacker"}`))
+	}))
+	defer target.Close()
+	redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Referer") != "" {
+			t.Errorf("the register got a Referer: %q", r.Header.Get("Referer"))
+		}
+		http.Redirect(w, r, target.URL+r.URL.Path, http.StatusFound)
+	}))
+	defer redirector.Close()
+	e, org, d, q, en := enrichEnv(t, redirector.URL+"/v2?apikey=s3cret-key")
+	key := e.Key(org)
+	r := e.Post("/api/v1/companies", key, "c1", `{"name":"Nordlys ApS","cvr":"12345678"}`)
+	mustStatus(t, r, 201)
+	drain(t, e, d, q, en)
+	got := e.Get(r.Header.Get("Location"), key).Body["data"].(map[string]any)["enrichment"].(map[string]any)
+	if got["status"] != "failed" || got["register"] != nil || !strings.Contains(got["error"].(string), "HTTP 302") {
+		t.Fatalf("enrichment after a redirect: %v", got)
+	}
+	if targetHits.Load() != 0 {
+		t.Fatalf("the redirect target was asked %d times (Referer %q)", targetHits.Load(), referers)
+	}
+	// The production client refuses a register on loopback at connect time.
+	guarded := party.RegisterClient(false)
+	if _, err := guarded.Get(target.URL); err == nil || !strings.Contains(err.Error(), "not allowed") {
+		t.Fatalf("the guarded register client reached loopback: %v", err)
+	}
+	// An answer over the snapshot limit is not stored.
+	big := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"pad":"` + strings.Repeat("x", 200<<10) + `"}`))
+	}))
+	defer big.Close()
+	e2, org2, d2, q2, en2 := enrichEnv(t, big.URL)
+	key2 := e2.Key(org2)
+	r2 := e2.Post("/api/v1/companies", key2, "c1", `{"name":"Nordlys ApS","cvr":"12345678"}`)
+	drain(t, e2, d2, q2, en2)
+	got2 := e2.Get(r2.Header.Get("Location"), key2).Body["data"].(map[string]any)["enrichment"].(map[string]any)
+	if got2["status"] != "failed" || got2["register"] != nil || !strings.Contains(got2["error"].(string), "bytes") {
+		t.Fatalf("enrichment of an oversized answer: %v", got2)
 	}
 }

@@ -380,9 +380,23 @@ func TestSSRFGuard(t *testing.T) {
 		"https://169.254.169.254/latest/meta-data", "https://localhost/hook", "https://192.168.1.10/hook",
 		"https://[::ffff:127.0.0.1]/hook", "https://0.0.0.0/hook", "https://224.0.0.1/hook", "https://100.64.0.1/hook",
 		"https://user:pw@example.com/hook",
+		// Round 3: the rest of the special-purpose registries, and IPv6
+		// forms that embed an IPv4 address.
+		"https://198.18.0.1/hook", "https://198.19.200.1/hook", "https://240.0.0.1/hook", "https://192.0.0.8/hook",
+		"https://[::7f00:1]/hook", "https://[::127.0.0.1]/hook", "https://[2002:7f00:1::1]/hook", "https://[2002:808:808::1]/hook",
+		"https://[2001:db8::1]/hook", "https://[64:ff9b::a00:1]/hook", "https://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/hook",
 	} {
 		if err := webhook.CheckURL(ctx, u, false, nil); err == nil {
 			t.Errorf("%s was accepted", u)
+		}
+	}
+	// The refusal names no address: neither what localhost resolves to nor
+	// the literal's.
+	for _, u := range []string{"https://localhost/hook", "https://169.254.169.254/x", "https://[2002:7f00:1::1]/hook"} {
+		err := webhook.CheckURL(ctx, u, false, nil)
+		if err == nil || strings.Contains(err.Error(), "127.0.0.1") || strings.Contains(err.Error(), "169.254") ||
+			strings.Contains(err.Error(), "::1") || strings.Contains(err.Error(), "resolves") || !strings.Contains(err.Error(), "not allowed") {
+			t.Errorf("%s: %v", u, err)
 		}
 	}
 	if err := webhook.CheckURL(ctx, "https://93.184.216.34/hook", false, nil); err != nil {

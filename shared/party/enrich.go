@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/practice-api/practice-api/shared/cpr"
+	"github.com/practice-api/practice-api/shared/netguard"
 	"github.com/practice-api/practice-api/shared/outbox"
 	"github.com/practice-api/practice-api/shared/queue"
 	"github.com/practice-api/practice-api/shared/store"
@@ -195,7 +196,28 @@ func (e *Enricher) client() *http.Client {
 	if e.HTTP != nil {
 		return e.HTTP
 	}
-	return &http.Client{Timeout: 10 * time.Second}
+	return guardedRegisterClient
+}
+
+var guardedRegisterClient = RegisterClient(false)
+
+// RegisterClient is the HTTP client of register lookups: 10 s in all, 5 s
+// to connect, no proxy, and no redirects followed. A redirect is answered
+// as a failed lookup: following one would send the register's credentials
+// (its URL, with an apikey, in Referer) to a host nobody configured, and
+// store that host's answer as the company's snapshot. Unless allowPrivate
+// (local development), the connection may only reach public addresses
+// (netguard), as webhook deliveries.
+func RegisterClient(allowPrivate bool) *http.Client {
+	return &http.Client{
+		Timeout: 10 * time.Second,
+		Transport: &http.Transport{
+			Proxy: nil, DialContext: netguard.Dialer(5*time.Second, allowPrivate).DialContext,
+			TLSHandshakeTimeout: 5 * time.Second, ResponseHeaderTimeout: 10 * time.Second,
+			MaxIdleConnsPerHost: 4, IdleConnTimeout: 60 * time.Second,
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
 }
 
 // lookupURL joins the register's base URL and a path, keeping the base's
@@ -261,6 +283,7 @@ func (e *Enricher) get(ctx context.Context, path string, limit int64) ([]byte, s
 	if err != nil {
 		return nil, "", 0, errPermanent{"the company register is misconfigured; the operator has been told"}
 	}
+	req.Header.Set("Accept", "application/json, image/*")
 	resp, err := e.client().Do(req)
 	if err != nil {
 		return nil, "", 0, &registerError{registerUnavailable + " (no answer)", err}

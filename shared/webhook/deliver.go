@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"slices"
@@ -22,6 +21,7 @@ import (
 
 	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/metrics"
+	"github.com/practice-api/practice-api/shared/netguard"
 	"github.com/practice-api/practice-api/shared/outbox"
 	"github.com/practice-api/practice-api/shared/queue"
 	"github.com/practice-api/practice-api/shared/store"
@@ -116,13 +116,9 @@ func NewHTTPClient(caFile string, allowPrivate bool) (*http.Client, error) {
 			return nil, fmt.Errorf("WEBHOOK_CA_FILE %s holds no PEM certificate", caFile)
 		}
 	}
-	dialer := &net.Dialer{Timeout: 5 * time.Second}
-	if !allowPrivate {
-		dialer.Control = guardDial
-	}
 	return &http.Client{
 		Transport: &http.Transport{
-			Proxy: nil, DialContext: dialer.DialContext, TLSHandshakeTimeout: 5 * time.Second,
+			Proxy: nil, DialContext: netguard.Dialer(5*time.Second, allowPrivate).DialContext, TLSHandshakeTimeout: 5 * time.Second,
 			ResponseHeaderTimeout: 10 * time.Second, TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
 			MaxIdleConnsPerHost: 4, IdleConnTimeout: 60 * time.Second,
 		},
@@ -315,6 +311,8 @@ func (d *Deliverer) Retry(ctx context.Context, org, endpointID, deliveryID strin
 		return nil, err
 	}
 	switch {
+	case a.EventType == outbox.WebhookTest:
+		return nil, &httpapi.Error{Status: http.StatusConflict, Message: "test deliveries are not retried: send a new one with POST /webhooks/{id}/test"}
 	case a.Succeeded:
 		return nil, &httpapi.Error{Status: http.StatusConflict, Message: "that delivery succeeded; there is nothing to retry"}
 	case !e.IsActive:

@@ -2,49 +2,24 @@ package webhook
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"net/url"
 	"strings"
-	"syscall"
+
+	"github.com/practice-api/practice-api/shared/netguard"
 )
 
-// blocked reports whether an address is no place for a webhook: loopback,
-// private, link-local (cloud metadata at 169.254.169.254 included),
-// multicast, unspecified, or otherwise not globally routable.
-func blocked(a netip.Addr) bool {
-	a = a.Unmap()
-	return a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() ||
-		a.IsInterfaceLocalMulticast() || a.IsMulticast() || a.IsUnspecified() || !a.IsGlobalUnicast() ||
-		netip.MustParsePrefix("100.64.0.0/10").Contains(a) || // carrier-grade NAT
-		netip.MustParsePrefix("64:ff9b::/96").Contains(a) // NAT64 can reach IPv4 private space
-}
-
-// ErrBlockedTarget is wrapped by refused targets.
-var ErrBlockedTarget = fmt.Errorf("webhook: target address not allowed")
-
-// guardDial refuses connections to blocked addresses at connect time, after
-// DNS resolution, so a name that resolves (or re-resolves) to a private
-// address cannot be reached.
-func guardDial(_, address string, _ syscall.RawConn) error {
-	host, _, err := net.SplitHostPort(address)
-	if err != nil {
-		return err
-	}
-	a, err := netip.ParseAddr(host)
-	if err != nil {
-		return err
-	}
-	if blocked(a) {
-		return fmt.Errorf("%w: %s", ErrBlockedTarget, a)
-	}
-	return nil
-}
+// errNotPublic is the one answer for a URL whose host is not on the public
+// internet: it names neither the address a literal denotes nor what a name
+// resolves to (the caller learns nothing about our network or resolver).
+const errNotPublic = "url is not allowed: webhooks are sent only to hosts on the public internet, never to loopback, private, link-local or other special-purpose addresses"
 
 // CheckURL validates an endpoint URL at registration: https, a host, and
-// (unless private targets are allowed) no address that resolves to a
-// blocked range.
+// (unless private targets are allowed) no address that is or resolves to
+// one netguard blocks. Deliveries check the address dialled again.
 func CheckURL(ctx context.Context, raw string, allowPrivate bool, resolver *net.Resolver) error {
 	if !strings.HasPrefix(raw, "https://") {
 		return fmt.Errorf("url must begin with https://")
@@ -61,8 +36,8 @@ func CheckURL(ctx context.Context, raw string, allowPrivate bool, resolver *net.
 	}
 	host := u.Hostname()
 	if a, err := netip.ParseAddr(host); err == nil {
-		if blocked(a) {
-			return fmt.Errorf("url points at %s, a private, loopback or link-local address", a)
+		if netguard.Blocked(a) {
+			return errors.New(errNotPublic)
 		}
 		return nil
 	}
@@ -74,8 +49,8 @@ func CheckURL(ctx context.Context, raw string, allowPrivate bool, resolver *net.
 		return fmt.Errorf("url's host %s does not resolve", host)
 	}
 	for _, a := range addrs {
-		if blocked(a) {
-			return fmt.Errorf("url's host %s resolves to %s, a private, loopback or link-local address", host, a.Unmap())
+		if netguard.Blocked(a) {
+			return errors.New(errNotPublic)
 		}
 	}
 	return nil
