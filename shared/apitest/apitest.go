@@ -83,6 +83,10 @@ const IdempotencyLock = 30 * time.Second
 type Options struct {
 	RateLimit   int
 	Deprecation *httpapi.Deprecation
+	// AccessLog receives the edge's access lines (none when nil).
+	AccessLog *slog.Logger
+	// ReadTimeout is the server's, as the devserver sets one (none when 0).
+	ReadTimeout time.Duration
 }
 
 var quiet sync.Once
@@ -112,7 +116,7 @@ func New(t testing.TB, opt Options) *Env {
 	e.Server = httptest.NewUnstartedServer(nil) // its address is the API's public base URL
 	h, err := families.Handler(httpapi.Config{Auth: e.Keys, Sealer: sealer, RateLimit: opt.RateLimit, Now: e.Now,
 		PublicBaseURL: "http://" + e.Server.Listener.Addr().String(),
-		Idempotency:   idempotency.NewStore(e.DB, IdempotencyLock), Deprecation: opt.Deprecation}, e.DB, e.Deliverer)
+		Idempotency:   idempotency.NewStore(e.DB, IdempotencyLock, key), Deprecation: opt.Deprecation, AccessLog: opt.AccessLog}, e.DB, e.Deliverer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,6 +131,7 @@ func New(t testing.TB, opt Options) *Env {
 		h = checker.Middleware(h)
 	}
 	e.Server.Config.Handler = h
+	e.Server.Config.ReadTimeout = opt.ReadTimeout
 	e.Server.Start()
 	t.Cleanup(func() {
 		e.Server.Close()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -28,8 +29,9 @@ const (
 // ErrInjected is the error an armed fault returns.
 var ErrInjected = errors.New("injected fault")
 
-// Faults fails one chosen DynamoDB call. It sits at the Initialize step,
-// above the SDK's retries, so one fault is one failed operation.
+// Faults fails one chosen DynamoDB call, or holds calls at a barrier. It
+// sits at the Initialize step, above the SDK's retries, so one fault is one
+// failed operation.
 type Faults struct {
 	mu    sync.Mutex
 	armed bool
@@ -37,6 +39,44 @@ type Faults struct {
 	mode  FaultMode
 	seen  int
 	fired bool
+
+	barrier *barrier
+}
+
+// barrier holds the calls it matches until n of them wait (or a timeout).
+type barrier struct {
+	match   func(input any) bool
+	n       int
+	waiting int
+	open    chan struct{}
+}
+
+// Barrier holds the next n calls whose input matches until all n have
+// arrived, then lets them through together: concurrent requests then reach
+// the store at the same instant, for tests of races. It gives up after 5 s.
+func (f *Faults) Barrier(n int, match func(input any) bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.barrier = &barrier{match: match, n: n, open: make(chan struct{})}
+}
+
+func (f *Faults) hold(input any) {
+	f.mu.Lock()
+	b := f.barrier
+	if b == nil || b.waiting >= b.n || !b.match(input) {
+		f.mu.Unlock()
+		return
+	}
+	b.waiting++
+	if b.waiting == b.n {
+		close(b.open)
+		f.barrier = nil
+	}
+	f.mu.Unlock()
+	select {
+	case <-b.open:
+	case <-time.After(5 * time.Second):
+	}
 }
 
 // Arm makes the given calls (1-based, counted from now) fail in mode.
@@ -58,6 +98,7 @@ func (f *Faults) Disarm() bool {
 func (f *Faults) Middleware(stack *middleware.Stack) error {
 	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("injectFaults",
 		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+			f.hold(in.Parameters)
 			f.mu.Lock()
 			strike := false
 			if f.armed {

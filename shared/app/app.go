@@ -79,7 +79,7 @@ func Load(ctx context.Context, db *store.DB) (*Env, error) {
 	}
 	return &Env{DB: db, Edge: httpapi.Config{
 		Auth: auth.NewStore(db), Sealer: sealer, RateLimit: limit, AcceptedModes: modes,
-		AccessLog: slog.Default(), Idempotency: idempotency.NewStore(db, 0), Deprecation: dep,
+		AccessLog: slog.Default(), Idempotency: idempotency.NewStore(db, 0, key), Deprecation: dep,
 		PublicBaseURL: base, BaseURLOf: apiGatewayBaseURL,
 	}}, nil
 }

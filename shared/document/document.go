@@ -181,7 +181,10 @@ func parseFilter(q url.Values) (Filter, error) {
 	if f.MatterID, err = httpapi.UUIDParam(q, "matter_id"); err != nil {
 		return Filter{}, err
 	}
-	if f.Folder = q.Get("folder"); len(f.Folder) > 200 {
+	if f.Folder, err = httpapi.QueryValue(q, "folder"); err != nil {
+		return Filter{}, err
+	}
+	if len(f.Folder) > 200 {
 		return Filter{}, httpapi.Invalid("folder", "folder is longer than 200 characters")
 	}
 	f.UpdatedSince, err = httpapi.SinceParam(q, "updated_since")

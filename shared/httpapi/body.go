@@ -28,8 +28,10 @@ type Body struct {
 }
 
 // DecodeBody parses raw as one JSON object and refuses any CPR in it: a
-// field named after a CPR, or a CPR-like number in any string or key, at
-// any depth (the spec's rule 5, for every write body alike).
+// field named after a CPR, or a CPR-like number in any string, key or
+// number literal, at any depth (the spec's rule 5, for every write body
+// alike). A key sent twice in one object is refused too: parsers disagree
+// on which one wins, so a check could read one and a store the other.
 func DecodeBody(raw []byte) (*Body, error) {
 	var fields map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(raw))
@@ -39,6 +41,9 @@ func DecodeBody(raw []byte) (*Body, error) {
 	}
 	if dec.More() {
 		return nil, Invalid("body", "the request body must be a single JSON object")
+	}
+	if path, dup := duplicateKey(raw); dup {
+		return nil, Invalid(cpr.Redact(path), "%s is sent more than once; send each field once", cpr.Redact(path))
 	}
 	b := &Body{fields: fields, used: map[string]bool{}}
 	b.refuseCPR()
@@ -69,7 +74,9 @@ func (b *Body) refuseCPR() {
 			continue
 		}
 		var v any
-		if json.Unmarshal(b.fields[name], &v) != nil {
+		dec := json.NewDecoder(bytes.NewReader(b.fields[name]))
+		dec.UseNumber()
+		if dec.Decode(&v) != nil {
 			continue
 		}
 		if where := cprIn(v, name); where != "" {
@@ -104,8 +111,58 @@ func cprIn(v any, path string) string {
 		if cpr.Find(t) {
 			return "the CPR-like number in " + path
 		}
+	case json.Number:
+		if cpr.Find(t.String()) {
+			return "the CPR-like number in " + path
+		}
 	}
 	return ""
+}
+
+// duplicateKey finds the first key that appears twice in one object of a
+// well-formed JSON document, and its path ("owner.name").
+func duplicateKey(raw []byte) (string, bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var walk func(path string) (string, bool)
+	walk = func(path string) (string, bool) {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		switch tok {
+		case json.Delim('{'):
+			seen := map[string]bool{}
+			for dec.More() {
+				t, err := dec.Token()
+				if err != nil {
+					return "", false
+				}
+				k, _ := t.(string)
+				at := k
+				if path != "" {
+					at = path + "." + k
+				}
+				if seen[k] {
+					return at, true
+				}
+				seen[k] = true
+				if p, dup := walk(at); dup {
+					return p, true
+				}
+			}
+			_, _ = dec.Token() // }
+		case json.Delim('['):
+			for i := 0; dec.More(); i++ {
+				if p, dup := walk(fmt.Sprintf("%s[%d]", path, i)); dup {
+					return p, true
+				}
+			}
+			_, _ = dec.Token() // ]
+		}
+		return "", false
+	}
+	return walk("")
 }
 
 // Fail records a problem with a field; a problem of a field with an empty

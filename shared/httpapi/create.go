@@ -14,6 +14,7 @@ import (
 
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/practice-api/practice-api/shared/cpr"
 	"github.com/practice-api/practice-api/shared/httpapi/routes"
 	"github.com/practice-api/practice-api/shared/idempotency"
 	"github.com/practice-api/practice-api/shared/store"
@@ -72,6 +73,9 @@ func ServeCreate(w http.ResponseWriter, r *http.Request, endpoint, locationPath 
 		return
 	case utf8.RuneCountInString(key) > MaxIdempotencyKey:
 		WriteError(w, r, Invalid("Idempotency-Key", "the Idempotency-Key header is longer than %d characters", MaxIdempotencyKey))
+		return
+	case cpr.Find(key):
+		WriteError(w, r, Invalid("Idempotency-Key", "CPR numbers are never accepted, in any field or form; the Idempotency-Key header holds one: key the create with your record's id instead"))
 		return
 	}
 	raw, err := io.ReadAll(r.Body)

@@ -64,7 +64,12 @@ func ServeList[F comparable, T any](w http.ResponseWriter, r *http.Request, reso
 		return
 	}
 	req := ListRequest[F]{Filter: filter, PerPage: perPage}
-	if raw := q.Get("cursor"); raw != "" {
+	raw, err := QueryValue(q, "cursor")
+	if err != nil {
+		WriteError(w, r, err)
+		return
+	}
+	if raw != "" {
 		c, err := env.sealer.open(raw)
 		if err != nil || c.Org != env.client.OrgID || c.Resource != resource {
 			WriteError(w, r, Invalid("cursor", "cursor is invalid; use links.next of a previous page of this list unchanged"))
@@ -109,11 +114,14 @@ func ServeList[F comparable, T any](w http.ResponseWriter, r *http.Request, reso
 }
 
 func parsePerPage(q url.Values) (int, error) {
-	v, ok := q["per_page"]
-	if !ok {
+	v, err := QueryValue(q, "per_page")
+	if err != nil {
+		return 0, err
+	}
+	if _, sent := q["per_page"]; !sent {
 		return DefaultPerPage, nil
 	}
-	n, err := strconv.Atoi(v[0])
+	n, err := strconv.Atoi(v)
 	if err != nil || n < 1 || n > MaxPerPage {
 		return 0, Invalid("per_page", "per_page must be an integer from 1 to %d", MaxPerPage)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"runtime/debug"
@@ -16,6 +17,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/practice-api/practice-api/shared/auth"
+	"github.com/practice-api/practice-api/shared/cpr"
 	"github.com/practice-api/practice-api/shared/httpapi/routes"
 	"github.com/practice-api/practice-api/shared/idempotency"
 )
@@ -84,7 +86,14 @@ type ctxKey int
 const (
 	envKey ctxKey = iota
 	requestIDKey
+	logKey
 )
+
+// accessEntry is what the access log line learns during a request: the
+// edge creates it, authorize fills in who called.
+type accessEntry struct {
+	clientID, keyID string
+}
 
 // requestEnv is what the edge learned about a request: the authenticated
 // client (which alone decides the organisation) and the cursor sealer.
@@ -105,9 +114,6 @@ func envFrom(ctx context.Context) *requestEnv {
 // OrgID is the organisation of the authenticated key. Handlers take the
 // organisation from here and nowhere else.
 func OrgID(ctx context.Context) string { return envFrom(ctx).client.OrgID }
-
-// ClientID is the authenticated API client.
-func ClientID(ctx context.Context) string { return envFrom(ctx).client.ID }
 
 // RequestID is the id logged with every line of a request and returned in
 // X-Request-Id: the Lambda request id in AWS, a fresh uuid elsewhere.
@@ -185,7 +191,8 @@ func (cfg *Config) edge(next http.Handler) http.Handler {
 		if id == "" {
 			id = uuid.NewString()
 		}
-		ctx := context.WithValue(r.Context(), requestIDKey, id)
+		entry := &accessEntry{}
+		ctx := context.WithValue(context.WithValue(r.Context(), requestIDKey, id), logKey, entry)
 		base := cfg.PublicBaseURL
 		if base == "" && cfg.BaseURLOf != nil {
 			base, _ = cfg.BaseURLOf(r)
@@ -213,17 +220,36 @@ func (cfg *Config) edge(next http.Handler) http.Handler {
 				}
 			}
 			if cfg.AccessLog != nil {
-				cfg.AccessLog.InfoContext(r.Context(), "request", "request_id", id, "method", r.Method, "path", r.URL.Path,
-					"status", rec.status, "duration_ms", float64(time.Since(start).Microseconds())/1000, "client_id", ClientID(r.Context()))
+				// The path is what the caller typed: it may hold a CPR
+				// (GET /people/010190-1234), which no log keeps in clear.
+				cfg.AccessLog.InfoContext(r.Context(), "request", "request_id", id, "method", r.Method, "path", cpr.Redact(r.URL.EscapedPath()),
+					"status", rec.status, "duration_ms", float64(time.Since(start).Microseconds())/1000,
+					"client_id", entry.clientID, "key_id", entry.keyID)
 			}
 		}()
 		if r.ContentLength > cfg.MaxBodyBytes {
 			WriteError(rec, r, &http.MaxBytesError{Limit: cfg.MaxBodyBytes})
 			return
 		}
-		r.Body = http.MaxBytesReader(rec, r.Body, cfg.MaxBodyBytes)
+		r.Body = &bodyReader{http.MaxBytesReader(rec, r.Body, cfg.MaxBodyBytes)}
 		next.ServeHTTP(rec, r)
 	})
+}
+
+// bodyReader marks failures to read the request body (a client that sent
+// less than its Content-Length and hung up, a broken chunked encoding) as
+// the client's: WriteError answers them 400, not 500.
+type bodyReader struct{ io.ReadCloser }
+
+func (b *bodyReader) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF {
+		var tooBig *http.MaxBytesError
+		if !errors.As(err, &tooBig) {
+			err = &Error{Status: http.StatusBadRequest, Message: "the request body could not be read in full (it ended before its Content-Length, or its encoding is broken); send it again"}
+		}
+	}
+	return n, err
 }
 
 type statusRecorder struct {
@@ -288,6 +314,12 @@ func (cfg *Config) authorize(rt routes.Route, next http.HandlerFunc) http.Handle
 		// The IETF draft's fields alongside: t is seconds until the reset.
 		h.Set("RateLimit-Policy", fmt.Sprintf(`"default";q=%d;w=60`, cfg.RateLimit))
 		h.Set("RateLimit", fmt.Sprintf(`"default";r=%d;t=%d`, remaining, max(int64(usage.Reset.Sub(now).Seconds()+0.999), 0)))
+		if e, ok := r.Context().Value(logKey).(*accessEntry); ok {
+			e.clientID, e.keyID = client.ID, tok.SecretID
+		}
+		// Every answer to a key holds the organisation's data or says
+		// something about the key: no cache, shared or private, keeps it.
+		h.Set("Cache-Control", "no-store")
 		r = r.WithContext(context.WithValue(r.Context(), envKey, &requestEnv{client: &client, sealer: cfg.Sealer, idem: cfg.Idempotency, now: cfg.Now}))
 		if usage.Count > int64(cfg.RateLimit) {
 			wait := int64(usage.Reset.Sub(now).Seconds() + 0.999)

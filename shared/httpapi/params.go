@@ -11,12 +11,26 @@ import (
 	"github.com/practice-api/practice-api/shared/store"
 )
 
+// QueryValue is the value of query parameter name, "" when absent. A
+// parameter sent more than once (status=active&status=closed) is a 422:
+// answering one of them silently would filter on a value the caller may
+// not have meant.
+func QueryValue(q url.Values, name string) (string, error) {
+	switch v := q[name]; len(v) {
+	case 0:
+		return "", nil
+	case 1:
+		return v[0], nil
+	}
+	return "", Invalid(name, "%s is sent %d times; send it once (filters combine with AND across parameters, not within one)", name, len(q[name]))
+}
+
 // UUIDParam validates an optional uuid filter; "" when absent. Ids are
 // returned in canonical lower-case form.
 func UUIDParam(q url.Values, name string) (string, error) {
-	v := q.Get(name)
-	if v == "" {
-		return "", nil
+	v, err := QueryValue(q, name)
+	if err != nil || v == "" {
+		return "", err
 	}
 	id, err := uuid.Parse(v)
 	if err != nil || len(v) != 36 {
@@ -27,9 +41,9 @@ func UUIDParam(q url.Values, name string) (string, error) {
 
 // EnumParam validates an optional filter against its allowed values.
 func EnumParam(q url.Values, name string, allowed ...string) (string, error) {
-	v := q.Get(name)
-	if v == "" || slices.Contains(allowed, v) {
-		return v, nil
+	v, err := QueryValue(q, name)
+	if err != nil || v == "" || slices.Contains(allowed, v) {
+		return v, err
 	}
 	return "", Invalid(name, "%s must be one of %s", name, strings.Join(allowed, ", "))
 }
@@ -38,9 +52,9 @@ func EnumParam(q url.Values, name string, allowed ...string) (string, error) {
 // date-time with Z or an offset. A '+' sent unencoded arrives as a space and
 // is refused with a message that says so. The result is in store.TimeLayout.
 func SinceParam(q url.Values, name string) (string, error) {
-	v := q.Get(name)
-	if v == "" {
-		return "", nil
+	v, err := QueryValue(q, name)
+	if err != nil || v == "" {
+		return "", err
 	}
 	if strings.Contains(v, " ") {
 		return "", Invalid(name, "%s contains a space: a '+' in a query string means a space, so send the offset as %%2B (for example 2024-05-01T10:00:00%%2B02:00) or use Z", name)
@@ -66,9 +80,9 @@ func PathID(v string) (string, bool) {
 
 // DateParam validates an optional YYYY-MM-DD filter.
 func DateParam(q url.Values, name string) (string, error) {
-	v := q.Get(name)
-	if v == "" {
-		return "", nil
+	v, err := QueryValue(q, name)
+	if err != nil || v == "" {
+		return "", err
 	}
 	if _, err := time.Parse(time.DateOnly, v); err != nil || len(v) != 10 {
 		return "", Invalid(name, "%s must be a date in the form YYYY-MM-DD", name)

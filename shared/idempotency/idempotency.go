@@ -6,6 +6,7 @@ package idempotency
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -54,14 +55,19 @@ type Record struct {
 type Store struct {
 	db   *store.DB
 	lock time.Duration
+	mac  []byte // the HMAC key of stored Idempotency-Keys
 }
 
-// NewStore returns a Store; lock <= 0 means DefaultLock.
-func NewStore(db *store.DB, lock time.Duration) *Store {
+// NewStore returns a Store; lock <= 0 means DefaultLock. secret is the
+// stage's own secret (the table's, store.DB.LoadOrCreateSecret): the key
+// of the HMAC under which Idempotency-Keys are stored is derived from it.
+func NewStore(db *store.DB, lock time.Duration, secret []byte) *Store {
 	if lock <= 0 {
 		lock = DefaultLock
 	}
-	return &Store{db: db, lock: lock}
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte("practice-api/idempotency-key/v1"))
+	return &Store{db: db, lock: lock, mac: m.Sum(nil)}
 }
 
 // Claim is a key this request holds.
@@ -71,11 +77,17 @@ type Claim struct {
 	owner  string
 }
 
-// keySK scopes a key to its endpoint; the key is hashed so that any 255
-// characters make a bounded, safe sort key.
-func keySK(endpoint, key string) string {
-	sum := sha256.Sum256([]byte(key))
-	return "IDEM#" + endpoint + "#" + hex.EncodeToString(sum[:])
+// keySK scopes a key to its endpoint. The key is stored as an HMAC under
+// the stage's secret, never in clear nor as a bare hash: integrators key
+// creates with their own record ids, which may be guessable or personal,
+// and a table export must not let anyone test guesses against them. Any
+// 255 characters make a bounded, safe sort key.
+func (s *Store) keySK(endpoint, key string) string {
+	m := hmac.New(sha256.New, s.mac)
+	m.Write([]byte(endpoint))
+	m.Write([]byte{0})
+	m.Write([]byte(key))
+	return "IDEM#" + endpoint + "#" + hex.EncodeToString(m.Sum(nil))
 }
 
 // Claim takes the key for this request. It succeeds when the key is unused,
@@ -86,7 +98,7 @@ func (s *Store) Claim(ctx context.Context, org, endpoint, key, bodyHash string, 
 	if _, err := rand.Read(ob[:]); err != nil {
 		return nil, nil, err
 	}
-	c := &Claim{s: s, pk: store.OrgPK(org), sk: keySK(endpoint, key), owner: hex.EncodeToString(ob[:])}
+	c := &Claim{s: s, pk: store.OrgPK(org), sk: s.keySK(endpoint, key), owner: hex.EncodeToString(ob[:])}
 	n := func(v int64) ddbtypes.AttributeValue {
 		return &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
 	}

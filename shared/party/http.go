@@ -53,8 +53,12 @@ func parseCompanyFilter(q url.Values) (CompanyFilter, error) {
 		return CompanyFilter{}, err
 	}
 	f := CompanyFilter{UpdatedSince: since}
-	if raw, ok := q["cvr"]; ok && raw[0] != "" {
-		f.CVR = DigitsOnly(raw[0])
+	raw, err := httpapi.QueryValue(q, "cvr")
+	if err != nil {
+		return CompanyFilter{}, err
+	}
+	if raw != "" {
+		f.CVR = DigitsOnly(raw)
 		if f.CVR == "" || len(f.CVR) > 20 {
 			return CompanyFilter{}, httpapi.Invalid("cvr", "cvr must contain digits (formatting characters are ignored), e.g. 12345678")
 		}

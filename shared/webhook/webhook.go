@@ -301,9 +301,21 @@ func (s *Store) Update(ctx context.Context, org, id string, raw []byte, now time
 	return e, err
 }
 
+// ErrRotated is returned when another rotation replaced the secret first.
+var ErrRotated = errors.New("webhook: the secret was rotated by another request")
+
 // RotateSecret gives an endpoint a new signing secret, returned once. The
 // old one keeps signing beside it for grace, so receivers can switch over.
+// The write is conditional on the secret it replaces: of concurrent
+// rotations one wins and the others get ErrRotated, so every secret handed
+// out is one that signs (the current one, or the previous during its grace).
 func (s *Store) RotateSecret(ctx context.Context, org, id string, now time.Time, grace time.Duration) (Endpoint, error) {
+	cur, err := store.ReadInto[struct {
+		Secret string `dynamodbav:"secret"`
+	}](ctx, s.db, store.OrgPK(org), endpointSK(id))
+	if err != nil {
+		return Endpoint{}, err
+	}
 	secret, sealed, err := s.newSealedSecret(ctx)
 	if err != nil {
 		return Endpoint{}, err
@@ -311,16 +323,22 @@ func (s *Store) RotateSecret(ctx context.Context, org, id string, now time.Time,
 	out, err := s.db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(s.db.Table), Key: store.Key(store.OrgPK(org), endpointSK(id)),
 		UpdateExpression:    aws.String("SET previous_secret = secret, previous_secret_expires_at = :exp, secret = :new, updated_at = :now"),
-		ConditionExpression: aws.String("attribute_exists(PK)"),
+		ConditionExpression: aws.String("secret = :old"),
 		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{
 			":exp": &ddbtypes.AttributeValueMemberS{Value: store.FormatTime(now.Add(grace))},
 			":new": &ddbtypes.AttributeValueMemberS{Value: sealed},
+			":old": &ddbtypes.AttributeValueMemberS{Value: cur.Secret},
 			":now": &ddbtypes.AttributeValueMemberS{Value: store.FormatTime(now)},
 		},
-		ReturnValues: ddbtypes.ReturnValueAllNew,
+		ReturnValues:                        ddbtypes.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,
 	})
-	if store.IsConditionFailed(err) {
-		return Endpoint{}, store.ErrNotFound
+	var ccf *ddbtypes.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		if len(ccf.Item) == 0 {
+			return Endpoint{}, store.ErrNotFound // deleted meanwhile
+		}
+		return Endpoint{}, ErrRotated
 	}
 	if err != nil {
 		return Endpoint{}, err
@@ -488,8 +506,12 @@ func Handlers(s *Store, d *Deliverer) httpapi.Handlers {
 			if err == nil {
 				e, err = s.RotateSecret(r.Context(), httpapi.OrgID(r.Context()), id, httpapi.Now(r.Context()), grace)
 			}
-			if errors.Is(err, store.ErrNotFound) {
+			switch {
+			case errors.Is(err, store.ErrNotFound):
 				err = httpapi.NotFound("webhook endpoint")
+			case errors.Is(err, ErrRotated):
+				err = &httpapi.Error{Status: http.StatusConflict, Message: "another request rotated this endpoint's secret at the same time, and its secret is the current one; " +
+					"nothing was changed by this request. Rotate again if you need a secret of your own (the one before it then stops signing after the grace period)"}
 			}
 			if err != nil {
 				httpapi.WriteError(w, r, err)

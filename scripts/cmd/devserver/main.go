@@ -114,7 +114,10 @@ func run() error {
 		line, _ := json.Marshal(map[string]string{"demo_org_id": org, "demo_key": key.String()})
 		fmt.Println(string(line))
 	}
-	apiSrv := &http.Server{Handler: kickAfterWrites(handler, kick), ReadHeaderTimeout: 10 * time.Second}
+	apiSrv, err := apiServer(kickAfterWrites(handler, kick))
+	if err != nil {
+		return err
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- apiSrv.Serve(apiLn) }()
 	base := "http://" + apiLn.Addr().String() + "/api/v1"
@@ -140,6 +143,24 @@ func run() error {
 	defer cancel()
 	_ = apiSrv.Shutdown(shutdown)
 	return nil
+}
+
+// apiServer is the HTTP server with the limits API Gateway would apply in
+// front of a Lambda: a whole request (headers and body) must arrive within
+// REQUEST_READ_TIMEOUT (default 30 s, API Gateway's integration timeout),
+// so a client that trickles a body cannot hold a connection; headers
+// within 10 s; idle keep-alive connections close after 2 minutes.
+func apiServer(h http.Handler) (*http.Server, error) {
+	read := 30 * time.Second
+	if v := os.Getenv("REQUEST_READ_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("REQUEST_READ_TIMEOUT must be a positive Go duration such as 30s, got %q", v)
+		}
+		read = d
+	}
+	return &http.Server{Handler: h, ReadTimeout: read, ReadHeaderTimeout: min(read, 10*time.Second),
+		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}, nil
 }
 
 // kickAfterWrites wakes the outbox dispatcher after every request that may

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -343,4 +344,47 @@ func TestDynamoDBEndpointReplacesTheEngine(t *testing.T) {
 	if code, _ := getJSON(t, first.base+"/matters", first.demoKey); code != 200 {
 		t.Fatalf("the first devserver after the second stopped: %d", code)
 	}
+}
+
+// TestATrickledBodyDoesNotHoldTheServer: a client that sends a create's
+// body a byte at a time, far slower than any real client, gets a 400 when
+// the read timeout ends the request, and the connection is closed: it
+// cannot hold the server (REQUEST_READ_TIMEOUT, 30 s by default).
+func TestATrickledBodyDoesNotHoldTheServer(t *testing.T) {
+	p, err := start(t, "REQUEST_READ_TIMEOUT=2s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := url.Parse(p.base)
+	conn, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	body := `{"name":"Anne","email":"trickle@example.dk"}`
+	fmt.Fprintf(conn, "POST /api/v1/people HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nIdempotency-Key: trickle\r\nContent-Length: %d\r\n\r\n",
+		u.Host, p.demoKey, len(body))
+	began := time.Now()
+	go func() { // one byte every 700 ms: the body would take 30 s
+		for i := range len(body) {
+			if _, err := conn.Write([]byte{body[i]}); err != nil {
+				return
+			}
+			time.Sleep(700 * time.Millisecond)
+		}
+	}()
+	_ = conn.SetReadDeadline(time.Now().Add(15 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer to a trickled body: %v", err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	took := time.Since(began)
+	if resp.StatusCode != 400 || !strings.Contains(string(raw), "message") || took > 6*time.Second {
+		t.Fatalf("after %s: %d %s", took, resp.StatusCode, raw)
+	}
+	if _, err := conn.Read(make([]byte, 1)); err == nil {
+		t.Fatal("the connection stays open after the timeout")
+	}
+	t.Logf("a trickled body answered %d after %s", resp.StatusCode, took.Round(100*time.Millisecond))
 }

@@ -39,14 +39,15 @@ type resp struct {
 	headers []string
 }
 
-// rateHeaders are on every answer to an authenticated request that was counted.
-var rateHeaders = []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "RateLimit-Policy", "RateLimit"}
+// rateHeaders are on every answer to an authenticated request that was
+// counted (with Cache-Control: no-store, as they carry the organisation's data).
+var rateHeaders = []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "RateLimit-Policy", "RateLimit", "Cache-Control"}
 
 // always are on every answer: the request id and a deprecation's announcement.
 var always = []string{"X-Request-Id", "Deprecation", "Sunset", "Link"}
 
 var errorResponse = map[int]string{
-	304: "NotModified", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound", 409: "Conflict",
+	304: "NotModified", 400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound", 409: "Conflict",
 	413: "PayloadTooLarge", 422: "Unprocessable", 429: "TooManyRequests", 500: "InternalError", 503: "ServiceUnavailable",
 }
 
@@ -117,6 +118,9 @@ func (o op) render(rt routes.Route) M {
 	// operation (a GET with a body included).
 	if !slices.Contains(errs, 413) {
 		errs = append(errs, 413)
+	}
+	if o.body != "" {
+		errs = append(errs, 400)
 	}
 	errs = append(errs, 500)
 	for _, status := range errs {
@@ -257,10 +261,10 @@ func operations() map[string]func(routes.Route) []op {
 		},
 		"webhooks.rotate_secret": func(routes.Route) []op {
 			return []op{{summary: "Rotate an endpoint's signing secret",
-				description: "Returns a new `secret` beside `data`, shown only here. For a grace period (24 hours unless `grace_period_seconds` says otherwise; at most a week) the old secret keeps signing too: each delivery's `Service-Signature` then carries two `v1=` signatures, one per secret, and a receiver verifies with whichever secret it holds (`signature.Verify` accepts any matching `v1`). Switch the receiver to the new secret within the grace period. `previous_secret_expires_at` says when the old one stops.",
+				description: "Returns a new `secret` beside `data`, shown only here. For a grace period (24 hours unless `grace_period_seconds` says otherwise; at most a week) the old secret keeps signing too: each delivery's `Service-Signature` then carries two `v1=` signatures, one per secret, and a receiver verifies with whichever secret it holds (`signature.Verify` accepts any matching `v1`). Switch the receiver to the new secret within the grace period. `previous_secret_expires_at` says when the old one stops. A rotation replaces exactly the secret it found: of two rotations at the same time one wins and the other gets 409 with nothing changed, so every secret handed out is one that signs.",
 				body:        "WebhookRotateSecret", optional: true,
 				ok:   []resp{{200, "The endpoint with its new secret.", "WebhookEndpointCreated", nil}},
-				errs: []int{404, 413, 422}}}
+				errs: []int{404, 409, 413, 422}}}
 		},
 		"webhooks.delete": func(routes.Route) []op {
 			return []op{{summary: "Delete a webhook endpoint", description: "Deliveries to it stop.",
@@ -273,7 +277,7 @@ func operations() map[string]func(routes.Route) []op {
 		},
 		"webhooks.retry": func(routes.Route) []op {
 			return []op{{summary: "Resend a failed attempt's event",
-				description: "Queues the event again as a new first attempt. 409 when the attempt succeeded or the endpoint is disabled.",
+				description: "Queues the event again as a new first attempt. 409 when the attempt succeeded, the endpoint is disabled, or the attempt was a `webhook.test` (send a new test instead).",
 				ok:          []resp{{202, "Queued.", "DeliveryRetryResponse", nil}}, errs: []int{404, 409}}}
 		},
 
@@ -394,7 +398,7 @@ func headers() M {
 		"ETag":                        header("Strong validator of the representation.", M{"type": "string", "pattern": `^"[0-9a-f]{32}"$`}, true),
 		"Location":                    header("URL of the created resource.", M{"type": "string", "format": "uri-reference"}, true),
 		"Idempotent-Replayed":         header("`true` on a replay; absent on the original 201.", M{"type": "string", "enum": []string{"true"}}, true),
-		"Cache-Control":               header("How the answer may be cached.", strS, true),
+		"Cache-Control":               header("How the answer may be cached: `no-store` on every answer to a key (it holds the organisation's data) and on every error; the public documents say how long they keep.", strS, true),
 		"Content-Security-Policy":     header("The reference page runs only this server's scripts and talks only to this server.", strS, true),
 		"Vary":                        header("`Accept-Encoding`: the file is sent gzipped to clients that accept it.", strS, true),
 		"Content-Encoding":            header("`gzip` when the client accepts it.", strS, false),
@@ -429,8 +433,10 @@ func responses() M {
 		"Forbidden":      errResp("The key lacks this operation's scope.", "ScopeError", counted()...),
 		"NotFound":       errResp("No such record in this organisation (including malformed ids and other organisations' ids).", "Error", counted()...),
 		"NotFoundPublic": errResp("No such file.", "Error"),
-		"Conflict": errResp("The Idempotency-Key was used with a different body, or its first request is still running (then with `Retry-After`).",
+		"Conflict": errResp("For a create: the Idempotency-Key was used with a different body, or its first request is still running (then with `Retry-After`). For other operations, the operation's description says when.",
 			"Error", counted("Retry-After-Optional")...),
+		"BadRequest": errResp("The request body could not be read in full: it ended before its `Content-Length`, or arrived too slowly. Nothing was written and the Idempotency-Key stays unused; send it again.",
+			"Error", counted()...),
 		"PayloadTooLarge":    errResp("The body exceeds 1 MiB (1,048,576 bytes): refused before anything else, on any path and method. Not counted.", "Error"),
 		"Unprocessable":      errResp("Invalid filters, parameters, headers or body; every problem is listed. Nothing was written and the Idempotency-Key stays unused.", "ValidationError", counted()...),
 		"TooManyRequests":    errResp("Rate limit exceeded.", "Error", counted("Retry-After")...),

@@ -379,11 +379,19 @@ func oneLine(err error) string {
 // Middleware checks every exchange with h.
 func (c *Checker) Middleware(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		r.Body = io.NopCloser(bytes.NewReader(body))
+		// The handler reads the body itself, when and as far as it likes
+		// (after authenticating, say): the check sees a copy, and whatever
+		// the handler left unread.
+		var body bytes.Buffer
+		in := r.Body
+		r.Body = struct {
+			io.Reader
+			io.Closer
+		}{io.TeeReader(in, &body), in}
 		rec := &recorder{ResponseWriter: w, status: http.StatusOK}
 		h.ServeHTTP(rec, r)
-		c.Check(context.WithoutCancel(r.Context()), Exchange{Request: r, RequestBody: body, Status: rec.status, Header: w.Header(), Body: rec.body.Bytes()})
+		_, _ = io.Copy(&body, in)
+		c.Check(context.WithoutCancel(r.Context()), Exchange{Request: r, RequestBody: body.Bytes(), Status: rec.status, Header: w.Header(), Body: rec.body.Bytes()})
 	})
 }
 

@@ -22,6 +22,7 @@ func counted(h http.Header) {
 	h.Set("X-RateLimit-Reset", "1700000000")
 	h.Set("RateLimit-Policy", `"default";q=120;w=60`)
 	h.Set("RateLimit", `"default";r=119;t=30`)
+	h.Set("Cache-Control", "no-store")
 }
 
 // The checker must catch each kind of drift; a checker that passes
