@@ -39,6 +39,9 @@ type Job struct {
 	// NotBefore (unix seconds) carries a pause longer than a queue delay
 	// (15 minutes): the job hops through the queue until then.
 	NotBefore int64 `json:"not_before,omitempty"`
+	// Manual is the id of the failed attempt a manual retry resends: one
+	// attempt of its own, outside the automatic series.
+	Manual string `json:"manual,omitempty"`
 }
 
 // Fanout turns an outbox event into one delivery job per active endpoint of
@@ -59,16 +62,19 @@ func (f *Fanout) Send(ctx context.Context, body []byte, _ time.Duration) error {
 	if err != nil {
 		return err
 	}
+	var jobs [][]byte
 	for _, e := range eps {
 		if !e.IsActive || !slices.Contains(e.EventTypes, ev.Type) {
 			continue
 		}
 		job, _ := json.Marshal(Job{Event: ev, EndpointID: e.ID, Attempt: 1})
-		if err := f.Queue.Send(ctx, job, 0); err != nil {
-			return err
-		}
+		jobs = append(jobs, job)
 	}
-	return nil
+	// One call per ten jobs. If some are refused, the event stays pending
+	// and the next dispatch fans it out again; the jobs that did go out
+	// then arrive twice, and send nothing the second time (each attempt is
+	// claimed before it is sent).
+	return f.Queue.SendBatch(ctx, jobs)
 }
 
 // Attempt is the record of one delivery attempt, kept 30 days.
@@ -84,8 +90,10 @@ type Attempt struct {
 	Error       string `dynamodbav:"error,omitempty" json:"error,omitempty"`
 	DurationMS  int64  `dynamodbav:"duration_ms" json:"duration_ms"`
 	AttemptedAt string `dynamodbav:"attempted_at" json:"attempted_at"`
-	Envelope    string `dynamodbav:"envelope" json:"-"`
-	TTL         int64  `dynamodbav:"ttl" json:"-"`
+	// Manual marks an attempt a manual retry made (POST …/retry).
+	Manual   bool   `dynamodbav:"manual,omitempty" json:"manual,omitempty"`
+	Envelope string `dynamodbav:"envelope" json:"-"`
+	TTL      int64  `dynamodbav:"ttl" json:"-"`
 }
 
 // Deliverer sends jobs: signed, bounded in time, never following redirects,
@@ -145,10 +153,12 @@ func (d *Deliverer) schedule() []time.Duration {
 const maxResponse = 4 << 10
 
 // Handle runs one job. An error (the store failed) leaves the job to the
-// queue's redelivery; a failed delivery is recorded and rescheduled instead.
+// queue's redelivery; a failed delivery is recorded and rescheduled
+// instead. Each attempt is claimed before it is sent (attempts.go), so a
+// job received twice is sent once.
 func (d *Deliverer) Handle(ctx context.Context, m queue.Message) error {
 	var job Job
-	if err := json.Unmarshal(m.Body, &job); err != nil || job.EndpointID == "" {
+	if err := json.Unmarshal(m.Body, &job); err != nil || job.EndpointID == "" || job.Event.ID == "" {
 		return nil
 	}
 	now := d.now()
@@ -165,16 +175,50 @@ func (d *Deliverer) Handle(ctx context.Context, m queue.Message) error {
 	if !e.IsActive || !slices.Contains(e.EventTypes, job.Event.Type) {
 		return nil // disabled or unsubscribed: deliveries stop
 	}
-	a, err := d.attempt(ctx, &e, job, now)
+	c, err := d.Store.claimAttempt(ctx, job, m.ID, uuid.NewString(), now)
 	if err != nil {
 		return err
 	}
+	switch c.outcome {
+	case eventDelivered, inFlight:
+		return nil // nothing to send: delivered already, or a duplicate of a job being sent
+	case inFlightHere:
+		return errAttemptInFlight // the same message, still being handled: let it come back later
+	case alreadyDone:
+		// Sent and recorded; queue the next attempt if a worker stopped
+		// before it could.
+		if c.succeeded || c.nextQueued || job.Manual != "" {
+			return nil
+		}
+		return d.scheduleNext(ctx, c, job, now)
+	}
+	var a Attempt
+	if c.outcome == takenOver {
+		// A worker claimed this attempt and stopped before recording it:
+		// whether it was sent is unknown, and it is never sent twice. It
+		// counts as failed; the next attempt follows on the schedule.
+		a = d.newAttempt(&e, job, now, 0, errors.New("the delivery worker stopped before it recorded this attempt's outcome; the next attempt follows on the schedule"), 0, nil)
+	} else {
+		a, err = d.attempt(ctx, &e, job, now)
+		if err != nil {
+			return err
+		}
+	}
 	// What follows the attempt is bookkeeping that must finish even when the
-	// receiver used up the caller's time: counting it, and queueing the retry.
+	// receiver used up the caller's time: recording and counting it, and
+	// queueing the retry.
 	ctx, cancel := bookkeeping(ctx)
 	defer cancel()
-	ok := a.Succeeded
-	disabled, err := d.Store.RecordOutcome(ctx, job.Event.OrgID, e.ID, ok, now)
+	switch err := d.Store.record(ctx, c, a, now); {
+	case errors.Is(err, errLostClaim):
+		return nil // another worker took the attempt over and records it
+	case err != nil:
+		return err
+	}
+	if a.Succeeded {
+		return nil
+	}
+	disabled, err := d.Store.disableIfDue(ctx, job.Event.OrgID, e.ID, now)
 	if err != nil {
 		return err
 	}
@@ -183,7 +227,20 @@ func (d *Deliverer) Handle(ctx context.Context, m queue.Message) error {
 		metrics.Emit(ctx, slog.LevelWarn, "webhook endpoint disabled", map[string]int{"WebhookEndpointsDisabled": 1},
 			"endpoint_id", e.ID, "organization_id", job.Event.OrgID)
 	}
-	if ok || job.Attempt > len(d.schedule()) {
+	if job.Manual != "" {
+		return nil // a manual retry is one attempt: the automatic series goes on by itself
+	}
+	return d.scheduleNext(ctx, c, job, now)
+}
+
+// errAttemptInFlight sends a message back to its queue: its attempt is
+// being sent by another receive of the same message.
+var errAttemptInFlight = errors.New("webhook: this attempt is being sent by another worker")
+
+// scheduleNext queues the attempt after job's, after its pause, unless job
+// was the last; and notes that it did.
+func (d *Deliverer) scheduleNext(ctx context.Context, c *claim, job Job, now time.Time) error {
+	if job.Attempt > len(d.schedule()) {
 		return nil
 	}
 	pause := d.schedule()[job.Attempt-1]
@@ -192,7 +249,10 @@ func (d *Deliverer) Handle(ctx context.Context, m queue.Message) error {
 	if pause > queue.MaxDelay {
 		job.NotBefore = now.Add(pause).Unix()
 	}
-	return d.enqueue(ctx, job, pause)
+	if err := d.enqueue(ctx, job, pause); err != nil {
+		return err
+	}
+	return d.Store.markQueued(ctx, c)
 }
 
 func (d *Deliverer) enqueue(ctx context.Context, job Job, wait time.Duration) error {
@@ -226,18 +286,27 @@ func (d *Deliverer) post(ctx context.Context, e *Endpoint, body []byte, job Job)
 	return resp.StatusCode, nil, time.Since(start)
 }
 
-// attempt posts one job's event to e and records the attempt in the
-// delivery log; counting it towards the endpoint's failures is the caller's.
+// attempt posts one job's event to e and returns the attempt, for the
+// delivery log; recording and counting it are the caller's.
 func (d *Deliverer) attempt(ctx context.Context, e *Endpoint, job Job, now time.Time) (Attempt, error) {
 	body, err := json.Marshal(job.Event)
 	if err != nil {
 		return Attempt{}, err
 	}
 	status, derr, took := d.post(ctx, e, body, job)
+	return d.newAttempt(e, job, now, status, derr, took, body), nil
+}
+
+// newAttempt is the delivery-log entry of one attempt: status and err are
+// the receiver's answer (or the failure to get one).
+func (d *Deliverer) newAttempt(e *Endpoint, job Job, now time.Time, status int, derr error, took time.Duration, body []byte) Attempt {
+	if body == nil {
+		body, _ = json.Marshal(job.Event)
+	}
 	ok := derr == nil && status >= 200 && status < 300
 	a := Attempt{EndpointID: e.ID, EventID: job.Event.ID, EventType: job.Event.Type, Attempt: job.Attempt, Succeeded: ok,
 		StatusCode: status, DurationMS: took.Milliseconds(), AttemptedAt: store.FormatTime(now), Envelope: string(body),
-		TTL: now.Add(30 * 24 * time.Hour).Unix()}
+		TTL: now.Add(30 * 24 * time.Hour).Unix(), Manual: job.Manual != ""}
 	if derr != nil {
 		a.Error = derr.Error()
 	} else if !ok {
@@ -245,14 +314,7 @@ func (d *Deliverer) attempt(ctx context.Context, e *Endpoint, job Job, now time.
 	}
 	a.ID = timeOrderedID(now)
 	a.Keys = store.Keys{PK: store.OrgPK(job.Event.OrgID), SK: "DLV#" + e.ID + "#" + a.ID, Kind: "webhook_attempt"}
-	item, err := store.Marshal(a)
-	if err != nil {
-		return Attempt{}, err
-	}
-	// The attempt is logged even when the receiver used up the caller's time.
-	rctx, cancel := bookkeeping(ctx)
-	defer cancel()
-	return a, d.Store.db.PutNew(rctx, item)
+	return a
 }
 
 // BookkeepingTime bounds the store writes that follow a delivery attempt;
@@ -287,11 +349,23 @@ func (d *Deliverer) SendTest(ctx context.Context, org, endpointID string) (Attem
 	ev := outbox.Message{ID: uuid.NewString(), OrgID: org, Type: outbox.WebhookTest, CreatedAt: store.FormatTime(now), Data: data}
 	ctx, cancel := context.WithTimeout(ctx, TestTimeout)
 	defer cancel()
-	return d.attempt(ctx, &e, Job{Event: ev, EndpointID: e.ID, Attempt: 1}, now)
+	a, err := d.attempt(ctx, &e, Job{Event: ev, EndpointID: e.ID, Attempt: 1}, now)
+	if err != nil {
+		return Attempt{}, err
+	}
+	item, err := store.Marshal(a)
+	if err != nil {
+		return Attempt{}, err
+	}
+	// The attempt is logged even when the receiver used up the caller's time.
+	rctx, rcancel := bookkeeping(ctx)
+	defer rcancel()
+	return a, d.Store.db.PutNew(rctx, item)
 }
 
-// Retry resends the event of one failed attempt to its endpoint, as a new
-// first attempt.
+// Retry resends the event of one failed attempt to its endpoint: one
+// attempt, now, outside the automatic series (which goes on by itself, and
+// stops once any attempt of the event succeeds).
 func (d *Deliverer) Retry(ctx context.Context, org, endpointID, deliveryID string) (map[string]any, error) {
 	e, err := d.Store.Get(ctx, org, endpointID)
 	if errors.Is(err, store.ErrNotFound) {
@@ -318,11 +392,17 @@ func (d *Deliverer) Retry(ctx context.Context, org, endpointID, deliveryID strin
 	case !e.IsActive:
 		return nil, &httpapi.Error{Status: http.StatusConflict, Message: "the endpoint is disabled; PATCH it with is_active true first"}
 	}
+	switch done, err := d.Store.Delivered(ctx, org, e.ID, a.EventID); {
+	case err != nil:
+		return nil, err
+	case done:
+		return nil, &httpapi.Error{Status: http.StatusConflict, Message: "that event has been delivered to this endpoint since (a later attempt succeeded); there is nothing to retry"}
+	}
 	var ev outbox.Message
 	if err := json.Unmarshal([]byte(a.Envelope), &ev); err != nil {
 		return nil, err
 	}
-	if err := d.enqueue(ctx, Job{Event: ev, EndpointID: e.ID, Attempt: 1}, 0); err != nil {
+	if err := d.enqueue(ctx, Job{Event: ev, EndpointID: e.ID, Attempt: 1, Manual: a.ID}, 0); err != nil {
 		return nil, err
 	}
 	return map[string]any{"event_id": ev.ID, "endpoint_id": e.ID, "status": "queued"}, nil

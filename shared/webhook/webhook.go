@@ -387,54 +387,6 @@ func (s *Store) Delete(ctx context.Context, org, id string) error {
 	return err
 }
 
-// RecordOutcome counts a delivery's outcome atomically: success resets the
-// count, failure adds one; the failure that reaches DisableAfter turns the
-// endpoint off (exactly once, by condition). It reports whether this call
-// disabled it.
-func (s *Store) RecordOutcome(ctx context.Context, org, id string, ok bool, now time.Time) (disabled bool, err error) {
-	key := store.Key(store.OrgPK(org), endpointSK(id))
-	if ok {
-		_, err = s.db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName: aws.String(s.db.Table), Key: key, UpdateExpression: aws.String("SET consecutive_failures = :zero"),
-			ConditionExpression:       aws.String("attribute_exists(PK)"),
-			ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":zero": &ddbtypes.AttributeValueMemberN{Value: "0"}},
-		})
-		if store.IsConditionFailed(err) {
-			err = nil // deleted meanwhile
-		}
-		return false, err
-	}
-	out, err := s.db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(s.db.Table), Key: key, UpdateExpression: aws.String("ADD consecutive_failures :one"),
-		ConditionExpression:       aws.String("attribute_exists(PK)"),
-		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":one": &ddbtypes.AttributeValueMemberN{Value: "1"}},
-		ReturnValues:              ddbtypes.ReturnValueUpdatedNew,
-	})
-	if store.IsConditionFailed(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	n := 0
-	if v, ok := out.Attributes["consecutive_failures"].(*ddbtypes.AttributeValueMemberN); ok {
-		n, _ = strconv.Atoi(v.Value)
-	}
-	if n < DisableAfter {
-		return false, nil
-	}
-	_, err = s.db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(s.db.Table), Key: key, UpdateExpression: aws.String("SET is_active = :off, disabled_at = :now"),
-		ConditionExpression: aws.String("is_active = :on"),
-		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":off": &ddbtypes.AttributeValueMemberBOOL{Value: false},
-			":on": &ddbtypes.AttributeValueMemberBOOL{Value: true}, ":now": &ddbtypes.AttributeValueMemberS{Value: store.FormatTime(now)}},
-	})
-	if store.IsConditionFailed(err) {
-		return false, nil // already off
-	}
-	return err == nil, err
-}
-
 // Handlers returns the handlers of the webhooks family.
 func Handlers(s *Store, d *Deliverer) httpapi.Handlers {
 	get := func(ctx context.Context, org, id string) (Endpoint, error) { // never the secrets

@@ -277,7 +277,7 @@ func operations() map[string]func(routes.Route) []op {
 		},
 		"webhooks.retry": func(routes.Route) []op {
 			return []op{{summary: "Resend a failed attempt's event",
-				description: "Queues the event again as a new first attempt. 409 when the attempt succeeded, the endpoint is disabled, or the attempt was a `webhook.test` (send a new test instead).",
+				description: "Sends the event again, once, now (with `Service-Delivery-Attempt: 1`), outside the automatic series. Any success of the event, this one or an automatic attempt's, cancels the attempts still scheduled for it, so the event does not arrive twice. 409 when the attempt succeeded, the event has been delivered since, the endpoint is disabled, or the attempt was a `webhook.test` (send a new test instead).",
 				ok:          []resp{{202, "Queued.", "DeliveryRetryResponse", nil}}, errs: []int{404, 409}}}
 		},
 

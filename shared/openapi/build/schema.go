@@ -245,8 +245,9 @@ func schemas() M {
 			"error":        str("Why the attempt failed, when it did."),
 			"duration_ms":  withDesc(M{"type": "integer", "minimum": 0}, ""),
 			"attempted_at": dateTime(""),
+			"manual":       boolean("Present (true) on an attempt a manual retry made: one attempt, outside the automatic series."),
 		})
-	s["DeliveryRetry"] = object("A resend of a failed attempt's event, queued as a new first attempt.",
+	s["DeliveryRetry"] = object("A resend of a failed attempt's event: one attempt, queued now, outside the automatic series (which stops once any attempt of the event succeeds).",
 		[]string{"event_id", "endpoint_id", "status"}, M{
 			"event_id":    uuidS(""),
 			"endpoint_id": uuidS(""),

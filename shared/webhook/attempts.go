@@ -1,0 +1,256 @@
+package webhook
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/practice-api/practice-api/shared/store"
+)
+
+// Every delivery of one event to one endpoint shares one item,
+// DLVEV#<endpoint>#<event>, which makes the worker idempotent: each attempt
+// is claimed in it with a conditional write before the POST, so a second
+// receive of the same job (SQS delivers at least once, and a fan-out
+// retried halfway sends some jobs twice) sends nothing; its outcome is
+// recorded in the same item, in one transaction with the delivery log and
+// the endpoint's failure count, so nothing is counted twice; and a success
+// marks the event delivered, which cancels every attempt still scheduled,
+// manual or automatic.
+//
+// An attempt's attributes are suffixed by its slot: a<n> for automatic
+// attempt n, m<delivery id> for a manual retry. s_ is its state (sending,
+// done), o_ the claim's owner, l_ the claim's lease (unix seconds), r_ the
+// queue message that carried it, ok_ its outcome, q_ whether the next
+// attempt was queued.
+
+// ClaimLease bounds how long an attempt may take from claim to record
+// (connect and answer are bounded at 15 s, a worker invocation at 30 s).
+// A claim older than this belongs to a worker that stopped: the next
+// receive of the job takes it over, and records the attempt as failed
+// without sending, as its outcome is unknown.
+const ClaimLease = 60 * time.Second
+
+// EventRetention is how long the per-event item is kept: longer than the
+// whole retry schedule (about 41 minutes) and any redelivery of its jobs.
+const EventRetention = 3 * 24 * time.Hour
+
+func eventSK(endpoint, event string) string { return "DLVEV#" + endpoint + "#" + event }
+
+// slot names the attempt a job carries.
+func (j Job) slot() string {
+	if j.Manual != "" {
+		return "m" + strings.ReplaceAll(j.Manual, "-", "")
+	}
+	return "a" + strconv.Itoa(j.Attempt)
+}
+
+// claimOutcome is what claiming an attempt found.
+type claimOutcome int
+
+const (
+	claimed        claimOutcome = iota // the attempt is ours to send
+	takenOver                          // ours, from a worker that stopped mid-attempt: do not send
+	inFlight                           // another worker is sending it now
+	inFlightHere                       // this very message is being handled by another worker
+	alreadyDone                        // it was sent and recorded
+	eventDelivered                     // an attempt of this event succeeded: nothing more is sent
+)
+
+// claimed is a held attempt.
+type claim struct {
+	org, endpoint, event, slot, owner string
+	outcome                           claimOutcome
+	succeeded, nextQueued             bool // of an attempt alreadyDone
+}
+
+func attr(prefix, slot string) string { return prefix + slot }
+
+// claimAttempt claims job's attempt for this worker (owner), carried by
+// queue message msgID.
+func (s *Store) claimAttempt(ctx context.Context, job Job, msgID, owner string, now time.Time) (*claim, error) {
+	c := &claim{org: job.Event.OrgID, endpoint: job.EndpointID, event: job.Event.ID, slot: job.slot(), owner: owner}
+	names := map[string]string{"#s": attr("s_", c.slot), "#o": attr("o_", c.slot), "#l": attr("l_", c.slot), "#r": attr("r_", c.slot), "#ttl": store.AttrTTL}
+	str := func(v string) ddbtypes.AttributeValue { return &ddbtypes.AttributeValueMemberS{Value: v} }
+	num := func(v int64) ddbtypes.AttributeValue {
+		return &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
+	}
+	out, err := s.db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.db.Table), Key: store.Key(store.OrgPK(c.org), eventSK(c.endpoint, c.event)),
+		UpdateExpression:         aws.String("SET #s = :sending, #o = :owner, #l = :lease, #r = :msg, kind = :kind, #ttl = :ttl, endpoint_id = :ep, event_id = :ev"),
+		ConditionExpression:      aws.String("attribute_not_exists(delivered_at) AND (attribute_not_exists(#s) OR (#s = :sending AND #l < :now))"),
+		ExpressionAttributeNames: names,
+		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{
+			":sending": str("sending"), ":owner": str(owner), ":msg": str(msgID), ":kind": str("webhook_event_deliveries"),
+			":ep": str(c.endpoint), ":ev": str(c.event), ":lease": num(now.Add(ClaimLease).Unix()), ":now": num(now.Unix()),
+			":ttl": num(now.Add(EventRetention).Unix()),
+		},
+		ReturnValues:                        ddbtypes.ReturnValueAllOld,
+		ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if err == nil {
+		if v, _ := out.Attributes[names["#s"]].(*ddbtypes.AttributeValueMemberS); v != nil && v.Value == "sending" {
+			c.outcome = takenOver
+		}
+		return c, nil
+	}
+	var ccf *ddbtypes.ConditionalCheckFailedException
+	if !errors.As(err, &ccf) {
+		return nil, fmt.Errorf("claim delivery attempt: %w", err)
+	}
+	item := ccf.Item
+	if len(item) == 0 { // a store that does not return the old item: read it
+		o, err := s.db.Client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.db.Table), ConsistentRead: aws.Bool(true),
+			Key: store.Key(store.OrgPK(c.org), eventSK(c.endpoint, c.event))})
+		if err != nil {
+			return nil, fmt.Errorf("read delivery attempt: %w", err)
+		}
+		item = o.Item
+	}
+	sv := func(name string) string {
+		v, _ := item[name].(*ddbtypes.AttributeValueMemberS)
+		if v == nil {
+			return ""
+		}
+		return v.Value
+	}
+	bv := func(name string) bool {
+		v, _ := item[name].(*ddbtypes.AttributeValueMemberBOOL)
+		return v != nil && v.Value
+	}
+	switch {
+	case sv("delivered_at") != "":
+		c.outcome = eventDelivered
+	case sv(names["#s"]) == "sending" && sv(names["#r"]) == msgID:
+		c.outcome = inFlightHere
+	case sv(names["#s"]) == "sending":
+		c.outcome = inFlight
+	default:
+		c.outcome, c.succeeded, c.nextQueued = alreadyDone, bv(attr("ok_", c.slot)), bv(attr("q_", c.slot))
+	}
+	return c, nil
+}
+
+// errLostClaim: the attempt's lease ran out and another worker took it over.
+var errLostClaim = errors.New("webhook: the attempt's claim was taken over")
+
+// record stores the claimed attempt's outcome in one transaction: the
+// attempt is done (only while this worker still holds its claim), its
+// entry in the delivery log, the endpoint's failure count (reset by a
+// success, one more for a failure; counted only if the endpoint still
+// exists) and, on success, the event as delivered.
+func (s *Store) record(ctx context.Context, c *claim, a Attempt, now time.Time) error {
+	item, err := store.Marshal(a)
+	if err != nil {
+		return err
+	}
+	for _, count := range []bool{true, false} {
+		tx := s.db.Tx()
+		set := "SET #s = :done, #ok = :ok"
+		vals := map[string]ddbtypes.AttributeValue{
+			":done": &ddbtypes.AttributeValueMemberS{Value: "done"}, ":sending": &ddbtypes.AttributeValueMemberS{Value: "sending"},
+			":owner": &ddbtypes.AttributeValueMemberS{Value: c.owner}, ":ok": &ddbtypes.AttributeValueMemberBOOL{Value: a.Succeeded},
+		}
+		if a.Succeeded {
+			set += ", delivered_at = :now"
+			vals[":now"] = &ddbtypes.AttributeValueMemberS{Value: store.FormatTime(now)}
+		}
+		mine := tx.Add(ddbtypes.TransactWriteItem{Update: &ddbtypes.Update{
+			TableName: aws.String(s.db.Table), Key: store.Key(store.OrgPK(c.org), eventSK(c.endpoint, c.event)),
+			UpdateExpression: aws.String(set), ConditionExpression: aws.String("#o = :owner AND #s = :sending"),
+			ExpressionAttributeNames:  map[string]string{"#s": attr("s_", c.slot), "#o": attr("o_", c.slot), "#ok": attr("ok_", c.slot)},
+			ExpressionAttributeValues: vals,
+		}})
+		tx.Add(ddbtypes.TransactWriteItem{Put: &ddbtypes.Put{TableName: aws.String(s.db.Table), Item: item,
+			ConditionExpression: aws.String("attribute_not_exists(PK)")}})
+		counter := -1
+		if count {
+			u := &ddbtypes.Update{TableName: aws.String(s.db.Table), Key: store.Key(store.OrgPK(c.org), endpointSK(c.endpoint)),
+				ConditionExpression: aws.String("attribute_exists(PK)")}
+			if a.Succeeded {
+				u.UpdateExpression = aws.String("SET consecutive_failures = :zero")
+				u.ExpressionAttributeValues = map[string]ddbtypes.AttributeValue{":zero": &ddbtypes.AttributeValueMemberN{Value: "0"}}
+			} else {
+				u.UpdateExpression = aws.String("ADD consecutive_failures :one")
+				u.ExpressionAttributeValues = map[string]ddbtypes.AttributeValue{":one": &ddbtypes.AttributeValueMemberN{Value: "1"}}
+			}
+			counter = tx.Add(ddbtypes.TransactWriteItem{Update: u})
+		}
+		err = tx.Commit(ctx)
+		var failed *store.TxFailed
+		switch {
+		case err == nil:
+			return nil
+		case !errors.As(err, &failed):
+			return err
+		case failed.Has(mine):
+			return errLostClaim
+		case !failed.Has(counter):
+			return err
+		}
+		// The endpoint was deleted meanwhile: record the attempt uncounted.
+	}
+	return err
+}
+
+// markQueued notes that the attempt after c was queued, so a second
+// receive of c's job does not queue it again (a duplicate would send
+// nothing anyway: the next attempt is claimed too).
+func (s *Store) markQueued(ctx context.Context, c *claim) error {
+	_, err := s.db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.db.Table), Key: store.Key(store.OrgPK(c.org), eventSK(c.endpoint, c.event)),
+		UpdateExpression:          aws.String("SET #q = :yes"),
+		ConditionExpression:       aws.String("attribute_exists(PK)"),
+		ExpressionAttributeNames:  map[string]string{"#q": attr("q_", c.slot)},
+		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":yes": &ddbtypes.AttributeValueMemberBOOL{Value: true}},
+	})
+	if store.IsConditionFailed(err) {
+		return nil
+	}
+	return err
+}
+
+// Delivered reports whether an attempt of event to endpoint succeeded.
+func (s *Store) Delivered(ctx context.Context, org, endpoint, event string) (bool, error) {
+	v, err := store.ReadInto[struct {
+		DeliveredAt string `dynamodbav:"delivered_at"`
+	}](ctx, s.db, store.OrgPK(org), eventSK(endpoint, event))
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	return v.DeliveredAt != "", err
+}
+
+// disableIfDue turns an endpoint off when its count of consecutive
+// failures has reached DisableAfter, exactly once (by condition); it
+// reports whether this call did.
+func (s *Store) disableIfDue(ctx context.Context, org, id string, now time.Time) (bool, error) {
+	e, err := store.ReadInto[struct {
+		ConsecutiveFailures int  `dynamodbav:"consecutive_failures"`
+		IsActive            bool `dynamodbav:"is_active"`
+	}](ctx, s.db, store.OrgPK(org), endpointSK(id))
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil || !e.IsActive || e.ConsecutiveFailures < DisableAfter {
+		return false, err
+	}
+	_, err = s.db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.db.Table), Key: store.Key(store.OrgPK(org), endpointSK(id)), UpdateExpression: aws.String("SET is_active = :off, disabled_at = :now"),
+		ConditionExpression: aws.String("is_active = :on AND consecutive_failures >= :max"),
+		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":off": &ddbtypes.AttributeValueMemberBOOL{Value: false},
+			":on": &ddbtypes.AttributeValueMemberBOOL{Value: true}, ":now": &ddbtypes.AttributeValueMemberS{Value: store.FormatTime(now)},
+			":max": &ddbtypes.AttributeValueMemberN{Value: strconv.Itoa(DisableAfter)}},
+	})
+	if store.IsConditionFailed(err) {
+		return false, nil // already off, or a success reset the count meanwhile
+	}
+	return err == nil, err
+}
