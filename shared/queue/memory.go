@@ -51,6 +51,16 @@ func (q *Memory) Send(_ context.Context, body []byte, delay time.Duration) error
 	return nil
 }
 
+// SendBatch enqueues each body.
+func (q *Memory) SendBatch(ctx context.Context, bodies [][]byte) error {
+	for _, b := range bodies {
+		if err := q.Send(ctx, b, 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Receive returns visible messages, waiting up to wait for the first.
 func (q *Memory) Receive(ctx context.Context, max int, wait time.Duration) ([]Message, error) {
 	deadline := time.Now().Add(wait)

@@ -25,6 +25,10 @@ type Message struct {
 type Queue interface {
 	// Send enqueues body, visible after delay (at most MaxDelay).
 	Send(ctx context.Context, body []byte, delay time.Duration) error
+	// SendBatch enqueues bodies, visible at once, in as few calls as the
+	// queue allows; it returns an error when any of them could not be sent
+	// (after retrying those), having sent the others.
+	SendBatch(ctx context.Context, bodies [][]byte) error
 	// Receive waits up to wait for up to max visible messages and hides them
 	// for the queue's visibility timeout.
 	Receive(ctx context.Context, max int, wait time.Duration) ([]Message, error)

@@ -13,6 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go/middleware"
 
 	"github.com/practice-api/practice-api/shared/app"
 	"github.com/practice-api/practice-api/shared/queue"
@@ -50,13 +52,13 @@ func TestMain(m *testing.M) {
 }
 
 // SQSClient returns a client on moto, or skips the test.
-func sqsQueue(t *testing.T, visibility time.Duration) *queue.SQS {
+func sqsQueue(t *testing.T, visibility time.Duration, opts ...func(*sqs.Options)) *queue.SQS {
 	t.Helper()
 	if motoURL == "" {
 		t.Skip("moto_server is not installed here: the SQS adapter is not tested (CI's machine image has it)")
 	}
 	client := sqs.New(sqs.Options{Region: "us-east-1", BaseEndpoint: aws.String(motoURL),
-		Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")})
+		Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")}, opts...)
 	out, err := client.CreateQueue(context.Background(), &sqs.CreateQueueInput{
 		QueueName:  aws.String(fmt.Sprintf("q%d", time.Now().UnixNano())),
 		Attributes: map[string]string{"VisibilityTimeout": fmt.Sprint(int(visibility.Seconds()))},
@@ -109,9 +111,83 @@ func contract(t *testing.T, q queue.Queue) {
 	}
 }
 
-func TestMemoryQueue(t *testing.T) { contract(t, queue.NewMemory(2*time.Second)) }
+func TestMemoryQueue(t *testing.T) {
+	contract(t, queue.NewMemory(2*time.Second))
+	batchContract(t, queue.NewMemory(time.Minute))
+}
 
-func TestSQSQueueOnMoto(t *testing.T) { contract(t, sqsQueue(t, 2*time.Second)) }
+// batchContract: 25 bodies in one SendBatch arrive once each.
+func batchContract(t *testing.T, q queue.Queue) {
+	t.Helper()
+	ctx := context.Background()
+	var bodies [][]byte
+	for i := range 25 {
+		bodies = append(bodies, []byte(fmt.Sprintf(`{"n":%d}`, i)))
+	}
+	if err := q.SendBatch(ctx, bodies); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for deadline := time.Now().Add(5 * time.Second); len(seen) < 25 && time.Now().Before(deadline); {
+		msgs, err := q.Receive(ctx, 10, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range msgs {
+			seen[string(m.Body)]++
+			_ = q.Delete(ctx, m)
+		}
+	}
+	if msgs, _ := q.Receive(ctx, 10, time.Second); len(seen) != 25 || len(msgs) != 0 {
+		t.Fatalf("%d distinct bodies arrived, %d more after: %v", len(seen), len(msgs), seen)
+	}
+	for b, n := range seen {
+		if n != 1 {
+			t.Fatalf("%s arrived %d times", b, n)
+		}
+	}
+}
+
+// TestSQSSendBatchResendsOnlyRefusedEntries: SQS refuses two entries of the
+// first call (as it does under throttling); only those are sent again.
+func TestSQSSendBatchResendsOnlyRefusedEntries(t *testing.T) {
+	q := sqsQueue(t, time.Minute, func(o *sqs.Options) {
+		calls := 0
+		o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
+			return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("refuse", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				batch, ok := in.Parameters.(*sqs.SendMessageBatchInput)
+				if !ok {
+					return next.HandleInitialize(ctx, in)
+				}
+				calls++
+				if calls > 1 {
+					return next.HandleInitialize(ctx, in)
+				}
+				var kept []sqstypes.SendMessageBatchRequestEntry
+				var refused []sqstypes.BatchResultErrorEntry
+				for _, e := range batch.Entries {
+					if id := aws.ToString(e.Id); id == "1" || id == "3" {
+						refused = append(refused, sqstypes.BatchResultErrorEntry{Id: e.Id, Code: aws.String("ThrottlingException"), SenderFault: false, Message: aws.String("slow down")})
+						continue
+					}
+					kept = append(kept, e)
+				}
+				batch.Entries = kept
+				out, md, err := next.HandleInitialize(ctx, in)
+				if res, ok := out.Result.(*sqs.SendMessageBatchOutput); ok {
+					res.Failed = append(res.Failed, refused...)
+				}
+				return out, md, err
+			}), middleware.Before)
+		})
+	})
+	batchContract(t, q)
+}
+
+func TestSQSQueueOnMoto(t *testing.T) {
+	contract(t, sqsQueue(t, 2*time.Second))
+	batchContract(t, sqsQueue(t, time.Minute))
+}
 
 func TestSQSHideExtendsVisibility(t *testing.T) {
 	q := sqsQueue(t, 1*time.Second)

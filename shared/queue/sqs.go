@@ -37,6 +37,50 @@ func (q *SQS) Send(ctx context.Context, body []byte, delay time.Duration) error 
 	return nil
 }
 
+// batchAttempts is how often SendBatch tries entries that SQS refused.
+const batchAttempts = 3
+
+// SendBatch sends bodies ten to a SendMessageBatch call. SQS answers per
+// entry; entries it refused are sent again (up to batchAttempts in all),
+// and any still refused make the error. Entries that succeeded are not
+// sent again, so one failing entry does not duplicate the others.
+func (q *SQS) SendBatch(ctx context.Context, bodies [][]byte) error {
+	pending := make([]int, len(bodies))
+	for i := range bodies {
+		pending[i] = i
+	}
+	var lastErr error
+	for attempt := 0; attempt < batchAttempts && len(pending) > 0; attempt++ {
+		var refused []int
+		for start := 0; start < len(pending); start += 10 {
+			chunk := pending[start:min(start+10, len(pending))]
+			entries := make([]sqstypes.SendMessageBatchRequestEntry, len(chunk))
+			for j, i := range chunk {
+				entries[j] = sqstypes.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(string(bodies[i]))}
+			}
+			out, err := q.client.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(q.url), Entries: entries})
+			if err != nil {
+				lastErr = fmt.Errorf("sqs send batch: %w", err)
+				refused = append(refused, chunk...)
+				continue
+			}
+			for _, f := range out.Failed {
+				i, _ := strconv.Atoi(aws.ToString(f.Id))
+				refused = append(refused, i)
+				lastErr = fmt.Errorf("sqs send batch: entry refused: %s %s", aws.ToString(f.Code), aws.ToString(f.Message))
+			}
+		}
+		pending = refused
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if len(pending) > 0 {
+		return fmt.Errorf("%d of %d messages not sent: %w", len(pending), len(bodies), lastErr)
+	}
+	return nil
+}
+
 // Receive long-polls for up to wait (whole seconds, at most 20).
 func (q *SQS) Receive(ctx context.Context, max int, wait time.Duration) ([]Message, error) {
 	out, err := q.client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
