@@ -33,7 +33,11 @@ func DispatcherHandler(d *outbox.Dispatcher) func(context.Context, json.RawMessa
 		}
 		n, err := d.Sweep(ctx, 0)
 		dispatchMetrics(ctx, "sweep", n, err)
-		return err
+		// Failed and parked events are counted (the alarms watch the
+		// metrics); an error here would only send the schedule's event to
+		// the dead-letter queue, which is kept for invocations that crashed
+		// or timed out.
+		return nil
 	}
 }
 
@@ -41,28 +45,49 @@ func DispatcherHandler(d *outbox.Dispatcher) func(context.Context, json.RawMessa
 // records; it returns how many it sent.
 func DispatchRecords(ctx context.Context, d *outbox.Dispatcher, records []events.DynamoDBEventRecord) (int, error) {
 	var evs []outbox.Event
+	unreadable := 0
 	for _, r := range records {
 		img := r.Change.NewImage
 		if r.EventName == "REMOVE" || img["GSI6PK"].DataType() != events.DataTypeString || img["kind"].DataType() != events.DataTypeString || img["kind"].String() != "event" {
 			continue
 		}
 		var ev outbox.Event
-		if err := store.Unmarshal(fromStream(img), &ev); err == nil {
-			evs = append(evs, ev)
+		if err := store.Unmarshal(fromStream(img), &ev); err != nil || ev.ID == "" {
+			unreadable++ // left pending: the next sweep parks it
+			continue
 		}
+		evs = append(evs, ev)
 	}
-	return d.DispatchAll(ctx, evs)
+	n, err := d.DispatchAll(ctx, evs)
+	if unreadable > 0 {
+		var fe *outbox.FailedEvents
+		if !errors.As(err, &fe) {
+			fe = &outbox.FailedEvents{First: err}
+			err = fe
+		}
+		fe.Count += unreadable
+	}
+	return n, err
 }
 
-// dispatchMetrics logs one EMF line: OutboxDispatched and
-// OutboxDispatchFailures, for the dashboard and the alarm.
+// dispatchMetrics logs one EMF line: OutboxDispatched,
+// OutboxDispatchFailures (sends that failed; those events stay pending),
+// OutboxEventsParked (events given up on: they wait for an operator) and,
+// of those, OutboxUnknownTypes; for the dashboard and the alarms.
 func dispatchMetrics(ctx context.Context, how string, n int, err error) {
-	failed := 0
-	var fe *outbox.FailedEvents
-	if errors.As(err, &fe) {
-		failed = fe.Count
+	var fe outbox.FailedEvents
+	var got *outbox.FailedEvents
+	if errors.As(err, &got) {
+		fe = *got
+	} else if err != nil {
+		fe.Count = 1 // the round itself failed
 	}
-	metrics.Emit(ctx, slog.LevelInfo, "outbox "+how, map[string]int{"OutboxDispatched": n, "OutboxDispatchFailures": failed}, "err", err)
+	level := slog.LevelInfo
+	if fe.Parked > 0 {
+		level = slog.LevelError
+	}
+	metrics.Emit(ctx, level, "outbox "+how, map[string]int{"OutboxDispatched": n, "OutboxDispatchFailures": fe.Count,
+		"OutboxEventsParked": fe.Parked, "OutboxUnknownTypes": fe.UnknownTypes}, "err", err)
 }
 
 // fromStream converts a stream image to the SDK's attribute values.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -124,5 +125,72 @@ func TestAFailingEventHoldsBackNoOther(t *testing.T) {
 	sink.mu.Unlock()
 	if n, err := d.Sweep(context.Background(), 0); n != 1 || err != nil || sink.sent[evs[7].ID] != 1 || pendingLeft(t, db) != 0 {
 		t.Fatalf("second sweep: %d sent (%v)", n, err)
+	}
+}
+
+// TestPoisonedEventsArePutAside: an item in the pending index that is not
+// an event, an event whose sends always fail and an event of a type no
+// route knows hold back none of the others (every shard is swept); each is
+// parked once (after MaxDispatchAttempts for the failing one) and counted,
+// then left alone by later sweeps; a replay puts it back and the next sweep
+// sends it.
+func TestPoisonedEventsArePutAside(t *testing.T) {
+	db := storetest.NewDB(t)
+	ctx := context.Background()
+	evs, _ := pendingEvents(t, db, 30)
+	sink := &countingSink{sent: map[string]int{}, failFor: evs[3].ID}
+	d := &outbox.Dispatcher{DB: db, Routes: map[string][]outbox.Sink{outbox.MatterCreated: {sink}}}
+	// Not an event: data is a map, not JSON text; and it sits in shard 0.
+	bad := map[string]ddbtypes.AttributeValue{
+		"PK": &ddbtypes.AttributeValueMemberS{Value: "O#x"}, "SK": &ddbtypes.AttributeValueMemberS{Value: "EVT#broken"},
+		"kind": &ddbtypes.AttributeValueMemberS{Value: "event"}, "GSI6PK": &ddbtypes.AttributeValueMemberS{Value: outbox.PendingPK(0)},
+		"GSI6SK": &ddbtypes.AttributeValueMemberS{Value: "0000"}, "data": &ddbtypes.AttributeValueMemberM{Value: map[string]ddbtypes.AttributeValue{}},
+	}
+	odd, _ := outbox.New("5eed0000-0000-4000-8000-000000000009", "matter.renamed", "matter", map[string]string{"id": "m"}, time.Now().Add(-time.Second))
+	oddItem, _ := store.Marshal(odd)
+	if err := db.BatchPut(ctx, []map[string]ddbtypes.AttributeValue{bad, oddItem}); err != nil {
+		t.Fatal(err)
+	}
+	var parked, unknown, unreadable, sent int
+	for sweep := 1; sweep <= outbox.MaxDispatchAttempts+2; sweep++ {
+		n, err := d.Sweep(ctx, 0)
+		sent += n
+		var fe *outbox.FailedEvents
+		if errors.As(err, &fe) {
+			parked, unknown, unreadable = parked+fe.Parked, unknown+fe.UnknownTypes, unreadable+fe.Unreadable
+		}
+		if sweep == 1 && (n != 29 || fe == nil || fe.Count != 1 || fe.Parked != 2) {
+			t.Fatalf("first sweep: %d sent, %+v", n, fe)
+		}
+	}
+	if sent != 29 || parked != 3 || unknown != 1 || unreadable != 1 || pendingLeft(t, db) != 0 {
+		t.Fatalf("%d sent, %d parked (%d unknown, %d unreadable), %d pending", sent, parked, unknown, unreadable, pendingLeft(t, db))
+	}
+	list, err := outbox.Parked(ctx, db, 10)
+	if err != nil || len(list) != 3 {
+		t.Fatalf("parked: %v %v", list, err)
+	}
+	for _, ev := range list {
+		if ev.ParkedReason == "" || ev.ParkedAt == "" {
+			t.Errorf("parked without a reason: %+v", ev)
+		}
+		if ev.ID == evs[3].ID && (ev.DispatchAttempts != outbox.MaxDispatchAttempts || !strings.Contains(ev.ParkedReason, "queue unavailable")) {
+			t.Errorf("the failing event: %+v", ev)
+		}
+	}
+	// Replayed once the queue works, it is sent by the next sweep.
+	sink.failFor = ""
+	for _, ev := range list {
+		if ev.ID == evs[3].ID {
+			if ok, err := outbox.Replay(ctx, db, ev); !ok || err != nil {
+				t.Fatalf("replay: %v %v", ok, err)
+			}
+		}
+	}
+	if n, err := d.Sweep(ctx, 0); n != 1 || err != nil || sink.sent[evs[3].ID] != 1 {
+		t.Fatalf("after the replay: %d sent, %v", n, err)
+	}
+	if left, _ := outbox.Parked(ctx, db, 10); len(left) != 2 {
+		t.Fatalf("%d still parked, want 2", len(left))
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -44,27 +46,40 @@ type Sink interface {
 
 var _ Sink = queue.Queue(nil)
 
+// MaxDispatchAttempts bounds the dispatches of one event whose sends keep
+// failing (about ten minutes of sweeps): then it is parked, so it stops
+// failing every minute, its alarm clears, and a new failure shows.
+const MaxDispatchAttempts = 10
+
 // Sweep dispatches every pending event older than minAge, shard by shard,
 // and returns how many it dispatched. An event that fails is skipped (it
-// stays pending for the next sweep) and does not hold back the others; the
-// error is then a *FailedEvents.
+// stays pending for the next sweep, or is parked once it has used up its
+// attempts) and holds back no other; so does an item that cannot be read
+// as an event (parked at once), and a shard whose read fails. The error is
+// then a *FailedEvents.
 func (d *Dispatcher) Sweep(ctx context.Context, minAge time.Duration) (int, error) {
 	upTo := store.FormatTime(d.now().Add(-minAge)) + "~"
 	var all dispatchTally
 	for shard := range Shards {
 		q := store.ListQuery{Index: "GSI6", PK: PendingPK(shard), SKTo: upTo, Limit: 100}
 		for {
-			evs, next, err := store.QueryInto[Event](ctx, d.DB, q)
+			page, err := d.DB.Query(ctx, q)
 			if err != nil {
-				return all.sent, err
-			}
-			for _, ev := range evs {
-				all.add(d.Dispatch(ctx, ev))
-			}
-			if next == nil {
+				all.add(0, fmt.Errorf("sweep shard %d: %w", shard, err))
 				break
 			}
-			q.After = next
+			for _, it := range page.Items {
+				var ev Event
+				if err := store.Unmarshal(it, &ev); err != nil || ev.ID == "" {
+					all.add(d.parkItem(ctx, it, err))
+					continue
+				}
+				all.add(d.dispatch(ctx, ev))
+			}
+			if page.Next == nil {
+				break
+			}
+			q.After = page.Next
 		}
 	}
 	return all.result()
@@ -75,43 +90,71 @@ func (d *Dispatcher) Sweep(ctx context.Context, minAge time.Duration) (int, erro
 func (d *Dispatcher) DispatchAll(ctx context.Context, evs []Event) (int, error) {
 	var all dispatchTally
 	for _, ev := range evs {
-		all.add(d.Dispatch(ctx, ev))
+		all.add(d.dispatch(ctx, ev))
 	}
 	return all.result()
 }
 
-// dispatchTally counts a dispatch round's sends and failures.
+// outcome is what one dispatch did.
+type outcome int
+
+const (
+	skipped      outcome = iota // dispatched already, or claimed by another dispatcher
+	sent                        // sent to its queues
+	failed                      // a send failed; it stays pending
+	parked                      // out of the pending index, with a reason
+	parkedType                  // parked: no route knows its type
+	parkedUnread                // parked: the item is not an event
+)
+
+// dispatchTally counts a dispatch round.
 type dispatchTally struct {
-	sent, failed int
-	first        error
+	sent, failed, parked, unknown, unreadable int
+	first                                     error
 }
 
-func (t *dispatchTally) add(sent bool, err error) {
-	switch {
-	case err != nil:
-		t.failed++
+func (t *dispatchTally) add(o outcome, err error) {
+	if err != nil {
 		t.first = cmp.Or(t.first, err)
+	}
+	switch o {
 	case sent:
 		t.sent++
+	case parkedType:
+		t.parked++
+		t.unknown++
+	case parkedUnread:
+		t.parked++
+		t.unreadable++
+	case parked:
+		t.parked++
+	default:
+		if err != nil {
+			t.failed++
+		}
 	}
 }
 
 func (t *dispatchTally) result() (int, error) {
-	if t.failed > 0 {
-		return t.sent, &FailedEvents{Count: t.failed, First: t.first}
+	if t.failed > 0 || t.parked > 0 {
+		return t.sent, &FailedEvents{Count: t.failed, Parked: t.parked, UnknownTypes: t.unknown, Unreadable: t.unreadable, First: t.first}
 	}
 	return t.sent, nil
 }
 
-// FailedEvents reports the events a dispatch round could not send; they
-// stay pending for the next sweep.
+// FailedEvents reports what a dispatch round could not send: events that
+// failed (they stay pending for the next sweep) and events it parked.
 type FailedEvents struct {
-	Count int
-	First error
+	Count        int // sends that failed this round
+	Parked       int // events parked this round (of which:)
+	UnknownTypes int // of a type no route knows
+	Unreadable   int // items that could not be read as events
+	First        error
 }
 
 func (e *FailedEvents) Error() string {
-	return fmt.Sprintf("outbox: %d events failed and stay pending; the first: %v", e.Count, e.First)
+	return fmt.Sprintf("outbox: %d events failed and stay pending, %d parked (%d of unknown type, %d unreadable); the first: %v",
+		e.Count, e.Parked, e.UnknownTypes, e.Unreadable, e.First)
 }
 
 func (e *FailedEvents) Unwrap() error { return e.First }
@@ -121,50 +164,77 @@ func (e *FailedEvents) Unwrap() error { return e.First }
 const ClaimLease = 2 * time.Minute
 
 // Dispatch sends ev to its queues exactly once among concurrent
+// dispatchers; sent is false when it was dispatched already, claimed by
+// another dispatcher, or parked.
+func (d *Dispatcher) Dispatch(ctx context.Context, ev Event) (bool, error) {
+	o, err := d.dispatch(ctx, ev)
+	return o == sent, err
+}
+
+// dispatch sends ev to its queues exactly once among concurrent
 // dispatchers (the stream trigger and the scheduled sweep): it first claims
-// the event with a conditional write, sends, then takes it out of the
-// pending index. A crash between sending and marking sends it again after
-// the lease: consumers deduplicate on the event id. sent is false when ev
-// was dispatched already, or is claimed by another dispatcher.
-func (d *Dispatcher) Dispatch(ctx context.Context, ev Event) (sent bool, err error) {
-	if ev.GSI6PK == "" {
-		return false, nil // already dispatched
+// the event with a conditional write (counting the attempt), sends, then
+// takes it out of the pending index. A crash between sending and marking
+// sends it again after the lease: consumers deduplicate on the event id. An
+// event of a type no route knows, or whose sends failed
+// MaxDispatchAttempts times, is parked instead.
+func (d *Dispatcher) dispatch(ctx context.Context, ev Event) (outcome, error) {
+	if ev.GSI6PK == "" || ev.GSI6PK == ParkedPK {
+		return skipped, nil // already dispatched, or parked
 	}
 	key := store.Key(ev.PK, ev.SK)
 	now := d.now()
 	token := uuid.NewString()
-	_, err = d.DB.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	out, err := d.DB.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(d.DB.Table), Key: key,
-		UpdateExpression:    aws.String("SET claim = :token, claim_until = :until"),
-		ConditionExpression: aws.String("attribute_exists(GSI6PK) AND (attribute_not_exists(claim_until) OR claim_until < :now)"),
+		UpdateExpression:    aws.String("SET claim = :token, claim_until = :until ADD dispatch_attempts :one"),
+		ConditionExpression: aws.String("attribute_exists(GSI6PK) AND GSI6PK <> :parked AND (attribute_not_exists(claim_until) OR claim_until < :now)"),
 		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{
-			":token": &ddbtypes.AttributeValueMemberS{Value: token},
-			":until": &ddbtypes.AttributeValueMemberS{Value: store.FormatTime(now.Add(ClaimLease))},
-			":now":   &ddbtypes.AttributeValueMemberS{Value: store.FormatTime(now)},
+			":token":  &ddbtypes.AttributeValueMemberS{Value: token},
+			":until":  &ddbtypes.AttributeValueMemberS{Value: store.FormatTime(now.Add(ClaimLease))},
+			":now":    &ddbtypes.AttributeValueMemberS{Value: store.FormatTime(now)},
+			":one":    &ddbtypes.AttributeValueMemberN{Value: "1"},
+			":parked": &ddbtypes.AttributeValueMemberS{Value: ParkedPK},
 		},
+		ReturnValues: ddbtypes.ReturnValueUpdatedNew,
 	})
 	if store.IsConditionFailed(err) {
-		return false, nil // dispatched, or claimed by a concurrent dispatcher
+		return skipped, nil // dispatched, parked, or claimed by a concurrent dispatcher
 	}
 	if err != nil {
-		return false, fmt.Errorf("claim %s: %w", ev.ID, err)
+		return failed, fmt.Errorf("claim %s: %w", ev.ID, err)
+	}
+	attempts := 0
+	if v, ok := out.Attributes["dispatch_attempts"].(*ddbtypes.AttributeValueMemberN); ok {
+		attempts, _ = strconv.Atoi(v.Value)
 	}
 	mine := map[string]ddbtypes.AttributeValue{":token": &ddbtypes.AttributeValueMemberS{Value: token}}
+	sinks := d.Routes[ev.Type]
+	if len(sinks) == 0 {
+		return parkedType, d.park(ctx, key, token, now, fmt.Sprintf("no queue takes events of type %q; replay it after a release that knows the type", ev.Type))
+	}
 	body, err := json.Marshal(Message{ID: ev.ID, OrgID: ev.OrgID, Type: ev.Type, CreatedAt: ev.CreatedAt, Data: json.RawMessage(ev.Data)})
 	if err == nil {
-		for _, q := range d.Routes[ev.Type] {
+		for _, q := range sinks {
 			if err = q.Send(ctx, body, 0); err != nil {
 				break
 			}
 		}
 	}
 	if err != nil {
+		err = fmt.Errorf("dispatch %s: %w", ev.ID, err)
+		if attempts >= MaxDispatchAttempts {
+			if perr := d.park(context.WithoutCancel(ctx), key, token, now, fmt.Sprintf("sending failed %d times; the last: %v", attempts, err)); perr != nil {
+				return failed, errors.Join(err, perr)
+			}
+			return parked, err
+		}
 		// Give the claim back, so the next sweep retries at once.
 		_, _ = d.DB.Client.UpdateItem(context.WithoutCancel(ctx), &dynamodb.UpdateItemInput{
 			TableName: aws.String(d.DB.Table), Key: key, UpdateExpression: aws.String("REMOVE claim, claim_until"),
 			ConditionExpression: aws.String("claim = :token"), ExpressionAttributeValues: mine,
 		})
-		return false, fmt.Errorf("dispatch %s: %w", ev.ID, err)
+		return failed, err
 	}
 	_, err = d.DB.Client.UpdateItem(context.WithoutCancel(ctx), &dynamodb.UpdateItemInput{
 		TableName: aws.String(d.DB.Table), Key: key,
@@ -172,9 +242,114 @@ func (d *Dispatcher) Dispatch(ctx context.Context, ev Event) (sent bool, err err
 		ConditionExpression: aws.String("claim = :token"), ExpressionAttributeValues: mine,
 	})
 	if err != nil && !store.IsConditionFailed(err) {
-		return true, fmt.Errorf("mark %s dispatched: %w", ev.ID, err)
+		return sent, fmt.Errorf("mark %s dispatched: %w", ev.ID, err)
 	}
-	return true, nil
+	return sent, nil
+}
+
+// park moves a claimed event from the pending index to the parked one,
+// with its reason.
+func (d *Dispatcher) park(ctx context.Context, key map[string]ddbtypes.AttributeValue, token string, now time.Time, reason string) error {
+	_, err := d.DB.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(d.DB.Table), Key: key,
+		UpdateExpression:    aws.String("SET GSI6PK = :parked, parked_reason = :why, parked_at = :now REMOVE claim, claim_until"),
+		ConditionExpression: aws.String("claim = :token"),
+		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{
+			":token": &ddbtypes.AttributeValueMemberS{Value: token}, ":parked": &ddbtypes.AttributeValueMemberS{Value: ParkedPK},
+			":why": &ddbtypes.AttributeValueMemberS{Value: reason}, ":now": &ddbtypes.AttributeValueMemberS{Value: store.FormatTime(now)},
+		},
+	})
+	if store.IsConditionFailed(err) {
+		return nil // the claim lapsed and another dispatcher has it
+	}
+	return err
+}
+
+// parkItem parks a pending item that cannot be read as an event (a bug or
+// a hand edit): it would fail every sweep.
+func (d *Dispatcher) parkItem(ctx context.Context, item map[string]ddbtypes.AttributeValue, readErr error) (outcome, error) {
+	pk, _ := item[store.AttrPK].(*ddbtypes.AttributeValueMemberS)
+	sk, _ := item[store.AttrSK].(*ddbtypes.AttributeValueMemberS)
+	if pk == nil || sk == nil {
+		return failed, errors.New("outbox: a pending index entry without its keys")
+	}
+	why := "the item cannot be read as an event"
+	if readErr != nil {
+		why += ": " + readErr.Error()
+	}
+	_, err := d.DB.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(d.DB.Table), Key: store.Key(pk.Value, sk.Value),
+		UpdateExpression:    aws.String("SET GSI6PK = :parked, parked_reason = :why, parked_at = :now"),
+		ConditionExpression: aws.String("begins_with(GSI6PK, :pending)"),
+		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{
+			":parked": &ddbtypes.AttributeValueMemberS{Value: ParkedPK}, ":why": &ddbtypes.AttributeValueMemberS{Value: why},
+			":now": &ddbtypes.AttributeValueMemberS{Value: store.FormatTime(d.now())}, ":pending": &ddbtypes.AttributeValueMemberS{Value: "OUTBOX#PENDING#"},
+		},
+	})
+	if store.IsConditionFailed(err) {
+		return skipped, nil
+	}
+	if err != nil {
+		return failed, fmt.Errorf("park %s %s: %w", pk.Value, sk.Value, err)
+	}
+	return parkedUnread, fmt.Errorf("outbox: parked %s %s: %s", pk.Value, sk.Value, why)
+}
+
+// Parked lists parked events, oldest first.
+func Parked(ctx context.Context, db *store.DB, limit int) ([]Event, error) {
+	var out []Event
+	q := store.ListQuery{Index: "GSI6", PK: ParkedPK, Limit: min(limit, 100)}
+	for len(out) < limit {
+		page, err := db.Query(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		for _, it := range page.Items {
+			// Read attribute by attribute: a parked item may be one that
+			// does not decode as an event.
+			s := func(name string) string {
+				v, _ := it[name].(*ddbtypes.AttributeValueMemberS)
+				if v == nil {
+					return ""
+				}
+				return v.Value
+			}
+			ev := Event{Keys: store.Keys{PK: s(store.AttrPK), SK: s(store.AttrSK), GSI6PK: s("GSI6PK"), GSI6SK: s("GSI6SK")},
+				ID: s("id"), OrgID: s("org_id"), Type: s("type"), CreatedAt: s("created_at"), ParkedReason: s("parked_reason"), ParkedAt: s("parked_at")}
+			if n, ok := it["dispatch_attempts"].(*ddbtypes.AttributeValueMemberN); ok {
+				ev.DispatchAttempts, _ = strconv.Atoi(n.Value)
+			}
+			out = append(out, ev)
+		}
+		if page.Next == nil {
+			break
+		}
+		q.After = page.Next
+	}
+	return out, nil
+}
+
+// Replay puts a parked event back into the pending index with its attempts
+// reset; the next sweep dispatches it. It reports false when ev was not
+// parked (any more).
+func Replay(ctx context.Context, db *store.DB, ev Event) (bool, error) {
+	id := ev.ID
+	if id == "" {
+		id = strings.TrimPrefix(ev.SK, "EVT#")
+	}
+	_, err := db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(db.Table), Key: store.Key(ev.PK, ev.SK),
+		UpdateExpression:    aws.String("SET GSI6PK = :pending, dispatch_attempts = :zero REMOVE parked_reason, parked_at, claim, claim_until"),
+		ConditionExpression: aws.String("GSI6PK = :parked"),
+		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{
+			":pending": &ddbtypes.AttributeValueMemberS{Value: pendingPKOf(id)}, ":parked": &ddbtypes.AttributeValueMemberS{Value: ParkedPK},
+			":zero": &ddbtypes.AttributeValueMemberN{Value: "0"},
+		},
+	})
+	if store.IsConditionFailed(err) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 func (d *Dispatcher) now() time.Time {

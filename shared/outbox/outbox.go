@@ -40,7 +40,9 @@ var Types = []string{MatterCreated, MatterClosed, InvoiceIssued, InvoicePaid, Do
 const Shards = 10
 
 // Event is an outbox item. Pending events carry the GSI6 slot
-// OUTBOX#PENDING#<shard>; dispatch removes it.
+// OUTBOX#PENDING#<shard>; dispatch removes it. An event that cannot be
+// dispatched (its sends keep failing, its type is unknown) is parked: its
+// slot becomes OUTBOX#PARKED, where operators list and replay it.
 type Event struct {
 	store.Keys
 	ID        string `dynamodbav:"id"`
@@ -48,10 +50,24 @@ type Event struct {
 	Type      string `dynamodbav:"type"`
 	Data      string `dynamodbav:"data"` // JSON of the envelope's data object
 	CreatedAt string `dynamodbav:"created_at"`
+	// DispatchAttempts counts the dispatches that claimed it.
+	DispatchAttempts int    `dynamodbav:"dispatch_attempts,omitempty"`
+	ParkedReason     string `dynamodbav:"parked_reason,omitempty"`
+	ParkedAt         string `dynamodbav:"parked_at,omitempty"`
 }
 
 // PendingPK is the sweep index partition of a shard.
 func PendingPK(shard int) string { return fmt.Sprintf("OUTBOX#PENDING#%d", shard) }
+
+// ParkedPK is the index partition of parked events.
+const ParkedPK = "OUTBOX#PARKED"
+
+// pendingPKOf is the sweep partition an event id belongs to.
+func pendingPKOf(id string) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(id))
+	return PendingPK(int(h.Sum32() % Shards))
+}
 
 // New builds an event of org whose data object holds key: payload.
 func New(org, typ, key string, payload any, now time.Time) (Event, error) {
@@ -60,12 +76,10 @@ func New(org, typ, key string, payload any, now time.Time) (Event, error) {
 		return Event{}, fmt.Errorf("outbox: %w", err)
 	}
 	id := uuid.NewString()
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(id))
 	created := store.FormatTime(now)
 	return Event{
 		Keys: store.Keys{PK: store.OrgPK(org), SK: "EVT#" + id, Kind: "event",
-			GSI6PK: PendingPK(int(h.Sum32() % Shards)), GSI6SK: store.Seq(created, id)},
+			GSI6PK: pendingPKOf(id), GSI6SK: store.Seq(created, id)},
 		ID: id, OrgID: org, Type: typ, Data: string(data), CreatedAt: created,
 	}, nil
 }

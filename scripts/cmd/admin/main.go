@@ -21,6 +21,7 @@ import (
 	"github.com/practice-api/practice-api/shared/cpr"
 	"github.com/practice-api/practice-api/shared/document"
 	"github.com/practice-api/practice-api/shared/matter"
+	"github.com/practice-api/practice-api/shared/outbox"
 	"github.com/practice-api/practice-api/shared/party"
 	"github.com/practice-api/practice-api/shared/seed"
 	"github.com/practice-api/practice-api/shared/store"
@@ -53,6 +54,8 @@ const usage = `usage: admin <command> [flags]
   document create --org ORG --matter MATTER --name N --filename F --mime M --size BYTES [--folder F]
   document seal --org ORG --document DOCUMENT
   seed --org ORG [--matters N] [--entries-per-matter N]
+  outbox parked [--limit N]                      events the dispatcher gave up on, with why
+  outbox replay (--event EVENT | --all)          put parked events back; the next sweep sends them
 env: DYNAMODB_ENDPOINT (default http://127.0.0.1:8000; "aws" for the SDK's own), TABLE_NAME (default practice-api)`
 
 // hasCPR reports whether a JSON argument (--lines) names or holds a CPR.
@@ -74,7 +77,7 @@ func run(ctx context.Context, args []string) (any, error) {
 		}
 	}
 	cmd, rest := args[0], args[1:]
-	if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") && (cmd == "org" || cmd == "key" || cmd == "kyc" || cmd == "matter" || cmd == "time-entry" || cmd == "invoice" || cmd == "document") {
+	if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") && (cmd == "org" || cmd == "key" || cmd == "kyc" || cmd == "matter" || cmd == "time-entry" || cmd == "invoice" || cmd == "document" || cmd == "outbox") {
 		cmd, rest = cmd+" "+rest[0], rest[1:]
 	}
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
@@ -100,6 +103,9 @@ func run(ctx context.Context, args []string) (any, error) {
 		folder   = fs.String("folder", "", "folder")
 		matters  = fs.Int("matters", 20, "matters to create")
 		perEntry = fs.Int("entries-per-matter", 0, "time entries per matter")
+		event    = fs.String("event", "", "event id")
+		all      = fs.Bool("all", false, "every parked event")
+		limit    = fs.Int("limit", 100, "events to list")
 	)
 	if err := fs.Parse(rest); err != nil {
 		return nil, fmt.Errorf("%s: %v\n%s", cmd, err, usage)
@@ -225,6 +231,42 @@ func run(ctx context.Context, args []string) (any, error) {
 			return nil, err
 		}
 		return document.NewStore(db).Seal(ctx, *org, *docID, now)
+	case "outbox parked":
+		evs, err := outbox.Parked(ctx, db, *limit)
+		if err != nil {
+			return nil, err
+		}
+		list := make([]map[string]any, 0, len(evs))
+		for _, ev := range evs {
+			list = append(list, map[string]any{"id": ev.ID, "organization_id": ev.OrgID, "type": ev.Type, "created_at": ev.CreatedAt,
+				"dispatch_attempts": ev.DispatchAttempts, "reason": ev.ParkedReason, "parked_at": ev.ParkedAt, "key": ev.PK + " " + ev.SK})
+		}
+		return map[string]any{"events": list, "count": len(list)}, nil
+	case "outbox replay":
+		if (*event == "") == !*all {
+			return nil, fmt.Errorf("%s: give --event EVENT or --all", cmd)
+		}
+		evs, err := outbox.Parked(ctx, db, 1_000_000)
+		if err != nil {
+			return nil, err
+		}
+		replayed := []string{}
+		for _, ev := range evs {
+			if !*all && ev.ID != *event {
+				continue
+			}
+			ok, err := outbox.Replay(ctx, db, ev)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				replayed = append(replayed, ev.ID)
+			}
+		}
+		if !*all && len(replayed) == 0 {
+			return nil, fmt.Errorf("%s: no parked event %s (outbox parked lists them)", cmd, *event)
+		}
+		return map[string]any{"replayed": replayed, "count": len(replayed)}, nil
 	case "seed":
 		if err := need("org"); err != nil {
 			return nil, err
