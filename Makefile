@@ -93,8 +93,10 @@ $(CDK_BIN)/cdk $(CDK_BIN)/cdklocal: localstack/.cli/package.json localstack/.cli
 	@touch $(CDK_BIN)/cdk $(CDK_BIN)/cdklocal
 
 ## deploy: build and deploy STAGE to the AWS account of your credentials
-deploy: build $(CDK_BIN)/cdk
-	$(CDK_BIN)/cdk deploy -c stage=$(STAGE) $(if $(ALARM_EMAIL),-c alarmEmail=$(ALARM_EMAIL)) --require-approval broadening
+deploy: $(CDK_BIN)/cdk
+	@scripts/lib/check-stage $(STAGE)
+	$(MAKE) build
+	$(CDK_BIN)/cdk deploy -c stage=$(STAGE) $(if $(ALARM_EMAIL),-c alarmEmail=$(ALARM_EMAIL)) $(CDK_ARGS) --require-approval broadening
 
 ## local-up/local-deploy/local-test/local-down: the LocalStack path (localstack/README.md)
 LOCALSTACK := http://127.0.0.1:4566

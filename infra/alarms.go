@@ -1,14 +1,19 @@
 package main
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssnssubscriptions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/practice-api/practice-api/shared/httpapi/routes"
 	"github.com/practice-api/practice-api/shared/metrics"
 )
 
@@ -26,7 +31,13 @@ func newAlarms(s *Stack, p *Props) {
 	topic := awssns.NewTopic(s.Stack, jsii.String("alarms"), &awssns.TopicProps{DisplayName: jsii.String("practice-api " + p.Stage + " alarms"),
 		EnforceSSL: jsii.Bool(true)})
 	if p.AlarmEmail != "" {
-		topic.AddSubscription(awssnssubscriptions.NewEmailSubscription(jsii.String(p.AlarmEmail), nil))
+		// Notifications SNS could not hand to the e-mail service are kept
+		// 14 days, not dropped (the dashboard shows the queue).
+		s.AlarmDeliveryFailures = awssqs.NewQueue(s.Stack, jsii.String("alarm-delivery-failures"), &awssqs.QueueProps{
+			RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)), EnforceSSL: jsii.Bool(true),
+		})
+		topic.AddSubscription(awssnssubscriptions.NewEmailSubscription(jsii.String(p.AlarmEmail),
+			&awssnssubscriptions.EmailSubscriptionProps{DeadLetterQueue: s.AlarmDeliveryFailures}))
 	}
 	awscdk.NewCfnOutput(s.Stack, jsii.String("AlarmTopicArn"), &awscdk.CfnOutputProps{Value: topic.TopicArn(),
 		Description: jsii.String("SNS topic of the stage's alarms: subscribe the on-call tool")})
@@ -57,8 +68,17 @@ func newAlarms(s *Stack, p *Props) {
 		Period: five, Label: jsii.String("5xx %"),
 	})
 	alarm("api-5xx-rate", "more than 1% of API requests answered 5xx, in 2 of 3 five-minute periods (20+ requests)", rate, 1, 2, 3)
-	alarm("api-p99-latency", "API p99 latency over 1 s in 3 of 5 minutes",
-		s.API.MetricLatency(&awscloudwatch.MetricOptions{Period: minute, Statistic: jsii.String("p99")}), 1000, 3, 5)
+	// Latency per route, each on its own threshold: a report may take
+	// seconds where a read takes milliseconds, so one API-wide alarm would
+	// either page on every report or miss a slow read.
+	for _, rt := range routes.Table {
+		threshold := RouteLatencyThresholdMS(rt)
+		alarm("latency-"+routeAlarmID(rt), fmt.Sprintf("%s %s: p99 latency over %.0f ms in 3 of 5 minutes", rt.Method, routes.Prefix+rt.Path, threshold),
+			awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: jsii.String("AWS/ApiGateway"), MetricName: jsii.String("Latency"),
+				DimensionsMap: &map[string]*string{"ApiId": s.API.ApiId(), "Stage": jsii.String("$default"),
+					"Method": jsii.String(rt.Method), "Resource": jsii.String(routes.Prefix + rt.Path)},
+				Period: minute, Statistic: jsii.String("p99")}), threshold, 3, 5)
+	}
 	for _, fn := range Functions {
 		f := s.Functions[fn.Name]
 		alarm(fn.Name+"-errors", fn.Name+": invocation errors in 2 of 3 five-minute periods", f.MetricErrors(sum(five)), 0, 2, 3)
@@ -84,10 +104,36 @@ func newAlarms(s *Stack, p *Props) {
 	alarm("outbox-dispatch-failures", "outbox events failed to dispatch in 3 of 5 minutes (they stay pending: the backlog grows)",
 		awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: jsii.String(MetricNamespace), MetricName: jsii.String("OutboxDispatchFailures"),
 			DimensionsMap: stage, Period: minute, Statistic: jsii.String("Sum")}), 0, 3, 5)
+	alarm("outbox-events-parked", "outbox events were parked: their sends failed 10 times, their type is unknown, or the item is not an event; `scripts/admin outbox parked` lists them with the reason, `outbox replay` sends them",
+		awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: jsii.String(MetricNamespace), MetricName: jsii.String("OutboxEventsParked"),
+			DimensionsMap: stage, Period: five, Statistic: jsii.String("Sum")}), 0, 1, 1)
+	alarm("dispatch-failures-depth", "the dispatcher's triggers failed: stream batches past their retries or age, or crashed sweeps (their events stay pending; inspect the queue's messages)",
+		s.DispatchFailures.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Maximum")}), 0, 1, 1)
 	alarm("webhook-endpoints-disabled", "a webhook endpoint was disabled after 20 consecutive failed deliveries",
 		awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: jsii.String(MetricNamespace), MetricName: jsii.String("WebhookEndpointsDisabled"),
 			DimensionsMap: stage, Period: five, Statistic: jsii.String("Sum")}), 0, 1, 1)
 	newDashboard(s, p)
+}
+
+// RouteLatencyThresholdMS is a route's p99 latency alarm threshold: 15 s
+// for reports (their function may run 25 s), 1 s for everything else.
+func RouteLatencyThresholdMS(rt routes.Route) float64 {
+	if rt.Family == routes.Reports {
+		return 15_000
+	}
+	return 1_000
+}
+
+// routeAlarmID is a construct id for a route: GET /matters/{matter} →
+// get-matters-matter.
+func routeAlarmID(rt routes.Route) string {
+	id := strings.ToLower(rt.Method)
+	for _, part := range strings.Split(rt.Path, "/") {
+		if part = strings.Trim(part, "{}"); part != "" {
+			id += "-" + part
+		}
+	}
+	return strings.ReplaceAll(strings.ReplaceAll(id, ".", "-"), "_", "-")
 }
 
 // tableOps are the operations the service calls (an alarm's expression
@@ -128,8 +174,9 @@ func newDashboard(s *Stack, p *Props) {
 				graph("API latency p99 (ms)", s.API.MetricLatency(opts("p99")))},
 			{graph("Lambda errors", errs...), graph("Lambda duration p99 (ms)", durations...), graph("Lambda throttles", throttles...)},
 			{graph("Queue and DLQ depth", depth...), graph("Oldest message age (s)", age...),
-				graph("Outbox: dispatched, failed; stream iterator age", custom("OutboxDispatched"), custom("OutboxDispatchFailures"),
-					s.Functions["dispatcher"].Metric(jsii.String("IteratorAge"), opts("Maximum")))},
+				graph("Outbox: dispatched, failed, parked; stream iterator age", custom("OutboxDispatched"), custom("OutboxDispatchFailures"),
+					custom("OutboxEventsParked"), s.Functions["dispatcher"].Metric(jsii.String("IteratorAge"), opts("Maximum")),
+					s.DispatchFailures.MetricApproximateNumberOfMessagesVisible(opts("Maximum")))},
 			{graph("Webhook endpoints disabled", custom("WebhookEndpointsDisabled")),
 				graph("DynamoDB throttled requests", s.Table.MetricThrottledRequestsForOperations(&awsdynamodb.OperationsMetricOptions{Period: minute, Operations: tableOps})),
 				graph("DynamoDB system errors", s.Table.MetricSystemErrorsForOperations(&awsdynamodb.SystemErrorsForOperationsMetricOptions{Period: minute, Operations: tableOps}))},

@@ -1,20 +1,26 @@
 package main
 
-import "github.com/practice-api/practice-api/shared/httpapi/routes"
+import (
+	"github.com/practice-api/practice-api/shared/httpapi/routes"
+	"github.com/practice-api/practice-api/shared/outbox"
+)
 
 // Function is one Lambda: its directory under functions/, the API family
 // it serves (none for workers), its size, and exactly the table actions
 // its code performs.
 type Function struct {
-	Name      string
-	Family    string
-	MemoryMB  float64
-	TimeoutS  float64
-	Table     []string // dynamodb actions on the table
-	IndexRead bool     // Query on the GSIs too
+	Name     string
+	Family   string
+	MemoryMB float64
+	TimeoutS float64
+	Table    []string // dynamodb actions on the table
+	// Indexes are the GSIs it queries (routes.Indexes for the API
+	// families): its role may Query those and no others.
+	Indexes []string
 	// Reserved is the function's reserved concurrency (0: none): a ceiling
 	// on what a worker can take from the account's pool, and a floor that
-	// keeps it running when the API is busy.
+	// keeps it running when the API is busy. The stack may size it from
+	// the stage's context (the dispatcher, enrichment).
 	Reserved float64
 	// Queue access is wired per function in the stack.
 }
@@ -37,23 +43,28 @@ var readActions = []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Upd
 // 256 MB, and 10 s, below API Gateway's 30 s and the idempotency claim's
 // 30 s lock.
 var Functions = []Function{
-	{Name: "matters", Family: routes.Matters, MemoryMB: 512, TimeoutS: 10, Table: apiActions, IndexRead: true},
-	{Name: "parties", Family: routes.Parties, MemoryMB: 512, TimeoutS: 10, Table: apiActions, IndexRead: true},
-	{Name: "timeentries", Family: routes.TimeEntries, MemoryMB: 512, TimeoutS: 10, Table: apiActions, IndexRead: true},
-	{Name: "invoices", Family: routes.Invoices, MemoryMB: 512, TimeoutS: 10, Table: readActions, IndexRead: true},
-	{Name: "documents", Family: routes.Documents, MemoryMB: 512, TimeoutS: 10, Table: readActions, IndexRead: true},
+	{Name: "matters", Family: routes.Matters, MemoryMB: 512, TimeoutS: 10, Table: apiActions, Indexes: routes.Indexes[routes.Matters]},
+	{Name: "parties", Family: routes.Parties, MemoryMB: 512, TimeoutS: 10, Table: apiActions, Indexes: routes.Indexes[routes.Parties]},
+	{Name: "timeentries", Family: routes.TimeEntries, MemoryMB: 512, TimeoutS: 10, Table: apiActions, Indexes: routes.Indexes[routes.TimeEntries]},
+	{Name: "invoices", Family: routes.Invoices, MemoryMB: 512, TimeoutS: 10, Table: readActions, Indexes: routes.Indexes[routes.Invoices]},
+	{Name: "documents", Family: routes.Documents, MemoryMB: 512, TimeoutS: 10, Table: readActions, Indexes: routes.Indexes[routes.Documents]},
 	// Reports aggregate up to a year of entries in memory: CPU-bound, so the
 	// larger CPU share of 1024 MB pays back directly.
-	{Name: "reports", Family: routes.Reports, MemoryMB: 1024, TimeoutS: 25, Table: readActions, IndexRead: true},
+	{Name: "reports", Family: routes.Reports, MemoryMB: 1024, TimeoutS: 25, Table: readActions, Indexes: routes.Indexes[routes.Reports]},
 	// The dispatcher reads the pending index, claims each event and marks it
-	// dispatched (conditional UpdateItems).
-	{Name: "dispatcher", MemoryMB: 256, TimeoutS: 60, Table: []string{"dynamodb:Query", "dynamodb:UpdateItem"}, IndexRead: true, Reserved: 5},
-	// Enrichment reads and rewrites the company and writes its logo.
-	{Name: "enrichment", MemoryMB: 256, TimeoutS: 30, Table: []string{"dynamodb:GetItem", "dynamodb:PutItem"}, Reserved: 5},
+	// dispatched or parked (conditional UpdateItems). Reserved concurrency:
+	// Props.DispatcherConcurrency.
+	{Name: "dispatcher", MemoryMB: 256, TimeoutS: 60, Table: []string{"dynamodb:Query", "dynamodb:UpdateItem"}, Indexes: []string{outbox.Index}},
+	// Enrichment reads and rewrites the company and writes its logo. One
+	// record per invocation, at most Props.RegisterConcurrency at once.
+	{Name: "enrichment", MemoryMB: 256, TimeoutS: 30, Table: []string{"dynamodb:GetItem", "dynamodb:PutItem"}},
 	// Meta serves the OpenAPI document from its binary: no table, no queue.
 	{Name: "meta", Family: routes.Meta, MemoryMB: 128, TimeoutS: 5},
-	{Name: "webhooks", Family: routes.Webhooks, MemoryMB: 512, TimeoutS: 10, Table: apiActions, IndexRead: true},
-	// Delivery reads the endpoint, records the attempt and counts the outcome.
+	// Webhooks: endpoints and delivery logs live in the organisation's own
+	// partition, so it queries no index.
+	{Name: "webhooks", Family: routes.Webhooks, MemoryMB: 512, TimeoutS: 10, Table: apiActions},
+	// Delivery reads the endpoint, claims each attempt, and records it with
+	// the delivery log and the endpoint's count in one transaction.
 	// Its timeout covers 5 s to connect and 10 s for the answer, with room.
 	{Name: "delivery", MemoryMB: 256, TimeoutS: 30, Table: []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}, Reserved: 25},
 }

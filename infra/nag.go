@@ -1,12 +1,17 @@
 package main
 
 import (
+	"maps"
+	"slices"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 )
 
 // suppressNag records, next to the stack, each cdk-nag finding (AwsSolutions
-// pack) that stays, with why; infra's TestCdkNag fails on any other.
+// and Serverless packs) that stays, with why; infra's TestCdkNag fails on
+// any other.
 func suppressNag(s *Stack) {
 	suppress := func(construct any, children bool, id, reason string, appliesTo ...string) {
 		var at *[]any
@@ -26,6 +31,33 @@ func suppressNag(s *Stack) {
 			"write that counts the rate limit, with per-operation scopes. A gateway authorizer would add an invocation per request "+
 			"and cache decisions, so a revoked key would not stop at the very next request (the spec's rule). Public routes "+
 			"(the document, the reference page, the catch-all) need none.")
+	// Dead-letter queues need no dead-letter queue of their own: a message
+	// there already failed, and an alarm watches each one's depth.
+	for _, q := range append(mapsValues(s.DLQs), s.DispatchFailures, s.AlarmDeliveryFailures) {
+		if q == nil {
+			continue
+		}
+		suppress(q, true, "AwsSolutions-SQS3", "This queue is itself a dead-letter queue (or a failure destination): what lands here already failed, and its depth raises an alarm.")
+		suppress(q, true, "Serverless-SQSRedrivePolicy", "This queue is itself a dead-letter queue (or a failure destination): a redrive policy on it would only move failures further from the alarm that watches it.")
+	}
+	for name, f := range s.Functions {
+		switch name {
+		case "dispatcher":
+			suppress(f, true, "Serverless-LambdaDLQ", "Its asynchronous invocations (the schedule) have an on-failure destination, the dispatch-failures queue "+
+				"(EventInvokeConfig): a destination records the failed invocation with its error, which a DLQ would not; both would send each failure twice.")
+		case "enrichment", "delivery":
+			suppress(f, true, "Serverless-LambdaDLQ", "Invoked only by its SQS event source mapping, never asynchronously: failed messages go to the queue's own dead-letter queue after five receives.")
+			suppress(f, true, "Serverless-LambdaEventSourceMappingDestination", "SQS event source mappings take no on-failure destination; "+
+				"the queue's redrive policy (five receives, then its dead-letter queue, with an alarm) is the failure path. Partial batch failures are reported.")
+		default:
+			suppress(f, true, "Serverless-LambdaDLQ", "Invoked only synchronously, by API Gateway: a failure is the caller's answer (a JSON 5xx), and nothing is queued to retry.")
+		}
+	}
+	if p := s.Node().TryFindChild(jsii.String("BackupPlan")); p != nil {
+		suppress(p, true, "AwsSolutions-IAM4", "The role AWS Backup assumes carries AWS's managed policy for it, AWSBackupServiceRolePolicyForBackup, as AWS Backup documents; "+
+			"it is scoped to backup operations and maintained by AWS as DynamoDB's backup APIs change.",
+			"Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSBackupServiceRolePolicyForBackup")
+	}
 	for _, f := range s.Functions {
 		suppress(f, true, "AwsSolutions-IAM4",
 			"AWSLambdaBasicExecutionRole only lets the function write its own logs (CreateLogGroup, CreateLogStream, PutLogEvents); "+
@@ -37,3 +69,5 @@ func suppressNag(s *Stack) {
 			"Resource::*")
 	}
 }
+
+func mapsValues(m map[string]awssqs.Queue) []awssqs.Queue { return slices.Collect(maps.Values(m)) }

@@ -14,8 +14,8 @@ import (
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 )
 
-// TestCdkNag applies cdk-nag's AwsSolutions pack to each stage's stack (the
-// Go module v2.35.0, the version served here, has no Serverless pack). Every finding left is suppressed in code (infra/nag.go)
+// TestCdkNag applies cdk-nag's AwsSolutions and Serverless packs to each
+// stage's stack. Every finding left is suppressed in code (infra/nag.go)
 // with its reason; a new, unsuppressed one fails the test.
 func TestCdkNag(t *testing.T) {
 	dir := standInCode(t)
@@ -27,6 +27,7 @@ func TestCdkNag(t *testing.T) {
 		app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(filepath.Join(dir, "nag-"+stage)), Context: &ctx})
 		s := NewPracticeStack(app, "PracticeApi-"+stage, &Props{Stage: stage, CodeDir: dir, RateLimit: 120, AlarmEmail: "ops@example.com"})
 		awscdk.Aspects_Of(app).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
+		awscdk.Aspects_Of(app).Add(cdknag.NewServerlessChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
 		ann := assertions.Annotations_FromStack(s.Stack)
 		var findings []string
 		all := assertions.Match_StringLikeRegexp(jsii.String(".*"))

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -43,7 +45,77 @@ type Props struct {
 	// PublicBaseURL is PUBLIC_BASE_URL: the origin of links.next and
 	// Location (a custom domain); empty uses API Gateway's domain name.
 	PublicBaseURL string
+	// DispatcherConcurrency is the dispatcher's reserved concurrency
+	// (context dispatcherConcurrency): one poller per stream shard plus the
+	// sweep (DefaultDispatcherConcurrency).
+	DispatcherConcurrency int
+	// RegisterConcurrency bounds company-register lookups in flight
+	// (context registerConcurrency, default 5: the register's allowance).
+	RegisterConcurrency int
+	// LogLevel and SystemLogLevel filter the functions' own and Lambda's
+	// log lines (context logLevel, systemLogLevel: DEBUG, INFO, WARN,
+	// ERROR); defaults INFO and WARN.
+	LogLevel, SystemLogLevel string
+	// DomainName and CertificateArn serve the API on a custom domain
+	// (context domainName, certificateArn: an ACM certificate in the
+	// stage's region); the execute-api endpoint is then turned off.
+	DomainName, CertificateArn string
+	// BackupCopyVaultArn, on protected stages, copies each daily backup to
+	// a vault in another account (context backupCopyVaultArn).
+	BackupCopyVaultArn string
+	// CloudFront puts a CloudFront distribution in front of the API
+	// (context cloudFront=on), and WafWebAclArn attaches a WAF web ACL to
+	// it (context wafWebAclArn; a CLOUDFRONT-scope ACL, made in us-east-1):
+	// per-IP rate-based rules for those who need them.
+	CloudFront   bool
+	WafWebAclArn string
+	// PublicThrottleRate and PublicThrottleBurst limit the routes that need
+	// no key ($default, the document and the reference page), which no
+	// per-client limit covers (context publicThrottleRate, publicThrottleBurst).
+	PublicThrottleRate, PublicThrottleBurst float64
 }
+
+// Defaults of the stage's sizes.
+const (
+	// DefaultDispatcherConcurrency: Lambda polls each shard of the table's
+	// stream with one concurrent invocation (parallelization factor 1); an
+	// on-demand table starts with a few shards and splits as it grows.
+	// Ten covers eight shards plus the sweep with room; a stage whose
+	// stream has more shards raises it (IteratorAge and the dispatcher's
+	// throttles show it).
+	DefaultDispatcherConcurrency = 10
+	DefaultRegisterConcurrency   = 5
+	DefaultPublicThrottleRate    = 10
+	DefaultPublicThrottleBurst   = 20
+)
+
+// defaults fills what a stage did not set.
+func (p *Props) defaults() {
+	if p.DispatcherConcurrency <= 0 {
+		p.DispatcherConcurrency = DefaultDispatcherConcurrency
+	}
+	if p.RegisterConcurrency <= 0 {
+		p.RegisterConcurrency = DefaultRegisterConcurrency
+	}
+	if p.LogLevel == "" {
+		p.LogLevel = "INFO"
+	}
+	if p.SystemLogLevel == "" {
+		p.SystemLogLevel = "WARN"
+	}
+	if p.PublicThrottleRate <= 0 {
+		p.PublicThrottleRate = DefaultPublicThrottleRate
+	}
+	if p.PublicThrottleBurst <= 0 {
+		p.PublicThrottleBurst = DefaultPublicThrottleBurst
+	}
+	if p.DomainName != "" && p.PublicBaseURL == "" {
+		p.PublicBaseURL = "https://" + p.DomainName
+	}
+}
+
+// PlaceholderAccount is the account id committed in cdk.json's stages.
+const PlaceholderAccount = "000000000000"
 
 // The gateway's default limits per stage: well above what the per-client
 // limits let through (120 per minute per client), well below what would
@@ -65,7 +137,51 @@ func PropsFromContext(app awscdk.App) (*Props, error) {
 		return def
 	}
 	p := &Props{Stage: get("stage", "dev"), CodeDir: get("codeDir", ".bin/lambda"),
-		CompanyRegisterURL: get("companyRegisterUrl", ""), AlarmEmail: get("alarmEmail", ""), PublicBaseURL: get("publicBaseUrl", "")}
+		CompanyRegisterURL: get("companyRegisterUrl", ""), AlarmEmail: get("alarmEmail", ""), PublicBaseURL: get("publicBaseUrl", ""),
+		LogLevel: strings.ToUpper(get("logLevel", "INFO")), SystemLogLevel: strings.ToUpper(get("systemLogLevel", "WARN")),
+		DomainName: get("domainName", ""), CertificateArn: get("certificateArn", ""), BackupCopyVaultArn: get("backupCopyVaultArn", ""),
+		WafWebAclArn: get("wafWebAclArn", "")}
+	positive := func(k string, def int) (int, error) {
+		n, err := strconv.Atoi(get(k, strconv.Itoa(def)))
+		if err != nil || n < 1 {
+			return 0, fmt.Errorf("%s must be a positive integer", k)
+		}
+		return n, nil
+	}
+	var err error
+	if p.DispatcherConcurrency, err = positive("dispatcherConcurrency", DefaultDispatcherConcurrency); err != nil {
+		return nil, err
+	}
+	if p.RegisterConcurrency, err = positive("registerConcurrency", DefaultRegisterConcurrency); err != nil {
+		return nil, err
+	}
+	prate, err := positive("publicThrottleRate", DefaultPublicThrottleRate)
+	if err != nil {
+		return nil, err
+	}
+	pburst, err := positive("publicThrottleBurst", DefaultPublicThrottleBurst)
+	if err != nil {
+		return nil, err
+	}
+	p.PublicThrottleRate, p.PublicThrottleBurst = float64(prate), float64(pburst)
+	for k, v := range map[string]string{"logLevel": p.LogLevel, "systemLogLevel": p.SystemLogLevel} {
+		if !slices.Contains([]string{"DEBUG", "INFO", "WARN", "ERROR"}, v) {
+			return nil, fmt.Errorf("%s must be DEBUG, INFO, WARN or ERROR, got %q", k, v)
+		}
+	}
+	if (p.DomainName == "") != (p.CertificateArn == "") {
+		return nil, fmt.Errorf("a custom domain needs both domainName and certificateArn (an ACM certificate for it in the stage's region)")
+	}
+	switch v := get("cloudFront", "off"); v {
+	case "on":
+		p.CloudFront = true
+	case "off":
+		if p.WafWebAclArn != "" {
+			return nil, fmt.Errorf("wafWebAclArn needs cloudFront=on: a WAF web ACL for per-IP limits attaches to the CloudFront distribution")
+		}
+	default:
+		return nil, fmt.Errorf("cloudFront must be on or off, got %q", v)
+	}
 	if !stagePattern.MatchString(p.Stage) {
 		return nil, fmt.Errorf("stage %q: use 2-20 lower-case letters, digits and dashes", p.Stage)
 	}
@@ -146,6 +262,10 @@ func stageEnv(app awscdk.App, p *Props) (*awscdk.Environment, error) {
 			return &awscdk.Environment{Account: jsii.String(credAcct), Region: jsii.String(credRegion)}, nil
 		}
 		return nil, nil
+	case pinned.Account == PlaceholderAccount && credAcct != "":
+		// Credentials are present: this is a deploy, not an offline synth.
+		return nil, fmt.Errorf("cdk.json pins stage %s to the placeholder account %s: set \"stages\": {\"%s\": {\"account\": \"%s\", \"region\": \"%s\"}} in cdk.json (your account id is what `aws sts get-caller-identity --query Account` prints)",
+			p.Stage, PlaceholderAccount, p.Stage, credAcct, cmp.Or(credRegion, pinned.Region))
 	case credAcct != "" && credAcct != pinned.Account:
 		return nil, fmt.Errorf("stage %s is pinned to account %s, but the credentials in use are for account %s", p.Stage, pinned.Account, credAcct)
 	case credRegion != "" && credRegion != pinned.Region:

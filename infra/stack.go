@@ -10,12 +10,17 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2integrations"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsbackup"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscertificatemanager"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudfront"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudfrontorigins"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdadestinations"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
@@ -29,16 +34,27 @@ import (
 // Stack is the service's one stack and the parts tests look at.
 type Stack struct {
 	awscdk.Stack
-	Table     awsdynamodb.Table
-	Functions map[string]awslambda.Function
-	Queues    map[string]awssqs.Queue // name -> main queue (each has a DLQ)
-	DLQs      map[string]awssqs.Queue
-	API       awsapigatewayv2.HttpApi
+	Table awsdynamodb.Table
+	// SecretsKey seals webhook signing secrets on protected stages: a key of
+	// its own, which only the functions that seal and open them may use.
+	SecretsKey awskms.Key
+	Functions  map[string]awslambda.Function
+	Queues     map[string]awssqs.Queue // name -> main queue (each has a DLQ)
+	DLQs       map[string]awssqs.Queue
+	// DispatchFailures receives what the dispatcher's triggers could not
+	// hand it: stream batches it failed on past their retries or age, and
+	// schedule events of sweeps that crashed.
+	DispatchFailures awssqs.Queue
+	// AlarmDeliveryFailures keeps alarm e-mails SNS could not send (when
+	// the stage has an alarm address).
+	AlarmDeliveryFailures awssqs.Queue
+	API                   awsapigatewayv2.HttpApi
 }
 
 // NewPracticeStack builds the stack: data, queues, functions, the HTTP API
-// from the route table, the outbox triggers, and alarms.
+// from the route table, the outbox triggers, backups, and alarms.
 func NewPracticeStack(scope constructs.Construct, id string, p *Props) *Stack {
+	p.defaults()
 	sp := p.StackProps
 	sp.TerminationProtection = jsii.Bool(p.Protected()) // a protected stage's stack is not deleted by accident
 	st := awscdk.NewStack(scope, jsii.String(id), &sp)
@@ -46,22 +62,45 @@ func NewPracticeStack(scope constructs.Construct, id string, p *Props) *Stack {
 	awscdk.Tags_Of(st).Add(jsii.String("service"), jsii.String("practice-api"), nil)
 	awscdk.Tags_Of(st).Add(jsii.String("stage"), jsii.String(p.Stage), nil)
 	s.Table = newTable(st, p)
+	if p.Protected() {
+		s.SecretsKey = awskms.NewKey(st, jsii.String("WebhookSecretsKey"), &awskms.KeyProps{
+			Description:       jsii.String("practice-api " + p.Stage + ": webhook signing secrets (envelope encryption)"),
+			EnableKeyRotation: jsii.Bool(true), RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
+		})
+	}
 	// The enrichment worker runs up to 30 s; SQS should hide a message for
 	// six times that while a batch is in flight (AWS's guidance).
 	s.addQueue("enrichment", 180)
 	// Deliveries: retries beyond SQS's 15-minute delay hop through the queue
 	// (a job carries its not-before time), so visibility only covers a run.
 	s.addQueue("delivery", 180)
+	s.DispatchFailures = awssqs.NewQueue(st, jsii.String("dispatch-failures"), &awssqs.QueueProps{
+		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)), EnforceSSL: jsii.Bool(true),
+	})
 	for _, fn := range Functions {
 		s.Functions[fn.Name] = s.newFunction(fn, p)
 	}
-	s.wireWorkers()
+	s.wireWorkers(p)
 	s.API = s.newAPI(p)
+	if p.Protected() {
+		s.backups(p)
+	}
 	newAlarms(s, p)
 	suppressNag(s)
-	awscdk.NewCfnOutput(st, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{Value: jsii.String(*s.API.ApiEndpoint() + routes.Prefix), Description: jsii.String("base URL of /api/v1")})
+	awscdk.NewCfnOutput(st, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{Value: jsii.String(s.apiURL(p)), Description: jsii.String("base URL of /api/v1")})
 	awscdk.NewCfnOutput(st, jsii.String("TableName"), &awscdk.CfnOutputProps{Value: s.Table.TableName(), Description: jsii.String("TABLE_NAME for scripts/admin")})
+	if p.CloudFront {
+		s.cloudFront(p)
+	}
 	return s
+}
+
+// apiURL is the base URL clients use: the custom domain's, or the API's own.
+func (s *Stack) apiURL(p *Props) string {
+	if p.DomainName != "" {
+		return "https://" + p.DomainName + routes.Prefix
+	}
+	return *s.API.ApiEndpoint() + routes.Prefix
 }
 
 // newTable is the single table, its keys and GSIs exactly as the code
@@ -78,11 +117,11 @@ func newTable(scope constructs.Construct, p *Props) awsdynamodb.Table {
 	}
 	encryption, encryptionKey := awsdynamodb.TableEncryption_AWS_MANAGED, awskms.IKey(nil)
 	if p.Protected() {
-		// A customer-managed key: its use is in CloudTrail, it can be
-		// revoked, and it also seals webhook signing secrets (envelope).
+		// A customer-managed key: its use is in CloudTrail and it can be
+		// revoked. Webhook signing secrets have a key of their own.
 		encryption = awsdynamodb.TableEncryption_CUSTOMER_MANAGED
 		encryptionKey = awskms.NewKey(scope, jsii.String("TableKey"), &awskms.KeyProps{
-			Description:       jsii.String("practice-api " + p.Stage + ": the table and webhook signing secrets"),
+			Description:       jsii.String("practice-api " + p.Stage + ": the table"),
 			EnableKeyRotation: jsii.Bool(true), RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
 		})
 	}
@@ -150,8 +189,8 @@ func (s *Stack) newFunction(fn Function, p *Props) awslambda.Function {
 	if p.PublicBaseURL != "" { // a custom domain; unset, the API's own domain name is used
 		env["PUBLIC_BASE_URL"] = jsii.String(p.PublicBaseURL)
 	}
-	if key := s.Table.EncryptionKey(); key != nil && (fn.Name == "webhooks" || fn.Name == "delivery") {
-		env["WEBHOOK_SECRETS_KEY_ARN"] = key.KeyArn() // envelope encryption of signing secrets
+	if s.SecretsKey != nil && sealsSecrets(fn.Name) {
+		env["WEBHOOK_SECRETS_KEY_ARN"] = s.SecretsKey.KeyArn() // envelope encryption of signing secrets
 	}
 	if len(fn.Table) == 0 { // no store, no queues: only what it reads
 		env = map[string]*string{"STAGE": jsii.String(p.Stage)}
@@ -167,10 +206,17 @@ func (s *Stack) newFunction(fn Function, p *Props) awslambda.Function {
 		Environment:   &env,
 		Tracing:       awslambda.Tracing_ACTIVE,
 		LoggingFormat: awslambda.LoggingFormat_JSON,
-		LogGroup:      logs,
+		// The functions log JSON lines with a "level" (slog): Lambda drops
+		// those below the stage's level before they are billed.
+		ApplicationLogLevelV2: awslambda.ApplicationLogLevel(p.LogLevel),
+		SystemLogLevelV2:      awslambda.SystemLogLevel(p.SystemLogLevel),
+		LogGroup:              logs,
 	})
-	if fn.Reserved > 0 && p.ReserveConcurrency() {
-		f.Node().DefaultChild().(awslambda.CfnFunction).SetReservedConcurrentExecutions(jsii.Number(fn.Reserved))
+	if reserved := p.reserved(fn); reserved > 0 && p.ReserveConcurrency() {
+		f.Node().DefaultChild().(awslambda.CfnFunction).SetReservedConcurrentExecutions(jsii.Number(reserved))
+	}
+	if s.SecretsKey != nil && sealsSecrets(fn.Name) {
+		s.SecretsKey.Grant(f, jsii.String("kms:Decrypt"), jsii.String("kms:GenerateDataKey"), jsii.String("kms:DescribeKey"))
 	}
 	if len(fn.Table) == 0 {
 		return f
@@ -179,35 +225,69 @@ func (s *Stack) newFunction(fn Function, p *Props) awslambda.Function {
 	return f
 }
 
+// sealsSecrets names the functions that seal or open webhook signing
+// secrets: the webhooks family (create, rotate) and delivery (signing).
+func sealsSecrets(name string) bool { return name == "webhooks" || name == "delivery" }
+
+// reserved is a function's reserved concurrency on this stage: the
+// dispatcher's from its shards, enrichment's from the register's
+// allowance (it takes one record per invocation), the others' as listed.
+func (p *Props) reserved(fn Function) float64 {
+	switch fn.Name {
+	case "dispatcher":
+		return float64(p.DispatcherConcurrency)
+	case "enrichment":
+		return float64(max(p.RegisterConcurrency, 2))
+	}
+	return fn.Reserved
+}
+
 // grantTable gives a function exactly its table actions, on the table and
-// (for Queries) each named index, and with them the use of the table's key
-// when it has a customer-managed one: the key grants follow the table's,
-// so a new function cannot be given one without the other.
+// (for Queries) each index it queries, and with them the use of the
+// table's key when it has a customer-managed one, only through DynamoDB
+// (kms:ViaService): the key grants follow the table's, so a new function
+// cannot be given one without the other, and none can use the key itself.
 func (s *Stack) grantTable(f awslambda.Function, fn Function) {
 	resources := []*string{s.Table.TableArn()}
-	if fn.IndexRead {
-		for _, idx := range store.GSIs { // named, not index/*
-			resources = append(resources, jsii.String(*s.Table.TableArn()+"/index/"+idx))
-		}
+	for _, idx := range fn.Indexes { // named, not index/*
+		resources = append(resources, jsii.String(*s.Table.TableArn()+"/index/"+idx))
 	}
 	f.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Sid: jsii.String("Table"), Actions: jsii.Strings(fn.Table...), Resources: &resources,
 	}))
 	if key := s.Table.EncryptionKey(); key != nil {
-		key.Grant(f, jsii.String("kms:Decrypt"), jsii.String("kms:Encrypt"), jsii.String("kms:GenerateDataKey"), jsii.String("kms:DescribeKey"))
+		f.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:       jsii.String("TableKeyThroughDynamoDB"),
+			Actions:   jsii.Strings("kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:DescribeKey"),
+			Resources: &[]*string{key.KeyArn()},
+			Conditions: &map[string]any{"StringEquals": map[string]any{
+				"kms:ViaService": "dynamodb." + *s.Stack.Region() + ".amazonaws.com",
+			}},
+		}))
 	}
 }
 
 // wireWorkers connects the outbox and the queues: the dispatcher runs on
 // every new outbox event (stream, filtered to event inserts) and every
-// minute (the sweep); the enrichment worker consumes its queue.
-func (s *Stack) wireWorkers() {
+// minute (the sweep); the enrichment and delivery workers consume their
+// queues. Every failure path ends somewhere an alarm watches: stream
+// batches the dispatcher fails on past their retries or age, and schedule
+// events of sweeps that crashed, go to DispatchFailures.
+func (s *Stack) wireWorkers(p *Props) {
 	d := s.Functions["dispatcher"]
 	d.AddEventSource(awslambdaeventsources.NewDynamoEventSource(s.Table, &awslambdaeventsources.DynamoEventSourceProps{
 		StartingPosition:  awslambda.StartingPosition_LATEST,
 		BatchSize:         jsii.Number(100),
 		MaxBatchingWindow: awscdk.Duration_Seconds(jsii.Number(1)),
-		RetryAttempts:     jsii.Number(3),
+		// A batch that fails (the function crashed or timed out: events that
+		// fail to send are left pending for the sweep, not failed) is split
+		// to find the record at fault, retried, and after its retries or an
+		// hour goes to DispatchFailures; its events stay pending, so the
+		// sweep still sends them.
+		RetryAttempts:      jsii.Number(3),
+		BisectBatchOnError: jsii.Bool(true),
+		MaxRecordAge:       awscdk.Duration_Hours(jsii.Number(1)),
+		OnFailure:          awslambdaeventsources.NewSqsDlq(s.DispatchFailures),
 		Filters: &[]*map[string]interface{}{awslambda.FilterCriteria_Filter(&map[string]interface{}{
 			"eventName": awslambda.FilterRule_IsEqual("INSERT"),
 			"dynamodb":  map[string]interface{}{"NewImage": map[string]interface{}{"kind": map[string]interface{}{"S": awslambda.FilterRule_IsEqual("event")}}},
@@ -217,17 +297,25 @@ func (s *Stack) wireWorkers() {
 		Description: jsii.String("sweep outbox events that no stream invocation dispatched"),
 		Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(1))),
 		// No retries of a sweep: the next one runs in a minute, and retried
-		// sweeps would only overlap it.
-		Targets: &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(d, &awseventstargets.LambdaFunctionProps{RetryAttempts: jsii.Number(0)})},
+		// sweeps would only overlap it. A schedule event EventBridge could not
+		// deliver goes to DispatchFailures.
+		Targets: &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(d, &awseventstargets.LambdaFunctionProps{
+			RetryAttempts: jsii.Number(0), MaxEventAge: awscdk.Duration_Minutes(jsii.Number(5)), DeadLetterQueue: s.DispatchFailures,
+		})},
 	})
-	d.ConfigureAsyncInvoke(&awslambda.EventInvokeConfigOptions{RetryAttempts: jsii.Number(0)})
+	// A sweep invocation that crashed or timed out is not retried (the next
+	// one comes in a minute), but recorded in DispatchFailures.
+	d.ConfigureAsyncInvoke(&awslambda.EventInvokeConfigOptions{RetryAttempts: jsii.Number(0),
+		OnFailure: awslambdadestinations.NewSqsDestination(s.DispatchFailures)})
 	s.Queues["enrichment"].GrantSendMessages(d)
 	s.Queues["delivery"].GrantSendMessages(d) // the webhook fan-out
 
 	e := s.Functions["enrichment"]
 	e.AddEventSource(awslambdaeventsources.NewSqsEventSource(s.Queues["enrichment"], &awslambdaeventsources.SqsEventSourceProps{
-		// At most five lookups at once: the company register is someone else's service.
-		BatchSize: jsii.Number(10), ReportBatchItemFailures: jsii.Bool(true), MaxConcurrency: jsii.Number(5),
+		// The company register is someone else's service: one lookup per
+		// invocation and at most RegisterConcurrency invocations, so no more
+		// than its allowance is ever in flight (SQS's minimum is 2).
+		BatchSize: jsii.Number(1), ReportBatchItemFailures: jsii.Bool(true), MaxConcurrency: jsii.Number(float64(max(p.RegisterConcurrency, 2))),
 	}))
 	s.Queues["enrichment"].GrantSendMessages(e) // retries re-enqueue with a delay
 
@@ -237,6 +325,69 @@ func (s *Stack) wireWorkers() {
 	}))
 	s.Queues["delivery"].GrantSendMessages(w)                       // the next attempt
 	s.Queues["delivery"].GrantSendMessages(s.Functions["webhooks"]) // manual retries
+}
+
+// backups keeps a protected stage's table in AWS Backup besides its
+// point-in-time recovery: a daily recovery point kept 35 days, in a vault
+// whose lock stops anyone (a compromised account included) from deleting
+// recovery points early, optionally copied to a vault in another account.
+func (s *Stack) backups(p *Props) {
+	vault := awsbackup.NewBackupVault(s.Stack, jsii.String("BackupVault"), &awsbackup.BackupVaultProps{
+		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
+		LockConfiguration: &awsbackup.LockConfiguration{
+			MinRetention: awscdk.Duration_Days(jsii.Number(35)),
+			// Governance for three days after deploy, then compliance mode:
+			// no one can shorten retention or remove the lock.
+			ChangeableFor: awscdk.Duration_Days(jsii.Number(3)),
+		},
+	})
+	rule := &awsbackup.BackupPlanRuleProps{
+		RuleName: jsii.String("daily"), BackupVault: vault,
+		ScheduleExpression: awsevents.Schedule_Cron(&awsevents.CronOptions{Hour: jsii.String("3"), Minute: jsii.String("0")}),
+		DeleteAfter:        awscdk.Duration_Days(jsii.Number(35)),
+	}
+	if p.BackupCopyVaultArn != "" {
+		rule.CopyActions = &[]*awsbackup.BackupPlanCopyActionProps{{
+			DestinationBackupVault: awsbackup.BackupVault_FromBackupVaultArn(s.Stack, jsii.String("BackupCopyVault"), jsii.String(p.BackupCopyVaultArn)),
+			DeleteAfter:            awscdk.Duration_Days(jsii.Number(35)),
+		}}
+	}
+	plan := awsbackup.NewBackupPlan(s.Stack, jsii.String("BackupPlan"), &awsbackup.BackupPlanProps{
+		BackupPlanName:  jsii.String("practice-api-" + p.Stage),
+		BackupPlanRules: &[]awsbackup.BackupPlanRule{awsbackup.NewBackupPlanRule(rule)},
+	})
+	plan.AddSelection(jsii.String("table"), &awsbackup.BackupSelectionOptions{
+		Resources: &[]awsbackup.BackupResource{awsbackup.BackupResource_FromDynamoDbTable(s.Table)},
+	})
+}
+
+// cloudFront puts a distribution in front of the API: nothing cached
+// (every answer is per key), every header but Host forwarded, and the WAF
+// web ACL of WafWebAclArn attached, for per-IP rate-based rules.
+func (s *Stack) cloudFront(p *Props) {
+	origin := jsii.String(p.DomainName) // the execute-api endpoint is off with a custom domain
+	if p.DomainName == "" {
+		origin = awscdk.Fn_Select(jsii.Number(2), awscdk.Fn_Split(jsii.String("/"), s.API.ApiEndpoint(), nil))
+	}
+	props := &awscloudfront.DistributionProps{
+		Comment: jsii.String("practice-api " + p.Stage),
+		DefaultBehavior: &awscloudfront.BehaviorOptions{
+			Origin:               awscloudfrontorigins.NewHttpOrigin(origin, &awscloudfrontorigins.HttpOriginProps{}),
+			AllowedMethods:       awscloudfront.AllowedMethods_ALLOW_ALL(),
+			ViewerProtocolPolicy: awscloudfront.ViewerProtocolPolicy_HTTPS_ONLY,
+			CachePolicy:          awscloudfront.CachePolicy_CACHING_DISABLED(),
+			OriginRequestPolicy:  awscloudfront.OriginRequestPolicy_ALL_VIEWER_EXCEPT_HOST_HEADER(),
+		},
+		MinimumProtocolVersion: awscloudfront.SecurityPolicyProtocol_TLS_V1_2_2021,
+	}
+	if p.WafWebAclArn != "" {
+		props.WebAclId = jsii.String(p.WafWebAclArn)
+	}
+	dist := awscloudfront.NewDistribution(s.Stack, jsii.String("Distribution"), props)
+	awscdk.NewCfnOutput(s.Stack, jsii.String("DistributionUrl"), &awscdk.CfnOutputProps{
+		Value:       jsii.String("https://" + *dist.DistributionDomainName() + routes.Prefix),
+		Description: jsii.String("base URL through CloudFront: set publicBaseUrl to its origin, so links point here"),
+	})
 }
 
 // guardStage sets, through the $default stage's escape hatch (the stage is
@@ -252,7 +403,18 @@ func (s *Stack) guardStage(api awsapigatewayv2.HttpApi, p *Props) {
 	rate, burst := cmp.Or(p.ThrottleRate, DefaultThrottleRate), cmp.Or(p.ThrottleBurst, DefaultThrottleBurst)
 	stage.SetDefaultRouteSettings(&awsapigatewayv2.CfnStage_RouteSettingsProperty{
 		ThrottlingRateLimit: jsii.Number(rate), ThrottlingBurstLimit: jsii.Number(burst),
+		DetailedMetricsEnabled: jsii.Bool(true), // per-route metrics, for per-route latency alarms
 	})
+	// Routes that need no key have no per-client limit: a client that
+	// floods them must not take the stage's whole budget.
+	public := map[string]any{}
+	for _, key := range publicRouteKeys() {
+		// RouteSettings is free-form JSON in CloudFormation: its keys are
+		// written as the resource wants them (a struct would go out in camelCase).
+		public[key] = map[string]any{"ThrottlingRateLimit": p.PublicThrottleRate, "ThrottlingBurstLimit": p.PublicThrottleBurst,
+			"DetailedMetricsEnabled": true}
+	}
+	stage.SetRouteSettings(public)
 	format, _ := json.Marshal(map[string]string{
 		"requestId": "$context.requestId", "routeKey": "$context.routeKey", "status": "$context.status",
 		"integrationError": "$context.integrationErrorMessage", "integrationStatus": "$context.integrationStatus",
@@ -264,8 +426,21 @@ func (s *Stack) guardStage(api awsapigatewayv2.HttpApi, p *Props) {
 	})
 }
 
+// publicRouteKeys are the route keys that need no key: $default and the
+// public rows of the route table.
+func publicRouteKeys() []string {
+	keys := []string{"$default"}
+	for _, rt := range routes.Table {
+		if rt.Public {
+			keys = append(keys, rt.Method+" "+routes.Prefix+rt.Path)
+		}
+	}
+	return keys
+}
+
 // newAPI creates the HTTP API (payload v2) with one route per row of the
-// route table, each to its family's function.
+// route table, each to its family's function, on the custom domain when
+// the stage has one (and then only there).
 func (s *Stack) newAPI(p *Props) awsapigatewayv2.HttpApi {
 	integrations := map[string]awsapigatewayv2integrations.HttpLambdaIntegration{}
 	for _, fn := range Functions {
@@ -274,14 +449,31 @@ func (s *Stack) newAPI(p *Props) awsapigatewayv2.HttpApi {
 				&awsapigatewayv2integrations.HttpLambdaIntegrationProps{PayloadFormatVersion: awsapigatewayv2.PayloadFormatVersion_VERSION_2_0()})
 		}
 	}
-	api := awsapigatewayv2.NewHttpApi(s.Stack, jsii.String("Api"), &awsapigatewayv2.HttpApiProps{
+	apiProps := &awsapigatewayv2.HttpApiProps{
 		ApiName:     jsii.String("practice-api-" + p.Stage),
 		Description: jsii.String("Practice API /api/v1 (" + p.Stage + ")"),
 		// $default: what matches no route goes to the meta function, which
 		// answers as the API does (JSON 404, or 405 with Allow, with a
 		// request id), not with API Gateway's own {"message":"Not Found"}.
 		DefaultIntegration: integrations[routes.Meta],
-	})
+		// No CORS: integrators call the API from servers with a secret key,
+		// which must never sit in a browser (docs/api.md).
+	}
+	if p.DomainName != "" {
+		domain := awsapigatewayv2.NewDomainName(s.Stack, jsii.String("Domain"), &awsapigatewayv2.DomainNameProps{
+			DomainName:  jsii.String(p.DomainName),
+			Certificate: awscertificatemanager.Certificate_FromCertificateArn(s.Stack, jsii.String("DomainCertificate"), jsii.String(p.CertificateArn)),
+		})
+		apiProps.DefaultDomainMapping = &awsapigatewayv2.DomainMappingOptions{DomainName: domain}
+		// One way in: the execute-api URL would bypass the domain's links
+		// and anything put in front of the domain.
+		apiProps.DisableExecuteApiEndpoint = jsii.Bool(true)
+		awscdk.NewCfnOutput(s.Stack, jsii.String("DomainTarget"), &awscdk.CfnOutputProps{
+			Value:       domain.RegionalDomainName(),
+			Description: jsii.String("point the custom domain's DNS (CNAME or alias) here"),
+		})
+	}
+	api := awsapigatewayv2.NewHttpApi(s.Stack, jsii.String("Api"), apiProps)
 	s.guardStage(api, p)
 	for _, rt := range routes.Table {
 		integ, ok := integrations[rt.Family]

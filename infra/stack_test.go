@@ -257,7 +257,9 @@ func TestQueuesHaveDeadLetterQueues(t *testing.T) {
 			main = append(main, props(q))
 		}
 	}
-	if len(main) == 0 || len(main)*2 != len(queues) {
+	// Two work queues with their dead-letter queues, and the dispatcher's
+	// failure destination (itself a dead-letter queue).
+	if len(main) != 2 || len(queues) != 5 {
 		t.Fatalf("%d queues, %d with a dead-letter queue", len(queues), len(main))
 	}
 	for _, p := range main {
@@ -281,18 +283,20 @@ func TestQueuesHaveDeadLetterQueues(t *testing.T) {
 		"Targets": assertions.Match_ArrayWith(&[]any{assertions.Match_ObjectLike(&map[string]any{"RetryPolicy": map[string]any{"MaximumRetryAttempts": 0}})})})
 	// The sweep is not retried asynchronously either: the next one is a minute away.
 	assertTemplates["dev"].HasResourceProperties(jsii.String("AWS::Lambda::EventInvokeConfig"), &map[string]any{"MaximumRetryAttempts": 0})
-	// The enrichment trigger never scales past five lookups at once.
+	// The enrichment trigger never has more than the register's allowance
+	// (five) of lookups in flight: one record per invocation, five at once.
 	assertTemplates["dev"].HasResourceProperties(jsii.String("AWS::Lambda::EventSourceMapping"), &map[string]any{
-		"ScalingConfig": map[string]any{"MaximumConcurrency": 5}, "BatchSize": 10,
+		"ScalingConfig": map[string]any{"MaximumConcurrency": 5}, "BatchSize": 1,
 	})
 }
 
 func TestAlarmsGoToTheTopic(t *testing.T) {
 	alarms := resources("dev", "AWS::CloudWatch::Alarm")
-	// 5xx rate and p99 latency; errors, throttles and duration per function;
-	// two queues' age and two DLQs; DynamoDB throttles and system errors;
-	// stream iterator age, dispatch failures, disabled webhooks.
-	want := 2 + 3*len(Functions) + 2 + 2 + 2 + 3
+	// 5xx rate and p99 latency per route; errors, throttles and duration
+	// per function; two queues' age and two DLQs; DynamoDB throttles and
+	// system errors; stream iterator age, dispatch failures, parked events,
+	// the dispatcher's failure queue, disabled webhooks.
+	want := 1 + len(routes.Table) + 3*len(Functions) + 2 + 2 + 2 + 5
 	if len(alarms) != want {
 		t.Fatalf("%d alarms, want %d", len(alarms), want)
 	}
@@ -313,7 +317,7 @@ func TestAlarmsGoToTheTopic(t *testing.T) {
 	all := strings.Join(descs, "\n")
 	for _, s := range []string{"5xx", "dead-letter", "webhook endpoint was disabled", "throttled", "invocation errors",
 		"p99 latency", "p99 duration above 80% of its timeout", "oldest message", "DynamoDB throttled", "DynamoDB system errors",
-		"stream is over 5 minutes behind", "failed to dispatch"} {
+		"stream is over 5 minutes behind", "failed to dispatch", "were parked", "triggers failed"} {
 		if !strings.Contains(all, s) {
 			t.Errorf("no alarm on %s", s)
 		}
@@ -536,7 +540,9 @@ func TestProtectedStagesNeedAnAlarmTarget(t *testing.T) {
 // and the delivery worker each have a reserved ceiling; the API functions
 // draw on the account's pool.
 func TestWorkersHaveReservedConcurrency(t *testing.T) {
-	want := map[string]any{"dispatcher": 5.0, "enrichment": 5.0, "delivery": 25.0}
+	// The dispatcher: one poller per stream shard and the sweep (ten by
+	// default); enrichment: the register's allowance.
+	want := map[string]any{"dispatcher": 10.0, "enrichment": 5.0, "delivery": 25.0}
 	for id, name := range functionIDs("dev") {
 		got := props(resources("dev", "AWS::Lambda::Function")[id])["ReservedConcurrentExecutions"]
 		if got != want[name] {
@@ -638,10 +644,16 @@ func TestStagesArePinned(t *testing.T) {
 	}
 	t.Setenv("CDK_DEFAULT_ACCOUNT", "999999999999")
 	t.Setenv("CDK_DEFAULT_REGION", "eu-north-1")
+	// A real deploy to the committed placeholder: one line, saying exactly what to set.
+	_, err = props("prod")
+	if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), `"prod": {"account": "999999999999", "region": "eu-north-1"}`) {
+		t.Fatalf("a deploy to the placeholder account: %v", err)
+	}
+	base["stages"] = map[string]any{"prod": map[string]any{"account": "111111111111", "region": "eu-north-1"}}
 	if _, err := props("prod"); err == nil || !strings.Contains(err.Error(), "pinned to account") {
 		t.Fatalf("prod with another account's credentials: %v", err)
 	}
-	t.Setenv("CDK_DEFAULT_ACCOUNT", "000000000000")
+	t.Setenv("CDK_DEFAULT_ACCOUNT", "111111111111")
 	t.Setenv("CDK_DEFAULT_REGION", "us-east-1")
 	if _, err := props("prod"); err == nil || !strings.Contains(err.Error(), "pinned to region") {
 		t.Fatalf("prod in another region: %v", err)
@@ -665,38 +677,84 @@ func standInCode(t testing.TB) string {
 	return dir
 }
 
+// statementsOf returns the IAM statements attached to a function's role.
+func statementsOf(stage, fnID string) []map[string]any {
+	role := props(templates[stage]["Resources"].(map[string]any)[fnID].(map[string]any))["Role"].(map[string]any)["Fn::GetAtt"].([]any)[0].(string)
+	var out []map[string]any
+	for _, r := range resources(stage, "AWS::IAM::Policy") {
+		p := props(r)
+		for _, ref := range p["Roles"].([]any) {
+			if ref.(map[string]any)["Ref"] == role {
+				for _, st := range p["PolicyDocument"].(map[string]any)["Statement"].([]any) {
+					out = append(out, st.(map[string]any))
+				}
+			}
+		}
+	}
+	return out
+}
+
 // TestProtectedStagesEncryptWithTheirOwnKey: prod's table uses a rotating
-// customer-managed key, every function with table actions may use that key
-// (the grant follows the table's), and the functions that seal or open
-// webhook signing secrets are told the key. dev stays on the AWS-managed key.
+// customer-managed key, which every function with table actions may use
+// only through DynamoDB (kms:ViaService); webhook signing secrets are
+// sealed under a second key, which only webhooks and delivery may use, and
+// they alone are told it. dev stays on the AWS-managed key.
 func TestProtectedStagesEncryptWithTheirOwnKey(t *testing.T) {
 	prod := assertTemplates["prod"]
-	prod.HasResourceProperties(jsii.String("AWS::KMS::Key"), &map[string]any{"EnableKeyRotation": true})
+	keys := resources("prod", "AWS::KMS::Key")
+	if len(keys) != 2 {
+		t.Fatalf("prod has %d KMS keys, want 2 (table, webhook secrets)", len(keys))
+	}
+	var tableKey, secretsKey string
+	for id, k := range keys {
+		if props(k)["EnableKeyRotation"] != true {
+			t.Errorf("key %s does not rotate", id)
+		}
+		if strings.Contains(props(k)["Description"].(string), "webhook") {
+			secretsKey = id
+		} else {
+			tableKey = id
+		}
+	}
 	prod.HasResourceProperties(jsii.String("AWS::DynamoDB::Table"), &map[string]any{
-		"SSESpecification": map[string]any{"SSEEnabled": true, "SSEType": "KMS", "KMSMasterKeyId": assertions.Match_AnyValue()},
+		"SSESpecification": map[string]any{"SSEEnabled": true, "SSEType": "KMS",
+			"KMSMasterKeyId": map[string]any{"Fn::GetAtt": []any{tableKey, "Arn"}}},
 	})
 	if n := len(resources("dev", "AWS::KMS::Key")); n != 0 {
 		t.Fatalf("dev has %d KMS keys", n)
-	}
-	var keyID string
-	for id := range resources("prod", "AWS::KMS::Key") {
-		keyID = id
 	}
 	fns := functionIDs("prod")
 	for id, r := range resources("prod", "AWS::Lambda::Function") {
 		name := fns[id]
 		fn := Functions[slices.IndexFunc(Functions, func(f Function) bool { return f.Name == name })]
 		env, _ := json.Marshal(props(r)["Environment"])
-		wantEnv := name == "webhooks" || name == "delivery"
-		if strings.Contains(string(env), "WEBHOOK_SECRETS_KEY_ARN") != wantEnv || (wantEnv && !strings.Contains(string(env), keyID)) {
-			t.Errorf("%s: WEBHOOK_SECRETS_KEY_ARN present %v, want %v", name, !wantEnv, wantEnv)
+		seals := name == "webhooks" || name == "delivery"
+		if strings.Contains(string(env), "WEBHOOK_SECRETS_KEY_ARN") != seals || (seals && !strings.Contains(string(env), secretsKey)) {
+			t.Errorf("%s: WEBHOOK_SECRETS_KEY_ARN %s, want present %v", name, env, seals)
 		}
-		acts := actionsOf("prod", id)
-		if len(fn.Table) > 0 && (!slices.Contains(acts, "kms:Decrypt") || !slices.Contains(acts, "kms:GenerateDataKey")) {
-			t.Errorf("%s reads or writes the table but may not use its key: %v", name, acts)
+		var onTable, onSecrets bool
+		for _, st := range statementsOf("prod", id) {
+			res, _ := json.Marshal(st["Resource"])
+			switch {
+			case strings.Contains(string(res), secretsKey):
+				onSecrets = true
+			case strings.Contains(string(res), tableKey):
+				onTable = true
+				cond, _ := json.Marshal(st["Condition"])
+				acts, _ := json.Marshal(st["Action"])
+				if name == "dispatcher" && string(acts) == `["kms:Decrypt","kms:DescribeKey"]` {
+					continue // CDK's grant for reading the table's encrypted stream (the event source)
+				}
+				if !strings.Contains(string(cond), "kms:ViaService") || !strings.Contains(string(cond), "dynamodb.") {
+					t.Errorf("%s may use the table key outside DynamoDB: %v", name, st)
+				}
+			}
 		}
-		if len(fn.Table) == 0 && slices.Contains(acts, "kms:Decrypt") {
-			t.Errorf("%s has no table access but may use its key", name)
+		if onTable != (len(fn.Table) > 0) {
+			t.Errorf("%s: table key statement %v, table actions %v", name, onTable, fn.Table)
+		}
+		if onSecrets != seals {
+			t.Errorf("%s: may use the secrets key %v, want %v", name, onSecrets, seals)
 		}
 	}
 }

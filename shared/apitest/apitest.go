@@ -17,7 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/practice-api/practice-api/shared/auth"
@@ -31,14 +33,27 @@ import (
 	"github.com/practice-api/practice-api/shared/webhook"
 )
 
-// RoundTrips counts DynamoDB HTTP round trips (every attempt) by operation.
+// RoundTrips counts DynamoDB HTTP round trips (every attempt) by operation,
+// and notes the index of every Query.
 type RoundTrips struct {
-	mu  sync.Mutex
-	ops []string
+	mu      sync.Mutex
+	ops     []string
+	indexes []string
 }
 
 // Middleware is the smithy hook that records each attempt.
 func (c *RoundTrips) Middleware(stack *middleware.Stack) error {
+	if err := stack.Initialize.Add(middleware.InitializeMiddlewareFunc("noteIndexes",
+		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+			if q, ok := in.Parameters.(*dynamodb.QueryInput); ok {
+				c.mu.Lock()
+				c.indexes = append(c.indexes, aws.ToString(q.IndexName))
+				c.mu.Unlock()
+			}
+			return next.HandleInitialize(ctx, in)
+		}), middleware.Before); err != nil {
+		return err
+	}
 	return stack.Deserialize.Add(middleware.DeserializeMiddlewareFunc("countRoundTrips",
 		func(ctx context.Context, in middleware.DeserializeInput, next middleware.DeserializeHandler) (middleware.DeserializeOutput, middleware.Metadata, error) {
 			c.mu.Lock()
@@ -49,7 +64,15 @@ func (c *RoundTrips) Middleware(stack *middleware.Stack) error {
 }
 
 // Reset forgets what was counted.
-func (c *RoundTrips) Reset() { c.mu.Lock(); c.ops = nil; c.mu.Unlock() }
+func (c *RoundTrips) Reset() { c.mu.Lock(); c.ops, c.indexes = nil, nil; c.mu.Unlock() }
+
+// Indexes returns the index of each Query since the last Reset ("" for
+// the base table).
+func (c *RoundTrips) Indexes() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.indexes...)
+}
 
 // Ops returns the operations since the last Reset, in order.
 func (c *RoundTrips) Ops() []string {

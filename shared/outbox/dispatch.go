@@ -61,7 +61,7 @@ func (d *Dispatcher) Sweep(ctx context.Context, minAge time.Duration) (int, erro
 	upTo := store.FormatTime(d.now().Add(-minAge)) + "~"
 	var all dispatchTally
 	for shard := range Shards {
-		q := store.ListQuery{Index: "GSI6", PK: PendingPK(shard), SKTo: upTo, Limit: 100}
+		q := store.ListQuery{Index: Index, PK: PendingPK(shard), SKTo: upTo, Limit: 100}
 		for {
 			page, err := d.DB.Query(ctx, q)
 			if err != nil {
@@ -298,7 +298,7 @@ func (d *Dispatcher) parkItem(ctx context.Context, item map[string]ddbtypes.Attr
 // Parked lists parked events, oldest first.
 func Parked(ctx context.Context, db *store.DB, limit int) ([]Event, error) {
 	var out []Event
-	q := store.ListQuery{Index: "GSI6", PK: ParkedPK, Limit: min(limit, 100)}
+	q := store.ListQuery{Index: Index, PK: ParkedPK, Limit: min(limit, 100)}
 	for len(out) < limit {
 		page, err := db.Query(ctx, q)
 		if err != nil {

@@ -36,6 +36,9 @@ const WebhookTest = "webhook.test"
 // Types lists every event type subscribers can choose.
 var Types = []string{MatterCreated, MatterClosed, InvoiceIssued, InvoicePaid, DocumentSigned, TimeEntryCreated}
 
+// Index is the global secondary index of pending and parked events.
+const Index = "GSI6"
+
 // Shards spread pending events over partitions of the sweep index.
 const Shards = 10
 

@@ -1,0 +1,205 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/practice-api/practice-api/shared/httpapi/routes"
+	"github.com/practice-api/practice-api/shared/outbox"
+)
+
+// TestEveryDispatchFailureHasSomewhereToGo: the stream trigger splits a
+// failing batch, gives up on records older than an hour, and sends what it
+// gives up on to the dispatch-failures queue; so do the schedule target and
+// the dispatcher's asynchronous invocations; an alarm watches that queue.
+func TestEveryDispatchFailureHasSomewhereToGo(t *testing.T) {
+	var failures string
+	for id, q := range resources("dev", "AWS::SQS::Queue") {
+		if strings.Contains(id, "dispatchfailures") {
+			failures = id
+			if props(q)["MessageRetentionPeriod"] != 14.0*24*3600 {
+				t.Errorf("dispatch failures kept %v s", props(q)["MessageRetentionPeriod"])
+			}
+		}
+	}
+	if failures == "" {
+		t.Fatal("no dispatch-failures queue")
+	}
+	arn := map[string]any{"Fn::GetAtt": []any{failures, "Arn"}}
+	tpl := assertTemplates["dev"]
+	tpl.HasResourceProperties(jsii.String("AWS::Lambda::EventSourceMapping"), &map[string]any{
+		"StartingPosition": "LATEST", "BisectBatchOnFunctionError": true, "MaximumRecordAgeInSeconds": 3600, "MaximumRetryAttempts": 3,
+		"DestinationConfig": map[string]any{"OnFailure": map[string]any{"Destination": arn}},
+	})
+	tpl.HasResourceProperties(jsii.String("AWS::Events::Rule"), &map[string]any{"Targets": assertions.Match_ArrayWith(&[]any{
+		assertions.Match_ObjectLike(&map[string]any{"DeadLetterConfig": map[string]any{"Arn": arn},
+			"RetryPolicy": map[string]any{"MaximumRetryAttempts": 0, "MaximumEventAgeInSeconds": 300}})})})
+	tpl.HasResourceProperties(jsii.String("AWS::Lambda::EventInvokeConfig"), &map[string]any{"MaximumRetryAttempts": 0,
+		"DestinationConfig": map[string]any{"OnFailure": map[string]any{"Destination": arn}}})
+	found := false
+	for _, a := range resources("dev", "AWS::CloudWatch::Alarm") {
+		dims, _ := json.Marshal(props(a)["Dimensions"])
+		if props(a)["MetricName"] == "ApproximateNumberOfMessagesVisible" && strings.Contains(string(dims), failures) {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatal("no alarm on the dispatch-failures queue's depth")
+	}
+}
+
+// TestEachFunctionMayQueryOnlyItsIndexes: the table statement of each
+// function names exactly the indexes it queries (routes.Indexes, held to
+// the code by shared/families), never index/* or all six.
+func TestEachFunctionMayQueryOnlyItsIndexes(t *testing.T) {
+	want := map[string][]string{"dispatcher": {outbox.Index}}
+	for _, fn := range Functions {
+		if fn.Family != "" {
+			want[fn.Name] = routes.Indexes[fn.Family]
+		}
+	}
+	for id, name := range functionIDs("dev") {
+		var got []string
+		for _, st := range statementsOf("dev", id) {
+			if st["Sid"] != "Table" {
+				continue
+			}
+			list, ok := st["Resource"].([]any)
+			if !ok { // one resource: the table alone
+				list = []any{st["Resource"]}
+			}
+			for _, r := range list {
+				b, _ := json.Marshal(r)
+				if i := strings.Index(string(b), "/index/"); i >= 0 {
+					got = append(got, strings.Trim(string(b[i+len("/index/"):]), `"]}`))
+				}
+			}
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, want[name]) {
+			t.Errorf("%s may query %v, want %v", name, got, want[name])
+		}
+	}
+}
+
+// TestOperationsGuardRails: per-route latency alarms (reports on their own
+// threshold), low throttles on the routes that need no key, detailed
+// metrics, log levels on every function, and a locked backup of protected
+// stages' tables.
+func TestOperationsGuardRails(t *testing.T) {
+	for _, rt := range routes.Table {
+		want := 1000.0
+		if rt.Family == routes.Reports {
+			want = 15000
+		}
+		assertTemplates["dev"].HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), &map[string]any{
+			"MetricName": "Latency", "Namespace": "AWS/ApiGateway", "ExtendedStatistic": "p99", "Threshold": want,
+			"Dimensions": assertions.Match_ArrayWith(&[]any{
+				map[string]any{"Name": "Method", "Value": rt.Method}, map[string]any{"Name": "Resource", "Value": routes.Prefix + rt.Path}}),
+		})
+	}
+	public := map[string]any{}
+	for _, key := range []string{"$default", "GET /api/v1/openapi.json", "GET /api/v1/docs", "GET /api/v1/docs/{file}"} {
+		public[key] = map[string]any{"ThrottlingRateLimit": DefaultPublicThrottleRate, "ThrottlingBurstLimit": DefaultPublicThrottleBurst, "DetailedMetricsEnabled": true}
+	}
+	assertTemplates["dev"].HasResourceProperties(jsii.String("AWS::ApiGatewayV2::Stage"), &map[string]any{
+		"RouteSettings":        public,
+		"DefaultRouteSettings": assertions.Match_ObjectLike(&map[string]any{"DetailedMetricsEnabled": true, "ThrottlingRateLimit": DefaultThrottleRate}),
+	})
+	for _, stage := range []string{"dev", "prod"} {
+		for _, f := range resources(stage, "AWS::Lambda::Function") {
+			lc := props(f)["LoggingConfig"].(map[string]any)
+			if lc["LogFormat"] != "JSON" || lc["ApplicationLogLevel"] != "INFO" || lc["SystemLogLevel"] != "WARN" {
+				t.Errorf("%s: logging %v", props(f)["Description"], lc)
+			}
+		}
+	}
+	if n := len(resources("dev", "AWS::Backup::BackupPlan")); n != 0 {
+		t.Errorf("dev has %d backup plans", n)
+	}
+	prod := assertTemplates["prod"]
+	prod.HasResourceProperties(jsii.String("AWS::Backup::BackupVault"), &map[string]any{
+		"LockConfiguration": map[string]any{"MinRetentionDays": 35, "ChangeableForDays": 3},
+	})
+	prod.HasResource(jsii.String("AWS::Backup::BackupVault"), &map[string]any{"DeletionPolicy": "Retain"})
+	prod.HasResourceProperties(jsii.String("AWS::Backup::BackupPlan"), &map[string]any{"BackupPlan": assertions.Match_ObjectLike(&map[string]any{
+		"BackupPlanRule": []any{assertions.Match_ObjectLike(&map[string]any{"ScheduleExpression": "cron(0 3 * * ? *)", "Lifecycle": map[string]any{"DeleteAfterDays": 35}})},
+	})})
+	var table string
+	for id := range resources("prod", "AWS::DynamoDB::Table") {
+		table = id
+	}
+	prod.HasResourceProperties(jsii.String("AWS::Backup::BackupSelection"), &map[string]any{"BackupSelection": assertions.Match_ObjectLike(&map[string]any{
+		"Resources": assertions.Match_ArrayWith(&[]any{assertions.Match_ObjectLike(&map[string]any{})}),
+	})})
+	sel, _ := json.Marshal(resources("prod", "AWS::Backup::BackupSelection"))
+	if !strings.Contains(string(sel), table) {
+		t.Errorf("the backup selection does not name the table %s: %s", table, sel)
+	}
+}
+
+// TestCustomDomainCloudFrontAndBackupCopy synthesizes a stage with the
+// optional context: a custom domain turns the execute-api endpoint off and
+// becomes the links' origin; CloudFront fronts the API with the WAF web ACL
+// attached and nothing cached; backups are copied to the vault named.
+func TestCustomDomainCloudFrontAndBackupCopy(t *testing.T) {
+	dir := standInCode(t)
+	ctx, err := CDKJSONContext("../cdk.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(filepath.Join(dir, "out")), Context: &ctx})
+	s := NewPracticeStack(app, "PracticeApi-staging", &Props{Stage: "staging", CodeDir: dir, RateLimit: 120, AlarmEmail: "ops@example.com",
+		DomainName: "api.example.dk", CertificateArn: "arn:aws:acm:eu-north-1:111111111111:certificate/abc",
+		CloudFront: true, WafWebAclArn: "arn:aws:wafv2:us-east-1:111111111111:global/webacl/rate/abc",
+		BackupCopyVaultArn: "arn:aws:backup:eu-central-1:222222222222:backup-vault:offsite"})
+	tpl := assertions.Template_FromStack(s.Stack, nil)
+	tpl.HasResourceProperties(jsii.String("AWS::ApiGatewayV2::Api"), &map[string]any{"DisableExecuteApiEndpoint": true})
+	tpl.HasResourceProperties(jsii.String("AWS::ApiGatewayV2::DomainName"), &map[string]any{"DomainName": "api.example.dk"})
+	tpl.ResourceCountIs(jsii.String("AWS::ApiGatewayV2::ApiMapping"), jsii.Number(1))
+	tpl.HasResourceProperties(jsii.String("AWS::Lambda::Function"), &map[string]any{"Environment": map[string]any{
+		"Variables": assertions.Match_ObjectLike(&map[string]any{"PUBLIC_BASE_URL": "https://api.example.dk"})}})
+	tpl.HasResourceProperties(jsii.String("AWS::CloudFront::Distribution"), &map[string]any{"DistributionConfig": assertions.Match_ObjectLike(&map[string]any{
+		"WebACLId": "arn:aws:wafv2:us-east-1:111111111111:global/webacl/rate/abc",
+		"DefaultCacheBehavior": assertions.Match_ObjectLike(&map[string]any{
+			"CachePolicyId": "4135ea2d-6df8-44a3-9df3-4b5a84be39ad", "ViewerProtocolPolicy": "https-only"}),
+	})})
+	tpl.HasResourceProperties(jsii.String("AWS::Backup::BackupPlan"), &map[string]any{"BackupPlan": assertions.Match_ObjectLike(&map[string]any{
+		"BackupPlanRule": []any{assertions.Match_ObjectLike(&map[string]any{"CopyActions": []any{map[string]any{
+			"DestinationBackupVaultArn": "arn:aws:backup:eu-central-1:222222222222:backup-vault:offsite", "Lifecycle": map[string]any{"DeleteAfterDays": 35}}}})},
+	})})
+	out := tpl.ToJSON()
+	b, _ := json.Marshal((*out)["Outputs"])
+	for _, o := range []string{"DomainTarget", "DistributionUrl", "https://api.example.dk/api/v1"} {
+		if !strings.Contains(string(b), o) {
+			t.Errorf("outputs lack %s: %s", o, b)
+		}
+	}
+}
+
+// TestDeployStopsOnThePlaceholderAccount: make deploy runs check-stage
+// before it builds anything; with the committed placeholder it stops with
+// one line that says what to set.
+func TestDeployStopsOnThePlaceholderAccount(t *testing.T) {
+	out, err := exec.Command("../scripts/lib/check-stage", "prod").CombinedOutput()
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	if err == nil || len(lines) != 1 || !strings.Contains(lines[0], "context.stages.prod.account") {
+		t.Fatalf("check-stage prod: %v %q", err, out)
+	}
+	if out, err := exec.Command("../scripts/lib/check-stage", "dev").CombinedOutput(); err != nil {
+		t.Fatalf("check-stage dev: %v %s", err, out)
+	}
+	mk, _ := os.ReadFile("../Makefile")
+	if !strings.Contains(string(mk), "deploy: $(CDK_BIN)/cdk\n\t@scripts/lib/check-stage $(STAGE)\n\t$(MAKE) build") {
+		t.Fatal("make deploy does not check the stage before it builds")
+	}
+}

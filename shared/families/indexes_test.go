@@ -1,0 +1,114 @@
+package families_test
+
+import (
+	"encoding/json"
+	"maps"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+
+	"github.com/practice-api/practice-api/shared/apitest"
+	"github.com/practice-api/practice-api/shared/httpapi/routes"
+	"github.com/practice-api/practice-api/shared/openapi"
+)
+
+// TestEachFamilyQueriesExactlyItsGrantedIndexes drives every GET of every
+// family with no filter and with each documented filter (read from the
+// OpenAPI document, so a new filter is covered when it is documented), and
+// notes the index of every Query: each family must use exactly the indexes
+// routes.Indexes grants its Lambda (infra), no more (a Query its role may
+// not make) and no fewer (a grant nothing needs).
+func TestEachFamilyQueriesExactlyItsGrantedIndexes(t *testing.T) {
+	e := apitest.New(t, apitest.Options{RateLimit: 100000})
+	key := e.Key(e.Org("A"))
+	var doc struct {
+		Paths map[string]map[string]struct {
+			OperationID string `json:"operationId"`
+			Parameters  []struct {
+				Ref    string `json:"$ref"`
+				Name   string `json:"name"`
+				In     string `json:"in"`
+				Schema struct {
+					Type   string   `json:"type"`
+					Format string   `json:"format"`
+					Enum   []string `json:"enum"`
+				} `json:"schema"`
+			} `json:"parameters"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal(openapi.Document, &doc); err != nil {
+		t.Fatal(err)
+	}
+	sample := func(typ, format string, enum []string) string {
+		switch {
+		case len(enum) > 0:
+			return enum[0]
+		case format == "uuid":
+			return uuid.NewString()
+		case format == "date":
+			return "2025-01-01"
+		case format == "date-time":
+			return "2025-01-01T00:00:00Z"
+		}
+		return "x1"
+	}
+	used := map[string]map[string]bool{}
+	for _, rt := range routes.Table {
+		if rt.Method != "GET" || rt.Public || routes.Indexes[rt.Family] == nil && rt.Family != routes.Webhooks {
+			continue
+		}
+		op := doc.Paths[rt.Path]["get"] // the document's server is /api/v1
+		var queries []url.Values
+		path := rt.Path
+		base := url.Values{}
+		for _, p := range op.Parameters {
+			if p.In == "path" {
+				path = strings.ReplaceAll(path, "{"+p.Name+"}", sample(p.Schema.Type, p.Schema.Format, p.Schema.Enum))
+			}
+		}
+		if rt.Path == "/reports/{type}" {
+			for _, typ := range []string{"time-summary", "wip", "receivables-aging"} {
+				queries = append(queries, url.Values{"_path": {"/reports/" + typ}, "date_from": {"2025-01-01"}, "date_to": {"2025-01-31"}})
+			}
+		} else {
+			queries = append(queries, base)
+			for _, p := range op.Parameters {
+				if p.In == "query" && p.Name != "" && p.Name != "per_page" && p.Name != "cursor" {
+					queries = append(queries, url.Values{p.Name: {sample(p.Schema.Type, p.Schema.Format, p.Schema.Enum)}})
+				}
+			}
+		}
+		if used[rt.Family] == nil {
+			used[rt.Family] = map[string]bool{}
+		}
+		for _, q := range queries {
+			p := path
+			if v := q.Get("_path"); v != "" {
+				p = v
+				q.Del("_path")
+			}
+			e.Calls.Reset()
+			r := e.Get(routes.Prefix+p+"?"+q.Encode(), key)
+			if r.Status != 200 && r.Status != 404 {
+				t.Fatalf("GET %s?%s: %d %s", p, q.Encode(), r.Status, r.Raw)
+			}
+			for _, idx := range e.Calls.Indexes() {
+				if idx != "" {
+					used[rt.Family][idx] = true
+				}
+			}
+		}
+	}
+	for family, set := range used {
+		got := slices.Sorted(maps.Keys(set))
+		if want := routes.Indexes[family]; !slices.Equal(got, want) {
+			t.Errorf("family %s queries %v; routes.Indexes grants %v", family, got, want)
+		}
+	}
+	if len(used) != len(routes.Indexes)+1 { // and webhooks, which queries no index
+		t.Errorf("families driven: %v", slices.Sorted(maps.Keys(used)))
+	}
+}
