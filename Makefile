@@ -4,7 +4,7 @@ GO ?= $(shell command -v go || echo /usr/local/go/bin/go)
 FUNCTIONS := $(notdir $(wildcard functions/*))
 LAMBDA_OUT := .bin/lambda
 
-.PHONY: run test check unit e2e bench openapi openapi-coverage build synth deploy local-up local-deploy local-test local-down clean dynamodb-local docs-assets chromium
+.PHONY: run test check unit e2e bench soak openapi openapi-coverage build synth deploy local-up local-deploy local-test local-down clean dynamodb-local docs-assets chromium
 
 # jsii (the CDK's Go bridge) runs on Node; Node 20 works but warns loudly.
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
@@ -44,6 +44,10 @@ e2e: dynamodb-local
 ## bench: Go benchmarks against AWS DynamoDB Local
 bench: dynamodb-local
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./... | tee bench.txt
+
+## soak: SOAK_MINUTES (default 10) of load, a flapping receiver and kill -9 restarts of the devserver; fails on any loss (not in make test)
+soak: dynamodb-local
+	$(GO) run ./scripts/cmd/soak
 
 ## chromium: Debian's Chromium for the browser test of /api/v1/docs (installed with apt-get when run as root)
 chromium:

