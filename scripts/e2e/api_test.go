@@ -114,11 +114,26 @@ func TestAdminErrors(t *testing.T) {
 		{"key", "rotate", "--client", "00000000-0000-4000-8000-000000000000"},
 		{"org", "create"},
 		{"bogus"},
+		{"outbox", "replay"},
+		{"outbox", "replay", "--event", "00000000-0000-4000-8000-000000000000"},
+		{"outbox", "replay", "--event", "x", "--all"},
 	}
 	for _, args := range cases {
 		if out, err := admin(t, args...); err == nil || out["error"] == "" {
 			t.Errorf("admin %v succeeded: %v", args, out)
 		}
+	}
+}
+
+// TestAdminListsParkedEvents: the operator's view of the outbox's parked
+// events answers one JSON object, and replaying all of none is no error.
+func TestAdminListsParkedEvents(t *testing.T) {
+	out := mustAdmin(t, "outbox", "parked")
+	if _, ok := out["events"].([]any); !ok || out["count"] == nil {
+		t.Fatalf("outbox parked: %v", out)
+	}
+	if out := mustAdmin(t, "outbox", "replay", "--all"); out["count"] == nil {
+		t.Fatalf("outbox replay --all: %v", out)
 	}
 }
 

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -135,8 +136,10 @@ func TestImportReportsRefusedRows(t *testing.T) {
 		`{"kind":"matter","source_id":"BAD-2","client":"NOPE"}`,
 		`{"kind":"person","source_id":"BAD-3","name":"X","email":"x@example.dk","cpr":"0101901234"}`)
 	out, err := importCmd(file, key).CombinedOutput()
-	if err != nil || !strings.Contains(string(out), ", 3 refused") {
-		t.Fatalf("%v\n%s", err, out)
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 3 || !strings.Contains(string(out), ", 3 refused") ||
+		!strings.Contains(string(out), "refused rows: "+file+".refused; progress: "+file+".state") {
+		t.Fatalf("refused rows must end the run with status 3 and say where they are: %v\n%s", err, out)
 	}
 	f, err := os.Open(file + ".refused")
 	if err != nil {
@@ -155,6 +158,63 @@ func TestImportReportsRefusedRows(t *testing.T) {
 	}
 	if !strings.Contains(why["BAD-1"], "whole number") || !strings.Contains(why["BAD-2"], "no client row") || !strings.Contains(why["BAD-3"], "CPR") {
 		t.Fatalf("report %v", why)
+	}
+	// Fixed, the file imports cleanly: status 0, and the report holds no
+	// row from the run before.
+	clean, _ := os.ReadFile(file)
+	fixed := strings.NewReplacer(`"duration_minutes":1.5`, `"duration_minutes":90`, `"client":"NOPE"`, `"client":"C0"`, `,"cpr":"0101901234"`, ``).Replace(string(clean))
+	if err := os.WriteFile(file, []byte(fixed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err = importCmd(file, key).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "refused rows: none;") || lines(file+".refused") != 0 {
+		t.Fatalf("a clean rerun: %v, %d stale report lines\n%s", err, lines(file+".refused"), out)
+	}
+}
+
+// TestImportHelpExamplesImport: the CSV and JSONL examples that
+// import --help shows are real: each, written to a file, imports every row.
+func TestImportHelpExamplesImport(t *testing.T) {
+	_, key, _ := newOrg(t, "parties:write,clients:write,matters:write,time:write")
+	help, _ := exec.Command(filepath.Join(api.root, "scripts", "import"), "--help").CombinedOutput()
+	text := string(help)
+	for _, want := range []string{"JSONL", "CSV", "kind,source_id", "Exit status"} {
+		if !strings.Contains(text, want) {
+			t.Fatalf("--help does not show %s:\n%s", want, text)
+		}
+	}
+	example := func(start string) string {
+		var out []string
+		on := false
+		for _, l := range strings.Split(text, "\n") {
+			t := strings.TrimSpace(l)
+			switch {
+			case strings.HasPrefix(t, start):
+				on = true
+			case on && t == "":
+				return strings.Join(out, "\n") + "\n"
+			}
+			if on {
+				out = append(out, t)
+			}
+		}
+		return strings.Join(out, "\n") + "\n"
+	}
+	// The two examples describe the same four records: run them in two
+	// organisations, so the CVR is free in each.
+	_, key2, _ := newOrg(t, "parties:write,clients:write,matters:write,time:write")
+	for name, f := range map[string]struct{ body, key string }{
+		"export.jsonl": {example(`{"kind":"company"`), key},
+		"export.csv":   {example("kind,source_id"), key2},
+	} {
+		path := filepath.Join(t.TempDir(), name)
+		if err := os.WriteFile(path, []byte(f.body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, err := importCmd(path, f.key).CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "done: 4 imported, 0 already done, 0 refused") {
+			t.Fatalf("%s from --help:\n%s\n%v\n%s", name, f.body, err, out)
+		}
 	}
 }
 

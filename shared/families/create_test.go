@@ -208,8 +208,10 @@ func TestImportRules(t *testing.T) {
 		{"two objects", "/api/v1/people", `{} {}`, "", "single JSON object"},
 		{"empty body", "/api/v1/people", ``, "", "JSON object"},
 		{"person without name", "/api/v1/people", `{"email":"n@example.dk"}`, "name", "required"},
-		{"duration zero", "/api/v1/time-entries", `{"matter_id":"` + m["id"].(string) + `","date":"2025-01-01","duration_minutes":0}`, "duration_minutes", "1 to 1440"},
-		{"bad date", "/api/v1/time-entries", `{"matter_id":"` + m["id"].(string) + `","date":"2025-02-30","duration_minutes":5}`, "date", "YYYY-MM-DD"},
+		{"duration zero", "/api/v1/time-entries", `{"matter_id":"` + m["id"].(string) + `","date":"2025-01-01","duration_minutes":0}`, "duration_minutes", "duration_minutes must be from 1 to 1440 (whole minutes; 1440 is a day)"},
+		{"no such day", "/api/v1/time-entries", `{"matter_id":"` + m["id"].(string) + `","date":"2025-02-30","duration_minutes":5}`, "date", "date is not a calendar date: 2025-02 has no day 30"},
+		{"no such month", "/api/v1/time-entries", `{"matter_id":"` + m["id"].(string) + `","date":"2025-13-01","duration_minutes":5}`, "date", "date is not a calendar date: 2025-13-01 has no month 13"},
+		{"not a date", "/api/v1/time-entries", `{"matter_id":"` + m["id"].(string) + `","date":"14/03/2025","duration_minutes":5}`, "date", "date must be a date in the form YYYY-MM-DD"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

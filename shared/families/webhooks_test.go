@@ -494,3 +494,47 @@ func (q *recordingQueue) Receive(context.Context, int, time.Duration) ([]queue.M
 }
 
 func (q *recordingQueue) Delete(context.Context, queue.Message) error { return nil }
+
+// TestLocalReceiversOverHTTP: where private targets are allowed (the
+// devserver), a receiver on loopback may be plain http://, and gets signed
+// deliveries; anywhere else, and for any other host, https:// stays
+// required. A receiver whose certificate the server does not trust gets
+// an attempt whose error says what to do (WEBHOOK_CA_FILE, or http://).
+func TestLocalReceiversOverHTTP(t *testing.T) {
+	ctx := context.Background()
+	for _, u := range []string{"http://127.0.0.1:9000/hooks", "http://localhost/hooks", "http://[::1]:8080/x"} {
+		if err := webhook.CheckURL(ctx, u, true, nil); err != nil {
+			t.Errorf("%s refused where private targets are allowed: %v", u, err)
+		}
+		if err := webhook.CheckURL(ctx, u, false, nil); err == nil || !strings.Contains(err.Error(), "https://") {
+			t.Errorf("%s accepted where private targets are not: %v", u, err)
+		}
+	}
+	if err := webhook.CheckURL(ctx, "http://10.0.0.1/hooks", true, nil); err == nil || !strings.Contains(err.Error(), "loopback") {
+		t.Errorf("http to a private address: %v", err)
+	}
+
+	var got []delivery
+	var mu sync.Mutex
+	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got = append(got, delivery{r.Header.Clone(), b})
+		mu.Unlock()
+	}))
+	defer plain.Close()
+	tlsRcv := newReceiver(t, 200)
+	e := apitest.New(t, apitest.Options{})
+	trust(e) // the system's roots only: not the TLS receiver's self-signed certificate
+	key := e.Key(e.Org("A"))
+	id, secret := subscribe(t, e, key, plain.URL+"/hooks", "matter.created")
+	a := e.Post("/api/v1/webhooks/"+id+"/test", key, "", "").Body["data"].(map[string]any)
+	if a["succeeded"] != true || len(got) != 1 || signature.Verify(secret, got[0].header.Get(signature.Header), got[0].body, time.Now(), signature.DefaultTolerance) != nil {
+		t.Fatalf("a test to an http:// receiver on loopback: %v, %d received", a, len(got))
+	}
+	untrusted, _ := subscribe(t, e, key, tlsRcv.srv.URL, "matter.created") // the env does not trust its certificate
+	a = e.Post("/api/v1/webhooks/"+untrusted+"/test", key, "", "").Body["data"].(map[string]any)
+	if a["succeeded"] != false || !strings.Contains(a["error"].(string), "WEBHOOK_CA_FILE") {
+		t.Fatalf("a receiver with an untrusted certificate: %v", a)
+	}
+}

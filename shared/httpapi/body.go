@@ -10,7 +10,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -279,13 +278,15 @@ func (b *Body) Date(name string, required bool) string {
 		return ""
 	}
 	var s string
-	if err := json.Unmarshal(raw, &s); err == nil {
-		if _, err := time.Parse(time.DateOnly, s); err == nil && len(s) == 10 {
-			return s
-		}
+	if err := json.Unmarshal(raw, &s); err != nil {
+		b.Fail(name, "%s must be a date in the form YYYY-MM-DD, as a string", name)
+		return ""
 	}
-	b.Fail(name, "%s must be a date in the form YYYY-MM-DD", name)
-	return ""
+	if msg := dateProblem(name, s); msg != "" {
+		b.Fail(name, "%s", msg)
+		return ""
+	}
+	return s
 }
 
 // Enum reads one of allowed.

@@ -103,11 +103,14 @@ func (q *Table) Receive(ctx context.Context, max int, wait time.Duration) ([]Mes
 		if left <= 0 {
 			return nil, nil
 		}
+		// A send in this process wakes a receiver at once; the poll only
+		// finds delayed messages come due (and sends of other processes),
+		// so once a second is enough, and keeps idle receivers off the store.
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case <-q.wake:
-		case <-time.After(min(left, 250*time.Millisecond)):
+		case <-time.After(min(left, time.Second)):
 		}
 	}
 }

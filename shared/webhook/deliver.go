@@ -304,6 +304,7 @@ func (d *Deliverer) newAttempt(e *Endpoint, job Job, now time.Time, status int, 
 		body, _ = json.Marshal(job.Event)
 	}
 	ok := derr == nil && status >= 200 && status < 300
+	derr = d.explain(derr)
 	a := Attempt{EndpointID: e.ID, EventID: job.Event.ID, EventType: job.Event.Type, Attempt: job.Attempt, Succeeded: ok,
 		StatusCode: status, DurationMS: took.Milliseconds(), AttemptedAt: store.FormatTime(now), Envelope: string(body),
 		TTL: now.Add(30 * 24 * time.Hour).Unix(), Manual: job.Manual != ""}
@@ -315,6 +316,28 @@ func (d *Deliverer) newAttempt(e *Endpoint, job Job, now time.Time, status int, 
 	a.ID = timeOrderedID(now)
 	a.Keys = store.Keys{PK: store.OrgPK(job.Event.OrgID), SK: "DLV#" + e.ID + "#" + a.ID, Kind: "webhook_attempt"}
 	return a
+}
+
+// explain turns a delivery error into what the integrator can act on: a
+// certificate the service does not trust says what to do about it (on
+// AWS: a public certificate; locally: WEBHOOK_CA_FILE, or http:// on
+// loopback).
+func (d *Deliverer) explain(err error) error {
+	var unknown x509.UnknownAuthorityError
+	var invalid x509.CertificateInvalidError
+	var host x509.HostnameError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &unknown) && d.Store.AllowPrivate:
+		return fmt.Errorf("the receiver's TLS certificate is signed by an authority this server does not trust: for a self-signed local receiver, "+
+			"start the server with WEBHOOK_CA_FILE naming its CA's PEM file, or register an http:// URL on loopback (%v)", err)
+	case errors.As(err, &unknown):
+		return fmt.Errorf("the receiver's TLS certificate is signed by an authority that is not publicly trusted: use a certificate from a public CA (%v)", err)
+	case errors.As(err, &invalid), errors.As(err, &host):
+		return fmt.Errorf("the receiver's TLS certificate is not valid for it (expired, or for another name): %v", err)
+	}
+	return err
 }
 
 // BookkeepingTime bounds the store writes that follow a delivery attempt;

@@ -12,7 +12,9 @@
 // source id, and finished rows are appended to a state file, so a killed run
 // started again skips what was done and replays (never duplicates) what was
 // in flight. Refused rows (4xx) are written to the report with the API's
-// message; a failure of the service (5xx, network) stops the run.
+// message (the report is this run's: a rerun writes it afresh); a failure
+// of the service (5xx, network) stops the run. Exit status: 0 every row
+// imported, 3 some rows refused, 1 the run stopped, 2 a usage error.
 package main
 
 import (
@@ -56,10 +58,14 @@ func main() {
 	base := flag.String("base-url", envOr("PRACTICE_API_URL", "http://127.0.0.1:8080/api/v1"), "API base URL")
 	key := flag.String("key", os.Getenv("PRACTICE_API_KEY"), "API key (or PRACTICE_API_KEY)")
 	state := flag.String("state", "", "state file (default: <file>.state)")
-	report := flag.String("report", "", "refused rows, JSON lines (default: <file>.refused)")
+	report := flag.String("report", "", "refused rows of this run, JSON lines (default: <file>.refused)")
+	flag.Usage = func() {
+		fmt.Fprint(os.Stderr, usage)
+		flag.PrintDefaults()
+	}
 	flag.Parse()
 	if *file == "" || *key == "" {
-		fmt.Fprintln(os.Stderr, "import: --file and --key are required")
+		fmt.Fprintln(os.Stderr, "import: --file and --key are required (import --help shows the file's layout)")
 		os.Exit(2)
 	}
 	if *state == "" {
@@ -70,11 +76,55 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *file, *base, *key, *state, *report); err != nil {
+	refused, err := run(ctx, *file, *base, *key, *state, *report)
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "\nimport:", err)
 		os.Exit(1)
 	}
+	if refused > 0 {
+		os.Exit(3)
+	}
 }
+
+const usage = `usage: import --file EXPORT --key KEY [--base-url URL] [--state FILE] [--report FILE]
+
+Loads an export through the API in the spec's order (companies and people,
+then client engagements, then matters, then time entries), whatever the
+order of its rows. Each row has a kind, a source_id (your record's id: it
+keys the create, so a rerun never duplicates), the fields of the API's
+write body, and, instead of an id, the source_id of the row it refers to:
+
+  kind        refers with   fields
+  company     -             name, cvr
+  person      -             name, email, phone
+  client      party         (party: the source_id of a company or person row)
+  matter      client        status, matter_number, hourly_rate, title
+  time_entry  matter        date, duration_minutes, hourly_rate, user_id, description
+
+JSONL, one object per line (export.jsonl):
+
+  {"kind":"company","source_id":"crm-42","name":"Nordlys ApS","cvr":"12345678"}
+  {"kind":"client","source_id":"crm-42","party":"crm-42"}
+  {"kind":"matter","source_id":"case-7","client":"crm-42","hourly_rate":125000,"title":"Lejekontrakt"}
+  {"kind":"time_entry","source_id":"hours-991","matter":"case-7","date":"2025-03-14","duration_minutes":90}
+
+CSV (a file named *.csv), a header row of the column names above, in any
+order and any subset; an empty cell is an absent field; hourly_rate and
+duration_minutes are read as integers (minor units, minutes):
+
+  kind,source_id,name,cvr,party,client,hourly_rate,title,matter,date,duration_minutes
+  company,crm-42,Nordlys ApS,12345678,,,,,,,
+  client,crm-42,,,crm-42,,,,,,
+  matter,case-7,,,,crm-42,125000,Lejekontrakt,,,
+  time_entry,hours-991,,,,,,,case-7,2025-03-14,90
+
+It paces itself under the rate limit and prints progress. Rows the API
+refuses go, with its message, to the report (this run's only); the state
+file lists finished rows, so a run that is stopped resumes where it was.
+Exit status: 0 every row imported, 3 some rows refused, 1 the run stopped
+(the service failed: run it again), 2 a usage error.
+
+`
 
 func envOr(k, d string) string {
 	if v := os.Getenv(k); v != "" {
@@ -83,24 +133,27 @@ func envOr(k, d string) string {
 	return d
 }
 
-func run(ctx context.Context, file, base, key, statePath, reportPath string) error {
+// run imports file and returns how many rows were refused.
+func run(ctx context.Context, file, base, key, statePath, reportPath string) (int, error) {
 	rows, err := load(file)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	sort.SliceStable(rows, func(i, j int) bool { return order[rows[i].str("kind")] < order[rows[j].str("kind")] })
 	done, err := loadState(statePath)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	st, err := os.OpenFile(statePath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer st.Close()
-	rep, err := os.OpenFile(reportPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	// The report is this run's: rows refused before and imported since
+	// must not linger in it.
+	rep, err := os.OpenFile(reportPath, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer rep.Close()
 	c := client.New(base, key)
@@ -145,11 +198,11 @@ func run(ctx context.Context, file, base, key, statePath, reportPath string) err
 			p.refused++
 			continue
 		case err != nil:
-			return fmt.Errorf("row %s %s: %w (run again to resume)", kind, src, err)
+			return p.refused, fmt.Errorf("row %s %s: %w (run again to resume)", kind, src, err)
 		}
 		done[id] = out.Data.ID
 		if _, err := fmt.Fprintf(st, "{\"row\":%q,\"id\":%q}\n", id, out.Data.ID); err != nil {
-			return err
+			return p.refused, err
 		}
 		p.imported++
 		// Pace under the limit instead of running into 429s.
@@ -157,17 +210,17 @@ func run(ctx context.Context, file, base, key, statePath, reportPath string) err
 			if wait := time.Until(rl.Reset); wait > 0 {
 				select {
 				case <-ctx.Done():
-					return ctx.Err()
+					return p.refused, ctx.Err()
 				case <-time.After(wait):
 				}
 			}
 		}
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return p.refused, ctx.Err()
 		}
 	}
-	p.finish()
-	return nil
+	p.finish(reportPath, statePath)
+	return p.refused, nil
 }
 
 // resolve builds the body: the row without kind/source_id, its reference
@@ -329,9 +382,14 @@ func (p *progress) print() {
 	}
 }
 
-func (p *progress) finish() {
+func (p *progress) finish(report, state string) {
 	p.print()
 	fmt.Fprintf(os.Stderr, "\ndone: %d imported, %d already done, %d refused\n", p.imported, p.skipped, p.refused)
+	refused := "none"
+	if p.refused > 0 {
+		refused = report
+	}
+	fmt.Fprintf(os.Stderr, "refused rows: %s; progress: %s\n", refused, state)
 }
 
 func isTTY() bool {

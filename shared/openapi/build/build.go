@@ -10,6 +10,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -96,8 +99,37 @@ func info() M {
 			"**Versioning.** Additive changes (fields, endpoints, optional parameters) keep `/api/v1`: ignore unknown fields. A version due for removal announces it with `Deprecation` and `Sunset` (at least six months ahead) on every response.",
 			"",
 			"**Webhooks.** See `webhooks`: signed POSTs, at-least-once, unordered, up to 5 attempts (pauses 30 s, 2 min, 8 min, 30 min); 20 consecutive failures turn an endpoint off. Verify `Service-Signature` (`t=<unix>,v1=<hex HMAC-SHA256 of \"{t}.{raw body}\">`) in constant time and reject timestamps more than 300 s from your clock.",
+			"",
+			receivers(),
 		}, "\n"),
 	}
+}
+
+// receivers is the description's section of webhook receivers to copy:
+// the files of docs/receivers as they are (a test runs each against real
+// deliveries), read when the document is built.
+func receivers() string {
+	_, here, _, _ := runtime.Caller(0)
+	dir := filepath.Join(filepath.Dir(here), "..", "..", "..", "docs", "receivers")
+	var b strings.Builder
+	b.WriteString("## Receiving webhooks: verifiers to copy\n\n" +
+		"The signing key is the endpoint's whole secret, `whsec_` prefix included, as shown once by `POST /webhooks` and `rotate-secret`. " +
+		"Verify the raw bytes of the body (never re-serialised JSON), accept when any `v1` matches any secret you hold (during a rotation's grace period a delivery carries two, one per secret), " +
+		"compare in constant time, reject a `t` more than 300 s from your clock, and deduplicate on the event id. " +
+		"Each receiver below reads its secrets, one per line, from `WEBHOOK_SECRETS_FILE` on every request: to rotate, add the new secret on a second line, then drop the old one. " +
+		"Locally, `make run` takes `http://127.0.0.1:<port>/…` endpoints, so these run without a certificate.\n")
+	for _, f := range []struct{ title, file, lang string }{
+		{"Go (the `signature` package of this module)", "go/main.go", "go"},
+		{"Python 3 (standard library)", "receiver.py", "python"},
+		{"Node.js (built-in `crypto` and `http`)", "receiver.mjs", "javascript"},
+	} {
+		src, err := os.ReadFile(filepath.Join(dir, f.file))
+		if err != nil {
+			panic(fmt.Sprintf("docs/receivers/%s: %v", f.file, err))
+		}
+		fmt.Fprintf(&b, "\n### %s\n\n`docs/receivers/%s`\n\n```%s\n%s```\n", f.title, f.file, f.lang, src)
+	}
+	return b.String()
 }
 
 func tags() []M {

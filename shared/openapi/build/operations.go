@@ -426,7 +426,7 @@ func responses() M {
 		return r
 	}
 	counted := func(extra ...string) []string { return append(append([]string{}, rateHeaders...), extra...) }
-	return M{
+	out := M{
 		"NotModified": errResp("Not modified: `If-None-Match` matched the current `ETag`. No body.", "", counted("ETag")...),
 		"Unauthorized": errResp("Authorization missing or not Bearer, or the key unknown, revoked or expired (one message for the three). Not counted against any rate limit.",
 			"Error", "WWW-Authenticate"),
@@ -443,6 +443,14 @@ func responses() M {
 		"InternalError":      errResp("A bug: the message names the request id. Nothing was half-written; a create may be retried with the same key.", "Error"),
 		"ServiceUnavailable": errResp("The data store is temporarily unavailable; nothing was written. Retry (with the same Idempotency-Key).", "Error", "Retry-After"),
 	}
+	// Each status's own example, with exactly the fields it carries (the
+	// Error schema lists every field any error may have).
+	for name, r := range out {
+		if content, ok := r.(M)["content"].(M); ok {
+			content["application/json"].(M)["example"] = errorExamples[name]
+		}
+	}
+	return out
 }
 
 // webhooks documents the deliveries subscribers receive (OpenAPI 3.1).

@@ -226,7 +226,7 @@ func schemas() M {
 		[]string{"id", "url", "event_types", "is_active", "consecutive_failures", "created_at", "updated_at"},
 		timestamps(M{
 			"id":                         uuidS(""),
-			"url":                        withDesc(M{"type": "string", "format": "uri", "pattern": "^https://"}, ""),
+			"url":                        withDesc(M{"type": "string", "format": "uri", "pattern": "^https?://"}, "`https://` (an `http://` URL on loopback only on a local server)."),
 			"event_types":                withDesc(M{"type": "array", "items": enum("", outbox.Types...), "minItems": 1}, ""),
 			"is_active":                  boolean(""),
 			"consecutive_failures":       withDesc(M{"type": "integer", "minimum": 0}, "Failed attempts since the last success."),
@@ -320,8 +320,9 @@ func schemas() M {
 	s["WebhookEndpointCreated"] = object("The new endpoint and, beside it, its signing secret: shown here only, never again.",
 		[]string{"data", "secret"}, M{
 			"data":   schemaRef("WebhookEndpoint"),
-			"secret": str("HMAC-SHA256 key of `Service-Signature`. Store it now."),
+			"secret": str("HMAC-SHA256 key of `Service-Signature`, the whole string, `whsec_` prefix included. Store it now."),
 		})
+	addExamples(s)
 	return s
 }
 
@@ -376,8 +377,9 @@ func writeBodies(s M) {
 			"description":      orNull(text(2000, "")),
 		}))
 	eventTypes := withDesc(M{"type": "array", "items": enum("", outbox.Types...), "minItems": 1}, "At least one event name.")
-	hook := withDesc(M{"type": "string", "maxLength": 2048, "pattern": "^https://"},
-		"Must begin `https://`. Hosts that are or resolve to loopback, private, link-local or other non-public addresses are refused.")
+	hook := withDesc(M{"type": "string", "maxLength": 2048, "pattern": "^https?://"},
+		"Must begin `https://`. Hosts that are or resolve to loopback, private, link-local or other non-public addresses are refused. "+
+			"A local server (the devserver) also takes `http://` for a receiver on loopback (127.0.0.1, [::1], localhost), so a local receiver needs no certificate; deployed stages never do.")
 	s["WebhookCreate"] = closed(object("A webhook endpoint; at most 50 per organisation. No Idempotency-Key is needed.",
 		[]string{"url", "event_types"}, M{
 			"url":         hook,

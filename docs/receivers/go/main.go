@@ -1,0 +1,62 @@
+// Command receiver is a Practice API webhook receiver in Go, on the
+// signature package (go get github.com/practice-api/practice-api, then
+// import .../shared/webhook/signature; it has no other dependency).
+//
+// signature.VerifyAny checks Service-Signature (t=<unix seconds>,v1=<hex>
+// [,v1=<hex>], v1 = HMAC-SHA256 of "{t}.{raw body}" keyed with the whole
+// secret, whsec_ prefix included) against any of your secrets, in constant
+// time, and rejects timestamps more than 300 s from the clock. Secrets are
+// one per line in WEBHOOK_SECRETS_FILE, read on every request: during a
+// rotation, add the new secret on a second line, then drop the old one.
+// Deliveries are at least once: it deduplicates on the event id.
+//
+//	WEBHOOK_SECRETS_FILE=secrets.txt PORT=9000 go run ./docs/receivers/go
+package main
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/practice-api/practice-api/shared/webhook/signature"
+)
+
+func main() {
+	var mu sync.Mutex
+	seen := map[string]bool{} // event ids already handled; keep them in your database in production
+	http.HandleFunc("POST /", func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20)) // the raw bytes, never re-serialised JSON
+		raw, ferr := os.ReadFile(os.Getenv("WEBHOOK_SECRETS_FILE"))
+		if err != nil || ferr != nil ||
+			signature.VerifyAny(strings.Fields(string(raw)), r.Header.Get(signature.Header), body, time.Now(), signature.DefaultTolerance) != nil {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		var event struct {
+			ID    string          `json:"id"`
+			Event string          `json:"event"`
+			Data  json.RawMessage `json:"data"`
+		}
+		if err := json.Unmarshal(body, &event); err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		duplicate := seen[event.ID]
+		seen[event.ID] = true
+		mu.Unlock()
+		// Handle the event here, once: event.Event, event.Data.
+		line, _ := json.Marshal(map[string]any{"event_id": event.ID, "event": event.Event,
+			"attempt": r.Header.Get("Service-Delivery-Attempt"), "duplicate": duplicate})
+		fmt.Println(string(line))
+		w.WriteHeader(http.StatusNoContent)
+	})
+	log.Fatal(http.ListenAndServe("127.0.0.1:"+cmp.Or(os.Getenv("PORT"), "9000"), nil))
+}

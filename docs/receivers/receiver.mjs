@@ -1,0 +1,52 @@
+// A Practice API webhook receiver in Node.js, built-in modules only.
+//
+// It verifies each delivery's Service-Signature: t=<unix seconds>,v1=<hex>[,v1=<hex>],
+// where v1 is the HMAC-SHA256 of "{t}.{raw body}" keyed with the endpoint's secret,
+// the whole string, whsec_ prefix included. It accepts the delivery when any v1
+// matches any of your secrets (one per line in WEBHOOK_SECRETS_FILE, read on every
+// request: during a rotation, add the new secret on a second line, then drop the
+// old one), rejects timestamps more than 300 s from its clock, and deduplicates on
+// the event id (deliveries are at least once).
+//
+//     WEBHOOK_SECRETS_FILE=secrets.txt PORT=9000 node receiver.mjs
+import { createHmac, timingSafeEqual } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { createServer } from "node:http";
+
+const TOLERANCE = 300; // seconds
+const seen = new Set(); // event ids already handled; keep them in your database in production
+
+const secrets = () =>
+  readFileSync(process.env.WEBHOOK_SECRETS_FILE, "utf8").split("\n").map((s) => s.trim()).filter(Boolean);
+
+function verify(header, body) {
+  const parts = header.split(",").map((p) => p.split("="));
+  const stamps = parts.filter(([k]) => k === "t").map(([, v]) => v);
+  const signatures = parts.filter(([k]) => k === "v1").map(([, v]) => Buffer.from(v ?? "", "hex"));
+  if (stamps.length !== 1 || !/^\d+$/.test(stamps[0]) || signatures.length === 0) return false;
+  if (Math.abs(Date.now() / 1000 - Number(stamps[0])) > TOLERANCE) return false;
+  for (const secret of secrets()) {
+    // The raw bytes, never re-serialised JSON.
+    const expected = createHmac("sha256", secret).update(`${stamps[0]}.`).update(body).digest();
+    if (signatures.some((s) => s.length === expected.length && timingSafeEqual(s, expected))) return true;
+  }
+  return false;
+}
+
+createServer((req, res) => {
+  const chunks = [];
+  req.on("data", (c) => chunks.push(c));
+  req.on("end", () => {
+    const body = Buffer.concat(chunks);
+    if (!verify(req.headers["service-signature"] ?? "", body)) {
+      res.writeHead(401).end();
+      return;
+    }
+    const event = JSON.parse(body);
+    const duplicate = seen.has(event.id);
+    seen.add(event.id);
+    // Handle the event here, once: event.event, event.data.
+    console.log(JSON.stringify({ event_id: event.id, event: event.event, attempt: req.headers["service-delivery-attempt"], duplicate }));
+    res.writeHead(204).end();
+  });
+}).listen(Number(process.env.PORT ?? 9000), "127.0.0.1");

@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""A Practice API webhook receiver in Python, standard library only.
+
+It verifies each delivery's Service-Signature: t=<unix seconds>,v1=<hex>[,v1=<hex>],
+where v1 is the HMAC-SHA256 of "{t}.{raw body}" keyed with the endpoint's secret,
+the whole string, whsec_ prefix included. It accepts the delivery when any v1
+matches any of your secrets (one per line in WEBHOOK_SECRETS_FILE, read on every
+request: during a rotation, add the new secret on a second line, then drop the
+old one), rejects timestamps more than 300 s from its clock, and deduplicates on
+the event id (deliveries are at least once).
+
+    WEBHOOK_SECRETS_FILE=secrets.txt PORT=9000 python3 receiver.py
+"""
+import hashlib
+import hmac
+import json
+import os
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+TOLERANCE = 300  # seconds
+seen = set()  # event ids already handled; keep them in your database in production
+
+
+def secrets():
+    with open(os.environ["WEBHOOK_SECRETS_FILE"], encoding="utf-8") as f:
+        return [line.strip() for line in f if line.strip()]
+
+
+def verify(header, body):
+    parts = [p.split("=", 1) for p in header.split(",") if "=" in p]
+    stamps = [v for k, v in parts if k == "t"]
+    signatures = [v for k, v in parts if k == "v1"]
+    if len(stamps) != 1 or not stamps[0].isdigit() or not signatures:
+        return False
+    if abs(time.time() - int(stamps[0])) > TOLERANCE:
+        return False
+    signed = stamps[0].encode() + b"." + body  # the raw bytes, never re-serialised JSON
+    for secret in secrets():
+        expected = hmac.new(secret.encode(), signed, hashlib.sha256).hexdigest()
+        if any(hmac.compare_digest(expected, s) for s in signatures):
+            return True
+    return False
+
+
+class Receiver(BaseHTTPRequestHandler):
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        if not verify(self.headers.get("Service-Signature", ""), body):
+            self.send_response(401)
+            self.end_headers()
+            return
+        event = json.loads(body)
+        duplicate = event["id"] in seen
+        seen.add(event["id"])
+        # Handle the event here, once: event["event"], event["data"].
+        print(json.dumps({"event_id": event["id"], "event": event["event"],
+                          "attempt": self.headers.get("Service-Delivery-Attempt"), "duplicate": duplicate}), flush=True)
+        self.send_response(204)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+ThreadingHTTPServer(("127.0.0.1", int(os.environ.get("PORT", "9000"))), Receiver).serve_forever()

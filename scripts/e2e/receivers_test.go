@@ -1,0 +1,164 @@
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestReceiverExamples runs the copy-paste receivers of docs/receivers (Go
+// on the signature package, Python's and Node's standard libraries) as
+// their readers would, against real deliveries from the server under test,
+// over plain http:// on loopback (which a local server takes): a test
+// event, a matter.created, both sides of a secret rotation (the delivery
+// carries two signatures; a receiver holding either secret accepts it) and
+// a wrong secret (401). Without python3 or node a language is skipped with
+// a message, except where RECEIVERS_REQUIRED=1 (CI).
+func TestReceiverExamples(t *testing.T) {
+	if api.local == nil {
+		t.Skip("the receivers listen on loopback: they need a server this suite started")
+	}
+	dir := t.TempDir()
+	goBin := filepath.Join(dir, "go-receiver")
+	build := exec.Command("go", "build", "-o", goBin, "./docs/receivers/go")
+	build.Dir = api.root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build the Go receiver: %v\n%s", err, out)
+	}
+	for _, lang := range []struct {
+		name, interpreter string
+		args              []string
+	}{
+		{"go", goBin, nil},
+		{"python", "python3", []string{filepath.Join(api.root, "docs", "receivers", "receiver.py")}},
+		{"node", "node", []string{filepath.Join(api.root, "docs", "receivers", "receiver.mjs")}},
+	} {
+		t.Run(lang.name, func(t *testing.T) {
+			t.Parallel()
+			if _, err := exec.LookPath(lang.interpreter); err != nil {
+				if os.Getenv("RECEIVERS_REQUIRED") == "1" {
+					t.Fatalf("%s is not installed, and RECEIVERS_REQUIRED=1", lang.interpreter)
+				}
+				t.Skipf("%s is not installed here: the %s receiver example is not tested (CI installs it)", lang.interpreter, lang.name)
+			}
+			secrets := filepath.Join(t.TempDir(), "secrets")
+			if err := os.WriteFile(secrets, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			addr := freeAddr()
+			_, port, _ := net.SplitHostPort(addr)
+			cmd := exec.Command(lang.interpreter, lang.args...)
+			cmd.Env = append(os.Environ(), "PORT="+port, "WEBHOOK_SECRETS_FILE="+secrets)
+			out, _ := cmd.StdoutPipe()
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+			var mu sync.Mutex
+			var lines []receivedLine
+			seen := make(chan struct{}, 100)
+			go func() {
+				sc := bufio.NewScanner(out)
+				for sc.Scan() {
+					var l receivedLine
+					if json.Unmarshal(sc.Bytes(), &l) == nil {
+						mu.Lock()
+						lines = append(lines, l)
+						mu.Unlock()
+						seen <- struct{}{}
+					}
+				}
+			}()
+			for i := 0; ; i++ {
+				if c, err := net.Dial("tcp", addr); err == nil {
+					c.Close()
+					break
+				}
+				if i > 100 {
+					t.Fatalf("the %s receiver does not listen: %s", lang.name, stderr.String())
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			key := api.demoKey
+			r := do(t, "POST", "/webhooks", key, "", fmt.Sprintf(`{"url":"http://%s/hooks","event_types":["matter.created"]}`, addr))
+			if r.status != 201 {
+				t.Fatalf("subscribe: %d %s", r.status, r.raw)
+			}
+			id := r.body["data"].(map[string]any)["id"].(string)
+			t.Cleanup(func() { do(t, "DELETE", "/webhooks/"+id, key, "", "") })
+			first := r.body["secret"].(string)
+			setSecrets := func(s ...string) {
+				if err := os.WriteFile(secrets, []byte(strings.Join(s, "\n")+"\n"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			testEvent := func(wantOK bool, why string) {
+				t.Helper()
+				a := do(t, "POST", "/webhooks/"+id+"/test", key, "", "").body["data"].(map[string]any)
+				if a["succeeded"] != wantOK || (!wantOK && a["status_code"] != 401.0) {
+					t.Fatalf("%s: the test delivery %v (receiver: %s)", why, a, stderr.String())
+				}
+			}
+			waitFor := func(event string) receivedLine {
+				t.Helper()
+				deadline := time.After(30 * time.Second)
+				for {
+					mu.Lock()
+					for _, l := range lines {
+						if l.Event == event {
+							mu.Unlock()
+							return l
+						}
+					}
+					mu.Unlock()
+					select {
+					case <-seen:
+					case <-deadline:
+						t.Fatalf("the %s receiver printed no %s", lang.name, event)
+					}
+				}
+			}
+			setSecrets(first)
+			testEvent(true, "with its secret")
+			waitFor("webhook.test")
+
+			// A real event: a matter, on a new company's engagement.
+			tag := fmt.Sprintf("rcv-%s-%d", lang.name, time.Now().UnixNano())
+			co := post(t, "/companies", key, tag, fmt.Sprintf(`{"name":"Modtager %s ApS","cvr":"%08d"}`, lang.name, time.Now().UnixNano()%90000000+10000000))
+			cl := post(t, "/clients", key, tag, fmt.Sprintf(`{"company_id":%q}`, co.body["data"].(map[string]any)["id"]))
+			m := post(t, "/matters", key, tag, fmt.Sprintf(`{"client_id":%q}`, cl.body["data"].(map[string]any)["id"]))
+			if m.status != 201 {
+				t.Fatalf("matter: %d %s", m.status, m.raw)
+			}
+			if got := waitFor("matter.created"); got.Duplicate {
+				t.Fatalf("the first matter.created counted as a duplicate: %+v", got)
+			}
+
+			// A rotation: for its grace period each delivery is signed with both
+			// secrets, so the receiver may hold either.
+			rot := do(t, "POST", "/webhooks/"+id+"/rotate-secret", key, "", `{"grace_period_seconds":3600}`)
+			if rot.status != 200 {
+				t.Fatalf("rotate: %d %s", rot.status, rot.raw)
+			}
+			second := rot.body["secret"].(string)
+			setSecrets(second)
+			testEvent(true, "with only the new secret, during the grace period")
+			setSecrets(first)
+			testEvent(true, "with only the old secret, during the grace period")
+			setSecrets(first, second)
+			testEvent(true, "with both")
+			setSecrets("whsec_not-this-endpoints")
+			testEvent(false, "with a wrong secret")
+		})
+	}
+}
