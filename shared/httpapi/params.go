@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
