@@ -1,0 +1,47 @@
+package client_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestAnOutsideModuleBuildsOnTheClient takes the README's go.mod and
+// main.go of an integrator's own module, points its replace at this
+// checkout, and builds it: the snippet compiles, and the client needs
+// nothing of the service (the build fetches no module besides this one).
+func TestAnOutsideModuleBuildsOnTheClient(t *testing.T) {
+	root, _ := filepath.Abs("../..")
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := func(marker string) string {
+		m := regexp.MustCompile("(?s)<!-- " + regexp.QuoteMeta(marker) + "[^>]*-->\n```[a-z]*\n(.*?)```").FindSubmatch(readme)
+		if m == nil {
+			t.Fatalf("README has no block after <!-- %s", marker)
+		}
+		return string(m[1])
+	}
+	gomod := strings.Replace(block("go.mod of an outside module"), "=> ../practice-api", "=> "+root, 1)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte(gomod), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(block("main.go of that module")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "crm-sync"), ".")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the README's outside module does not build: %v\n%s", err, out)
+	}
+	sum, _ := os.ReadFile(filepath.Join(dir, "go.sum"))
+	if len(strings.TrimSpace(string(sum))) != 0 {
+		t.Fatalf("building on the client needed other modules:\n%s", sum)
+	}
+}
