@@ -24,7 +24,11 @@ func main() {
 			fmt.Fprintln(os.Stderr, "infra:", err)
 			os.Exit(1)
 		}
-		appProps = &awscdk.AppProps{Outdir: jsii.String("cdk.out"), Context: &ctx}
+		outdir := os.Getenv("SYNTH_OUTDIR") // scripts/localcloud synthesizes beside its own build
+		if outdir == "" {
+			outdir = "cdk.out"
+		}
+		appProps = &awscdk.AppProps{Outdir: jsii.String(outdir), Context: &ctx}
 	}
 	app := awscdk.NewApp(appProps)
 	props, err := PropsFromContext(app)

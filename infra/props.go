@@ -155,15 +155,6 @@ func PropsFromContext(app awscdk.App) (*Props, error) {
 	if p.RegisterConcurrency, err = positive("registerConcurrency", DefaultRegisterConcurrency); err != nil {
 		return nil, err
 	}
-	prate, err := positive("publicThrottleRate", DefaultPublicThrottleRate)
-	if err != nil {
-		return nil, err
-	}
-	pburst, err := positive("publicThrottleBurst", DefaultPublicThrottleBurst)
-	if err != nil {
-		return nil, err
-	}
-	p.PublicThrottleRate, p.PublicThrottleBurst = float64(prate), float64(pburst)
 	for k, v := range map[string]string{"logLevel": p.LogLevel, "systemLogLevel": p.SystemLogLevel} {
 		if !slices.Contains([]string{"DEBUG", "INFO", "WARN", "ERROR"}, v) {
 			return nil, fmt.Errorf("%s must be DEBUG, INFO, WARN or ERROR, got %q", k, v)
@@ -194,15 +185,32 @@ func PropsFromContext(app awscdk.App) (*Props, error) {
 		return nil, fmt.Errorf("rateLimit must be a positive integer")
 	}
 	p.RateLimit = rl
-	rate, err := strconv.ParseFloat(get("throttleRate", strconv.Itoa(DefaultThrottleRate)), 64)
+	// The local stage runs black-box suites written for the devserver
+	// (scripts/localcloud, LocalStack), which sends bursts no gateway limit
+	// of a real stage would let through.
+	throttleDefault, burstDefault := DefaultThrottleRate, DefaultThrottleBurst
+	publicDefault, publicBurstDefault := DefaultPublicThrottleRate, DefaultPublicThrottleBurst
+	if p.Stage == "local" {
+		throttleDefault, burstDefault, publicDefault, publicBurstDefault = 10000, 20000, 10000, 20000
+	}
+	rate, err := strconv.ParseFloat(get("throttleRate", strconv.Itoa(throttleDefault)), 64)
 	if err != nil || rate <= 0 {
 		return nil, fmt.Errorf("throttleRate must be a positive number of requests per second")
 	}
-	burst, err := strconv.ParseFloat(get("throttleBurst", strconv.Itoa(DefaultThrottleBurst)), 64)
+	burst, err := strconv.ParseFloat(get("throttleBurst", strconv.Itoa(burstDefault)), 64)
 	if err != nil || burst < 1 {
 		return nil, fmt.Errorf("throttleBurst must be a positive number of requests")
 	}
 	p.ThrottleRate, p.ThrottleBurst = rate, burst
+	prate, err := positive("publicThrottleRate", publicDefault)
+	if err != nil {
+		return nil, err
+	}
+	pburst, err := positive("publicThrottleBurst", publicBurstDefault)
+	if err != nil {
+		return nil, err
+	}
+	p.PublicThrottleRate, p.PublicThrottleBurst = float64(prate), float64(pburst)
 	switch v := get("lambdaArch", "arm64"); v {
 	case "arm64":
 	case "amd64", "x86_64":

@@ -171,8 +171,11 @@ func (s *Stack) newFunction(fn Function, p *Props) awslambda.Function {
 		Retention: p.LogRetention(), RemovalPolicy: p.LogRemoval(),
 	})
 	modes := "test"
-	if p.Stage == "prod" {
+	switch p.Stage {
+	case "prod":
 		modes = "live"
+	case "local": // runs the black-box suites written for the devserver, which takes both (the admin tool mints live keys by default)
+		modes = "live,test"
 	}
 	env := map[string]*string{
 		"TABLE_NAME":            s.Table.TableName(),

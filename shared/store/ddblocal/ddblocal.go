@@ -325,7 +325,7 @@ func install(tools string) error {
 		return fmt.Errorf("the local DynamoDB engine is installed with npm, which is missing: install Node.js and npm " +
 			"(Debian/Ubuntu: apt-get install nodejs npm; macOS: brew install node), then run make test or make run again")
 	}
-	unlock, err := lockFile(filepath.Join(tools, ".install.lock"))
+	unlock, err := LockFile(filepath.Join(tools, ".install.lock"))
 	if err != nil {
 		return err
 	}

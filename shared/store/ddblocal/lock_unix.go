@@ -8,15 +8,17 @@ import (
 	"syscall"
 )
 
-// lockFile takes an exclusive advisory lock on path, waiting for it.
-func lockFile(path string) (unlock func(), err error) {
+// LockFile takes an exclusive advisory lock on path, waiting for it, and
+// holds it until unlock is called or the process ends. The engine's
+// install takes one; so does localcloud's build of the stack.
+func LockFile(path string) (unlock func(), err error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("dynamodb local: install lock: %w", err)
+		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("dynamodb local: install lock: %w", err)
+		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
 	return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
 }
