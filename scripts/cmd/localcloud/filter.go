@@ -1,0 +1,122 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// filter is one event filter pattern of an event source mapping, with
+// Lambda's semantics: a record passes when every key of the pattern
+// matches; an object recurses, an array lists the values (or operators:
+// prefix, suffix, anything-but, exists, equals-ignore-case) any one of
+// which must match; a record array matches when any element does.
+type filter map[string]any
+
+func parseFilter(pattern string) (filter, error) {
+	var f filter
+	if err := json.Unmarshal([]byte(pattern), &f); err != nil {
+		return nil, fmt.Errorf("filter pattern %s: %w", pattern, err)
+	}
+	return f, nil
+}
+
+// passes reports whether a record (a decoded JSON object) passes any of
+// the filters; no filters pass everything.
+func passes(filters []filter, record map[string]any) bool {
+	if len(filters) == 0 {
+		return true
+	}
+	for _, f := range filters {
+		if matchObject(f, record) {
+			return true
+		}
+	}
+	return false
+}
+
+func matchObject(pattern map[string]any, value map[string]any) bool {
+	for k, p := range pattern {
+		v, present := value[k]
+		switch pt := p.(type) {
+		case map[string]any:
+			vm, ok := v.(map[string]any)
+			if !ok || !matchObject(pt, vm) {
+				return false
+			}
+		case []any:
+			if !matchValues(pt, v, present) {
+				return false
+			}
+		default:
+			return false // a pattern's leaves are arrays
+		}
+	}
+	return true
+}
+
+// matchValues: any of the pattern's alternatives matches the value (or,
+// for an array value, any of its elements).
+func matchValues(alternatives []any, v any, present bool) bool {
+	values := []any{v}
+	if arr, ok := v.([]any); ok {
+		values = arr
+	}
+	for _, alt := range alternatives {
+		if op, ok := alt.(map[string]any); ok {
+			if e, ok := op["exists"].(bool); ok {
+				if e == present {
+					return true
+				}
+				continue
+			}
+			for _, val := range values {
+				if present && matchOperator(op, val) {
+					return true
+				}
+			}
+			continue
+		}
+		for _, val := range values {
+			if present && equalJSON(alt, val) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func matchOperator(op map[string]any, v any) bool {
+	s, isString := v.(string)
+	for name, arg := range op {
+		switch name {
+		case "prefix":
+			p, _ := arg.(string)
+			return isString && strings.HasPrefix(s, p)
+		case "suffix":
+			p, _ := arg.(string)
+			return isString && strings.HasSuffix(s, p)
+		case "equals-ignore-case":
+			p, _ := arg.(string)
+			return isString && strings.EqualFold(s, p)
+		case "anything-but":
+			list, ok := arg.([]any)
+			if !ok {
+				list = []any{arg}
+			}
+			for _, x := range list {
+				if equalJSON(x, v) {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	return false
+}
+
+func equalJSON(a, b any) bool {
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	return string(ja) == string(jb)
+}

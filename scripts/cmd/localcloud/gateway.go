@@ -1,0 +1,331 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/google/uuid"
+)
+
+// gateway serves HTTP as an API Gateway HTTP API does for the template's
+// routes: it matches route keys ("GET /api/v1/matters/{matter}", then
+// "$default"), sends the payload format 2.0 event to the route's function,
+// and maps the function's answer back (status, headers, cookies, base64
+// bodies). Its own answers are API Gateway's: 404 and 413 and 429 and 500
+// and 503 with {"message": …}. It gives an integration 30 s.
+type gateway struct {
+	routes   []*gatewayRoute
+	fallback *gatewayRoute // $default
+	apiID    string
+	buckets  map[string]*bucket // route key -> throttle
+	stage    *bucket
+	timeout  time.Duration // IntegrationTimeout
+}
+
+type gatewayRoute struct {
+	key, method string
+	segments    []string // "{name}" for a variable
+	vars        int
+	fn          *function
+}
+
+// IntegrationTimeout is API Gateway's limit for an HTTP API integration.
+const IntegrationTimeout = 30 * time.Second
+
+// MaxPayload is API Gateway's limit on a request body.
+const MaxPayload = 10 << 20
+
+func newGateway(s *stack, fns map[string]*function) (*gateway, error) {
+	g := &gateway{apiID: strings.ReplaceAll(uuid.NewString(), "-", "")[:10], buckets: map[string]*bucket{}, timeout: IntegrationTimeout}
+	for _, r := range s.routes {
+		gr := &gatewayRoute{key: r.key, fn: fns[r.function]}
+		if r.key == "$default" {
+			g.fallback = gr
+			continue
+		}
+		method, path, ok := strings.Cut(r.key, " ")
+		if !ok || !strings.HasPrefix(path, "/") {
+			return nil, fmt.Errorf("route key %q: want METHOD /path", r.key)
+		}
+		gr.method = method
+		for _, seg := range strings.Split(strings.Trim(path, "/"), "/") {
+			if strings.HasPrefix(seg, "{") {
+				gr.vars++
+				if strings.HasSuffix(seg, "+}") {
+					return nil, fmt.Errorf("route key %q: greedy path variables are not served", r.key)
+				}
+			}
+			gr.segments = append(gr.segments, seg)
+		}
+		g.routes = append(g.routes, gr)
+	}
+	if s.throttles.rate > 0 {
+		g.stage = newBucket(s.throttles.rate, s.throttles.burst)
+	}
+	for key, v := range s.throttles.routes {
+		g.buckets[key] = newBucket(v[0], v[1])
+	}
+	return g, nil
+}
+
+// match is the route for a request: among the routes whose method and
+// segments match, the one with the fewest path variables (API Gateway
+// prefers the most specific); else $default.
+func (g *gateway) match(method, path string) (*gatewayRoute, map[string]string) {
+	segs := strings.Split(strings.Trim(path, "/"), "/")
+	var best *gatewayRoute
+	var bestVars map[string]string
+	for _, r := range g.routes {
+		if (r.method != method && r.method != "ANY") || len(r.segments) != len(segs) {
+			continue
+		}
+		vars := map[string]string{}
+		ok := true
+		for i, s := range r.segments {
+			switch {
+			case strings.HasPrefix(s, "{"):
+				if segs[i] == "" {
+					ok = false
+				}
+				vars[strings.Trim(s, "{}")] = segs[i]
+			case s != segs[i]:
+				ok = false
+			}
+		}
+		if ok && (best == nil || r.vars < best.vars) {
+			best, bestVars = r, vars
+		}
+	}
+	if best == nil {
+		return g.fallback, nil
+	}
+	return best, bestVars
+}
+
+func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	reqID := gatewayRequestID()
+	w.Header().Set("Apigw-Requestid", reqID)
+	route, vars := g.match(r.Method, r.URL.EscapedPath())
+	status := 0
+	fnName := ""
+	defer func() {
+		slog.Info("api gateway", "requestId", reqID, "routeKey", routeKeyOf(route), "status", status, "function", fnName,
+			"method", r.Method, "path", r.URL.Path, "latencyMs", time.Since(start).Milliseconds())
+	}()
+	if route == nil {
+		status = http.StatusNotFound
+		gatewayError(w, status, "Not Found")
+		return
+	}
+	fnName = route.fn.spec.name
+	if !g.allow(route.key) {
+		status = http.StatusTooManyRequests
+		gatewayError(w, status, "Too Many Requests")
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, MaxPayload+1))
+	if err != nil {
+		status = http.StatusBadRequest
+		gatewayError(w, status, "Bad Request")
+		return
+	}
+	if len(body) > MaxPayload {
+		status = http.StatusRequestEntityTooLarge
+		gatewayError(w, status, "Request Entity Too Large")
+		return
+	}
+	payload, err := json.Marshal(v2Event(r, route, vars, body, reqID, g.apiID, start))
+	if err != nil {
+		status = http.StatusInternalServerError
+		gatewayError(w, status, "Internal Server Error")
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), g.timeout)
+	defer cancel()
+	// The integration times out at 30 s whatever the function's own
+	// timeout; the invocation runs on, as in AWS, and is billed.
+	type result struct {
+		o   outcome
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		o, _, err := route.fn.Invoke(ctx, payload, 0)
+		done <- result{o, err}
+	}()
+	var o outcome
+	select {
+	case res := <-done:
+		o, err = res.o, res.err
+	case <-ctx.Done():
+		err = errThrottled // a slot or an answer: neither came in time
+	}
+	switch {
+	case errors.Is(err, errThrottled) && ctx.Err() == context.DeadlineExceeded:
+		status = http.StatusServiceUnavailable // waited the integration's whole time for a slot
+		gatewayError(w, status, "Service Unavailable")
+		return
+	case err != nil:
+		status = http.StatusInternalServerError
+		gatewayError(w, status, "Internal Server Error")
+		return
+	case o.status != "ok":
+		// A function error, a crash or a Lambda timeout inside 30 s:
+		// API Gateway answers 500.
+		status = http.StatusInternalServerError
+		gatewayError(w, status, "Internal Server Error")
+		return
+	}
+	status = writeV2Response(w, o.body)
+}
+
+func routeKeyOf(r *gatewayRoute) string {
+	if r == nil {
+		return "-"
+	}
+	return r.key
+}
+
+func (g *gateway) allow(key string) bool {
+	if b, ok := g.buckets[key]; ok {
+		return b.take()
+	}
+	return g.stage == nil || g.stage.take()
+}
+
+func gatewayError(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	fmt.Fprintf(w, `{"message":%q}`, msg)
+}
+
+func gatewayRequestID() string {
+	return base64.RawURLEncoding.EncodeToString([]byte(uuid.NewString()))[:16] + "="
+}
+
+// v2Event is the payload format 2.0 event of a request.
+func v2Event(r *http.Request, route *gatewayRoute, vars map[string]string, body []byte, reqID, apiID string, at time.Time) events.APIGatewayV2HTTPRequest {
+	headers := map[string]string{}
+	var cookies []string
+	for name, vals := range r.Header {
+		lname := strings.ToLower(name)
+		if lname == "cookie" {
+			for _, v := range vals {
+				for _, c := range strings.Split(v, ";") {
+					if c = strings.TrimSpace(c); c != "" {
+						cookies = append(cookies, c)
+					}
+				}
+			}
+			continue
+		}
+		headers[lname] = strings.Join(vals, ",")
+	}
+	host := r.Host
+	headers["host"] = host
+	if _, ok := headers["x-forwarded-for"]; !ok {
+		ip, _, _ := net.SplitHostPort(r.RemoteAddr)
+		headers["x-forwarded-for"] = ip
+	}
+	headers["x-forwarded-proto"] = "http"
+	var query map[string]string
+	if q := r.URL.Query(); len(q) > 0 {
+		query = map[string]string{}
+		for k, v := range q {
+			query[k] = strings.Join(v, ",") // API Gateway joins a repeated parameter
+		}
+	}
+	ip, _, _ := net.SplitHostPort(r.RemoteAddr)
+	ev := events.APIGatewayV2HTTPRequest{
+		Version: "2.0", RouteKey: route.key, RawPath: r.URL.EscapedPath(), RawQueryString: r.URL.RawQuery,
+		Cookies: cookies, Headers: headers, QueryStringParameters: query, PathParameters: vars,
+		RequestContext: events.APIGatewayV2HTTPRequestContext{
+			RouteKey: route.key, AccountID: localAccount, Stage: "$default", RequestID: reqID, APIID: apiID,
+			DomainName: host, DomainPrefix: strings.Split(host, ".")[0], Time: at.UTC().Format("02/Jan/2006:15:04:05 -0700"), TimeEpoch: at.UnixMilli(),
+			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: r.Method, Path: r.URL.Path, Protocol: r.Proto, SourceIP: ip, UserAgent: r.UserAgent()},
+		},
+	}
+	if len(body) > 0 {
+		if utf8.Valid(body) {
+			ev.Body = string(body)
+		} else {
+			ev.Body, ev.IsBase64Encoded = base64.StdEncoding.EncodeToString(body), true
+		}
+	}
+	return ev
+}
+
+// writeV2Response maps a function's payload 2.0 answer to the HTTP answer.
+func writeV2Response(w http.ResponseWriter, raw []byte) int {
+	var resp events.APIGatewayV2HTTPResponse
+	if err := json.Unmarshal(raw, &resp); err != nil || resp.StatusCode == 0 {
+		// Not the structured format: API Gateway returns the value as a
+		// JSON body with 200.
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(raw)
+		return http.StatusOK
+	}
+	h := w.Header()
+	for k, v := range resp.Headers {
+		h.Set(k, v)
+	}
+	for k, vs := range resp.MultiValueHeaders {
+		h.Del(k)
+		for _, v := range vs {
+			h.Add(k, v)
+		}
+	}
+	for _, c := range resp.Cookies {
+		h.Add("Set-Cookie", c)
+	}
+	body := []byte(resp.Body)
+	if resp.IsBase64Encoded {
+		if b, err := base64.StdEncoding.DecodeString(resp.Body); err == nil {
+			body = b
+		}
+	}
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(resp.StatusCode)
+	_, _ = w.Write(body)
+	return resp.StatusCode
+}
+
+// bucket is a token bucket: rate per second, burst tokens.
+type bucket struct {
+	mu          sync.Mutex
+	rate, burst float64
+	tokens      float64
+	last        time.Time
+}
+
+func newBucket(rate, burst float64) *bucket {
+	return &bucket{rate: rate, burst: max(burst, 1), tokens: max(burst, 1), last: time.Now()}
+}
+
+func (b *bucket) take() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	now := time.Now()
+	b.tokens = min(b.burst, b.tokens+now.Sub(b.last).Seconds()*b.rate)
+	b.last = now
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	return true
+}

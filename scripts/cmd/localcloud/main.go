@@ -1,0 +1,580 @@
+// Command localcloud runs the stack we deploy, locally, with no Docker and
+// no AWS account: the synthesized template of the local stage and its own
+// bootstrap binaries, each Lambda a process (or several) under an in-repo
+// Lambda Runtime API, behind HTTP API routing read from the template, with
+// the table's stream, the queues and the schedule wired as the template
+// wires them. Its command-line surface is scripts/devserver's, word for
+// word (LOCAL-CONTRACT.md); the difference is what serves.
+//
+// Unless LOCALCLOUD_TEMPLATE names a template (with its assets beside it),
+// it builds the bootstraps for this machine's architecture and synthesizes
+// the local stage into .bin/localcloud-stack first (again only when the
+// functions, infra/ or cdk.json changed).
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+
+	"github.com/practice-api/practice-api/shared/app"
+	"github.com/practice-api/practice-api/shared/seed"
+	"github.com/practice-api/practice-api/shared/store"
+	"github.com/practice-api/practice-api/shared/store/ddblocal"
+)
+
+// The account and region the local stack pretends to be in.
+const (
+	localAccount = "000000000000"
+	localRegion  = "us-east-1"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "localcloud:", err)
+		os.Exit(1)
+	}
+}
+
+func getenv(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func run() error {
+	app.JSONLogs()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ln, err := net.Listen("tcp", getenv("LISTEN_ADDR", "127.0.0.1:8080"))
+	if err != nil {
+		return fmt.Errorf("cannot listen on %s for the API (is the port taken? set LISTEN_ADDR): %w", getenv("LISTEN_ADDR", "127.0.0.1:8080"), err)
+	}
+	tplPath := os.Getenv("LOCALCLOUD_TEMPLATE")
+	if tplPath == "" {
+		if tplPath, err = synthesize(ctx); err != nil {
+			return err
+		}
+	}
+	st, err := loadStack(tplPath)
+	if err != nil {
+		return err
+	}
+	if err := checkArch(st); err != nil {
+		return err
+	}
+
+	// The engine, as the devserver starts it, and the table the template defines.
+	cfg := app.StoreConfigFromEnv()
+	if os.Getenv("DYNAMODB_ENDPOINT") == "" {
+		engine, err := ddblocal.Start(ctx, ddblocal.Options{Addr: getenv("LOCAL_DYNAMODB_ADDR", "127.0.0.1:8000"),
+			Dir: os.Getenv("LOCAL_DYNAMODB_DIR"), LogPath: os.Getenv("LOCAL_DYNAMODB_LOG")})
+		if err != nil {
+			return err
+		}
+		defer engine.Stop()
+		cfg.Endpoint = engine.Endpoint
+		slog.Info("dynamodb local started", "endpoint", engine.Endpoint, "pid", engine.Pid(), "log", engine.LogPath,
+			"data_dir", getenv("LOCAL_DYNAMODB_DIR", "(in memory)"))
+	}
+	db, err := store.New(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	streamArn, err := createTable(ctx, db, st.table)
+	if err != nil {
+		return err
+	}
+
+	// The queues, on the in-repo SQS server.
+	sqsLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	sqs := newSQSServer("http://" + sqsLn.Addr().String())
+	sqsSrv := &http.Server{Handler: sqs, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = sqsSrv.Serve(sqsLn) }()
+	defer sqsSrv.Close()
+	queues := map[string]*sqsQueue{}
+	var create func(id string) *sqsQueue
+	create = func(id string) *sqsQueue {
+		if q, ok := queues[id]; ok {
+			return q
+		}
+		spec := st.queues[id]
+		var dlq *sqsQueue
+		if spec.deadLetter != "" {
+			dlq = create(spec.deadLetter)
+		}
+		queues[id] = sqs.create(spec, dlq)
+		return queues[id]
+	}
+	for id := range st.queues {
+		create(id)
+	}
+
+	// The functions, each with the environment the template gives it, the
+	// contract's settings, and where the local services are.
+	base := "http://" + ln.Addr().String()
+	settings := contractSettings(base)
+	res := &resolver{st: st, table: cfg.TableName, streamArn: streamArn, queues: queues}
+	logs := &logWriter{w: os.Stderr}
+	maxConc := 10
+	fns := map[string]*function{}
+	for id, spec := range st.functions {
+		env, err := functionEnv(spec, res, settings, cfg.Endpoint, sqs.base)
+		if err != nil {
+			return err
+		}
+		fns[id] = newFunction(spec, env, res.functionArn(id), maxConc, &lineLogger{name: spec.name, w: logs})
+	}
+	defer func() {
+		var wg sync.WaitGroup
+		for _, f := range fns {
+			wg.Go(f.stop)
+		}
+		wg.Wait()
+	}()
+
+	// The demo organisation, as the devserver makes it.
+	if getenv("SEED_DEMO", "1") == "1" {
+		org, key, err := seed.Demo(ctx, db, time.Now())
+		if err != nil {
+			return fmt.Errorf("demo seed: %w", err)
+		}
+		line, _ := json.Marshal(map[string]string{"demo_org_id": org, "demo_key": key.String()})
+		fmt.Println(string(line))
+	}
+
+	// The event sources.
+	srcCtx, stopSources := context.WithCancel(ctx)
+	var sources sync.WaitGroup
+	defer func() { stopSources(); sources.Wait() }()
+	streams := dynamodbstreams.New(dynamodbstreams.Options{Region: localRegion, BaseEndpoint: aws.String(cfg.Endpoint),
+		Credentials: credentials.NewStaticCredentialsProvider("local", "local", "")})
+	for _, m := range st.streamMappings {
+		s := &streamSource{spec: m, fn: fns[m.function], client: streams, streamArn: streamArn}
+		if m.onFailure != "" {
+			s.onFailure = queues[m.onFailure]
+		}
+		for _, p := range m.filters {
+			f, err := parseFilter(p)
+			if err != nil {
+				return err
+			}
+			s.filters = append(s.filters, f)
+		}
+		sources.Go(func() { s.run(srcCtx) })
+	}
+	for _, m := range st.queueMappings {
+		q := &queueSource{spec: m, fn: fns[m.function], queue: queues[m.queue]}
+		for _, p := range m.filters {
+			f, err := parseFilter(p)
+			if err != nil {
+				return err
+			}
+			q.filters = append(q.filters, f)
+		}
+		sources.Go(func() { q.run(srcCtx) })
+	}
+	for _, sp := range st.schedules {
+		sch := &schedule{spec: sp}
+		for _, t := range sp.targets {
+			at := &asyncTarget{fn: fns[t.function], retries: t.retries}
+			if c, ok := st.asyncConfigs[t.function]; ok {
+				at.retries = c.retries
+				if c.onFailure != "" {
+					at.onFailure = queues[c.onFailure]
+				}
+			}
+			if t.deadLetter != "" {
+				at.deadLetter = queues[t.deadLetter]
+			}
+			sch.targets = append(sch.targets, at)
+		}
+		sources.Go(func() { sch.run(srcCtx) })
+	}
+
+	gw, err := newGateway(st, fns)
+	if err != nil {
+		return err
+	}
+	apiSrv := &http.Server{Handler: gw, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: IntegrationTimeout, IdleTimeout: 2 * time.Minute}
+	errc := make(chan error, 1)
+	go func() { errc <- apiSrv.Serve(ln) }()
+	fmt.Fprintln(os.Stderr, "ready", base+"/api/v1")
+	fmt.Fprintf(os.Stderr, "docs %s/api/v1/docs (the API reference, with a console: Authorize with the demo key)\n", base)
+	slog.Info("localcloud ready", "base_url", base+"/api/v1", "template", tplPath, "functions", len(fns), "routes", len(st.routes),
+		"queues", len(st.queues), "sqs_endpoint", sqs.base, "dynamodb_endpoint", cfg.Endpoint, "table", cfg.TableName)
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		if !errors.Is(err, http.ErrServerClosed) {
+			return err
+		}
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = apiSrv.Shutdown(shutdown)
+	return nil
+}
+
+// contractSettings are the settings LOCAL-CONTRACT.md lists (and the
+// project's additions), with the devserver's defaults, passed into every
+// function's environment. TABLE_NAME is not among them: the functions get
+// it from the template (its Ref resolves to the local table), so a
+// function the template forgets to tell fails here as it would in AWS.
+func contractSettings(base string) map[string]string {
+	s := map[string]string{
+		"RATE_LIMIT_PER_MINUTE":         getenv("RATE_LIMIT_PER_MINUTE", "120"),
+		"WEBHOOK_ALLOW_PRIVATE_TARGETS": getenv("WEBHOOK_ALLOW_PRIVATE_TARGETS", "1"),
+		"PUBLIC_BASE_URL":               getenv("PUBLIC_BASE_URL", base),
+	}
+	for _, k := range []string{"WEBHOOK_RETRY_SCHEDULE", "WEBHOOK_CA_FILE", "COMPANY_REGISTER_URL", "ENRICHMENT_RETRY_SCHEDULE",
+		"API_KEY_MODES", "API_DEPRECATED_SINCE", "API_SUNSET", "API_DEPRECATION_LINK"} {
+		if v := os.Getenv(k); v != "" {
+			s[k] = v
+		}
+	}
+	if ca := s["WEBHOOK_CA_FILE"]; ca != "" {
+		if abs, err := filepath.Abs(ca); err == nil {
+			s["WEBHOOK_CA_FILE"] = abs
+		}
+	}
+	return s
+}
+
+// functionEnv is a function's environment: the template's variables
+// (intrinsics resolved to the local services), the contract's settings,
+// and what Lambda itself sets.
+func functionEnv(spec *functionSpec, res *resolver, settings map[string]string, dynamo, sqsEndpoint string) ([]string, error) {
+	env := map[string]string{}
+	for k, v := range spec.env {
+		s, err := res.resolve(v)
+		if err != nil {
+			return nil, fmt.Errorf("function %s, variable %s: %w", spec.name, k, err)
+		}
+		env[k] = s
+	}
+	for k, v := range settings {
+		env[k] = v
+	}
+	for k, v := range map[string]string{
+		"DYNAMODB_ENDPOINT": dynamo, "SQS_ENDPOINT": sqsEndpoint,
+		"AWS_REGION": localRegion, "AWS_DEFAULT_REGION": localRegion, "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
+		"AWS_EC2_METADATA_DISABLED": "true", "AWS_LAMBDA_FUNCTION_NAME": spec.name, "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
+		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": fmt.Sprint(spec.memoryMB), "AWS_LAMBDA_LOG_GROUP_NAME": "/aws/lambda/" + spec.name,
+		"AWS_LAMBDA_LOG_STREAM_NAME": "localcloud", "AWS_LAMBDA_LOG_FORMAT": "JSON", "_HANDLER": "bootstrap",
+		"LAMBDA_TASK_ROOT": filepath.Dir(spec.bootstrap), "TZ": ":UTC", "LANG": "en_US.UTF-8", "PATH": "/usr/local/bin:/usr/bin:/bin",
+	} {
+		env[k] = v
+	}
+	if spec.appLevel != "" {
+		env["AWS_LAMBDA_LOG_LEVEL"] = spec.appLevel
+	}
+	out := make([]string, 0, len(env))
+	for k, v := range env {
+		out = append(out, k+"="+v)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// resolver turns the template's intrinsic functions into local values.
+type resolver struct {
+	st        *stack
+	table     string
+	streamArn string
+	queues    map[string]*sqsQueue
+}
+
+func (r *resolver) functionArn(id string) string {
+	return "arn:aws:lambda:" + localRegion + ":" + localAccount + ":function:" + r.st.functions[id].name
+}
+
+func (r *resolver) resolve(v any) (string, error) {
+	switch t := v.(type) {
+	case string:
+		return t, nil
+	case float64, bool:
+		return fmt.Sprint(t), nil
+	case map[string]any:
+		if id, ok := t["Ref"].(string); ok {
+			return r.ref(id)
+		}
+		if g, ok := t["Fn::GetAtt"].([]any); ok && len(g) == 2 {
+			id, _ := g[0].(string)
+			attr, _ := g[1].(string)
+			return r.getAtt(id, attr)
+		}
+		if j, ok := t["Fn::Join"].([]any); ok && len(j) == 2 {
+			sep, _ := j[0].(string)
+			parts, _ := j[1].([]any)
+			var out []string
+			for _, p := range parts {
+				s, err := r.resolve(p)
+				if err != nil {
+					return "", err
+				}
+				out = append(out, s)
+			}
+			return strings.Join(out, sep), nil
+		}
+	}
+	return "", fmt.Errorf("cannot resolve %v locally", v)
+}
+
+func (r *resolver) ref(id string) (string, error) {
+	switch id {
+	case "AWS::Region":
+		return localRegion, nil
+	case "AWS::AccountId":
+		return localAccount, nil
+	case "AWS::Partition":
+		return "aws", nil
+	case "AWS::URLSuffix":
+		return "amazonaws.com", nil
+	case r.st.table.id:
+		return r.table, nil
+	}
+	if q, ok := r.queues[id]; ok {
+		return q.url, nil
+	}
+	if f, ok := r.st.functions[id]; ok {
+		return f.name, nil
+	}
+	return "", fmt.Errorf("Ref %s: the local stack has no such resource", id)
+}
+
+func (r *resolver) getAtt(id, attr string) (string, error) {
+	switch {
+	case id == r.st.table.id && attr == "Arn":
+		return "arn:aws:dynamodb:" + localRegion + ":" + localAccount + ":table/" + r.table, nil
+	case id == r.st.table.id && attr == "StreamArn":
+		return r.streamArn, nil
+	}
+	if q, ok := r.queues[id]; ok {
+		switch attr {
+		case "Arn":
+			return q.arn, nil
+		case "QueueName":
+			return q.name, nil
+		case "QueueUrl":
+			return q.url, nil
+		}
+	}
+	if _, ok := r.st.functions[id]; ok && attr == "Arn" {
+		return r.functionArn(id), nil
+	}
+	return "", fmt.Errorf("Fn::GetAtt %s.%s: the local stack has no such attribute", id, attr)
+}
+
+// createTable makes the template's table (keys, indexes, stream, TTL), or
+// checks the one that is there has its stream; it returns the stream ARN.
+func createTable(ctx context.Context, db *store.DB, t tableSpec) (string, error) {
+	var def dynamodb.CreateTableInput
+	raw, _ := json.Marshal(t.props)
+	if err := json.Unmarshal(raw, &def); err != nil {
+		return "", fmt.Errorf("table %s: %w", t.id, err)
+	}
+	def.TableName = aws.String(db.Table)
+	def.BillingMode = ddbtypes.BillingModePayPerRequest
+	def.SSESpecification, def.Tags, def.DeletionProtectionEnabled, def.ResourcePolicy = nil, nil, nil, nil
+	stream := def.StreamSpecification
+	if stream != nil {
+		stream.StreamEnabled = aws.Bool(true)
+	}
+	_, err := db.Client.CreateTable(ctx, &def)
+	var inUse *ddbtypes.ResourceInUseException
+	switch {
+	case errors.As(err, &inUse):
+		out, err := db.Client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: def.TableName})
+		if err != nil {
+			return "", err
+		}
+		if stream != nil && out.Table.LatestStreamArn == nil {
+			if _, err := db.Client.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: def.TableName, StreamSpecification: stream}); err != nil {
+				return "", fmt.Errorf("turn on the table's stream: %w", err)
+			}
+		}
+	case err != nil:
+		return "", fmt.Errorf("create the table %s: %w", db.Table, err)
+	}
+	if ttl, ok := t.props["TimeToLiveSpecification"].(map[string]any); ok && ttl["Enabled"] == true {
+		_, _ = db.Client.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{TableName: def.TableName,
+			TimeToLiveSpecification: &ddbtypes.TimeToLiveSpecification{AttributeName: aws.String(fmt.Sprint(ttl["AttributeName"])), Enabled: aws.Bool(true)}})
+	}
+	out, err := db.Client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: def.TableName})
+	if err != nil {
+		return "", err
+	}
+	return aws.ToString(out.Table.LatestStreamArn), nil
+}
+
+// checkArch refuses bootstraps this machine cannot run.
+func checkArch(st *stack) error {
+	want := map[string]string{"amd64": "x86_64", "arm64": "arm64"}[runtime.GOARCH]
+	for _, f := range st.functions {
+		if f.arch != want {
+			return fmt.Errorf("function %s is built for %s and this machine runs %s: synthesize with -c lambdaArch=%s", f.name, f.arch, want, runtime.GOARCH)
+		}
+		if _, err := os.Stat(f.bootstrap); err != nil {
+			return fmt.Errorf("function %s: its bootstrap is missing from the cloud assembly: %w", f.name, err)
+		}
+	}
+	return nil
+}
+
+// repoRoot finds the module's folder from the working directory up, or
+// from the binary's (.bin/localcloud) up.
+func repoRoot() (string, error) {
+	starts := []string{}
+	if wd, err := os.Getwd(); err == nil {
+		starts = append(starts, wd)
+	}
+	if exe, err := os.Executable(); err == nil {
+		starts = append(starts, filepath.Dir(exe))
+	}
+	for _, dir := range starts {
+		for d := dir; ; d = filepath.Dir(d) {
+			if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil && strings.Contains(string(b), "module github.com/practice-api/practice-api\n") {
+				return d, nil
+			}
+			if filepath.Dir(d) == d {
+				break
+			}
+		}
+	}
+	return "", errors.New("run localcloud inside the repository (or set LOCALCLOUD_TEMPLATE)")
+}
+
+// synthesize builds every function for this machine and synthesizes the
+// local stage into .bin/localcloud-stack/cdk.out, unless nothing it depends on
+// changed since the last time; it returns the template's path. Several
+// localclouds starting at once (test packages in parallel) take turns.
+func synthesize(ctx context.Context) (string, error) {
+	root, err := repoRoot()
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(root, ".bin", "localcloud-stack") // .bin/localcloud is this binary
+	code, assembly := filepath.Join(out, "lambda"), filepath.Join(out, "cdk.out")
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return "", err
+	}
+	unlock, err := ddblocal.LockFile(filepath.Join(out, ".lock"))
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	entries, err := os.ReadDir(filepath.Join(root, "functions"))
+	if err != nil {
+		return "", err
+	}
+	slog.Info("localcloud: building the functions' bootstraps", "arch", runtime.GOARCH, "into", code)
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		// Built beside and renamed into place: another localcloud may be
+		// running the old file (writing over it would fail, text file busy).
+		bootstrap := filepath.Join(code, e.Name(), "bootstrap")
+		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-tags", "lambda.norpc", "-ldflags", "-s -w",
+			"-o", bootstrap+".new", "./functions/"+e.Name())
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+runtime.GOARCH, "CGO_ENABLED=0")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("build functions/%s: %v\n%s", e.Name(), err, b)
+		}
+		if err := os.Rename(bootstrap+".new", bootstrap); err != nil {
+			return "", err
+		}
+	}
+	fp, err := fingerprint(root, code)
+	if err != nil {
+		return "", err
+	}
+	tpl := filepath.Join(assembly, "PracticeApi-local.template.json")
+	stamp := filepath.Join(out, "synth.fingerprint")
+	if old, err := os.ReadFile(stamp); err == nil && string(old) == fp {
+		if _, err := os.Stat(tpl); err == nil {
+			return tpl, nil
+		}
+	}
+	slog.Info("localcloud: synthesizing the local stage (cdk synth, offline)", "into", assembly)
+	arch := "arm64"
+	if runtime.GOARCH == "amd64" {
+		arch = "amd64"
+	}
+	ctxJSON, _ := json.Marshal(map[string]string{"stage": "local", "lambdaArch": arch, "codeDir": code})
+	cmd := exec.CommandContext(ctx, "go", "run", "./infra")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CDK_CONTEXT_JSON="+string(ctxJSON), "SYNTH_OUTDIR="+assembly,
+		"JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION=1", "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20",
+		"CDK_DEFAULT_ACCOUNT=", "CDK_DEFAULT_REGION=")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("synthesize the local stage: %v\n%s", err, b)
+	}
+	return tpl, os.WriteFile(stamp, []byte(fp), 0o644)
+}
+
+// fingerprint hashes what the template depends on: the bootstraps, the
+// CDK app and its context.
+func fingerprint(root, code string) (string, error) {
+	h := sha256.New()
+	add := func(path string) error {
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		fmt.Fprintf(h, "%s\n", strings.TrimPrefix(path, root))
+		_, err = io.Copy(h, f)
+		return err
+	}
+	var files []string
+	for _, dir := range []string{code, filepath.Join(root, "infra")} {
+		err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && !strings.HasSuffix(p, "_test.go") {
+				files = append(files, p)
+			}
+			return err
+		})
+		if err != nil {
+			return "", err
+		}
+	}
+	files = append(files, filepath.Join(root, "cdk.json"), filepath.Join(root, "go.sum"))
+	sort.Strings(files)
+	for _, f := range files {
+		if err := add(f); err != nil {
+			return "", err
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}

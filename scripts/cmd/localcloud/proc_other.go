@@ -1,0 +1,9 @@
+//go:build !linux
+
+package main
+
+import "syscall"
+
+// childAttrs: without PR_SET_PDEATHSIG, bootstraps end when their Runtime
+// API closes (the runtime client exits on a failed GET /next).
+func childAttrs() *syscall.SysProcAttr { return nil }

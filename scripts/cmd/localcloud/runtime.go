@@ -1,0 +1,383 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// function runs one Lambda of the template: its bootstrap, one process per
+// concurrent invocation up to its concurrency, each process served by its
+// own Lambda Runtime API (the documented /2018-06-01/runtime endpoints) on
+// a loopback port. A process is kept warm between invocations; one that
+// runs past the function's timeout is killed and the invocation counts as
+// timed out, as Lambda does.
+type function struct {
+	spec  *functionSpec
+	env   []string
+	arn   string
+	slots chan struct{} // concurrency: one token per running invocation
+	out   *lineLogger
+
+	mu     sync.Mutex
+	idle   []*instance
+	all    map[*instance]bool
+	closed bool
+
+	invocations, coldStarts, errors, timeouts atomic.Int64
+}
+
+// instance is one bootstrap process and its Runtime API.
+type instance struct {
+	fn      *function
+	cmd     *exec.Cmd
+	ln      net.Listener
+	srv     *http.Server
+	work    chan *invocation // the next invocation for this process's GET /next
+	exited  chan struct{}
+	exitErr error
+
+	mu      sync.Mutex
+	current *invocation
+	initErr string
+}
+
+// invocation is one call of the function.
+type invocation struct {
+	id       string
+	payload  []byte
+	deadline time.Time
+	done     chan outcome
+	once     sync.Once
+}
+
+// outcome is how an invocation ended.
+type outcome struct {
+	status  string // ok, error, timeout, crashed
+	body    []byte // the response, or the error document
+	errType string
+}
+
+func (i *invocation) finish(o outcome) { i.once.Do(func() { i.done <- o }) }
+
+func newFunction(spec *functionSpec, env []string, arn string, maxConcurrency int, out *lineLogger) *function {
+	n := spec.reserved
+	if n <= 0 {
+		n = maxConcurrency
+	}
+	return &function{spec: spec, env: env, arn: arn, slots: make(chan struct{}, n), out: out, all: map[*instance]bool{}}
+}
+
+// errThrottled: every slot of the function is busy past the caller's
+// patience (a synchronous caller gets Lambda's 429 TooManyRequests).
+var errThrottled = errors.New("localcloud: the function's concurrency is used up")
+
+// Invoke runs one invocation and waits for its outcome. wait bounds the
+// time spent waiting for a free slot (0: as long as ctx allows).
+func (f *function) Invoke(ctx context.Context, payload []byte, wait time.Duration) (outcome, string, error) {
+	var cancel context.CancelFunc = func() {}
+	slotCtx := ctx
+	if wait > 0 {
+		slotCtx, cancel = context.WithTimeout(ctx, wait)
+	}
+	select {
+	case f.slots <- struct{}{}:
+		cancel()
+	case <-slotCtx.Done():
+		cancel()
+		return outcome{}, "", errThrottled
+	}
+	defer func() { <-f.slots }()
+	inst, cold, err := f.instance()
+	if err != nil {
+		return outcome{}, "", err
+	}
+	inv := &invocation{id: uuid.NewString(), payload: payload, deadline: time.Now().Add(f.spec.timeout), done: make(chan outcome, 1)}
+	f.invocations.Add(1)
+	start := time.Now()
+	inst.mu.Lock()
+	inst.current = inv
+	inst.mu.Unlock()
+	select {
+	case inst.work <- inv:
+	case <-inst.exited:
+		inv.finish(inst.crashOutcome())
+	}
+	timer := time.NewTimer(time.Until(inv.deadline))
+	defer timer.Stop()
+	var o outcome
+	select {
+	case o = <-inv.done:
+	case <-timer.C:
+		// Past the function's timeout: Lambda stops the runtime. The
+		// process goes, and the next invocation starts a new one.
+		o = outcome{status: "timeout", errType: "Sandbox.Timedout",
+			body: fmt.Appendf(nil, `{"errorMessage":"Task timed out after %.2f seconds","errorType":"Sandbox.Timedout"}`, f.spec.timeout.Seconds())}
+		inst.kill()
+		<-inst.exited
+	case <-inst.exited:
+		select {
+		case o = <-inv.done: // it answered, then exited
+		default:
+			o = inst.crashOutcome()
+		}
+	}
+	inst.mu.Lock()
+	inst.current = nil
+	inst.mu.Unlock()
+	took := time.Since(start)
+	switch o.status {
+	case "error", "crashed":
+		f.errors.Add(1)
+	case "timeout":
+		f.timeouts.Add(1)
+	}
+	f.report(inv.id, took, cold, o, inst)
+	f.release(inst)
+	return o, inv.id, nil
+}
+
+// report writes Lambda's REPORT line for an invocation.
+func (f *function) report(id string, took time.Duration, cold bool, o outcome, inst *instance) {
+	billed := took.Milliseconds() + 1
+	line := fmt.Sprintf("REPORT RequestId: %s\tFunction: %s\tDuration: %.2f ms\tBilled Duration: %d ms\tMemory Size: %d MB",
+		id, f.spec.name, float64(took.Microseconds())/1000, billed, f.spec.memoryMB)
+	if mb := inst.maxMemoryMB(); mb > 0 {
+		line += fmt.Sprintf("\tMax Memory Used: %d MB", mb)
+	}
+	if cold {
+		line += "\tInit: cold start"
+	}
+	line += "\tStatus: " + o.status
+	if o.status != "ok" {
+		line += "\tError: " + strings.TrimSpace(string(o.body))
+	}
+	f.out.system(line)
+}
+
+// instance returns an idle warm process, or starts one (a cold start).
+func (f *function) instance() (*instance, bool, error) {
+	f.mu.Lock()
+	if f.closed {
+		f.mu.Unlock()
+		return nil, false, errors.New("localcloud: stopping")
+	}
+	for len(f.idle) > 0 {
+		inst := f.idle[len(f.idle)-1]
+		f.idle = f.idle[:len(f.idle)-1]
+		select {
+		case <-inst.exited:
+			continue
+		default:
+			f.mu.Unlock()
+			return inst, false, nil
+		}
+	}
+	f.mu.Unlock()
+	inst, err := f.start()
+	if err != nil {
+		return nil, true, err
+	}
+	f.coldStarts.Add(1)
+	return inst, true, nil
+}
+
+func (f *function) release(inst *instance) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	select {
+	case <-inst.exited:
+		delete(f.all, inst)
+		return
+	default:
+	}
+	if f.closed {
+		inst.kill()
+		return
+	}
+	f.idle = append(f.idle, inst)
+}
+
+// start launches one bootstrap process with its own Runtime API.
+func (f *function) start() (*instance, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	inst := &instance{fn: f, ln: ln, work: make(chan *invocation), exited: make(chan struct{})}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /2018-06-01/runtime/invocation/next", inst.next)
+	mux.HandleFunc("POST /2018-06-01/runtime/invocation/{id}/response", inst.respond)
+	mux.HandleFunc("POST /2018-06-01/runtime/invocation/{id}/error", inst.fail)
+	mux.HandleFunc("POST /2018-06-01/runtime/init/error", inst.failInit)
+	inst.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = inst.srv.Serve(ln) }()
+
+	cmd := exec.Command(f.spec.bootstrap)
+	cmd.Env = append(append([]string{}, f.env...), "AWS_LAMBDA_RUNTIME_API="+ln.Addr().String())
+	cmd.SysProcAttr = childAttrs()
+	stdout, _ := cmd.StdoutPipe()
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		_ = inst.srv.Close()
+		return nil, fmt.Errorf("start %s's bootstrap %s: %w", f.spec.name, f.spec.bootstrap, err)
+	}
+	inst.cmd = cmd
+	var pipes sync.WaitGroup
+	for _, r := range []io.Reader{stdout, stderr} {
+		pipes.Go(func() {
+			sc := bufio.NewScanner(r)
+			sc.Buffer(make([]byte, 64<<10), 1<<20)
+			for sc.Scan() {
+				f.out.app(sc.Text(), f.spec.appLevel)
+			}
+		})
+	}
+	go func() {
+		pipes.Wait()
+		inst.exitErr = cmd.Wait()
+		_ = inst.srv.Close()
+		close(inst.exited)
+	}()
+	f.mu.Lock()
+	f.all[inst] = true
+	f.mu.Unlock()
+	return inst, nil
+}
+
+func (i *instance) crashOutcome() outcome {
+	i.mu.Lock()
+	initErr := i.initErr
+	i.mu.Unlock()
+	if initErr != "" {
+		return outcome{status: "crashed", errType: "Runtime.InitError", body: []byte(initErr)}
+	}
+	msg := fmt.Sprintf(`{"errorMessage":"Runtime exited with error: %v","errorType":"Runtime.ExitError"}`, i.exitErr)
+	return outcome{status: "crashed", errType: "Runtime.ExitError", body: []byte(msg)}
+}
+
+func (i *instance) kill() {
+	if i.cmd != nil && i.cmd.Process != nil {
+		_ = i.cmd.Process.Signal(syscall.SIGKILL)
+	}
+}
+
+// maxMemoryMB is the process's peak resident set (VmHWM), where /proc has it.
+func (i *instance) maxMemoryMB() int {
+	if i.cmd == nil || i.cmd.Process == nil {
+		return 0
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", i.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			kb, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
+			return (kb + 1023) / 1024
+		}
+	}
+	return 0
+}
+
+// next hands the process its next invocation, with the headers the
+// runtime client reads (request id, deadline, function ARN, trace id).
+func (i *instance) next(w http.ResponseWriter, r *http.Request) {
+	select {
+	case inv := <-i.work:
+		h := w.Header()
+		h.Set("Lambda-Runtime-Aws-Request-Id", inv.id)
+		h.Set("Lambda-Runtime-Deadline-Ms", strconv.FormatInt(inv.deadline.UnixMilli(), 10))
+		h.Set("Lambda-Runtime-Invoked-Function-Arn", i.fn.arn)
+		h.Set("Lambda-Runtime-Trace-Id", "Root=1-"+strconv.FormatInt(time.Now().Unix(), 16)+"-"+strings.ReplaceAll(uuid.NewString(), "-", "")[:24]+";Sampled=0")
+		h.Set("Content-Type", "application/json")
+		_, _ = w.Write(inv.payload)
+	case <-r.Context().Done():
+	}
+}
+
+func (i *instance) invocation(id string) *invocation {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.current != nil && i.current.id == id {
+		return i.current
+	}
+	return nil
+}
+
+func (i *instance) respond(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	inv := i.invocation(r.PathValue("id"))
+	if inv == nil {
+		http.Error(w, `{"errorMessage":"unknown or finished invocation","errorType":"InvalidRequestID"}`, http.StatusBadRequest)
+		return
+	}
+	if t := r.Trailer.Get("Lambda-Runtime-Function-Error-Type"); t != "" { // a response stream that failed
+		inv.finish(outcome{status: "error", errType: t, body: []byte(r.Trailer.Get("Lambda-Runtime-Function-Error-Body"))})
+	} else {
+		inv.finish(outcome{status: "ok", body: body})
+	}
+	w.WriteHeader(http.StatusAccepted)
+}
+
+func (i *instance) fail(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	inv := i.invocation(r.PathValue("id"))
+	if inv == nil {
+		http.Error(w, `{"errorMessage":"unknown or finished invocation","errorType":"InvalidRequestID"}`, http.StatusBadRequest)
+		return
+	}
+	var e struct {
+		Type string `json:"errorType"`
+	}
+	_ = json.Unmarshal(body, &e)
+	inv.finish(outcome{status: "error", errType: e.Type, body: body})
+	w.WriteHeader(http.StatusAccepted)
+}
+
+func (i *instance) failInit(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	i.mu.Lock()
+	i.initErr = string(body)
+	i.mu.Unlock()
+	w.WriteHeader(http.StatusAccepted)
+}
+
+// stop ends every process of the function.
+func (f *function) stop() {
+	f.mu.Lock()
+	f.closed = true
+	all := make([]*instance, 0, len(f.all))
+	for inst := range f.all {
+		all = append(all, inst)
+	}
+	f.mu.Unlock()
+	for _, inst := range all {
+		if inst.cmd != nil && inst.cmd.Process != nil {
+			_ = inst.cmd.Process.Signal(syscall.SIGTERM)
+		}
+	}
+	for _, inst := range all {
+		select {
+		case <-inst.exited:
+		case <-time.After(2 * time.Second):
+			inst.kill()
+			<-inst.exited
+		}
+	}
+}

@@ -1,0 +1,351 @@
+package main
+
+import (
+	"crypto/md5"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// sqsServer speaks the part of Amazon SQS's JSON protocol (AWS JSON 1.0,
+// X-Amz-Target: AmazonSQS.<Action>) that the service and its event source
+// mappings use, over queues with SQS's semantics: per-message delays,
+// visibility timeouts, receive counts, redrive to the dead-letter queue
+// after maxReceiveCount receives, retention. No SQS server that the current
+// SDK can talk to is available from the Go module proxy (goaws, the one
+// Go server served here, speaks only the older XML protocol), so this one
+// is in the repository; queues live in memory, for as long as localcloud.
+type sqsServer struct {
+	base   string // http://127.0.0.1:port
+	mu     sync.Mutex
+	queues map[string]*sqsQueue // by name
+}
+
+type sqsQueue struct {
+	name, url, arn string
+	visibility     time.Duration
+	delay          time.Duration
+	retention      time.Duration
+	deadLetter     *sqsQueue
+	maxReceives    int
+
+	mu   sync.Mutex
+	msgs []*sqsMessage
+	wake chan struct{}
+}
+
+type sqsMessage struct {
+	id, body, md5 string
+	sent, visible time.Time
+	firstReceive  time.Time
+	receipt       string
+	receives      int
+}
+
+func newSQSServer(base string) *sqsServer {
+	return &sqsServer{base: base, queues: map[string]*sqsQueue{}}
+}
+
+// create adds a queue (its dead-letter queue must exist already).
+func (s *sqsServer) create(spec *queueSpec, dlq *sqsQueue) *sqsQueue {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := &sqsQueue{name: spec.name, url: s.base + "/" + localAccount + "/" + spec.name,
+		arn: "arn:aws:sqs:" + localRegion + ":" + localAccount + ":" + spec.name, visibility: spec.visibility,
+		delay: spec.delay, retention: spec.retention, deadLetter: dlq, maxReceives: spec.maxReceives, wake: make(chan struct{}, 1)}
+	s.queues[spec.name] = q
+	return q
+}
+
+func (s *sqsServer) byURL(url string) *sqsQueue {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	name := url[strings.LastIndexByte(url, '/')+1:]
+	return s.queues[name]
+}
+
+func md5Hex(s string) string {
+	sum := md5.Sum([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+// send enqueues a body; delay < 0 takes the queue's.
+func (q *sqsQueue) send(body string, delay time.Duration) *sqsMessage {
+	if delay < 0 {
+		delay = q.delay
+	}
+	now := time.Now()
+	m := &sqsMessage{id: uuid.NewString(), body: body, md5: md5Hex(body), sent: now, visible: now.Add(delay)}
+	q.mu.Lock()
+	q.msgs = append(q.msgs, m)
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+	return m
+}
+
+// receive takes up to max visible messages and hides them for visibility
+// (< 0: the queue's). A message already received maxReceives times moves
+// to the dead-letter queue instead, as SQS's redrive does.
+func (q *sqsQueue) receive(max int, visibility time.Duration) []sqsMessage {
+	if visibility < 0 {
+		visibility = q.visibility
+	}
+	now := time.Now()
+	var out []sqsMessage
+	var dead []*sqsMessage
+	q.mu.Lock()
+	kept := q.msgs[:0]
+	for _, m := range q.msgs {
+		switch {
+		case now.Sub(m.sent) > q.retention:
+			continue // expired
+		case len(out) < max && !m.visible.After(now) && q.deadLetter != nil && q.maxReceives > 0 && m.receives >= q.maxReceives:
+			dead = append(dead, m)
+			continue
+		case len(out) < max && !m.visible.After(now):
+			m.receives++
+			if m.receives == 1 {
+				m.firstReceive = now
+			}
+			m.receipt = uuid.NewString()
+			m.visible = now.Add(visibility)
+			out = append(out, *m)
+		}
+		kept = append(kept, m)
+	}
+	q.msgs = kept
+	q.mu.Unlock()
+	for _, m := range dead {
+		q.deadLetter.mu.Lock()
+		m.receives, m.receipt, m.visible = 0, "", now
+		q.deadLetter.msgs = append(q.deadLetter.msgs, m)
+		q.deadLetter.mu.Unlock()
+	}
+	return out
+}
+
+// delete removes a message if the receipt is its latest.
+func (q *sqsQueue) delete(receipt string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for i, m := range q.msgs {
+		if m.receipt == receipt && receipt != "" {
+			q.msgs = append(q.msgs[:i], q.msgs[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// changeVisibility sets when a received message comes back.
+func (q *sqsQueue) changeVisibility(receipt string, d time.Duration) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, m := range q.msgs {
+		if m.receipt == receipt && receipt != "" {
+			m.visible = time.Now().Add(d)
+			if d == 0 {
+				select {
+				case q.wake <- struct{}{}:
+				default:
+				}
+			}
+			return true
+		}
+	}
+	return false
+}
+
+// counts are the visible, in-flight and delayed messages.
+func (q *sqsQueue) counts() (visible, inFlight, delayed int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := time.Now()
+	for _, m := range q.msgs {
+		switch {
+		case !m.visible.After(now):
+			visible++
+		case m.receives > 0:
+			inFlight++
+		default:
+			delayed++
+		}
+	}
+	return
+}
+
+// ServeHTTP answers one SQS API call.
+func (s *sqsServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	action := strings.TrimPrefix(r.Header.Get("X-Amz-Target"), "AmazonSQS.")
+	var in map[string]any
+	raw, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	if err := json.Unmarshal(raw, &in); err != nil && len(raw) > 0 {
+		sqsError(w, "InvalidParameterValue", "the body is not JSON")
+		return
+	}
+	str := func(k string) string { v, _ := in[k].(string); return v }
+	num := func(k string, def int) int {
+		if v, ok := in[k].(float64); ok {
+			return int(v)
+		}
+		return def
+	}
+	queue := func() *sqsQueue {
+		q := s.byURL(str("QueueUrl"))
+		if q == nil {
+			sqsError(w, "QueueDoesNotExist", "The specified queue does not exist.")
+		}
+		return q
+	}
+	out := map[string]any{}
+	switch action {
+	case "GetQueueUrl":
+		s.mu.Lock()
+		q := s.queues[str("QueueName")]
+		s.mu.Unlock()
+		if q == nil {
+			sqsError(w, "QueueDoesNotExist", "The specified queue does not exist.")
+			return
+		}
+		out["QueueUrl"] = q.url
+	case "ListQueues":
+		s.mu.Lock()
+		var urls []string
+		for _, q := range s.queues {
+			urls = append(urls, q.url)
+		}
+		s.mu.Unlock()
+		out["QueueUrls"] = urls
+	case "SendMessage":
+		q := queue()
+		if q == nil {
+			return
+		}
+		body := str("MessageBody")
+		if body == "" {
+			sqsError(w, "MissingParameter", "The request must contain the parameter MessageBody.")
+			return
+		}
+		m := q.send(body, time.Duration(num("DelaySeconds", -1))*time.Second)
+		out["MessageId"], out["MD5OfMessageBody"] = m.id, m.md5
+	case "SendMessageBatch":
+		q := queue()
+		if q == nil {
+			return
+		}
+		entries, _ := in["Entries"].([]any)
+		if len(entries) == 0 || len(entries) > 10 {
+			sqsError(w, "AWS.SimpleQueueService.TooManyEntriesInBatchRequest", "a batch holds 1 to 10 entries")
+			return
+		}
+		var ok, failed []map[string]any
+		for _, e := range entries {
+			em, _ := e.(map[string]any)
+			id, _ := em["Id"].(string)
+			body, _ := em["MessageBody"].(string)
+			if body == "" {
+				failed = append(failed, map[string]any{"Id": id, "Code": "MissingParameter", "Message": "MessageBody is required", "SenderFault": true})
+				continue
+			}
+			delay := -1
+			if d, ok := em["DelaySeconds"].(float64); ok {
+				delay = int(d)
+			}
+			m := q.send(body, time.Duration(delay)*time.Second)
+			ok = append(ok, map[string]any{"Id": id, "MessageId": m.id, "MD5OfMessageBody": m.md5})
+		}
+		out["Successful"], out["Failed"] = ok, failed
+	case "ReceiveMessage":
+		q := queue()
+		if q == nil {
+			return
+		}
+		max := min(max(num("MaxNumberOfMessages", 1), 1), 10)
+		vis := time.Duration(num("VisibilityTimeout", -1)) * time.Second
+		deadline := time.Now().Add(time.Duration(min(num("WaitTimeSeconds", 0), 20)) * time.Second)
+		var msgs []sqsMessage
+		for {
+			if msgs = q.receive(max, vis); len(msgs) > 0 || time.Now().After(deadline) {
+				break
+			}
+			select {
+			case <-q.wake:
+			case <-time.After(100 * time.Millisecond):
+			case <-r.Context().Done():
+				return
+			}
+		}
+		list := []map[string]any{}
+		for _, m := range msgs {
+			list = append(list, map[string]any{"MessageId": m.id, "ReceiptHandle": m.receipt, "MD5OfBody": m.md5, "Body": m.body,
+				"Attributes": map[string]string{"ApproximateReceiveCount": strconv.Itoa(m.receives),
+					"SentTimestamp": strconv.FormatInt(m.sent.UnixMilli(), 10), "ApproximateFirstReceiveTimestamp": strconv.FormatInt(m.firstReceive.UnixMilli(), 10)}})
+		}
+		out["Messages"] = list
+	case "DeleteMessage":
+		q := queue()
+		if q == nil {
+			return
+		}
+		q.delete(str("ReceiptHandle"))
+	case "DeleteMessageBatch":
+		q := queue()
+		if q == nil {
+			return
+		}
+		entries, _ := in["Entries"].([]any)
+		var ok []map[string]any
+		for _, e := range entries {
+			em, _ := e.(map[string]any)
+			q.delete(fmt.Sprint(em["ReceiptHandle"]))
+			ok = append(ok, map[string]any{"Id": em["Id"]})
+		}
+		out["Successful"], out["Failed"] = ok, []any{}
+	case "ChangeMessageVisibility":
+		q := queue()
+		if q == nil {
+			return
+		}
+		if !q.changeVisibility(str("ReceiptHandle"), time.Duration(num("VisibilityTimeout", 0))*time.Second) {
+			sqsError(w, "ReceiptHandleIsInvalid", "The input receipt handle is invalid.")
+			return
+		}
+	case "GetQueueAttributes":
+		q := queue()
+		if q == nil {
+			return
+		}
+		v, f, d := q.counts()
+		attrs := map[string]string{"ApproximateNumberOfMessages": strconv.Itoa(v), "ApproximateNumberOfMessagesNotVisible": strconv.Itoa(f),
+			"ApproximateNumberOfMessagesDelayed": strconv.Itoa(d), "QueueArn": q.arn,
+			"VisibilityTimeout": strconv.Itoa(int(q.visibility.Seconds())), "DelaySeconds": strconv.Itoa(int(q.delay.Seconds()))}
+		if q.deadLetter != nil {
+			rp, _ := json.Marshal(map[string]any{"deadLetterTargetArn": q.deadLetter.arn, "maxReceiveCount": q.maxReceives})
+			attrs["RedrivePolicy"] = string(rp)
+		}
+		out["Attributes"] = attrs
+	default:
+		sqsError(w, "UnsupportedOperation", "localcloud's SQS does not implement "+action)
+		return
+	}
+	w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+	_ = json.NewEncoder(w).Encode(out)
+}
+
+func sqsError(w http.ResponseWriter, code, msg string) {
+	w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+	w.Header().Set("x-amzn-query-error", "AWS.SimpleQueueService."+code+";Sender")
+	w.WriteHeader(http.StatusBadRequest)
+	_ = json.NewEncoder(w).Encode(map[string]string{"__type": "com.amazonaws.sqs#" + code, "message": msg})
+}
