@@ -170,11 +170,11 @@ func TestDevserverRefusesATakenPort(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	cmd := exec.Command(filepath.Join(api.root, "scripts", "devserver"))
+	cmd := exec.Command(filepath.Join(api.root, "scripts", api.server))
 	cmd.Env = append(append([]string{}, api.localEnv...), "LISTEN_ADDR="+ln.Addr().String())
 	out, err := cmd.CombinedOutput()
 	if err == nil || !strings.Contains(string(out), ln.Addr().String()) || !strings.Contains(string(out), "LISTEN_ADDR") {
-		t.Fatalf("devserver on a taken port: err %v, output %s", err, out)
+		t.Fatalf("%s on a taken port: err %v, output %s", api.server, err, out)
 	}
 }
 

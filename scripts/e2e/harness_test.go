@@ -1,8 +1,9 @@
 // Package e2e is the black-box suite: it drives a running API over HTTP and
 // mints keys with scripts/admin against the API's table. By default it
-// starts scripts/devserver itself on free ports; set E2E_BASE_URL,
-// E2E_DYNAMODB_ENDPOINT and E2E_TABLE_NAME to aim it at LocalStack or a
-// deployed stage instead.
+// starts scripts/devserver itself on free ports; E2E_SERVER=localcloud
+// starts scripts/localcloud instead (the same contract: the deployed
+// template's own bootstraps serve); set E2E_BASE_URL, E2E_DYNAMODB_ENDPOINT
+// and E2E_TABLE_NAME to aim it at LocalStack or a deployed stage.
 package e2e
 
 import (
@@ -34,8 +35,9 @@ type target struct {
 	demoKey  string // set only when the suite started the devserver
 	local    *exec.Cmd
 	root     string
+	server   string // scripts/<server>: devserver or localcloud
 	localEnv []string
-	logs     syncBuffer // the devserver's stderr
+	logs     syncBuffer // the server's stderr
 }
 
 // syncBuffer is a bytes.Buffer safe for one writer and readers.
@@ -47,7 +49,7 @@ type syncBuffer struct {
 func (s *syncBuffer) WriteString(v string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if !strings.Contains(v, `"msg":"request"`) { // access lines are many and tell little
+	if !strings.Contains(v, `"msg":"request"`) && !strings.Contains(v, `"msg":"api gateway"`) { // access lines are many and tell little
 		s.b.WriteString(v)
 	}
 }
@@ -96,7 +98,15 @@ func freeAddr() string {
 }
 
 func TestMain(m *testing.M) {
-	api = &target{root: repoRoot()}
+	api = &target{root: repoRoot(), server: "devserver"}
+	switch s := os.Getenv("E2E_SERVER"); s {
+	case "", "devserver":
+	case "localcloud":
+		api.server = s
+	default:
+		fmt.Fprintf(os.Stderr, "e2e: E2E_SERVER must be devserver or localcloud, got %q\n", s)
+		os.Exit(2)
+	}
 	var err error
 	if checker, err = conformance.New(); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
@@ -126,7 +136,7 @@ func TestMain(m *testing.M) {
 	if code != 0 { // the devserver's errors explain most failures
 		for _, l := range strings.Split(api.logs.String(), "\n") {
 			if strings.Contains(l, `"level":"ERROR"`) || strings.Contains(l, `"level":"WARN"`) {
-				fmt.Fprintln(os.Stderr, "devserver:", l)
+				fmt.Fprintln(os.Stderr, api.server+":", l)
 			}
 		}
 	}
@@ -141,7 +151,7 @@ func (t *target) startDevserver(extraEnv []string) (stop func(), err error) {
 	t.localEnv = append(os.Environ(), "LISTEN_ADDR="+listen, "LOCAL_DYNAMODB_ADDR="+dyn, "TABLE_NAME="+t.table,
 		"RATE_LIMIT_PER_MINUTE=100000", "DYNAMODB_ENDPOINT=")
 	t.localEnv = append(t.localEnv, extraEnv...)
-	cmd := exec.Command(filepath.Join(t.root, "scripts", "devserver"))
+	cmd := exec.Command(filepath.Join(t.root, "scripts", t.server))
 	cmd.Env = t.localEnv
 	cmd.Dir = t.root
 	stdout, _ := cmd.StdoutPipe()
@@ -175,14 +185,14 @@ func (t *target) startDevserver(extraEnv []string) (stop func(), err error) {
 	}()
 	select {
 	case t.base = <-ready:
-	case <-time.After(4 * time.Minute): // the first run compiles the devserver
+	case <-time.After(4 * time.Minute): // the first run compiles the server (localcloud: and synthesizes the stack)
 		_ = cmd.Process.Kill()
-		return nil, fmt.Errorf("devserver not ready after 4 minutes:\n%s", logs.String())
+		return nil, fmt.Errorf("%s not ready after 4 minutes:\n%s", t.server, logs.String())
 	}
 	select {
 	case t.demoKey = <-demo:
 	case <-time.After(5 * time.Second):
-		return nil, fmt.Errorf("devserver printed no demo key")
+		return nil, fmt.Errorf("%s printed no demo key", t.server)
 	}
 	t.local = cmd
 	return func() {

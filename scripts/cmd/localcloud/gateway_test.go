@@ -1,0 +1,149 @@
+package main
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+)
+
+// gatewayAnswer is the test bootstrap's answer to an API Gateway event
+// (see TestMain): by path, the event itself, a binary body, an error, or
+// nothing for a long while.
+func gatewayAnswer(path string, event []byte) (any, error) {
+	switch path {
+	case "/binary":
+		return events.APIGatewayV2HTTPResponse{StatusCode: 200, IsBase64Encoded: true,
+			Headers: map[string]string{"Content-Type": "application/octet-stream"}, Body: base64.StdEncoding.EncodeToString([]byte{0, 1, 2, 0xff})}, nil
+	case "/fail":
+		return nil, errors.New("asked to fail")
+	case "/slow":
+		time.Sleep(3 * time.Second)
+	case "/plain":
+		return map[string]string{"not": "structured"}, nil
+	}
+	return events.APIGatewayV2HTTPResponse{StatusCode: 201, Headers: map[string]string{"Content-Type": "application/json", "X-Probe": "yes"},
+		Cookies: []string{"a=1; Path=/", "b=2"}, Body: string(event)}, nil
+}
+
+// TestGatewayServesAsAnHTTPAPIDoes: the payload 2.0 event a function
+// gets, the mapping of its answer (headers, cookies, base64, an
+// unstructured value), and API Gateway's own answers: 404 without
+// $default, 500 on a function error, 503 past the integration timeout,
+// 429 past the stage's throttle, for parallel clients.
+func TestGatewayServesAsAnHTTPAPIDoes(t *testing.T) {
+	f, _ := testFunction(t, 10*time.Second, 0)
+	s := &stack{routes: []routeSpec{{key: "POST /things/{id}", function: "Probe"}, {key: "GET /things/mine", function: "Probe"},
+		{key: "GET /things/{id}", function: "Probe"}, {key: "$default", function: "Probe"}}}
+	g, err := newGateway(s, map[string]*function{"Probe": f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.timeout = time.Second
+	srv := httptest.NewServer(g)
+	defer srv.Close()
+
+	req, _ := http.NewRequest("POST", srv.URL+"/things/42?a=1&a=2&b=x", strings.NewReader("hello"))
+	req.Header.Set("Cookie", "x=1; y=2")
+	req.Header.Set("X-Custom", "v")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 201 || resp.Header.Get("X-Probe") != "yes" || strings.Join(resp.Header.Values("Set-Cookie"), "|") != "a=1; Path=/|b=2" {
+		t.Fatalf("answer mapping: %d %v", resp.StatusCode, resp.Header)
+	}
+	var ev events.APIGatewayV2HTTPRequest
+	if err := json.Unmarshal(body, &ev); err != nil {
+		t.Fatal(err)
+	}
+	host := strings.TrimPrefix(srv.URL, "http://")
+	if ev.Version != "2.0" || ev.RouteKey != "POST /things/{id}" || ev.RawPath != "/things/42" || ev.RawQueryString != "a=1&a=2&b=x" ||
+		ev.PathParameters["id"] != "42" || ev.QueryStringParameters["a"] != "1,2" || strings.Join(ev.Cookies, "|") != "x=1|y=2" ||
+		ev.Headers["x-custom"] != "v" || ev.Body != "hello" || ev.IsBase64Encoded ||
+		ev.RequestContext.Stage != "$default" || ev.RequestContext.DomainName != host || ev.RequestContext.HTTP.Method != "POST" ||
+		ev.RequestContext.HTTP.Path != "/things/42" || ev.RequestContext.HTTP.SourceIP != "127.0.0.1" || ev.RequestContext.RequestID == "" {
+		t.Fatalf("the event: %s", body)
+	}
+
+	for _, c := range []struct {
+		method, path string
+		status       int
+		routeKey     string
+	}{
+		{"GET", "/things/mine", 201, "GET /things/mine"}, // the literal route beats {id}
+		{"GET", "/things/7", 201, "GET /things/{id}"},
+		{"DELETE", "/things/7", 201, "$default"},
+	} {
+		req, _ := http.NewRequest(c.method, srv.URL+c.path, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = json.NewDecoder(resp.Body).Decode(&ev)
+		resp.Body.Close()
+		if resp.StatusCode != c.status || ev.RouteKey != c.routeKey {
+			t.Errorf("%s %s: %d, route %q; want %d, %q", c.method, c.path, resp.StatusCode, ev.RouteKey, c.status, c.routeKey)
+		}
+	}
+
+	get := func(path string) (int, string, http.Header) {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b), resp.Header
+	}
+	if code, b, _ := get("/binary"); code != 200 || b != "\x00\x01\x02\xff" {
+		t.Errorf("a base64 answer: %d %q", code, b)
+	}
+	if code, b, h := get("/plain"); code != 200 || b != `{"not":"structured"}` || h.Get("Content-Type") != "application/json" {
+		t.Errorf("an unstructured answer: %d %q %v", code, b, h)
+	}
+	if code, b, _ := get("/fail"); code != 500 || b != `{"message":"Internal Server Error"}` {
+		t.Errorf("a function error: %d %s", code, b)
+	}
+	start := time.Now()
+	if code, b, _ := get("/slow"); code != 503 || b != `{"message":"Service Unavailable"}` || time.Since(start) > 2500*time.Millisecond {
+		t.Errorf("past the integration timeout: %d %s after %v", code, b, time.Since(start))
+	}
+
+	// Without $default, an unmatched path is API Gateway's 404.
+	g2, _ := newGateway(&stack{routes: s.routes[:1]}, map[string]*function{"Probe": f})
+	rec := httptest.NewRecorder()
+	g2.ServeHTTP(rec, httptest.NewRequest("GET", "/elsewhere", nil))
+	if rec.Code != 404 || rec.Body.String() != `{"message":"Not Found"}` {
+		t.Errorf("no route: %d %s", rec.Code, rec.Body)
+	}
+
+	// The stage's throttle: a burst of 3, refilled at 1 a second; twelve
+	// parallel clients get three answers and nine 429s.
+	g.stage = newBucket(1, 3)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	codes := map[int]int{}
+	for range 12 {
+		wg.Go(func() {
+			code, _, _ := get("/things/1")
+			mu.Lock()
+			codes[code]++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if codes[201] < 3 || codes[201] > 4 || codes[429] != 12-codes[201] {
+		t.Errorf("throttled: %v", codes)
+	}
+}

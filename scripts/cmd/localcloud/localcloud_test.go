@@ -1,0 +1,513 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/practice-api/practice-api/shared/httpapi/routes"
+)
+
+// These tests run localcloud as a process, as make local-cloud does, on
+// the template it synthesizes (or a mutated copy of it), and look at it
+// from outside.
+
+var (
+	buildOnce sync.Once
+	binary    string
+	buildErr  error
+)
+
+func localcloudBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "localcloud-test")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binary = filepath.Join(dir, "localcloud")
+		if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binary
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// cloud is a running localcloud.
+type cloud struct {
+	cmd      *exec.Cmd
+	base     string // ends with /api/v1
+	demoKey  string
+	template string
+	sqs      string
+	engine   int
+	exited   chan struct{}
+	mu       sync.Mutex
+	lines    []string
+}
+
+func (c *cloud) log() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.lines...)
+}
+
+// start runs localcloud with env added to the test's and waits for ready.
+func start(t *testing.T, env ...string) *cloud {
+	t.Helper()
+	c := &cloud{exited: make(chan struct{})}
+	c.cmd = exec.Command(localcloudBinary(t))
+	c.cmd.Env = append(os.Environ(), "DYNAMODB_ENDPOINT=", "LISTEN_ADDR="+freeAddr(t), "LOCAL_DYNAMODB_ADDR="+freeAddr(t),
+		"LOCAL_DYNAMODB_LOG="+filepath.Join(t.TempDir(), "engine.log"), "RATE_LIMIT_PER_MINUTE=100000")
+	c.cmd.Env = append(c.cmd.Env, env...)
+	stdout, _ := c.cmd.StdoutPipe()
+	stderr, _ := c.cmd.StderrPipe()
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = c.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-c.exited:
+		case <-time.After(20 * time.Second):
+			_ = c.cmd.Process.Kill()
+		}
+	})
+	ready, demo := make(chan string, 1), make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			c.mu.Lock()
+			c.lines = append(c.lines, line)
+			c.mu.Unlock()
+			var l struct {
+				Msg      string `json:"msg"`
+				Template string `json:"template"`
+				SQS      string `json:"sqs_endpoint"`
+				PID      int    `json:"pid"`
+			}
+			if json.Unmarshal([]byte(line), &l) == nil {
+				switch l.Msg {
+				case "localcloud ready":
+					c.mu.Lock()
+					c.template, c.sqs = l.Template, l.SQS
+					c.mu.Unlock()
+				case "dynamodb local started":
+					c.mu.Lock()
+					c.engine = l.PID
+					c.mu.Unlock()
+				}
+			}
+			if url, ok := strings.CutPrefix(line, "ready "); ok {
+				ready <- url
+			}
+		}
+		_ = c.cmd.Wait()
+		close(c.exited)
+	}()
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			var d struct {
+				Key string `json:"demo_key"`
+			}
+			if json.Unmarshal(sc.Bytes(), &d) == nil && d.Key != "" {
+				demo <- d.Key
+			}
+		}
+	}()
+	select {
+	case c.base = <-ready:
+	case <-c.exited:
+		t.Fatalf("localcloud exited before ready:\n%s", strings.Join(c.log(), "\n"))
+	case <-time.After(5 * time.Minute): // the first run builds and synthesizes
+		t.Fatalf("localcloud not ready after 5 minutes:\n%s", strings.Join(c.log(), "\n"))
+	}
+	select {
+	case c.demoKey = <-demo:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no demo key on stdout")
+	}
+	time.Sleep(100 * time.Millisecond) // the ready log line follows the ready line
+	return c
+}
+
+func (c *cloud) do(t *testing.T, method, path, body string, headers ...string) (*http.Response, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest(method, c.base+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+c.demoKey)
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, b
+}
+
+var reportLine = regexp.MustCompile(`^\[([a-z]+)\] REPORT RequestId: ([0-9a-f-]+)\tFunction: ([a-z]+)\tDuration: [0-9.]+ ms\tBilled Duration: \d+ ms\tMemory Size: (\d+) MB`)
+
+// servedBy is the function whose REPORT line names the request id.
+func (c *cloud) servedBy(id string) string {
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		for _, l := range c.log() {
+			if m := reportLine.FindStringSubmatch(l); m != nil && m[2] == id {
+				return m[3]
+			}
+		}
+	}
+	return ""
+}
+
+// templateRoutes maps each route key of a template to the description of
+// the function its integration invokes ("practice-api matters" → matters).
+func templateRoutes(t *testing.T, path string) map[string]string {
+	t.Helper()
+	s, err := loadStack(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, r := range s.routes {
+		out[r.key] = s.functions[r.function].name
+	}
+	return out
+}
+
+// TestEveryRouteIsServedByItsFamilysBootstrap sends one request per row of
+// the route table and reads, from the REPORT line with the request's id,
+// which bootstrap served it: it must be the function of the route's
+// family, and the one the template's route points at; a path no route
+// has is served by $default's (meta).
+func TestEveryRouteIsServedByItsFamilysBootstrap(t *testing.T) {
+	c := start(t)
+	fromTemplate := templateRoutes(t, c.template)
+	sample := regexp.MustCompile(`\{[a-z_]+\}`)
+	for _, rt := range routes.Table {
+		path := sample.ReplaceAllString(rt.Path, "5eed0000-0000-4000-8000-000000000001")
+		if rt.Path == "/reports/{type}" {
+			path = "/reports/wip"
+		}
+		if rt.Path == "/docs/{file}" {
+			path = "/docs/swagger-ui.css"
+		}
+		resp, _ := c.do(t, rt.Method, path, "{}", "Idempotency-Key", "route-"+rt.Name)
+		id := resp.Header.Get("X-Request-Id")
+		got := c.servedBy(id)
+		key := rt.Method + " " + routes.Prefix + rt.Path
+		if got != rt.Family || fromTemplate[key] != rt.Family {
+			t.Errorf("%s (%d) was served by %q; the template routes it to %q; its family is %s", key, resp.StatusCode, got, fromTemplate[key], rt.Family)
+		}
+	}
+	resp, _ := c.do(t, "GET", "/no-such-thing", "")
+	if got := c.servedBy(resp.Header.Get("X-Request-Id")); resp.StatusCode != 404 || got != routes.Meta || fromTemplate["$default"] != routes.Meta {
+		t.Errorf("an unknown path: %d from %q", resp.StatusCode, got)
+	}
+	// Every REPORT line has Lambda's fields; every function's own lines are
+	// prefixed with its name.
+	n := 0
+	for _, l := range c.log() {
+		if strings.Contains(l, "REPORT RequestId") {
+			n++
+			if !reportLine.MatchString(l) || !strings.Contains(l, "Status: ") {
+				t.Errorf("REPORT line: %s", l)
+			}
+		}
+	}
+	if n < len(routes.Table) {
+		t.Fatalf("%d REPORT lines for %d requests", n, len(routes.Table)+1)
+	}
+}
+
+// mutate writes a copy of the template, changed by edit, beside it (its
+// assets are found next to the template) and returns its path.
+func mutate(t *testing.T, tplPath, name string, edit func(res map[string]any)) string {
+	t.Helper()
+	raw, err := os.ReadFile(tplPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tpl map[string]any
+	if err := json.Unmarshal(raw, &tpl); err != nil {
+		t.Fatal(err)
+	}
+	edit(tpl["Resources"].(map[string]any))
+	out := filepath.Join(filepath.Dir(tplPath), "mutated-"+name+".template.json")
+	b, _ := json.Marshal(tpl)
+	if err := os.WriteFile(out, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(out) })
+	return out
+}
+
+// resourceOf finds a resource's logical id: of type typ, where match says.
+func resourceOf(res map[string]any, typ string, match func(p map[string]any) bool) string {
+	for id, r := range res {
+		rm := r.(map[string]any)
+		if rm["Type"] == typ && match(rm["Properties"].(map[string]any)) {
+			return id
+		}
+	}
+	return ""
+}
+
+func functionNamed(res map[string]any, name string) string {
+	return resourceOf(res, "AWS::Lambda::Function", func(p map[string]any) bool { return p["Description"] == "practice-api "+name })
+}
+
+// suite runs black-box tests of scripts/e2e against localcloud on the
+// template at tpl, and returns whether they passed, with their output.
+func suite(t *testing.T, tpl, run string) (bool, string) {
+	t.Helper()
+	root, err := repoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("go", "test", "-count=1", "-run", run, "./scripts/e2e")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "E2E_SERVER=localcloud", "LOCALCLOUD_TEMPLATE="+tpl, "E2E_BASE_URL=")
+	out, err := cmd.CombinedOutput()
+	return err == nil, string(out)
+}
+
+// TestTemplateMistakesFailTheSuite: three mistakes a template can carry
+// that every unit test passes, each run under localcloud: the black-box
+// suite fails on each, and passes on the template as synthesized.
+//   - a route pointed at the wrong function (GET /matters to invoices);
+//   - a variable missing from a function's environment (the webhooks
+//     function's DELIVERY_QUEUE_URL);
+//   - a stream filter that drops matter.created (only the one-minute
+//     sweep would still send it, too late for the suite's 10 s).
+func TestTemplateMistakesFailTheSuite(t *testing.T) {
+	c := start(t) // synthesizes the template, if need be, and finds its path
+	tpl := c.template
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	<-c.exited
+	const tests = "^(TestDemoKeyReadsMatters|TestSignedDeliveryReachesTheExampleReceiver)$"
+	if ok, out := suite(t, tpl, tests); !ok {
+		t.Fatalf("the suite fails on the template as synthesized:\n%s", out)
+	}
+	for _, m := range []struct {
+		name, failing string
+		edit          func(res map[string]any)
+	}{
+		{"wrong-route", "TestDemoKeyReadsMatters", func(res map[string]any) {
+			invoices := functionNamed(res, "invoices")
+			integration := resourceOf(res, "AWS::ApiGatewayV2::Integration", func(p map[string]any) bool { return refID(p["IntegrationUri"]) == invoices })
+			route := resourceOf(res, "AWS::ApiGatewayV2::Route", func(p map[string]any) bool { return p["RouteKey"] == "GET /api/v1/matters" })
+			res[route].(map[string]any)["Properties"].(map[string]any)["Target"] = map[string]any{"Fn::Join": []any{"", []any{"integrations/", map[string]any{"Ref": integration}}}}
+		}},
+		{"missing-variable", "TestSignedDeliveryReachesTheExampleReceiver", func(res map[string]any) {
+			p := res[functionNamed(res, "webhooks")].(map[string]any)["Properties"].(map[string]any)
+			delete(p["Environment"].(map[string]any)["Variables"].(map[string]any), "DELIVERY_QUEUE_URL")
+		}},
+		{"filter-drops-matter-created", "TestSignedDeliveryReachesTheExampleReceiver", func(res map[string]any) {
+			esm := resourceOf(res, "AWS::Lambda::EventSourceMapping", func(p map[string]any) bool { return getAttName(p["EventSourceArn"]) == "StreamArn" })
+			p := res[esm].(map[string]any)["Properties"].(map[string]any)
+			p["FilterCriteria"] = map[string]any{"Filters": []any{map[string]any{"Pattern": `{"eventName":["INSERT"],"dynamodb":{"NewImage":{"kind":{"S":["event"]},"type":{"S":[{"anything-but":["matter.created"]}]}}}}`}}}
+		}},
+	} {
+		t.Run(m.name, func(t *testing.T) {
+			ok, out := suite(t, mutate(t, tpl, m.name, m.edit), tests)
+			if ok || !strings.Contains(out, "--- FAIL: "+m.failing) {
+				t.Fatalf("the suite did not fail %s on the mutated template:\n%s", m.failing, out)
+			}
+		})
+	}
+}
+
+// TestDeliveriesRetryByTheQueueAndDeadLetter: a receiver that fails twice
+// gets attempts 1, 2 and 3, the retries waiting their pause in the delivery
+// queue (SQS delays); and a delivery function that cannot start (its queue
+// URL missing) leaves each job to come back after the queue's visibility
+// timeout, five times, and then in the dead-letter queue.
+func TestDeliveriesRetryByTheQueueAndDeadLetter(t *testing.T) {
+	var mu sync.Mutex
+	var attempts []string
+	var times []time.Time
+	var calls atomic.Int64
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		attempts, times = append(attempts, r.Header.Get("Service-Delivery-Attempt")), append(times, time.Now())
+		mu.Unlock()
+		if calls.Add(1) <= 2 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}))
+	defer rcv.Close()
+	c := start(t, "WEBHOOK_RETRY_SCHEDULE=1s,3s,1s,1s")
+	subscribeAndCreate := func(c *cloud, tag string) {
+		resp, body := c.do(t, "POST", "/webhooks", `{"url":"`+rcv.URL+`/hooks","event_types":["matter.created"]}`)
+		if resp.StatusCode != 201 {
+			t.Fatalf("subscribe: %d %s", resp.StatusCode, body)
+		}
+		_, body = c.do(t, "GET", "/clients?per_page=1", "")
+		var cl struct {
+			Data []struct{ ID string } `json:"data"`
+		}
+		_ = json.Unmarshal(body, &cl)
+		if resp, body := c.do(t, "POST", "/matters", `{"client_id":"`+cl.Data[0].ID+`"}`, "Idempotency-Key", tag); resp.StatusCode != 201 {
+			t.Fatalf("matter: %d %s", resp.StatusCode, body)
+		}
+	}
+	subscribeAndCreate(c, "retry")
+	for deadline := time.Now().Add(30 * time.Second); calls.Load() < 3 && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+	}
+	mu.Lock()
+	if fmt.Sprint(attempts) != "[1 2 3]" || times[1].Sub(times[0]) < 900*time.Millisecond || times[2].Sub(times[1]) < 2900*time.Millisecond {
+		mu.Unlock()
+		t.Fatalf("attempts %v at %v", attempts, times)
+	}
+	mu.Unlock()
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	<-c.exited
+
+	broken := mutate(t, c.template, "dead-letters", func(res map[string]any) {
+		q := ""
+		for id, r := range res {
+			if r.(map[string]any)["Type"] == "AWS::SQS::Queue" && strings.HasPrefix(id, "deliveryqueue") {
+				q = id
+			}
+		}
+		res[q].(map[string]any)["Properties"].(map[string]any)["VisibilityTimeout"] = 1.0
+		p := res[functionNamed(res, "delivery")].(map[string]any)["Properties"].(map[string]any)
+		delete(p["Environment"].(map[string]any)["Variables"].(map[string]any), "DELIVERY_QUEUE_URL")
+	})
+	c2 := start(t, "LOCALCLOUD_TEMPLATE="+broken)
+	calls.Store(100) // the receiver must not be reached at all
+	subscribeAndCreate(c2, "dead")
+	st, err := loadStack(broken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dlqName string
+	for _, q := range st.queues {
+		if strings.HasPrefix(q.id, "deliverydlq") {
+			dlqName = q.name
+		}
+	}
+	for deadline := time.Now().Add(40 * time.Second); ; {
+		req, _ := http.NewRequest("POST", c2.sqs, strings.NewReader(`{"QueueUrl":"`+c2.sqs+"/"+localAccount+"/"+dlqName+`","AttributeNames":["All"]}`))
+		req.Header.Set("X-Amz-Target", "AmazonSQS.GetQueueAttributes")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out struct{ Attributes map[string]string }
+		_ = json.NewDecoder(resp.Body).Decode(&out)
+		resp.Body.Close()
+		if out.Attributes["ApproximateNumberOfMessages"] == "1" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no job in the dead-letter queue: %v", out.Attributes)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	crashes := 0
+	for _, l := range c2.log() {
+		if strings.Contains(l, "Function: delivery") && strings.Contains(l, "Status: crashed") {
+			crashes++
+		}
+	}
+	if crashes != 5 {
+		t.Fatalf("the delivery function was invoked %d times before the dead-letter queue, want 5 (maxReceiveCount)", crashes)
+	}
+}
+
+// TestStopLeavesNoProcess: SIGTERM, and SIGKILL too, leave no bootstrap
+// and no engine behind.
+func TestStopLeavesNoProcess(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+		t.Run(sig.String(), func(t *testing.T) {
+			c := start(t)
+			for _, path := range []string{"/matters", "/clients", "/webhooks", "/openapi.json"} { // warm some bootstraps
+				c.do(t, "GET", path, "")
+			}
+			kids := children(c.cmd.Process.Pid)
+			if len(kids) < 4 {
+				t.Fatalf("%d child processes, want the engine and the bootstraps", len(kids))
+			}
+			_ = c.cmd.Process.Signal(sig)
+			<-c.exited
+			deadline := time.Now().Add(10 * time.Second)
+			for _, pid := range append(kids, c.engine) {
+				for alive(pid) {
+					if time.Now().After(deadline) {
+						t.Fatalf("process %d outlived localcloud (%s)", pid, sig)
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+			}
+		})
+	}
+}
+
+// children are the process ids whose parent is pid.
+func children(pid int) []int {
+	var out []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		var child int
+		if _, err := fmt.Sscan(e.Name(), &child); err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		if len(fields) > 1 && fields[1] == fmt.Sprint(pid) {
+			out = append(out, child)
+		}
+	}
+	return out
+}
+
+// alive reports whether pid is a live process (a zombie counts as gone).
+func alive(pid int) bool {
+	if pid == 0 || syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	return len(fields) > 0 && fields[0] != "Z"
+}

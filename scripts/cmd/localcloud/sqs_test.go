@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/practice-api/practice-api/shared/queue"
+)
+
+// TestSQSServerKeepsSQSSemantics drives the in-repo SQS server with the
+// real SDK through the service's own adapter (shared/queue): delays,
+// visibility timeouts and receive counts, batches, and the redrive of a
+// message received maxReceiveCount times to its dead-letter queue.
+func TestSQSServerKeepsSQSSemantics(t *testing.T) {
+	srv := httptest.NewServer(nil)
+	defer srv.Close()
+	s := newSQSServer(srv.URL)
+	srv.Config.Handler = s
+	dlq := s.create(&queueSpec{name: "jobs-dlq", visibility: time.Second, retention: time.Hour}, nil)
+	jobs := s.create(&queueSpec{name: "jobs", visibility: time.Second, retention: time.Hour, maxReceives: 2}, dlq)
+	client := sqs.New(sqs.Options{Region: localRegion, BaseEndpoint: aws.String(srv.URL), Credentials: credentials.NewStaticCredentialsProvider("x", "x", "")})
+	q := queue.NewSQS(client, jobs.url)
+	ctx := context.Background()
+
+	if err := q.Send(ctx, []byte("later"), 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := q.Receive(ctx, 10, time.Second); len(got) != 0 {
+		t.Fatalf("a delayed message was received at once: %v", got)
+	}
+	var counts []int
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		got, err := q.Receive(ctx, 10, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range got {
+			counts = append(counts, m.ReceiveCount) // never deleted: it fails each time
+		}
+		if v, _, _ := dlq.counts(); v == 1 {
+			break
+		}
+	}
+	if fmt.Sprint(counts) != "[1 2]" {
+		t.Fatalf("receive counts %v, want [1 2] and then the dead-letter queue", counts)
+	}
+	if v, f, d := jobs.counts(); v+f+d != 0 {
+		t.Fatalf("the message is still in its queue: %d %d %d", v, f, d)
+	}
+
+	var bodies [][]byte
+	for i := range 25 {
+		bodies = append(bodies, fmt.Appendf(nil, `{"n":%d}`, i))
+	}
+	if err := q.SendBatch(ctx, bodies); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for deadline := time.Now().Add(5 * time.Second); len(seen) < 25 && time.Now().Before(deadline); {
+		got, err := q.Receive(ctx, 10, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range got {
+			seen[string(m.Body)] = true
+			if err := q.Delete(ctx, m); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if len(seen) != 25 {
+		t.Fatalf("%d of 25 batched messages", len(seen))
+	}
+	if err := q.Hide(ctx, queue.Message{Receipt: "nope"}, time.Second); err == nil {
+		t.Fatal("a bad receipt was accepted")
+	}
+}
+
+func TestFilterPatterns(t *testing.T) {
+	rec := map[string]any{"eventName": "INSERT", "dynamodb": map[string]any{"NewImage": map[string]any{
+		"kind": map[string]any{"S": "event"}, "type": map[string]any{"S": "matter.created"}}}}
+	for pattern, want := range map[string]bool{
+		`{"dynamodb":{"NewImage":{"kind":{"S":["event"]}}},"eventName":["INSERT"]}`:                 true,
+		`{"dynamodb":{"NewImage":{"kind":{"S":["event"]}}},"eventName":["MODIFY"]}`:                 false,
+		`{"dynamodb":{"NewImage":{"type":{"S":[{"anything-but":["matter.created"]}]}}}}`:            false,
+		`{"dynamodb":{"NewImage":{"type":{"S":[{"prefix":"matter."}]}}}}`:                           true,
+		`{"dynamodb":{"NewImage":{"gone":{"S":[{"exists":false}]}}}}`:                               false, // the object itself is absent
+		`{"dynamodb":{"NewImage":{"kind":[{"exists":true}]}}}`:                                      true,
+		`{"eventName":["INSERT","MODIFY"],"dynamodb":{"NewImage":{"type":{"S":["invoice.paid"]}}}}`: false,
+	} {
+		f, err := parseFilter(pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := passes([]filter{f}, rec); got != want {
+			t.Errorf("%s: %v, want %v", pattern, got, want)
+		}
+	}
+}
