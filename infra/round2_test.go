@@ -2,6 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -201,5 +204,44 @@ func TestDeployStopsOnThePlaceholderAccount(t *testing.T) {
 	mk, _ := os.ReadFile("../Makefile")
 	if !strings.Contains(string(mk), "deploy: $(CDK_BIN)/cdk\n\t@scripts/lib/check-stage $(STAGE)\n\t$(MAKE) build") {
 		t.Fatal("make deploy does not check the stage before it builds")
+	}
+}
+
+// TestLocalDeployChecksLocalStackFirst: make local-deploy runs
+// check-localstack before it builds, which stops in one line, naming the
+// token and make local-cloud, when LocalStack is down or runs without an
+// activated license, and passes a licensed one.
+func TestLocalDeployChecksLocalStackFirst(t *testing.T) {
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("node is not installed (the CDK needs it; so does this check)")
+	}
+	info := `{"version":"4.10.0","edition":"community","is_license_activated":false}`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/_localstack/info" {
+			http.NotFound(w, r)
+			return
+		}
+		_, _ = io.WriteString(w, info)
+	}))
+	defer srv.Close()
+	check := func(url string) (string, error) {
+		out, err := exec.Command("../scripts/lib/check-localstack", url).CombinedOutput()
+		return strings.TrimSpace(string(out)), err
+	}
+	down := httptest.NewServer(http.NotFoundHandler())
+	down.Close()
+	for name, url := range map[string]string{"down": down.URL, "community": srv.URL} {
+		out, err := check(url)
+		if err == nil || strings.Count(out, "\n") != 0 || !strings.Contains(out, "LOCALSTACK_AUTH_TOKEN") || !strings.Contains(out, "make local-cloud") {
+			t.Errorf("%s: %v %q", name, err, out)
+		}
+	}
+	info = `{"version":"4.10.0","edition":"pro","is_license_activated":true}`
+	if out, err := check(srv.URL); err != nil || !strings.Contains(out, "license activated") {
+		t.Errorf("licensed: %v %q", err, out)
+	}
+	mk, _ := os.ReadFile("../Makefile")
+	if !strings.Contains(string(mk), "local-deploy: $(CDK_BIN)/cdklocal\n\t@scripts/lib/check-localstack $(LOCALSTACK)\n\t$(MAKE) build") {
+		t.Fatal("make local-deploy does not check LocalStack before it builds")
 	}
 }
