@@ -2,7 +2,11 @@ package seed
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
+	"os"
 	"time"
 
 	"github.com/practice-api/practice-api/shared/auth"
@@ -37,4 +41,20 @@ func Demo(ctx context.Context, db *store.DB, now time.Time) (org string, key aut
 		key, err = keys.Rotate(ctx, DemoClientID, now)
 	}
 	return DemoOrgID, key, err
+}
+
+// DemoFromEnv does what LOCAL-CONTRACT.md asks of a local runtime at start:
+// unless SEED_DEMO is set to something other than 1, it ensures the demo
+// organisation and writes {"demo_org_id","demo_key"} as one line to w.
+func DemoFromEnv(ctx context.Context, db *store.DB, w io.Writer) error {
+	if v := os.Getenv("SEED_DEMO"); v != "" && v != "1" {
+		return nil
+	}
+	org, key, err := Demo(ctx, db, time.Now())
+	if err != nil {
+		return fmt.Errorf("demo seed: %w", err)
+	}
+	line, _ := json.Marshal(map[string]string{"demo_org_id": org, "demo_key": key.String()})
+	_, err = fmt.Fprintln(w, string(line))
+	return err
 }

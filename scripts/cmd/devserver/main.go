@@ -6,7 +6,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -57,18 +56,13 @@ func run() error {
 		return err
 	}
 	cfg := app.StoreConfigFromEnv()
-	var engine *ddblocal.Engine
-	if os.Getenv("DYNAMODB_ENDPOINT") == "" {
-		addr := getenv("LOCAL_DYNAMODB_ADDR", "127.0.0.1:8000")
-		engine, err = ddblocal.Start(ctx, ddblocal.Options{Addr: addr, Dir: os.Getenv("LOCAL_DYNAMODB_DIR"),
-			LogPath: os.Getenv("LOCAL_DYNAMODB_LOG")})
-		if err != nil {
-			return err
-		}
+	engine, err := ddblocal.StartFromEnv(ctx)
+	if err != nil {
+		return err
+	}
+	if engine != nil {
 		defer engine.Stop()
 		cfg.Endpoint = engine.Endpoint
-		slog.Info("dynamodb local started", "endpoint", engine.Endpoint, "pid", engine.Pid(), "log", engine.LogPath,
-			"data_dir", getenv("LOCAL_DYNAMODB_DIR", "(in memory)"))
 	}
 	db, err := store.New(ctx, cfg)
 	if err != nil {
@@ -110,13 +104,8 @@ func run() error {
 		return err
 	}
 
-	if getenv("SEED_DEMO", "1") == "1" {
-		org, key, err := seed.Demo(ctx, db, time.Now())
-		if err != nil {
-			return fmt.Errorf("demo seed: %w", err)
-		}
-		line, _ := json.Marshal(map[string]string{"demo_org_id": org, "demo_key": key.String()})
-		fmt.Println(string(line))
+	if err := seed.DemoFromEnv(ctx, db, os.Stdout); err != nil {
+		return err
 	}
 	apiSrv, err := apiServer(kickAfterWrites(handler, kick))
 	if err != nil {
@@ -129,13 +118,9 @@ func run() error {
 	fmt.Fprintf(os.Stderr, "docs %s/docs (the API reference, with a console: Authorize with the demo key)\n", base)
 	slog.Info("devserver ready", "base_url", base, "dynamodb_endpoint", cfg.Endpoint, "table", cfg.TableName)
 
-	var engineDone <-chan struct{}
-	if engine != nil {
-		engineDone = engine.Done()
-	}
 	select {
 	case <-ctx.Done():
-	case <-engineDone:
+	case <-engine.Done():
 		_ = apiSrv.Close()
 		return fmt.Errorf("the local DynamoDB engine stopped unexpectedly; see %s", engine.LogPath)
 	case err := <-errc:

@@ -91,16 +91,13 @@ func run() error {
 
 	// The engine, as the devserver starts it, and the table the template defines.
 	cfg := app.StoreConfigFromEnv()
-	if os.Getenv("DYNAMODB_ENDPOINT") == "" {
-		engine, err := ddblocal.Start(ctx, ddblocal.Options{Addr: getenv("LOCAL_DYNAMODB_ADDR", "127.0.0.1:8000"),
-			Dir: os.Getenv("LOCAL_DYNAMODB_DIR"), LogPath: os.Getenv("LOCAL_DYNAMODB_LOG")})
-		if err != nil {
-			return err
-		}
+	engine, err := ddblocal.StartFromEnv(ctx)
+	if err != nil {
+		return err
+	}
+	if engine != nil {
 		defer engine.Stop()
 		cfg.Endpoint = engine.Endpoint
-		slog.Info("dynamodb local started", "endpoint", engine.Endpoint, "pid", engine.Pid(), "log", engine.LogPath,
-			"data_dir", getenv("LOCAL_DYNAMODB_DIR", "(in memory)"))
 	}
 	db, err := store.New(ctx, cfg)
 	if err != nil {
@@ -162,13 +159,8 @@ func run() error {
 	}()
 
 	// The demo organisation, as the devserver makes it.
-	if getenv("SEED_DEMO", "1") == "1" {
-		org, key, err := seed.Demo(ctx, db, time.Now())
-		if err != nil {
-			return fmt.Errorf("demo seed: %w", err)
-		}
-		line, _ := json.Marshal(map[string]string{"demo_org_id": org, "demo_key": key.String()})
-		fmt.Println(string(line))
+	if err := seed.DemoFromEnv(ctx, db, os.Stdout); err != nil {
+		return err
 	}
 
 	// The event sources.
@@ -233,6 +225,9 @@ func run() error {
 		"queues", len(st.queues), "sqs_endpoint", sqs.base, "dynamodb_endpoint", cfg.Endpoint, "table", cfg.TableName)
 	select {
 	case <-ctx.Done():
+	case <-engine.Done():
+		_ = apiSrv.Close()
+		return fmt.Errorf("the local DynamoDB engine stopped unexpectedly; see %s", engine.LogPath)
 	case err := <-errc:
 		if !errors.Is(err, http.ErrServerClosed) {
 			return err

@@ -15,6 +15,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -69,8 +70,14 @@ type Engine struct {
 // the engine).
 func (e *Engine) Pid() int { return e.cmd.Process.Pid }
 
-// Done is closed when the engine's process has exited.
-func (e *Engine) Done() <-chan struct{} { return e.done }
+// Done is closed when the engine's process has exited; on a nil Engine
+// (StartFromEnv started none) it is nil, which never fires in a select.
+func (e *Engine) Done() <-chan struct{} {
+	if e == nil {
+		return nil
+	}
+	return e.done
+}
 
 // Stop ends the engine: SIGTERM, then SIGKILL after five seconds.
 func (e *Engine) Stop() error {
@@ -356,4 +363,29 @@ func tail(path string, n int) string {
 		}
 	}
 	return strings.Join(lines, "\n")
+}
+
+// StartFromEnv starts the engine as the local runtimes (scripts/devserver,
+// scripts/localcloud) do, from LOCAL-CONTRACT.md's settings: none when
+// DYNAMODB_ENDPOINT names one already running (it returns nil), else on
+// LOCAL_DYNAMODB_ADDR (127.0.0.1:8000) with LOCAL_DYNAMODB_DIR and
+// LOCAL_DYNAMODB_LOG, logging where it runs.
+func StartFromEnv(ctx context.Context) (*Engine, error) {
+	if os.Getenv("DYNAMODB_ENDPOINT") != "" {
+		return nil, nil
+	}
+	addr := os.Getenv("LOCAL_DYNAMODB_ADDR")
+	if addr == "" {
+		addr = "127.0.0.1:8000"
+	}
+	dir := os.Getenv("LOCAL_DYNAMODB_DIR")
+	engine, err := Start(ctx, Options{Addr: addr, Dir: dir, LogPath: os.Getenv("LOCAL_DYNAMODB_LOG")})
+	if err != nil {
+		return nil, err
+	}
+	if dir == "" {
+		dir = "(in memory)"
+	}
+	slog.Info("dynamodb local started", "endpoint", engine.Endpoint, "pid", engine.Pid(), "log", engine.LogPath, "data_dir", dir)
+	return engine, nil
 }
