@@ -487,26 +487,31 @@ func synthesize(ctx context.Context) (string, error) {
 		return "", err
 	}
 	defer unlock()
-	entries, err := os.ReadDir(filepath.Join(root, "functions"))
-	if err != nil {
+	// One go build for every function (it links them in parallel), into a
+	// folder beside; each binary is then renamed into place as
+	// <function>/bootstrap: another localcloud may be running the old file
+	// (writing over it would fail, text file busy).
+	fresh := filepath.Join(out, "build")
+	if err := os.RemoveAll(fresh); err != nil {
 		return "", err
 	}
 	slog.Info("localcloud: building the functions' bootstraps", "arch", runtime.GOARCH, "into", code)
-	for _, e := range entries {
-		if !e.IsDir() {
-			continue
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-tags", "lambda.norpc", "-ldflags", "-s -w",
+		"-o", fresh+string(filepath.Separator), "./functions/...")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+runtime.GOARCH, "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build functions/...: %v\n%s", err, b)
+	}
+	built, err := os.ReadDir(fresh)
+	if err != nil {
+		return "", err
+	}
+	for _, e := range built {
+		if err := os.MkdirAll(filepath.Join(code, e.Name()), 0o755); err != nil {
+			return "", err
 		}
-		// Built beside and renamed into place: another localcloud may be
-		// running the old file (writing over it would fail, text file busy).
-		bootstrap := filepath.Join(code, e.Name(), "bootstrap")
-		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-tags", "lambda.norpc", "-ldflags", "-s -w",
-			"-o", bootstrap+".new", "./functions/"+e.Name())
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+runtime.GOARCH, "CGO_ENABLED=0")
-		if b, err := cmd.CombinedOutput(); err != nil {
-			return "", fmt.Errorf("build functions/%s: %v\n%s", e.Name(), err, b)
-		}
-		if err := os.Rename(bootstrap+".new", bootstrap); err != nil {
+		if err := os.Rename(filepath.Join(fresh, e.Name()), filepath.Join(code, e.Name(), "bootstrap")); err != nil {
 			return "", err
 		}
 	}
@@ -527,7 +532,7 @@ func synthesize(ctx context.Context) (string, error) {
 		arch = "amd64"
 	}
 	ctxJSON, _ := json.Marshal(map[string]string{"stage": "local", "lambdaArch": arch, "codeDir": code})
-	cmd := exec.CommandContext(ctx, "go", "run", "./infra")
+	cmd = exec.CommandContext(ctx, "go", "run", "./infra")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CDK_CONTEXT_JSON="+string(ctxJSON), "SYNTH_OUTDIR="+assembly,
 		"JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION=1", "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20",
