@@ -44,41 +44,18 @@ func (q *Memory) Send(_ context.Context, body []byte, delay time.Duration) error
 	id := strconv.Itoa(q.seq)
 	q.msgs[id] = &memMsg{id: id, body: append([]byte(nil), body...), visibleAt: q.now().Add(delay)}
 	q.mu.Unlock()
-	select {
-	case q.wake <- struct{}{}:
-	default:
-	}
+	notify(q.wake)
 	return nil
 }
 
 // SendBatch enqueues each body.
 func (q *Memory) SendBatch(ctx context.Context, bodies [][]byte) error {
-	for _, b := range bodies {
-		if err := q.Send(ctx, b, 0); err != nil {
-			return err
-		}
-	}
-	return nil
+	return sendEach(ctx, q.Send, bodies)
 }
 
 // Receive returns visible messages, waiting up to wait for the first.
 func (q *Memory) Receive(ctx context.Context, max int, wait time.Duration) ([]Message, error) {
-	deadline := time.Now().Add(wait)
-	for {
-		if out := q.take(max); len(out) > 0 {
-			return out, nil
-		}
-		left := time.Until(deadline)
-		if left <= 0 {
-			return nil, nil
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-q.wake:
-		case <-time.After(min(left, 50*time.Millisecond)):
-		}
-	}
+	return receiveWaiting(ctx, wait, 50*time.Millisecond, q.wake, func() ([]Message, error) { return q.take(max), nil })
 }
 
 func (q *Memory) take(max int) []Message {

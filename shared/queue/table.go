@@ -73,46 +73,22 @@ func (q *Table) Send(ctx context.Context, body []byte, delay time.Duration) erro
 	if err != nil {
 		return fmt.Errorf("queue %s: send: %w", q.name, err)
 	}
-	select {
-	case q.wake <- struct{}{}:
-	default:
-	}
+	notify(q.wake)
 	return nil
 }
 
 // SendBatch enqueues each body.
 func (q *Table) SendBatch(ctx context.Context, bodies [][]byte) error {
-	for _, b := range bodies {
-		if err := q.Send(ctx, b, 0); err != nil {
-			return err
-		}
-	}
-	return nil
+	return sendEach(ctx, q.Send, bodies)
 }
 
 // Receive returns up to max due messages, waiting up to wait for the first,
 // and hides them for the visibility timeout.
 func (q *Table) Receive(ctx context.Context, max int, wait time.Duration) ([]Message, error) {
-	deadline := time.Now().Add(wait)
-	for {
-		out, err := q.take(ctx, max)
-		if err != nil || len(out) > 0 {
-			return out, err
-		}
-		left := time.Until(deadline)
-		if left <= 0 {
-			return nil, nil
-		}
-		// A send in this process wakes a receiver at once; the poll only
-		// finds delayed messages come due (and sends of other processes),
-		// so once a second is enough, and keeps idle receivers off the store.
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-q.wake:
-		case <-time.After(min(left, time.Second)):
-		}
-	}
+	// A send in this process wakes a receiver at once; the poll only finds
+	// delayed messages come due (and sends of other processes), so once a
+	// second is enough, and keeps idle receivers off the store.
+	return receiveWaiting(ctx, wait, time.Second, q.wake, func() ([]Message, error) { return q.take(ctx, max) })
 }
 
 func (q *Table) take(ctx context.Context, max int) ([]Message, error) {

@@ -6,7 +6,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -16,12 +15,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/practice-api/practice-api/scripts/internal/localrun"
 	"github.com/practice-api/practice-api/shared/app"
 	"github.com/practice-api/practice-api/shared/families"
 	"github.com/practice-api/practice-api/shared/queue"
 	"github.com/practice-api/practice-api/shared/seed"
-	"github.com/practice-api/practice-api/shared/store"
-	"github.com/practice-api/practice-api/shared/store/ddblocal"
 )
 
 func main() {
@@ -55,19 +53,11 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	cfg := app.StoreConfigFromEnv()
-	engine, err := ddblocal.StartFromEnv(ctx)
+	db, cfg, engine, err := localrun.Store(ctx)
 	if err != nil {
 		return err
 	}
-	if engine != nil {
-		defer engine.Stop()
-		cfg.Endpoint = engine.Endpoint
-	}
-	db, err := store.New(ctx, cfg)
-	if err != nil {
-		return err
-	}
+	defer engine.Stop()
 	if err := db.EnsureTable(ctx); err != nil {
 		return err
 	}
@@ -111,27 +101,10 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	errc := make(chan error, 1)
-	go func() { errc <- apiSrv.Serve(apiLn) }()
 	base := "http://" + apiLn.Addr().String() + "/api/v1"
-	fmt.Fprintln(os.Stderr, "ready", base)
-	fmt.Fprintf(os.Stderr, "docs %s/docs (the API reference, with a console: Authorize with the demo key)\n", base)
-	slog.Info("devserver ready", "base_url", base, "dynamodb_endpoint", cfg.Endpoint, "table", cfg.TableName)
-
-	select {
-	case <-ctx.Done():
-	case <-engine.Done():
-		_ = apiSrv.Close()
-		return fmt.Errorf("the local DynamoDB engine stopped unexpectedly; see %s", engine.LogPath)
-	case err := <-errc:
-		if !errors.Is(err, http.ErrServerClosed) {
-			return err
-		}
-	}
-	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	_ = apiSrv.Shutdown(shutdown)
-	return nil
+	return localrun.Serve(ctx, apiSrv, apiLn, engine, base, func() {
+		slog.Info("devserver ready", "base_url", base, "dynamodb_endpoint", cfg.Endpoint, "table", cfg.TableName)
+	})
 }
 
 // apiServer is the HTTP server with the limits API Gateway would apply in

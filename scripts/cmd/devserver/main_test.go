@@ -3,165 +3,40 @@ package main_test
 import (
 	"bufio"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/practice-api/practice-api/scripts/internal/localproc"
 )
 
 // The devserver as a process: these tests build it once and run it as
 // `make run` does, on free ports, and look at it from outside.
 
-var (
-	buildOnce sync.Once
-	binary    string
-	buildErr  error
-)
-
-func devserverBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "devserver-test")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binary = filepath.Join(dir, "devserver")
-		out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput()
-		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binary
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-// proc is a running devserver.
-type proc struct {
-	cmd       *exec.Cmd
-	base      string // ready URL
-	demoKey   string
-	enginePID int
-	dynamo    string        // LOCAL_DYNAMODB_ADDR
-	exited    chan struct{} // closed when the process has exited, with its status in exitErr
-	exitErr   error
-	mu        sync.Mutex
-	stderr    strings.Builder
-}
-
-func (p *proc) logs() string { p.mu.Lock(); defer p.mu.Unlock(); return p.stderr.String() }
+type proc = localproc.Proc
 
 // start runs the devserver with env added to the test's and waits for
 // ready (or for it to exit, which start returns as an error).
 func start(t *testing.T, env ...string) (*proc, error) {
 	t.Helper()
-	p := &proc{dynamo: freeAddr(t), exited: make(chan struct{})}
-	p.cmd = exec.Command(devserverBinary(t))
-	p.cmd.Env = append(os.Environ(), "DYNAMODB_ENDPOINT=", "LISTEN_ADDR="+freeAddr(t), "LOCAL_DYNAMODB_ADDR="+p.dynamo,
-		"LOCAL_DYNAMODB_LOG="+filepath.Join(t.TempDir(), "engine.log"))
-	p.cmd.Env = append(p.cmd.Env, env...)
-	stdout, _ := p.cmd.StdoutPipe()
-	stderr, _ := p.cmd.StderrPipe()
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
+	p, err := localproc.Start(t, localproc.Build(t, "devserver"), 2*time.Minute, env...)
+	if err != nil {
+		return p, err
 	}
-	t.Cleanup(func() { _ = p.cmd.Process.Kill() })
-	ready, demo := make(chan string, 1), make(chan string, 1)
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			line := sc.Text()
-			p.mu.Lock()
-			p.stderr.WriteString(line + "\n")
-			p.mu.Unlock()
-			var l struct {
-				Msg string `json:"msg"`
-				PID int    `json:"pid"`
-			}
-			if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "dynamodb local started" {
-				p.mu.Lock()
-				p.enginePID = l.PID
-				p.mu.Unlock()
-			}
-			if url, ok := strings.CutPrefix(line, "ready "); ok {
-				ready <- url
-			}
-		}
-	}()
-	go func() {
-		defer wg.Done()
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			var d struct {
-				DemoKey string `json:"demo_key"`
-			}
-			if json.Unmarshal(sc.Bytes(), &d) == nil && d.DemoKey != "" {
-				demo <- d.DemoKey
-			}
-		}
-	}()
-	go func() { wg.Wait(); p.exitErr = p.cmd.Wait(); close(p.exited) }()
-	select {
-	case p.base = <-ready:
-	case <-p.exited:
-		return p, fmt.Errorf("devserver exited before ready (%v):\n%s", p.exitErr, p.logs())
-	case <-time.After(2 * time.Minute):
-		t.Fatalf("devserver not ready after 2 minutes:\n%s", p.logs())
-	}
-	select {
-	case p.demoKey = <-demo:
-	case <-time.After(5 * time.Second):
-		t.Fatal("no demo key on stdout")
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	external := false
 	for _, kv := range env {
 		external = external || (strings.HasPrefix(kv, "DYNAMODB_ENDPOINT=") && kv != "DYNAMODB_ENDPOINT=")
 	}
-	if (p.enginePID != 0) == external {
-		t.Fatalf("engine pid %d with DYNAMODB_ENDPOINT set: %v\n%s", p.enginePID, external, p.stderr.String())
+	if (p.EnginePID != 0) == external {
+		t.Fatalf("engine pid %d with DYNAMODB_ENDPOINT set: %v\n%s", p.EnginePID, external, p.Logs())
 	}
 	return p, nil
-}
-
-// alive reports whether pid is a live process (a zombie waiting for a
-// reaper counts as gone: it holds no port and no memory).
-func alive(pid int) bool {
-	if err := syscall.Kill(pid, 0); err != nil {
-		return false
-	}
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return !errors.Is(err, os.ErrNotExist)
-	}
-	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-	return len(fields) > 0 && fields[0] != "Z"
 }
 
 // waitGone waits until the engine's process is gone and nothing answers on
@@ -172,16 +47,16 @@ func waitGone(t *testing.T, p *proc) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		listening := false
-		if c, err := net.DialTimeout("tcp", p.dynamo, time.Second); err == nil {
+		if c, err := net.DialTimeout("tcp", p.Dynamo, time.Second); err == nil {
 			c.Close()
 			listening = true
 		}
-		running := alive(p.enginePID)
+		running := localproc.Alive(p.EnginePID)
 		if !running && !listening {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the engine outlived the devserver: pid %d running %v, %s answering %v", p.enginePID, running, p.dynamo, listening)
+			t.Fatalf("the engine outlived the devserver: pid %d running %v, %s answering %v", p.EnginePID, running, p.Dynamo, listening)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -209,16 +84,16 @@ func TestKillNineLeavesNoEngine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if code, _ := getJSON(t, p.base+"/matters", p.demoKey); code != 200 {
+	if code, _ := getJSON(t, p.Base+"/matters", p.DemoKey); code != 200 {
 		t.Fatalf("GET /matters: %d", code)
 	}
-	if !alive(p.enginePID) {
-		t.Fatalf("engine pid %d is not running", p.enginePID)
+	if !localproc.Alive(p.EnginePID) {
+		t.Fatalf("engine pid %d is not running", p.EnginePID)
 	}
-	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	if err := p.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	<-p.exited
+	<-p.Exited
 	waitGone(t, p)
 }
 
@@ -229,11 +104,11 @@ func TestSignalsStopTheEngine(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_ = p.cmd.Process.Signal(sig)
+			_ = p.Cmd.Process.Signal(sig)
 			select {
-			case <-p.exited:
-				if p.exitErr != nil {
-					t.Fatalf("devserver exit after %v: %v\n%s", sig, p.exitErr, p.logs())
+			case <-p.Exited:
+				if p.ExitErr != nil {
+					t.Fatalf("devserver exit after %v: %v\n%s", sig, p.ExitErr, p.Logs())
 				}
 			case <-time.After(30 * time.Second):
 				t.Fatal("devserver did not stop")
@@ -258,10 +133,10 @@ func TestTakenPortsAreClearErrors(t *testing.T) {
 			if err == nil {
 				t.Fatal("the devserver started on a taken port")
 			}
-			if <-p.exited; p.exitErr == nil {
+			if <-p.Exited; p.ExitErr == nil {
 				t.Fatal("exit status 0 on a taken port")
 			}
-			logs := p.logs()
+			logs := p.Logs()
 			if !strings.Contains(logs, taken.Addr().String()) || !strings.Contains(logs, "port taken") || !strings.Contains(logs, tc.want) {
 				t.Fatalf("the message does not name the address, the cause and the setting:\n%s", logs)
 			}
@@ -277,7 +152,7 @@ func TestDataDirKeepsDataAcrossRestarts(t *testing.T) {
 		if strings.Contains(path, "?") {
 			sep = "&"
 		}
-		url := p.base + path + sep + "per_page=100"
+		url := p.Base + path + sep + "per_page=100"
 		for url != "" {
 			code, body := getJSON(t, url, key)
 			if code != 200 {
@@ -293,32 +168,32 @@ func TestDataDirKeepsDataAcrossRestarts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	matters := count(first, first.demoKey, "/matters")
+	matters := count(first, first.DemoKey, "/matters")
 	if matters == 0 {
 		t.Fatal("the demo seed wrote no matters")
 	}
-	req, _ := http.NewRequest(http.MethodPost, first.base+"/companies",
+	req, _ := http.NewRequest(http.MethodPost, first.Base+"/companies",
 		strings.NewReader(`{"name":"Vedvarende ApS","cvr":"31415926"}`))
-	req.Header.Set("Authorization", "Bearer "+first.demoKey)
+	req.Header.Set("Authorization", "Bearer "+first.DemoKey)
 	req.Header.Set("Idempotency-Key", "persist-1")
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil || resp.StatusCode != 201 {
 		t.Fatalf("POST /companies: %v %v", err, resp)
 	}
 	resp.Body.Close()
-	_ = first.cmd.Process.Signal(syscall.SIGTERM)
-	<-first.exited
+	_ = first.Cmd.Process.Signal(syscall.SIGTERM)
+	<-first.Exited
 	waitGone(t, first)
 
 	second, err := start(t, "LOCAL_DYNAMODB_DIR="+dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = second.cmd.Process.Signal(syscall.SIGTERM); <-second.exited }()
-	if got := count(second, second.demoKey, "/matters"); got != matters {
+	defer func() { _ = second.Cmd.Process.Signal(syscall.SIGTERM); <-second.Exited }()
+	if got := count(second, second.DemoKey, "/matters"); got != matters {
 		t.Fatalf("after a restart: %d matters, want the same %d (the demo seed ran twice?)", got, matters)
 	}
-	if got := count(second, first.demoKey, "/companies?cvr=31415926"); got != 1 {
+	if got := count(second, first.DemoKey, "/companies?cvr=31415926"); got != 1 {
 		t.Fatalf("the company written before the restart: %d found with the first key", got)
 	}
 }
@@ -328,20 +203,20 @@ func TestDynamoDBEndpointReplacesTheEngine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = first.cmd.Process.Signal(syscall.SIGTERM); <-first.exited }()
+	defer func() { _ = first.Cmd.Process.Signal(syscall.SIGTERM); <-first.Exited }()
 	// A second devserver on the first one's engine, in a table of its own:
 	// it starts no engine (start checks that it logged none) and serves.
-	second, err := start(t, "DYNAMODB_ENDPOINT=http://"+first.dynamo, "TABLE_NAME=second")
+	second, err := start(t, "DYNAMODB_ENDPOINT=http://"+first.Dynamo, "TABLE_NAME=second")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if code, body := getJSON(t, second.base+"/matters", second.demoKey); code != 200 || len(body["data"].([]any)) == 0 {
+	if code, body := getJSON(t, second.Base+"/matters", second.DemoKey); code != 200 || len(body["data"].([]any)) == 0 {
 		t.Fatalf("GET /matters on the second devserver: %d %v", code, body)
 	}
-	_ = second.cmd.Process.Signal(syscall.SIGTERM)
-	<-second.exited
+	_ = second.Cmd.Process.Signal(syscall.SIGTERM)
+	<-second.Exited
 	// Stopping it left the first one's engine running.
-	if code, _ := getJSON(t, first.base+"/matters", first.demoKey); code != 200 {
+	if code, _ := getJSON(t, first.Base+"/matters", first.DemoKey); code != 200 {
 		t.Fatalf("the first devserver after the second stopped: %d", code)
 	}
 }
@@ -355,7 +230,7 @@ func TestATrickledBodyDoesNotHoldTheServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u, _ := url.Parse(p.base)
+	u, _ := url.Parse(p.Base)
 	conn, err := net.Dial("tcp", u.Host)
 	if err != nil {
 		t.Fatal(err)
@@ -363,7 +238,7 @@ func TestATrickledBodyDoesNotHoldTheServer(t *testing.T) {
 	defer conn.Close()
 	body := `{"name":"Anne","email":"trickle@example.dk"}`
 	fmt.Fprintf(conn, "POST /api/v1/people HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\nIdempotency-Key: trickle\r\nContent-Length: %d\r\n\r\n",
-		u.Host, p.demoKey, len(body))
+		u.Host, p.DemoKey, len(body))
 	began := time.Now()
 	go func() { // one byte every 700 ms: the body would take 30 s
 		for i := range len(body) {

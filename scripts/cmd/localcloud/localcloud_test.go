@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/practice-api/practice-api/scripts/internal/localproc"
 	"github.com/practice-api/practice-api/shared/httpapi/routes"
 )
 
@@ -26,146 +25,47 @@ import (
 // the template it synthesizes (or a mutated copy of it), and look at it
 // from outside.
 
-var (
-	buildOnce sync.Once
-	binary    string
-	buildErr  error
-)
-
-func localcloudBinary(t *testing.T) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "localcloud-test")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		binary = filepath.Join(dir, "localcloud")
-		if out, err := exec.Command("go", "build", "-o", binary, ".").CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binary
+// cloud is a running localcloud.
+type cloud struct {
+	*localproc.Proc
+	template string // from the "localcloud ready" log line
+	sqs      string
 }
 
-func freeAddr(t *testing.T) string {
+func (c *cloud) log() []string { return c.Lines() }
+
+// start runs localcloud with env added to the test's and waits for ready
+// and for its ready log line, which names the template and the SQS server.
+func start(t *testing.T, env ...string) *cloud {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := localproc.Start(t, localproc.Build(t, "localcloud"), 5*time.Minute, // the first run builds and synthesizes
+		append([]string{"RATE_LIMIT_PER_MINUTE=100000"}, env...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
-// cloud is a running localcloud.
-type cloud struct {
-	cmd      *exec.Cmd
-	base     string // ends with /api/v1
-	demoKey  string
-	template string
-	sqs      string
-	engine   int
-	exited   chan struct{}
-	mu       sync.Mutex
-	lines    []string
-}
-
-func (c *cloud) log() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]string(nil), c.lines...)
-}
-
-// start runs localcloud with env added to the test's and waits for ready.
-func start(t *testing.T, env ...string) *cloud {
-	t.Helper()
-	c := &cloud{exited: make(chan struct{})}
-	c.cmd = exec.Command(localcloudBinary(t))
-	c.cmd.Env = append(os.Environ(), "DYNAMODB_ENDPOINT=", "LISTEN_ADDR="+freeAddr(t), "LOCAL_DYNAMODB_ADDR="+freeAddr(t),
-		"LOCAL_DYNAMODB_LOG="+filepath.Join(t.TempDir(), "engine.log"), "RATE_LIMIT_PER_MINUTE=100000")
-	c.cmd.Env = append(c.cmd.Env, env...)
-	stdout, _ := c.cmd.StdoutPipe()
-	stderr, _ := c.cmd.StderrPipe()
-	if err := c.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = c.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-c.exited:
-		case <-time.After(20 * time.Second):
-			_ = c.cmd.Process.Kill()
-		}
-	})
-	ready, demo := make(chan string, 1), make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			line := sc.Text()
-			c.mu.Lock()
-			c.lines = append(c.lines, line)
-			c.mu.Unlock()
+	c := &cloud{Proc: p}
+	for deadline := time.Now().Add(5 * time.Second); c.template == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		for _, line := range c.Lines() {
 			var l struct {
 				Msg      string `json:"msg"`
 				Template string `json:"template"`
 				SQS      string `json:"sqs_endpoint"`
-				PID      int    `json:"pid"`
 			}
-			if json.Unmarshal([]byte(line), &l) == nil {
-				switch l.Msg {
-				case "localcloud ready":
-					c.mu.Lock()
-					c.template, c.sqs = l.Template, l.SQS
-					c.mu.Unlock()
-				case "dynamodb local started":
-					c.mu.Lock()
-					c.engine = l.PID
-					c.mu.Unlock()
-				}
-			}
-			if url, ok := strings.CutPrefix(line, "ready "); ok {
-				ready <- url
+			if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "localcloud ready" {
+				c.template, c.sqs = l.Template, l.SQS
 			}
 		}
-		_ = c.cmd.Wait()
-		close(c.exited)
-	}()
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			var d struct {
-				Key string `json:"demo_key"`
-			}
-			if json.Unmarshal(sc.Bytes(), &d) == nil && d.Key != "" {
-				demo <- d.Key
-			}
-		}
-	}()
-	select {
-	case c.base = <-ready:
-	case <-c.exited:
-		t.Fatalf("localcloud exited before ready:\n%s", strings.Join(c.log(), "\n"))
-	case <-time.After(5 * time.Minute): // the first run builds and synthesizes
-		t.Fatalf("localcloud not ready after 5 minutes:\n%s", strings.Join(c.log(), "\n"))
 	}
-	select {
-	case c.demoKey = <-demo:
-	case <-time.After(5 * time.Second):
-		t.Fatal("no demo key on stdout")
+	if c.template == "" {
+		t.Fatalf("no localcloud ready log line:\n%s", c.Logs())
 	}
-	time.Sleep(100 * time.Millisecond) // the ready log line follows the ready line
 	return c
 }
 
 func (c *cloud) do(t *testing.T, method, path, body string, headers ...string) (*http.Response, []byte) {
 	t.Helper()
-	req, _ := http.NewRequest(method, c.base+path, strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+c.demoKey)
+	req, _ := http.NewRequest(method, c.Base+path, strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+c.DemoKey)
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
@@ -315,8 +215,8 @@ func suite(t *testing.T, tpl, run string) (bool, string) {
 func TestTemplateMistakesFailTheSuite(t *testing.T) {
 	c := start(t) // synthesizes the template, if need be, and finds its path
 	tpl := c.template
-	_ = c.cmd.Process.Signal(syscall.SIGTERM)
-	<-c.exited
+	_ = c.Cmd.Process.Signal(syscall.SIGTERM)
+	<-c.Exited
 	const tests = "^(TestDemoKeyReadsMatters|TestSignedDeliveryReachesTheExampleReceiver)$"
 	if ok, out := suite(t, tpl, tests); !ok {
 		t.Fatalf("the suite fails on the template as synthesized:\n%s", out)
@@ -394,8 +294,8 @@ func TestDeliveriesRetryByTheQueueAndDeadLetter(t *testing.T) {
 		t.Fatalf("attempts %v at %v", attempts, times)
 	}
 	mu.Unlock()
-	_ = c.cmd.Process.Signal(syscall.SIGTERM)
-	<-c.exited
+	_ = c.Cmd.Process.Signal(syscall.SIGTERM)
+	<-c.Exited
 
 	broken := mutate(t, c.template, "dead-letters", func(res map[string]any) {
 		q := ""
@@ -459,15 +359,15 @@ func TestStopLeavesNoProcess(t *testing.T) {
 			for _, path := range []string{"/matters", "/clients", "/webhooks", "/openapi.json"} { // warm some bootstraps
 				c.do(t, "GET", path, "")
 			}
-			kids := children(c.cmd.Process.Pid)
+			kids := children(c.Cmd.Process.Pid)
 			if len(kids) < 4 {
 				t.Fatalf("%d child processes, want the engine and the bootstraps", len(kids))
 			}
-			_ = c.cmd.Process.Signal(sig)
-			<-c.exited
+			_ = c.Cmd.Process.Signal(sig)
+			<-c.Exited
 			deadline := time.Now().Add(10 * time.Second)
-			for _, pid := range append(kids, c.engine) {
-				for alive(pid) {
+			for _, pid := range append(kids, c.EnginePID) {
+				for localproc.Alive(pid) {
 					if time.Now().After(deadline) {
 						t.Fatalf("process %d outlived localcloud (%s)", pid, sig)
 					}
@@ -497,17 +397,4 @@ func children(pid int) []int {
 		}
 	}
 	return out
-}
-
-// alive reports whether pid is a live process (a zombie counts as gone).
-func alive(pid int) bool {
-	if pid == 0 || syscall.Kill(pid, 0) != nil {
-		return false
-	}
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-	return len(fields) > 0 && fields[0] != "Z"
 }

@@ -41,6 +41,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 
+	"github.com/practice-api/practice-api/scripts/internal/localrun"
 	"github.com/practice-api/practice-api/shared/app"
 	"github.com/practice-api/practice-api/shared/seed"
 	"github.com/practice-api/practice-api/shared/store"
@@ -90,19 +91,11 @@ func run() error {
 	}
 
 	// The engine, as the devserver starts it, and the table the template defines.
-	cfg := app.StoreConfigFromEnv()
-	engine, err := ddblocal.StartFromEnv(ctx)
+	db, cfg, engine, err := localrun.Store(ctx)
 	if err != nil {
 		return err
 	}
-	if engine != nil {
-		defer engine.Stop()
-		cfg.Endpoint = engine.Endpoint
-	}
-	db, err := store.New(ctx, cfg)
-	if err != nil {
-		return err
-	}
+	defer engine.Stop()
 	streamArn, err := createTable(ctx, db, st.table)
 	if err != nil {
 		return err
@@ -217,26 +210,10 @@ func run() error {
 		return err
 	}
 	apiSrv := &http.Server{Handler: gw, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: IntegrationTimeout, IdleTimeout: 2 * time.Minute}
-	errc := make(chan error, 1)
-	go func() { errc <- apiSrv.Serve(ln) }()
-	fmt.Fprintln(os.Stderr, "ready", base+"/api/v1")
-	fmt.Fprintf(os.Stderr, "docs %s/api/v1/docs (the API reference, with a console: Authorize with the demo key)\n", base)
-	slog.Info("localcloud ready", "base_url", base+"/api/v1", "template", tplPath, "functions", len(fns), "routes", len(st.routes),
-		"queues", len(st.queues), "sqs_endpoint", sqs.base, "dynamodb_endpoint", cfg.Endpoint, "table", cfg.TableName)
-	select {
-	case <-ctx.Done():
-	case <-engine.Done():
-		_ = apiSrv.Close()
-		return fmt.Errorf("the local DynamoDB engine stopped unexpectedly; see %s", engine.LogPath)
-	case err := <-errc:
-		if !errors.Is(err, http.ErrServerClosed) {
-			return err
-		}
-	}
-	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	_ = apiSrv.Shutdown(shutdown)
-	return nil
+	return localrun.Serve(ctx, apiSrv, ln, engine, base+"/api/v1", func() {
+		slog.Info("localcloud ready", "base_url", base+"/api/v1", "template", tplPath, "functions", len(fns), "routes", len(st.routes),
+			"queues", len(st.queues), "sqs_endpoint", sqs.base, "dynamodb_endpoint", cfg.Endpoint, "table", cfg.TableName)
+	})
 }
 
 // contractSettings are the settings LOCAL-CONTRACT.md lists (and the

@@ -9,11 +9,12 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/practice-api/practice-api/scripts/internal/localproc"
 )
 
 // The Runtime API is tested with this test binary as the bootstrap: run
@@ -124,7 +125,7 @@ func TestRuntimeAPIRunsABootstrapAsLambdaDoes(t *testing.T) {
 	if o.status != "ok" || after.PID == first.PID {
 		t.Errorf("after a timeout: %+v (pid %d, first %d)", o, after.PID, first.PID)
 	}
-	if syscall.Kill(first.PID, 0) == nil && alive(first.PID) {
+	if localproc.Alive(first.PID) {
 		t.Errorf("process %d, which crashed or timed out, is still alive", first.PID)
 	}
 	if got := f.timeouts.Load(); got != 1 {

@@ -81,6 +81,9 @@ func (e *Engine) Done() <-chan struct{} {
 
 // Stop ends the engine: SIGTERM, then SIGKILL after five seconds.
 func (e *Engine) Stop() error {
+	if e == nil { // StartFromEnv started none
+		return nil
+	}
 	e.stop.Do(func() {
 		_ = e.cmd.Process.Signal(syscall.SIGTERM)
 		select {

@@ -1,0 +1,179 @@
+// Package localproc starts a local runtime (scripts/devserver,
+// scripts/localcloud) as a process for a test, as LOCAL-CONTRACT.md
+// describes it: on free ports, with its own DynamoDB Local, reading the
+// demo_key line on stdout and "ready <base_url>" on stderr.
+package localproc
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Proc is a running local runtime.
+type Proc struct {
+	Cmd       *exec.Cmd
+	Base      string // the ready line's URL
+	DemoKey   string
+	EnginePID int           // from the "dynamodb local started" line; 0 with DYNAMODB_ENDPOINT
+	Dynamo    string        // LOCAL_DYNAMODB_ADDR
+	Exited    chan struct{} // closed when the process has exited, with its status in ExitErr
+	ExitErr   error
+
+	mu    sync.Mutex
+	lines []string // stderr
+}
+
+// Lines are the stderr lines so far.
+func (p *Proc) Lines() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.lines...)
+}
+
+// Logs is stderr so far, a line each.
+func (p *Proc) Logs() string {
+	lines := p.Lines()
+	if len(lines) == 0 {
+		return ""
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+// FreeAddr is a loopback address with a port nobody listens on.
+func FreeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+var (
+	buildMu sync.Mutex
+	built   = map[string]string{} // package dir -> binary
+)
+
+// Build compiles the main package in the current directory once per test
+// binary and returns the executable's path.
+func Build(t *testing.T, name string) string {
+	t.Helper()
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	if bin, ok := built[name]; ok {
+		return bin
+	}
+	dir, err := os.MkdirTemp("", name+"-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, name)
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	built[name] = bin
+	return bin
+}
+
+// Start runs binary with env added to the test's (after the defaults:
+// free ports, a DynamoDB Local of its own, its log in the test's temp
+// folder) and waits up to within for ready. It returns an error when the
+// process exits before ready; the test fails when it is not ready in time
+// or prints no demo key. The process is stopped (SIGTERM, then SIGKILL
+// after 20 s) when the test ends.
+func Start(t *testing.T, binary string, within time.Duration, env ...string) (*Proc, error) {
+	t.Helper()
+	p := &Proc{Dynamo: FreeAddr(t), Exited: make(chan struct{})}
+	p.Cmd = exec.Command(binary)
+	p.Cmd.Env = append(os.Environ(), "DYNAMODB_ENDPOINT=", "LISTEN_ADDR="+FreeAddr(t), "LOCAL_DYNAMODB_ADDR="+p.Dynamo,
+		"LOCAL_DYNAMODB_LOG="+filepath.Join(t.TempDir(), "engine.log"))
+	p.Cmd.Env = append(p.Cmd.Env, env...)
+	stdout, _ := p.Cmd.StdoutPipe()
+	stderr, _ := p.Cmd.StderrPipe()
+	if err := p.Cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = p.Cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.Exited:
+		case <-time.After(20 * time.Second):
+			_ = p.Cmd.Process.Kill()
+		}
+	})
+	ready, demo := make(chan string, 1), make(chan string, 1)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			var l struct {
+				Msg string `json:"msg"`
+				PID int    `json:"pid"`
+			}
+			p.mu.Lock()
+			p.lines = append(p.lines, line)
+			if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "dynamodb local started" {
+				p.EnginePID = l.PID // before ready: the test reads it after
+			}
+			p.mu.Unlock()
+			if url, ok := strings.CutPrefix(line, "ready "); ok {
+				ready <- url
+			}
+		}
+	})
+	wg.Go(func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			var d struct {
+				DemoKey string `json:"demo_key"`
+			}
+			if json.Unmarshal(sc.Bytes(), &d) == nil && d.DemoKey != "" {
+				demo <- d.DemoKey
+			}
+		}
+	})
+	go func() { wg.Wait(); p.ExitErr = p.Cmd.Wait(); close(p.Exited) }()
+	name := filepath.Base(binary)
+	select {
+	case p.Base = <-ready:
+	case <-p.Exited:
+		return p, fmt.Errorf("%s exited before ready (%v):\n%s", name, p.ExitErr, p.Logs())
+	case <-time.After(within):
+		t.Fatalf("%s not ready after %v:\n%s", name, within, p.Logs())
+	}
+	select {
+	case p.DemoKey = <-demo:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no demo key on stdout")
+	}
+	return p, nil
+}
+
+// Alive reports whether pid is a live process. A zombie waiting for its
+// reaper counts as gone: it holds no port and no memory. Without /proc
+// (macOS), the signal check is all there is.
+func Alive(pid int) bool {
+	if pid <= 0 || syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		_, noProc := os.Stat("/proc/self")
+		return noProc != nil
+	}
+	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	return len(fields) > 0 && fields[0] != "Z"
+}

@@ -1,0 +1,50 @@
+package queue
+
+import (
+	"context"
+	"time"
+)
+
+// The parts the in-process queues (Memory, Table) share: a receive that
+// waits for its first message, a wake-up for it, and SendBatch as sends.
+
+// receiveWaiting calls take until it returns messages or an error, or wait
+// has passed; between calls it sleeps at most poll, and wakes at once when
+// a send in this process signals wake.
+func receiveWaiting(ctx context.Context, wait, poll time.Duration, wake <-chan struct{}, take func() ([]Message, error)) ([]Message, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		out, err := take()
+		if err != nil || len(out) > 0 {
+			return out, err
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return nil, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-wake:
+		case <-time.After(min(left, poll)):
+		}
+	}
+}
+
+// notify wakes one waiting receiver, if any, without blocking.
+func notify(wake chan<- struct{}) {
+	select {
+	case wake <- struct{}{}:
+	default:
+	}
+}
+
+// sendEach sends each body without delay, stopping at the first error.
+func sendEach(ctx context.Context, send func(context.Context, []byte, time.Duration) error, bodies [][]byte) error {
+	for _, b := range bodies {
+		if err := send(ctx, b, 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
