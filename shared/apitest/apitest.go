@@ -89,6 +89,9 @@ type Env struct {
 	Server *httptest.Server
 	Calls  *RoundTrips
 	Faults *Faults
+	// Capacity records what every store call of the API (and of the
+	// test's own helpers) consumed, as DynamoDB bills it.
+	Capacity *store.CapacityMeter
 	// Deliveries is the webhook delivery queue the API's retry operation
 	// feeds; Deliverer is its worker (its Client is the test's to set).
 	Deliveries *queue.Memory
@@ -99,9 +102,6 @@ type Env struct {
 	now         *atomic.Int64 // unix nanos; 0 = real time; shared by For views
 }
 
-// IdempotencyLock is the claim lock of test Envs; tests move the clock past it.
-const IdempotencyLock = 30 * time.Second
-
 // Options tune an Env.
 type Options struct {
 	RateLimit   int
@@ -110,6 +110,8 @@ type Options struct {
 	AccessLog *slog.Logger
 	// ReadTimeout is the server's, as the devserver sets one (none when 0).
 	ReadTimeout time.Duration
+	// Families change how the families are built (the devserver's hooks).
+	Families []families.Option
 }
 
 var quiet sync.Once
@@ -123,11 +125,15 @@ func New(t testing.TB, opt Options) *Env {
 			slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
 		}
 	})
-	e := &Env{t: t, Calls: &RoundTrips{}, Faults: &Faults{}, now: &atomic.Int64{}}
-	e.DB = storetest.NewDB(t, e.Calls.Middleware, e.Faults.Middleware)
+	e := &Env{t: t, Calls: &RoundTrips{}, Faults: &Faults{}, Capacity: &store.CapacityMeter{}, now: &atomic.Int64{}}
+	e.DB = storetest.NewDB(t, e.Calls.Middleware, e.Faults.Middleware, e.Capacity.Middleware)
+	e.Capacity.Reader = storetest.Plain(t, e.DB.Table).Client
 	e.Keys = auth.NewStore(e.DB)
 	key, err := e.DB.LoadOrCreateSecret(context.Background(), "cursor")
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.DB.LoadIDKey(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	sealer, err := httpapi.NewSealer(key)
@@ -139,7 +145,7 @@ func New(t testing.TB, opt Options) *Env {
 	e.Server = httptest.NewUnstartedServer(nil) // its address is the API's public base URL
 	h, err := families.Handler(httpapi.Config{Auth: e.Keys, Sealer: sealer, RateLimit: opt.RateLimit, Now: e.Now,
 		PublicBaseURL: "http://" + e.Server.Listener.Addr().String(),
-		Idempotency:   idempotency.NewStore(e.DB, IdempotencyLock, key), Deprecation: opt.Deprecation, AccessLog: opt.AccessLog}, e.DB, e.Deliverer)
+		Idempotency:   idempotency.NewStore(e.DB, key), Deprecation: opt.Deprecation, AccessLog: opt.AccessLog}, e.DB, e.Deliverer, opt.Families...)
 	if err != nil {
 		t.Fatal(err)
 	}

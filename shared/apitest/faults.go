@@ -39,6 +39,7 @@ type Faults struct {
 	mode  FaultMode
 	seen  int
 	fired bool
+	err   error // what a fault returns (ErrInjected when nil)
 
 	barrier *barrier
 }
@@ -83,7 +84,16 @@ func (f *Faults) hold(input any) {
 func (f *Faults) Arm(mode FaultMode, nth ...int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.armed, f.nth, f.mode, f.seen, f.fired = true, nth, mode, 0, false
+	f.armed, f.nth, f.mode, f.seen, f.fired, f.err = true, nth, mode, 0, false, nil
+}
+
+// ArmError makes the nth call (counted from now) fail before it reaches
+// the store with err, as the store would answer it (a cancelled
+// transaction, a throttle).
+func (f *Faults) ArmError(err error, nth int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.armed, f.nth, f.mode, f.seen, f.fired, f.err = true, []int{nth}, FailBefore, 0, false, err
 }
 
 // Disarm stops injecting and reports whether the armed fault fired.
@@ -108,10 +118,13 @@ func (f *Faults) Middleware(stack *middleware.Stack) error {
 					f.fired = true
 				}
 			}
-			mode := f.mode
+			mode, ferr := f.mode, f.err
 			f.mu.Unlock()
+			if ferr == nil {
+				ferr = ErrInjected
+			}
 			if strike && mode == FailBefore {
-				return middleware.InitializeOutput{}, middleware.Metadata{}, ErrInjected
+				return middleware.InitializeOutput{}, middleware.Metadata{}, ferr
 			}
 			out, md, err := next.HandleInitialize(ctx, in)
 			if strike && err == nil {

@@ -3,30 +3,73 @@ package apitest
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/uuid"
 
+	"github.com/practice-api/practice-api/shared/billing"
 	"github.com/practice-api/practice-api/shared/matter"
 	"github.com/practice-api/practice-api/shared/party"
 	"github.com/practice-api/practice-api/shared/store"
+	"github.com/practice-api/practice-api/shared/timeentry"
 )
 
-// Record is an item that knows its keys and guards (every domain item).
+// Record is an item that knows its keys (every domain item).
 type Record interface {
 	SetKeys(org string)
-	Guards(org string) []store.Guard
 }
 
-// Put writes records of org with their guards, as a create would.
+// Put writes records of org as a create would. Records whose id the API
+// derives from a unique value (people, companies, engagements, matters;
+// time entries' ids begin with their date) get that id here, in place,
+// and records after them that refer to the old id are pointed at the new
+// one: give them in the order a create would (party, client, matter,
+// entries).
 func (e *Env) Put(org string, recs ...Record) {
 	e.t.Helper()
+	ctx := context.Background()
+	renamed := map[string]string{}
+	re := func(id *string) {
+		if n, ok := renamed[*id]; ok {
+			*id = n
+		}
+	}
+	derive := func(id *string, f func() (string, error)) {
+		n, err := f()
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		renamed[*id], *id = n, n
+	}
 	var items []map[string]ddbtypes.AttributeValue
 	for _, r := range recs {
+		switch v := r.(type) {
+		case *party.Person:
+			derive(&v.ID, func() (string, error) { return party.PersonID(ctx, e.DB, org, v.Email) })
+		case *party.Company:
+			derive(&v.ID, func() (string, error) { return party.CompanyID(ctx, e.DB, org, v.CVR) })
+		case *party.Client:
+			re(&v.CompanyID)
+			re(&v.PersonID)
+			derive(&v.ID, func() (string, error) { return party.ClientID(ctx, e.DB, org, v.PartyID()) })
+		case *matter.Matter:
+			re(&v.ClientID)
+			derive(&v.ID, func() (string, error) { return matter.ID(ctx, e.DB, org, v.MatterNumber) })
+		case *timeentry.TimeEntry:
+			re(&v.MatterID)
+			re(&v.ClientID)
+			if !strings.HasPrefix(v.ID, store.DateOf(v.Date)) {
+				derive(&v.ID, func() (string, error) { return store.DateID(v.Date), nil })
+			}
+		}
 		r.SetKeys(org)
-		for _, v := range append([]any{r}, anySlice(r.Guards(org))...) {
+		for _, v := range []any{r, extra(org, r)} {
+			if v == nil {
+				continue
+			}
 			m, err := store.Marshal(v)
 			if err != nil {
 				e.t.Fatal(err)
@@ -34,17 +77,17 @@ func (e *Env) Put(org string, recs ...Record) {
 			items = append(items, m)
 		}
 	}
-	if err := e.DB.BatchPut(context.Background(), items); err != nil {
+	if err := e.DB.BatchPut(ctx, items); err != nil {
 		e.t.Fatal(err)
 	}
 }
 
-func anySlice[T any](s []T) []any {
-	out := make([]any, len(s))
-	for i, v := range s {
-		out[i] = v
+// extra is the item a record keeps beside its own (an invoice's lines).
+func extra(org string, r Record) any {
+	if v, ok := r.(*billing.Invoice); ok {
+		return billing.LinesItem(org, v)
 	}
-	return out
+	return nil
 }
 
 var seq atomic.Int64

@@ -22,6 +22,7 @@ import (
 	"github.com/practice-api/practice-api/shared/auth"
 	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/idempotency"
+	"github.com/practice-api/practice-api/shared/outbox"
 	"github.com/practice-api/practice-api/shared/store"
 )
 
@@ -46,6 +47,9 @@ func StoreConfigFromEnv() store.Config {
 func Load(ctx context.Context, db *store.DB) (*Env, error) {
 	key, err := db.LoadOrCreateSecret(ctx, "cursor")
 	if err != nil {
+		return nil, err
+	}
+	if err := db.LoadIDKey(ctx); err != nil {
 		return nil, err
 	}
 	sealer, err := httpapi.NewSealer(key)
@@ -73,15 +77,50 @@ func Load(ctx context.Context, db *store.DB) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := OutboxFromEnv(); err != nil {
+		return nil, err
+	}
+	keys := auth.NewStore(db)
+	keys.DefaultLimit = limit
 	base, err := PublicBaseURL(os.Getenv("PUBLIC_BASE_URL"))
 	if err != nil {
 		return nil, err
 	}
 	return &Env{DB: db, Edge: httpapi.Config{
-		Auth: auth.NewStore(db), Sealer: sealer, RateLimit: limit, AcceptedModes: modes,
-		AccessLog: slog.Default(), Idempotency: idempotency.NewStore(db, 0, key), Deprecation: dep,
+		Auth: keys, Sealer: sealer, RateLimit: limit, AcceptedModes: modes,
+		AccessLog: slog.Default(), Idempotency: idempotency.NewStore(db, key), Deprecation: dep,
 		PublicBaseURL: base, BaseURLOf: apiGatewayBaseURL,
 	}}, nil
+}
+
+// OutboxFromEnv reads OUTBOX_SHARDS (default 32; it may only grow) into
+// outbox.Shards, for every process that writes or sweeps events, and
+// returns OUTBOX_RETENTION (a Go duration, default 168h: how long a
+// dispatched event is kept).
+func OutboxFromEnv() error {
+	outbox.Shards = outbox.DefaultShards
+	if v := os.Getenv("OUTBOX_SHARDS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 1000 {
+			return fmt.Errorf("OUTBOX_SHARDS must be an integer from 1 to 1000, got %q", v)
+		}
+		outbox.Shards = n
+	}
+	return nil
+}
+
+// OutboxRetentionFromEnv reads OUTBOX_RETENTION (a Go duration, at least
+// an hour; default 168h).
+func OutboxRetentionFromEnv() (time.Duration, error) {
+	v := os.Getenv("OUTBOX_RETENTION")
+	if v == "" {
+		return outbox.DefaultRetention, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < time.Hour {
+		return 0, fmt.Errorf("OUTBOX_RETENTION must be a Go duration of at least 1h, such as 168h, got %q", v)
+	}
+	return d, nil
 }
 
 // PublicBaseURL checks PUBLIC_BASE_URL: an http(s) origin, with no path

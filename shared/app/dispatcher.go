@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -28,7 +29,14 @@ func DispatcherHandler(d *outbox.Dispatcher) func(context.Context, json.RawMessa
 			dispatchMetrics(ctx, "stream", n, err)
 			// Events that failed stay pending for the sweep; failing the
 			// invocation would make Lambda retry the whole batch and hold
-			// the shard's later events back.
+			// the shard's later events back. A company whose enrichment
+			// could not start has no other trigger: the batch fails, and
+			// Lambda retries it (the events in it were claimed and are not
+			// sent again).
+			var ce *CompanyTriggerError
+			if errors.As(err, &ce) {
+				return err
+			}
 			return nil
 		}
 		n, err := d.Sweep(ctx, 0)
@@ -42,12 +50,22 @@ func DispatcherHandler(d *outbox.Dispatcher) func(context.Context, json.RawMessa
 }
 
 // DispatchRecords dispatches the pending outbox events among stream
-// records; it returns how many it sent.
+// records, and starts the enrichment of companies inserted; it returns how
+// many it sent.
 func DispatchRecords(ctx context.Context, d *outbox.Dispatcher, records []events.DynamoDBEventRecord) (int, error) {
 	var evs []outbox.Event
-	unreadable := 0
+	unreadable, companies := 0, 0
+	var companyErr error
 	for _, r := range records {
 		img := r.Change.NewImage
+		if r.EventName == "INSERT" && img["kind"].DataType() == events.DataTypeString && img["kind"].String() == "company" {
+			if err := dispatchCompany(ctx, d, img); err != nil {
+				companyErr = errors.Join(companyErr, err)
+			} else {
+				companies++
+			}
+			continue
+		}
 		if r.EventName == "REMOVE" || img["GSI6PK"].DataType() != events.DataTypeString || img["kind"].DataType() != events.DataTypeString || img["kind"].String() != "event" {
 			continue
 		}
@@ -59,6 +77,12 @@ func DispatchRecords(ctx context.Context, d *outbox.Dispatcher, records []events
 		evs = append(evs, ev)
 	}
 	n, err := d.DispatchAll(ctx, evs)
+	n += companies
+	if companyErr != nil {
+		// The stream retries the batch (and bisects it to the record at
+		// fault): a company's insert is its only trigger.
+		return n, &CompanyTriggerError{Err: companyErr}
+	}
 	if unreadable > 0 {
 		var fe *outbox.FailedEvents
 		if !errors.As(err, &fe) {
@@ -68,6 +92,28 @@ func DispatchRecords(ctx context.Context, d *outbox.Dispatcher, records []events
 		fe.Count += unreadable
 	}
 	return n, err
+}
+
+// CompanyTriggerError reports companies whose enrichment could not be
+// started from their insert.
+type CompanyTriggerError struct{ Err error }
+
+func (e *CompanyTriggerError) Error() string { return "start enrichment: " + e.Err.Error() }
+func (e *CompanyTriggerError) Unwrap() error { return e.Err }
+
+// dispatchCompany starts the enrichment of the company in a stream image.
+func dispatchCompany(ctx context.Context, d *outbox.Dispatcher, img map[string]events.DynamoDBAttributeValue) error {
+	str := func(name string) string {
+		if v, ok := img[name]; ok && v.DataType() == events.DataTypeString {
+			return v.String()
+		}
+		return ""
+	}
+	org, ok := strings.CutPrefix(str("PK"), "O#")
+	if !ok || str("id") == "" {
+		return nil // not a company item of ours: nothing to start
+	}
+	return d.DispatchCompany(ctx, org, str("id"), str("cvr"), str("created_at"))
 }
 
 // dispatchMetrics logs one EMF line: OutboxDispatched,

@@ -52,13 +52,20 @@ func NewWorkers(db *store.DB, enrichment, deliveries queue.Queue) (*Workers, err
 	if endpoints.Box, err = SecretBoxFromEnv(context.Background()); err != nil {
 		return nil, err
 	}
+	if err := OutboxFromEnv(); err != nil {
+		return nil, err
+	}
+	retention, err := OutboxRetentionFromEnv()
+	if err != nil {
+		return nil, err
+	}
 	routes := map[string][]outbox.Sink{outbox.CompanyCreated: {enrichment}}
 	fanout := &webhook.Fanout{Store: endpoints, Queue: deliveries}
 	for _, t := range outbox.Types {
 		routes[t] = []outbox.Sink{fanout}
 	}
 	return &Workers{
-		Dispatcher: &outbox.Dispatcher{DB: db, Routes: routes},
+		Dispatcher: &outbox.Dispatcher{DB: db, Routes: routes, Retention: retention},
 		Enricher: &party.Enricher{Store: party.NewStore(db), Register: os.Getenv("COMPANY_REGISTER_URL"),
 			HTTP: party.RegisterClient(allowPrivate), Queue: enrichment, Schedule: schedule},
 		Deliverer: &webhook.Deliverer{Store: endpoints, Queue: deliveries, Schedule: hooks, Client: client},

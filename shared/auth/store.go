@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -34,6 +35,25 @@ type Org struct {
 	ID        string `dynamodbav:"id" json:"id"`
 	Name      string `dynamodbav:"name" json:"name"`
 	CreatedAt string `dynamodbav:"created_at" json:"-"`
+	// RateCeiling bounds, in requests per minute, the sum of the limits of
+	// the organisation's live keys (0: DefaultOrgCeiling). It is kept when
+	// keys are made, revoked or given a limit, so no request pays for it.
+	RateCeiling int `dynamodbav:"rate_ceiling,omitempty" json:"rate_ceiling,omitempty"`
+	// KeysVersion moves with every change to the organisation's keys, so
+	// that two changes at once cannot both pass the ceiling.
+	KeysVersion int `dynamodbav:"keys_version,omitempty" json:"-"`
+}
+
+// DefaultOrgCeiling is an organisation's ceiling unless set: 300 requests
+// a second, the busiest organisation of the traffic model (docs/cost-model.md).
+const DefaultOrgCeiling = 18000
+
+// Ceiling is the organisation's effective ceiling.
+func (o Org) Ceiling() int {
+	if o.RateCeiling > 0 {
+		return o.RateCeiling
+	}
+	return DefaultOrgCeiling
 }
 
 // Secret is one active secret of an API client, stored as a hash only.
@@ -46,6 +66,12 @@ type Secret struct {
 // expiry, and one or more active secrets. Its item also carries the
 // client's rate-limit counters, one attribute per minute window:
 // rl_<unix seconds / 60> holds the requests counted in it.
+//
+// The item is in no index: counting a request writes the item alone (one
+// write unit while it is under 1 KB), and every client has a partition of
+// its own, so an organisation's keys do not share a hot key. The
+// organisation's listing of its keys is a directory item of each
+// (ClientRef), changed only with the key.
 type Client struct {
 	store.Keys
 	ID        string            `dynamodbav:"id"`
@@ -57,6 +83,23 @@ type Client struct {
 	ExpiresAt int64             `dynamodbav:"expires_at,omitempty"` // unix seconds; 0 = never
 	RevokedAt string            `dynamodbav:"revoked_at,omitempty"`
 	Secrets   map[string]Secret `dynamodbav:"secrets"`
+	// RateLimit is the client's own limit in requests per minute; 0 means
+	// the stage's (RATE_LIMIT_PER_MINUTE).
+	RateLimit int `dynamodbav:"rate_limit,omitempty"`
+}
+
+// ClientRef is an API client as its organisation's directory lists it
+// (O#<org>, APICLIENT#<id>): never a secret or a count.
+type ClientRef struct {
+	store.Keys `json:"-"`
+	ID         string   `dynamodbav:"id" json:"client_id"`
+	Name       string   `dynamodbav:"name,omitempty" json:"name,omitempty"`
+	Mode       string   `dynamodbav:"mode" json:"mode"`
+	Scopes     []string `dynamodbav:"scopes" json:"scopes"`
+	CreatedAt  string   `dynamodbav:"created_at" json:"created_at"`
+	ExpiresAt  int64    `dynamodbav:"expires_at,omitempty" json:"expires_at,omitempty"`
+	RevokedAt  string   `dynamodbav:"revoked_at,omitempty" json:"revoked_at,omitempty"`
+	RateLimit  int      `dynamodbav:"rate_limit,omitempty" json:"rate_limit,omitempty"`
 }
 
 // rlPrefix starts the name of every rate-limit window attribute.
@@ -67,9 +110,18 @@ func (c *Client) HasScope(scope string) bool { return slices.Contains(c.Scopes, 
 
 func orgKey(id string) (string, string)    { return store.OrgPK(id), "ORG" }
 func clientKey(id string) (string, string) { return "APICLIENT#" + id, "APICLIENT" }
+func refSK(id string) string               { return "APICLIENT#" + id }
 
 // Store keeps organisations and API clients.
-type Store struct{ db *store.DB }
+type Store struct {
+	db *store.DB
+	// DefaultLimit is what a key without a limit of its own counts for
+	// against its organisation's ceiling (RATE_LIMIT_PER_MINUTE; 120 when 0).
+	DefaultLimit int
+
+	staleMu sync.Mutex
+	stale   map[string][]string // client id -> rate-limit windows left behind
+}
 
 // NewStore returns a Store on db.
 func NewStore(db *store.DB) *Store { return &Store{db: db} }
@@ -114,19 +166,30 @@ type KeyRequest struct {
 	Mode     string
 	Scopes   []string
 	Expires  time.Time // zero: never
+	// RateLimit is the key's own limit (requests per minute); 0: the stage's.
+	RateLimit int
 }
 
+// ErrClientExists is returned when a fixed client id (the demo key's) is taken.
+var ErrClientExists = errors.New("auth: an API client with this id exists")
+
+// ErrCeiling is returned when a key's limit would take its organisation's
+// keys over the organisation's ceiling.
+var ErrCeiling = errors.New("auth: the organisation's ceiling would be exceeded")
+
 // CreateKey creates an API client with its first secret and returns the
-// bearer token, which is never stored and cannot be shown again.
+// bearer token, which is never stored and cannot be shown again. The
+// client, its directory entry and the organisation's keys version are
+// written in one transaction, after the ceiling is checked.
 func (s *Store) CreateKey(ctx context.Context, req KeyRequest, now time.Time) (Client, Token, error) {
-	if _, err := s.GetOrg(ctx, req.OrgID); err != nil {
-		return Client{}, Token{}, err
-	}
 	if req.Mode != ModeLive && req.Mode != ModeTest {
 		return Client{}, Token{}, fmt.Errorf("mode must be %q or %q", ModeLive, ModeTest)
 	}
 	if !req.Expires.IsZero() && !req.Expires.After(now) {
 		return Client{}, Token{}, fmt.Errorf("expiry %s is in the past", req.Expires.Format(time.RFC3339))
+	}
+	if req.RateLimit < 0 {
+		return Client{}, Token{}, errors.New("a rate limit is a positive number of requests per minute")
 	}
 	id := req.ClientID
 	if id == "" {
@@ -138,23 +201,220 @@ func (s *Store) CreateKey(ctx context.Context, req KeyRequest, now time.Time) (C
 	}
 	c := Client{
 		ID: id, OrgID: req.OrgID, Name: req.Name, Mode: req.Mode, Scopes: req.Scopes,
-		CreatedAt: store.FormatTime(now),
-		Secrets:   map[string]Secret{tok.SecretID: {Hash: tok.Hash(), CreatedAt: store.FormatTime(now)}},
+		CreatedAt: store.FormatTime(now), RateLimit: req.RateLimit,
+		Secrets: map[string]Secret{tok.SecretID: {Hash: tok.Hash(), CreatedAt: store.FormatTime(now)}},
 	}
 	if !req.Expires.IsZero() {
 		c.ExpiresAt = req.Expires.Unix()
 	}
 	c.PK, c.SK = clientKey(id)
-	c.GSI1PK, c.GSI1SK = store.Collection(req.OrgID, "APICLIENT"), store.Seq(c.CreatedAt, id)
 	c.Kind = "api_client"
-	item, err := store.Marshal(c)
+	err = s.changeKeys(ctx, req.OrgID, func(o Org, refs []ClientRef) (int, error) {
+		return s.allocated(refs) + s.limitOf(c.RateLimit), nil
+	}, func(tx *store.TxBuilder) {
+		tx.PutNew(c)
+		tx.PutNew(c.ref())
+	})
 	if err != nil {
-		return Client{}, Token{}, err
-	}
-	if err := s.db.PutNew(ctx, item); err != nil {
 		return Client{}, Token{}, fmt.Errorf("create key: %w", err)
 	}
 	return c, tok, nil
+}
+
+func (c *Client) ref() ClientRef {
+	return ClientRef{Keys: store.Keys{PK: store.OrgPK(c.OrgID), SK: refSK(c.ID), Kind: "api_client_ref"},
+		ID: c.ID, Name: c.Name, Mode: c.Mode, Scopes: c.Scopes, CreatedAt: c.CreatedAt, ExpiresAt: c.ExpiresAt,
+		RevokedAt: c.RevokedAt, RateLimit: c.RateLimit}
+}
+
+// limitOf is what a key with own limit n counts for against its ceiling.
+func (s *Store) limitOf(n int) int {
+	switch {
+	case n > 0:
+		return n
+	case s.DefaultLimit > 0:
+		return s.DefaultLimit
+	}
+	return 120
+}
+
+// allocated sums the limits of the live keys among refs.
+func (s *Store) allocated(refs []ClientRef) int {
+	n := 0
+	for _, r := range refs {
+		if r.RevokedAt == "" {
+			n += s.limitOf(r.RateLimit)
+		}
+	}
+	return n
+}
+
+// Keys lists an organisation's API clients from its directory, live and
+// revoked, oldest first.
+func (s *Store) Keys(ctx context.Context, org string) ([]ClientRef, error) {
+	var out []ClientRef
+	q := store.ListQuery{PK: store.OrgPK(org), SKPrefix: "APICLIENT#", Limit: 100}
+	for {
+		page, next, err := store.QueryInto[ClientRef](ctx, s.db, q)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, page...)
+		if next == nil {
+			break
+		}
+		q.After = next
+	}
+	slices.SortFunc(out, func(a, b ClientRef) int { return strings.Compare(a.CreatedAt+a.ID, b.CreatedAt+b.ID) })
+	return out, nil
+}
+
+// changeKeys changes an organisation's keys in one transaction (add), which
+// also moves the organisation's keys version on condition that it is the
+// one read: of two changes at once, one commits and the other reads again.
+// need returns what the keys' limits add up to after the change; over the
+// ceiling, the change is refused with ErrCeiling.
+func (s *Store) changeKeys(ctx context.Context, org string, need func(Org, []ClientRef) (int, error), add func(*store.TxBuilder)) error {
+	return store.Optimistic("the keys of organisation "+org, func() error {
+		o, err := s.GetOrg(ctx, org)
+		if err != nil {
+			return err
+		}
+		refs, err := s.Keys(ctx, org)
+		if err != nil {
+			return err
+		}
+		n, err := need(o, refs)
+		if err != nil {
+			return err
+		}
+		if n > o.Ceiling() {
+			return fmt.Errorf("%w: its keys' limits would add up to %d requests per minute, over its ceiling of %d; "+
+				"raise the ceiling (scripts/admin org set-limit) or lower a key's limit", ErrCeiling, n, o.Ceiling())
+		}
+		tx := s.db.Tx()
+		add(tx)
+		pk, sk := orgKey(org)
+		vi := tx.Add(ddbtypes.TransactWriteItem{Update: &ddbtypes.Update{
+			TableName: aws.String(s.db.Table), Key: store.Key(pk, sk),
+			UpdateExpression:    aws.String("SET keys_version = :next"),
+			ConditionExpression: aws.String("attribute_exists(PK) AND (attribute_not_exists(keys_version) OR keys_version = :v)"),
+			ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{
+				":v": &ddbtypes.AttributeValueMemberN{Value: strconv.Itoa(o.KeysVersion)}, ":next": &ddbtypes.AttributeValueMemberN{Value: strconv.Itoa(o.KeysVersion + 1)},
+			},
+		}})
+		err = tx.Commit(ctx)
+		var failed *store.TxFailed
+		switch {
+		case errors.As(err, &failed) && (failed.Has(vi) || failed.Conflict(vi)):
+			return store.ErrConflict // another change came first: read again
+		case errors.As(err, &failed) && len(failed.Failed) > 0:
+			return ErrClientExists
+		case errors.Is(err, store.ErrTxConflict):
+			return store.ErrConflict
+		}
+		return err
+	})
+}
+
+// SetLimit gives a live client its own rate limit (0: the stage's again),
+// within its organisation's ceiling.
+func (s *Store) SetLimit(ctx context.Context, clientID string, limit int) (ClientRef, error) {
+	if limit < 0 {
+		return ClientRef{}, errors.New("a rate limit is a positive number of requests per minute, or 0 for the stage's")
+	}
+	c, err := s.client(ctx, clientID)
+	if err != nil {
+		return ClientRef{}, err
+	}
+	if c.RevokedAt != "" {
+		return ClientRef{}, ErrNoSuchClient
+	}
+	c.RateLimit = limit
+	err = s.changeKeys(ctx, c.OrgID, func(o Org, refs []ClientRef) (int, error) {
+		n := 0
+		for _, r := range refs {
+			if r.RevokedAt == "" && r.ID != c.ID {
+				n += s.limitOf(r.RateLimit)
+			}
+		}
+		return n + s.limitOf(limit), nil
+	}, func(tx *store.TxBuilder) {
+		pk, sk := clientKey(c.ID)
+		tx.Add(setLimit(s.db.Table, pk, sk, limit, "attribute_exists(PK) AND attribute_not_exists(revoked_at)"))
+		tx.Add(setLimit(s.db.Table, store.OrgPK(c.OrgID), refSK(c.ID), limit, "attribute_exists(PK)"))
+	})
+	if err != nil {
+		return ClientRef{}, err
+	}
+	return c.ref(), nil
+}
+
+func setLimit(table, pk, sk string, limit int, cond string) ddbtypes.TransactWriteItem {
+	u := &ddbtypes.Update{TableName: aws.String(table), Key: store.Key(pk, sk), ConditionExpression: aws.String(cond),
+		UpdateExpression: aws.String("REMOVE rate_limit")}
+	if limit > 0 {
+		u.UpdateExpression = aws.String("SET rate_limit = :l")
+		u.ExpressionAttributeValues = map[string]ddbtypes.AttributeValue{":l": &ddbtypes.AttributeValueMemberN{Value: strconv.Itoa(limit)}}
+	}
+	return ddbtypes.TransactWriteItem{Update: u}
+}
+
+// SetCeiling sets an organisation's ceiling (0: DefaultOrgCeiling again);
+// it may not go below what its live keys' limits already add up to. The
+// write is conditional on the keys version read, as key changes are.
+func (s *Store) SetCeiling(ctx context.Context, org string, ceiling int) (Org, error) {
+	if ceiling < 0 {
+		return Org{}, errors.New("a ceiling is a positive number of requests per minute, or 0 for the default")
+	}
+	var out Org
+	err := store.Optimistic("the keys of organisation "+org, func() error {
+		o, err := s.GetOrg(ctx, org)
+		if err != nil {
+			return err
+		}
+		refs, err := s.Keys(ctx, org)
+		if err != nil {
+			return err
+		}
+		o.RateCeiling = ceiling
+		if n := s.allocated(refs); n > o.Ceiling() {
+			return fmt.Errorf("%w: its live keys' limits already add up to %d requests per minute; lower or revoke keys first", ErrCeiling, n)
+		}
+		pk, sk := orgKey(org)
+		vals := map[string]ddbtypes.AttributeValue{
+			":v": &ddbtypes.AttributeValueMemberN{Value: strconv.Itoa(o.KeysVersion)}, ":next": &ddbtypes.AttributeValueMemberN{Value: strconv.Itoa(o.KeysVersion + 1)},
+		}
+		expr := "SET keys_version = :next REMOVE rate_ceiling"
+		if ceiling > 0 {
+			expr = "SET keys_version = :next, rate_ceiling = :c"
+			vals[":c"] = &ddbtypes.AttributeValueMemberN{Value: strconv.Itoa(ceiling)}
+		}
+		_, err = s.db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(s.db.Table), Key: store.Key(pk, sk),
+			UpdateExpression:          aws.String(expr),
+			ConditionExpression:       aws.String("attribute_exists(PK) AND (attribute_not_exists(keys_version) OR keys_version = :v)"),
+			ExpressionAttributeValues: vals})
+		if store.IsConditionFailed(err) {
+			return store.ErrConflict
+		}
+		o.KeysVersion++
+		out = o
+		return err
+	})
+	return out, err
+}
+
+// client reads an API client whole.
+func (s *Store) client(ctx context.Context, id string) (Client, error) {
+	var c Client
+	pk, sk := clientKey(id)
+	if err := s.db.Get(ctx, pk, sk, &c); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return Client{}, ErrNoSuchClient
+		}
+		return Client{}, err
+	}
+	return c, nil
 }
 
 // Rotate adds a secret to a live (unrevoked) client; the old secrets keep working.
@@ -211,19 +471,27 @@ func (s *Store) RevokeSecret(ctx context.Context, clientID, secretID string) err
 	return nil
 }
 
-// Revoke kills a client and every secret it has, from the next request on.
+// Revoke kills a client and every secret it has, from the next request on,
+// and frees its share of the organisation's ceiling.
 func (s *Store) Revoke(ctx context.Context, clientID string, now time.Time) error {
-	pk, sk := clientKey(clientID)
-	_, err := s.db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(s.db.Table),
-		Key:                       store.Key(pk, sk),
-		UpdateExpression:          aws.String("SET revoked_at = if_not_exists(revoked_at, :now)"),
-		ConditionExpression:       aws.String("attribute_exists(PK)"),
-		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":now": &ddbtypes.AttributeValueMemberS{Value: store.FormatTime(now)}},
-	})
-	if store.IsConditionFailed(err) {
-		return ErrNoSuchClient
+	c, err := s.client(ctx, clientID)
+	if err != nil {
+		return err
 	}
+	if c.RevokedAt != "" {
+		return nil
+	}
+	at := &ddbtypes.AttributeValueMemberS{Value: store.FormatTime(now)}
+	revoke := func(pk, sk string) ddbtypes.TransactWriteItem {
+		return ddbtypes.TransactWriteItem{Update: &ddbtypes.Update{TableName: aws.String(s.db.Table), Key: store.Key(pk, sk),
+			UpdateExpression: aws.String("SET revoked_at = if_not_exists(revoked_at, :now)"), ConditionExpression: aws.String("attribute_exists(PK)"),
+			ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":now": at}}}
+	}
+	err = s.changeKeys(ctx, c.OrgID, func(Org, []ClientRef) (int, error) { return 0, nil }, func(tx *store.TxBuilder) {
+		pk, sk := clientKey(c.ID)
+		tx.Add(revoke(pk, sk))
+		tx.Add(revoke(store.OrgPK(c.OrgID), refSK(c.ID)))
+	})
 	if err != nil {
 		return fmt.Errorf("revoke %s: %w", clientID, err)
 	}
@@ -233,6 +501,7 @@ func (s *Store) Revoke(ctx context.Context, clientID string, now time.Time) erro
 // Usage is the client's rate-limit state after counting a request.
 type Usage struct {
 	Count int64     // requests in the current window, this one included
+	Limit int       // the client's own limit; 0: the stage's
 	Reset time.Time // when the current window ends
 }
 
@@ -241,17 +510,32 @@ type Usage struct {
 // live, unexpired client holding this secret, so unknown and revoked keys
 // count nothing; ALL_NEW returns the client with the new count. Nothing is
 // cached: a revocation or expiry applies to the very next request.
+//
+// Counts are kept one attribute per minute (rl_<unix minute>); the update
+// removes the previous minute's, and any older one this process saw left
+// behind after an idle spell, so the item stays small without a second
+// write.
 func (s *Store) Authenticate(ctx context.Context, tok Token, now time.Time) (Client, Usage, error) {
 	minute := now.Unix() / 60
-	cur, prev := rlPrefix+strconv.FormatInt(minute, 10), rlPrefix+strconv.FormatInt(minute-1, 10)
+	cur := rlPrefix + strconv.FormatInt(minute, 10)
+	names := map[string]string{"#cur": cur, "#sid": tok.SecretID, "#mode": "mode"}
+	remove := []string{"#prev"}
+	names["#prev"] = rlPrefix + strconv.FormatInt(minute-1, 10)
+	for i, old := range s.takeStale(tok.ClientID) {
+		if old != cur && old != names["#prev"] {
+			n := "#old" + strconv.Itoa(i)
+			names[n] = old
+			remove = append(remove, n)
+		}
+	}
 	pk, sk := clientKey(tok.ClientID)
 	out, err := s.db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:        aws.String(s.db.Table),
 		Key:              store.Key(pk, sk),
-		UpdateExpression: aws.String("SET #cur = if_not_exists(#cur, :zero) + :one REMOVE #prev"),
+		UpdateExpression: aws.String("SET #cur = if_not_exists(#cur, :zero) + :one REMOVE " + strings.Join(remove, ", ")),
 		ConditionExpression: aws.String("attribute_exists(PK) AND attribute_not_exists(revoked_at) AND #mode = :mode" +
 			" AND secrets.#sid.h = :h AND (attribute_not_exists(expires_at) OR expires_at > :now)"),
-		ExpressionAttributeNames: map[string]string{"#cur": cur, "#prev": prev, "#sid": tok.SecretID, "#mode": "mode"},
+		ExpressionAttributeNames: names,
 		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{
 			":one":  &ddbtypes.AttributeValueMemberN{Value: "1"},
 			":zero": &ddbtypes.AttributeValueMemberN{Value: "0"},
@@ -286,29 +570,38 @@ func (s *Store) Authenticate(ctx context.Context, tok Token, now time.Time) (Cli
 	if err != nil {
 		return Client{}, Usage{}, fmt.Errorf("authenticate: counter %s: %w", cur, err)
 	}
-	s.sweepWindows(ctx, pk, sk, out.Attributes, cur)
-	return c, Usage{Count: n, Reset: time.Unix((minute+1)*60, 0).UTC()}, nil
+	s.noteStale(c.ID, out.Attributes, cur)
+	return c, Usage{Count: n, Limit: c.RateLimit, Reset: time.Unix((minute+1)*60, 0).UTC()}, nil
 }
 
-// sweepWindows removes counters of windows older than the previous one,
-// which REMOVE #prev misses after an idle spell. It runs at most once per
-// idle spell per client, and its failure is harmless: counts are keyed by
-// minute, so a stale entry is never read as the current count.
-func (s *Store) sweepWindows(ctx context.Context, pk, sk string, item map[string]ddbtypes.AttributeValue, cur string) {
-	names := map[string]string{}
-	var parts []string
+// maxStale bounds the clients whose stale windows a process remembers.
+const maxStale = 10000
+
+// noteStale remembers the windows older than the current one that item
+// still holds (left by an idle spell), for the client's next update to
+// remove: they are never read as the current count, only take room.
+func (s *Store) noteStale(client string, item map[string]ddbtypes.AttributeValue, cur string) {
+	var old []string
 	for name := range item {
 		if strings.HasPrefix(name, rlPrefix) && name != cur {
-			n := fmt.Sprintf("#s%d", len(parts))
-			names[n] = name
-			parts = append(parts, n)
+			old = append(old, name)
 		}
 	}
-	if len(parts) == 0 {
+	if len(old) == 0 {
 		return
 	}
-	_, _ = s.db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(s.db.Table), Key: store.Key(pk, sk),
-		UpdateExpression: aws.String("REMOVE " + strings.Join(parts, ", ")), ExpressionAttributeNames: names,
-	})
+	s.staleMu.Lock()
+	defer s.staleMu.Unlock()
+	if s.stale == nil || len(s.stale) >= maxStale {
+		s.stale = map[string][]string{}
+	}
+	s.stale[client] = old
+}
+
+func (s *Store) takeStale(client string) []string {
+	s.staleMu.Lock()
+	defer s.staleMu.Unlock()
+	old := s.stale[client]
+	delete(s.stale, client)
+	return old
 }

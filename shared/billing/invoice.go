@@ -41,7 +41,7 @@ var Transitions = workflow.Transitions{
 // open is where an invoice is a receivable: sent to the client, not settled.
 var open = []string{"sent", "partially_paid", "overdue"}
 
-// MaxLines keeps an invoice item far below DynamoDB's 400 KB.
+// MaxLines keeps an invoice's lines item far below DynamoDB's 400 KB.
 const MaxLines = 200
 
 // Line is one invoice line in minor units; it may bill a time entry.
@@ -63,14 +63,31 @@ type Invoice struct {
 	DueDate    string `dynamodbav:"due_date" json:"due_date"`
 	Currency   string `dynamodbav:"currency" json:"currency"`
 	Total      int64  `dynamodbav:"total" json:"total"`
-	Lines      []Line `dynamodbav:"lines" json:"lines,omitempty"`
-	CreatedAt  string `dynamodbav:"created_at" json:"created_at"`
-	UpdatedAt  string `dynamodbav:"updated_at" json:"updated_at"`
-	SentAt     string `dynamodbav:"sent_at,omitempty" json:"sent_at,omitempty"`
-	PaidAt     string `dynamodbav:"paid_at,omitempty" json:"paid_at,omitempty"`
+	// Lines live in an item of their own (INV#<id>#LINES), read with the
+	// invoice by the single read: the invoice's five index entries stay
+	// small, whatever its lines.
+	Lines     []Line `dynamodbav:"-" json:"lines,omitempty"`
+	CreatedAt string `dynamodbav:"created_at" json:"created_at"`
+	UpdatedAt string `dynamodbav:"updated_at" json:"updated_at"`
+	SentAt    string `dynamodbav:"sent_at,omitempty" json:"sent_at,omitempty"`
+	PaidAt    string `dynamodbav:"paid_at,omitempty" json:"paid_at,omitempty"`
 }
 
 func invoiceSK(id string) string { return "INV#" + id }
+
+// linesItem holds an invoice's lines.
+type linesItem struct {
+	store.Keys
+	Lines []Line `dynamodbav:"lines"`
+}
+
+// LinesItem is the item holding v's lines, for writers of whole invoices
+// (seed).
+func LinesItem(org string, v *Invoice) any { return linesOf(org, v) }
+
+func linesOf(org string, v *Invoice) linesItem {
+	return linesItem{Keys: store.Keys{PK: store.OrgPK(org), SK: invoiceSK(v.ID) + "#LINES", Kind: "invoice_lines"}, Lines: v.Lines}
+}
 
 // SetKeys fills the keys: GSI1 all by issue date, GSI2 by matter, GSI3 by
 // client, GSI5 by status; GSI4 only while open, by due date (receivables).
@@ -105,9 +122,38 @@ type Store struct{ db *store.DB }
 // NewStore returns a Store on db.
 func NewStore(db *store.DB) *Store { return &Store{db: db} }
 
-// Get reads an invoice with its lines.
+// Get reads an invoice with its lines: one consistent Query of the
+// invoice's two items (INV#<id> and INV#<id>#LINES).
 func (s *Store) Get(ctx context.Context, org, id string) (Invoice, error) {
-	return store.GetInto[Invoice](ctx, s.db, store.OrgPK(org), invoiceSK(id))
+	page, err := s.db.Query(ctx, store.ListQuery{PK: store.OrgPK(org), SKPrefix: invoiceSK(id), Limit: 2, Consistent: true})
+	if err != nil {
+		return Invoice{}, err
+	}
+	var v Invoice
+	found := false
+	for _, it := range page.Items {
+		switch sk, _ := it[store.AttrSK].(*ddbtypes.AttributeValueMemberS); {
+		case sk == nil:
+		case sk.Value == invoiceSK(id):
+			if err := store.Unmarshal(it, &v); err != nil {
+				return Invoice{}, err
+			}
+			found = true
+		case sk.Value == invoiceSK(id)+"#LINES":
+			var l linesItem
+			if err := store.Unmarshal(it, &l); err != nil {
+				return Invoice{}, err
+			}
+			v.Lines = l.Lines
+		}
+	}
+	if !found {
+		return Invoice{}, store.ErrNotFound
+	}
+	if v.Lines == nil {
+		v.Lines = []Line{}
+	}
+	return v, nil
 }
 
 // Filter holds the /invoices filters.
@@ -130,12 +176,8 @@ func (s *Store) List(ctx context.Context, org string, req httpapi.ListRequest[Fi
 		store.KeyFilter{Index: "GSI2", Attr: "matter_id", Segment: "MATTER", Value: f.MatterID},
 		store.KeyFilter{Index: "GSI3", Attr: "client_id", Segment: "CLIENT", Value: f.ClientID},
 		store.KeyFilter{Index: "GSI5", Attr: "status", Segment: "STATUS", Value: f.Status})
-	q.Project, q.Omit = true, []string{"lines"} // lines only on the single read
-	out, next, err := store.QueryInto[Invoice](ctx, s.db, q)
-	for i := range out {
-		out[i].Lines = nil
-	}
-	return out, next, err
+	q.Project = true // lines are not in the invoice item: only the single read has them
+	return store.QueryInto[Invoice](ctx, s.db, q)
 }
 
 // NewInvoice describes an invoice the application issues.
@@ -189,8 +231,8 @@ func (s *Store) Create(ctx context.Context, org string, in NewInvoice, now time.
 		if l.TimeEntryID == "" {
 			continue
 		}
-		t, err := entries.Get(ctx, org, l.TimeEntryID)
-		if errors.Is(err, store.ErrNotFound) || (err == nil && t.MatterID != m.ID) {
+		t, err := entries.Get(ctx, org, m.ID, l.TimeEntryID)
+		if errors.Is(err, store.ErrNotFound) {
 			return Invoice{}, fmt.Errorf("line %d: no time entry %s on matter %s", i+1, l.TimeEntryID, m.ID)
 		}
 		if err != nil {
@@ -212,6 +254,7 @@ func (s *Store) Create(ctx context.Context, org string, in NewInvoice, now time.
 	v.SetKeys(org)
 	tx := s.db.Tx()
 	tx.PutNew(v)
+	tx.PutNew(linesOf(org, &v))
 	tx.PutNew(v.Guards(org)[0])
 	first := -1
 	for _, t := range billed {
@@ -301,7 +344,7 @@ func (s *Store) release(ctx context.Context, tx *store.TxBuilder, org string, v 
 		if l.TimeEntryID == "" {
 			continue
 		}
-		t, err := entries.Get(ctx, org, l.TimeEntryID)
+		t, err := entries.Get(ctx, org, v.MatterID, l.TimeEntryID)
 		if err != nil {
 			return err
 		}
@@ -332,9 +375,7 @@ func Handlers(s *Store) httpapi.Handlers {
 		"invoices.list": func(w http.ResponseWriter, r *http.Request) {
 			httpapi.ServeList(w, r, "invoices", parseFilter, s.List)
 		},
-		"invoices.get": httpapi.GetHandler("invoice", "invoice", func(ctx context.Context, org, id string) (Invoice, error) {
-			return store.ReadInto[Invoice](ctx, s.db, store.OrgPK(org), invoiceSK(id))
-		}),
+		"invoices.get": httpapi.GetHandler("invoice", "invoice", s.Get),
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/practice-api/practice-api/shared/apitest"
+	"github.com/practice-api/practice-api/shared/families"
 	"github.com/practice-api/practice-api/shared/outbox"
 	"github.com/practice-api/practice-api/shared/party"
 	"github.com/practice-api/practice-api/shared/queue"
@@ -67,11 +68,18 @@ func drain(t *testing.T, e *apitest.Env, d *outbox.Dispatcher, q *queue.Memory, 
 }
 
 func enrichEnv(t *testing.T, register string) (*apitest.Env, string, *outbox.Dispatcher, *queue.Memory, *party.Enricher) {
-	e := apitest.New(t, apitest.Options{})
 	q := queue.NewMemory(time.Minute)
+	d := &outbox.Dispatcher{Routes: map[string][]outbox.Sink{outbox.CompanyCreated: {q}}}
+	// As the devserver: a company's create starts its enrichment (AWS: the
+	// table's stream, tested in shared/app).
+	e := apitest.New(t, apitest.Options{Families: []families.Option{families.AfterCompanyCreate(func(ctx context.Context, org string, c party.Company) {
+		if err := d.DispatchCompany(ctx, org, c.ID, c.CVR, c.CreatedAt); err != nil {
+			t.Error(err)
+		}
+	})}})
+	d.DB = e.DB
 	en := &party.Enricher{Store: party.NewStore(e.DB), Register: register, Queue: q, Schedule: []time.Duration{0, 0, 0},
 		HTTP: party.RegisterClient(true)} // the fake register is on loopback
-	d := &outbox.Dispatcher{DB: e.DB, Routes: map[string][]outbox.Sink{outbox.CompanyCreated: {q}}}
 	org := e.Org("A")
 	return e, org, d, q, en
 }
@@ -108,8 +116,8 @@ func TestCompanyEnrichment(t *testing.T) {
 		t.Fatal("the enriched company is not in the updated_since page")
 	}
 	// A duplicate delivery of the finished job (at-least-once) changes nothing.
-	ev := e.Items(org)["event"][0]
-	dup, _ := json.Marshal(outbox.Message{ID: attrS(ev, "id"), OrgID: org, Type: attrS(ev, "type"), Data: json.RawMessage(attrS(ev, "data"))})
+	id := c["id"].(string)
+	dup, _ := json.Marshal(outbox.Message{ID: id, OrgID: org, Type: outbox.CompanyCreated, Data: json.RawMessage(`{"company":{"id":"` + id + `","cvr":"12345678"}}`)})
 	if err := en.Handle(context.Background(), queue.Message{Body: dup}); err != nil {
 		t.Fatal(err)
 	}

@@ -12,8 +12,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"github.com/practice-api/practice-api/shared/cpr"
 	"github.com/practice-api/practice-api/shared/httpapi/routes"
 	"github.com/practice-api/practice-api/shared/idempotency"
@@ -24,29 +22,19 @@ import (
 const MaxIdempotencyKey = 255
 
 // CreateRequest is what a create sees: the caller, the validated-to-be body,
-// the clock, and the completion to put in its transaction.
+// the clock, and the key binding to put in its transaction.
 type CreateRequest struct {
 	Org      string
 	ClientID string
 	Body     []byte
 	Now      time.Time
-	claim    *idempotency.Claim
+	idem     *idempotency.Store
+	binding  idempotency.Binding
 	location func(id string) string
 }
 
-// Completion is the transaction item that binds the Idempotency-Key to the
-// resource (id, and what the 201 answers). A create must commit it in the
-// same transaction as the resource, its guards and its events.
-func (c *CreateRequest) Completion(id string, resource any) (ddbtypes.TransactWriteItem, error) {
-	resp, err := json.Marshal(resource)
-	if err != nil {
-		return ddbtypes.TransactWriteItem{}, err
-	}
-	return c.claim.Complete(id, c.location(id), resp), nil
-}
-
 // CreateFunc validates req.Body and creates the resource in one transaction
-// that includes req.Completion. It returns the resource's id and the resource.
+// committed with req.Commit. It returns the resource's id and the resource.
 type CreateFunc func(ctx context.Context, req *CreateRequest) (id string, resource any, err error)
 
 // ServeCreate is the one idempotency wrapper of every POST create:
@@ -54,13 +42,15 @@ type CreateFunc func(ctx context.Context, req *CreateRequest) (id string, resour
 //  1. the Idempotency-Key header is required, at most 255 characters (422);
 //  2. the body is read and hashed in canonical form (key order and
 //     whitespace do not matter; values do);
-//  3. the key, scoped to the organisation and endpoint, is claimed with one
-//     conditional write that returns the existing record when it fails:
-//     the same body completed → 200 replay of the original answer with
-//     Idempotent-Replayed: true; a different body, or the first request
-//     still running → 409 at once;
-//  4. the create runs; its transaction completes the key atomically;
-//  5. any failure releases the key, so the caller can fix and resend.
+//  3. the key, scoped to the organisation and endpoint, is looked up (a
+//     read, no write): bound with the same body → 200 replay of the
+//     original answer with Idempotent-Replayed: true; with a different
+//     body → 409;
+//  4. otherwise the create runs, and its one transaction binds the key
+//     with the resource: a request that raced it with the same key loses
+//     there, and answers as 3 (or 409 while the winner is still running);
+//  5. a create that fails writes nothing, so the key stays unused and the
+//     caller can fix the payload and resend under it.
 //
 // locationPath is the resource's path below /api/v1 ("/people"), or ""
 // for resources without a single read (no Location header).
@@ -84,33 +74,17 @@ func ServeCreate(w http.ResponseWriter, r *http.Request, endpoint, locationPath 
 		return
 	}
 	now := env.now()
-	hash := canonicalHash(raw)
-	claim, existing, err := env.idem.Claim(r.Context(), env.client.OrgID, endpoint, key, hash, now)
+	b := idempotency.Binding{Org: env.client.OrgID, Endpoint: endpoint, Key: key, BodyHash: canonicalHash(raw), Now: now}
+	rec, err := env.idem.Lookup(r.Context(), b.Org, endpoint, key, false, now)
 	if err != nil {
 		WriteError(w, r, err)
 		return
 	}
-	if existing != nil {
-		switch {
-		case existing.BodyHash != hash:
-			WriteError(w, r, &Error{Status: http.StatusConflict, Message: "this Idempotency-Key was already used with a different request body; use a new key for a different record"})
-		case existing.State != idempotency.StateCompleted:
-			// Unlike a different body, this conflict passes: once the first
-			// request finishes (or its lock lapses) a retry replays or creates.
-			w.Header().Set("Retry-After", "1")
-			WriteError(w, r, &Error{Status: http.StatusConflict, Message: "a request with this Idempotency-Key is still being processed; retry after it finishes"})
-		default:
-			if existing.Location != "" {
-				w.Header().Set("Location", existing.Location)
-			}
-			w.Header().Set("Idempotent-Replayed", "true")
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusOK)
-			_, _ = io.WriteString(w, `{"data":`+existing.Response+"}\n")
-		}
+	if rec != nil {
+		answerBound(w, r, rec, b.BodyHash)
 		return
 	}
-	req := &CreateRequest{Org: env.client.OrgID, ClientID: env.client.ID, Body: raw, Now: now, claim: claim,
+	req := &CreateRequest{Org: env.client.OrgID, ClientID: env.client.ID, Body: raw, Now: now, idem: env.idem, binding: b,
 		location: func(id string) string {
 			if locationPath == "" {
 				return ""
@@ -118,12 +92,21 @@ func ServeCreate(w http.ResponseWriter, r *http.Request, endpoint, locationPath 
 			return AbsoluteURL(r, routes.Prefix+locationPath+"/"+id)
 		}}
 	id, resource, err := create(r.Context(), req)
-	if err != nil {
-		// The key goes back to unused. Release is conditional on the claim
-		// being still in progress: a transaction that committed keeps it.
-		if rerr := claim.Release(context.WithoutCancel(r.Context())); rerr != nil {
-			err = errors.Join(err, rerr)
+	if errors.Is(err, idempotency.ErrKeyTaken) {
+		// Another request with this key got there first: answer as it did.
+		rec, err = env.idem.Lookup(r.Context(), b.Org, endpoint, key, true, now)
+		switch {
+		case err != nil:
+			WriteError(w, r, err)
+		case rec != nil:
+			answerBound(w, r, rec, b.BodyHash)
+		default:
+			// Its transaction is still running: once it ends, a retry replays.
+			WriteError(w, r, &Error{Status: http.StatusConflict, RetryAfter: 1, Message: "a request with this Idempotency-Key is still being processed; retry after it finishes"})
 		}
+		return
+	}
+	if err != nil {
 		WriteError(w, r, err)
 		return
 	}
@@ -131,6 +114,22 @@ func ServeCreate(w http.ResponseWriter, r *http.Request, endpoint, locationPath 
 		w.Header().Set("Location", loc)
 	}
 	WriteJSON(w, http.StatusCreated, Data(resource))
+}
+
+// answerBound answers a request whose key is bound: a replay of the first
+// answer for the same body, 409 for another.
+func answerBound(w http.ResponseWriter, r *http.Request, rec *idempotency.Record, hash string) {
+	if rec.BodyHash != hash {
+		WriteError(w, r, &Error{Status: http.StatusConflict, Message: "this Idempotency-Key was already used with a different request body; use a new key for a different record"})
+		return
+	}
+	if rec.Location != "" {
+		w.Header().Set("Location", rec.Location)
+	}
+	w.Header().Set("Idempotent-Replayed", "true")
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = io.WriteString(w, `{"data":`+rec.Response+"}\n")
 }
 
 // canonicalHash hashes the body as canonical JSON (sorted keys, no
@@ -162,25 +161,43 @@ type baseURLKeyType struct{}
 
 var baseURLKey baseURLKeyType
 
-// Commit adds the idempotency completion for (id, resource) to tx and
-// commits. When conditions fail, explain turns the failed items into the
-// client's error (a 422 naming the conflict); a lost claim is a 409.
+// txAttempts bounds the commits of a create whose transaction lost to a
+// concurrent one on its other items (two creates checking the same client):
+// nothing was written, so it is simply sent again.
+const txAttempts = 3
+
+// Commit adds the key's binding for (id, resource) to tx and commits. When
+// conditions fail, explain turns the failed items into the client's error
+// (a 422 naming the conflict); a binding that fails is
+// idempotency.ErrKeyTaken, which ServeCreate answers.
 func (c *CreateRequest) Commit(ctx context.Context, tx *store.TxBuilder, id string, resource any, explain func(*store.TxFailed) error) error {
-	comp, err := c.Completion(id, resource)
+	resp, err := json.Marshal(resource)
 	if err != nil {
 		return err
 	}
-	ci := tx.Add(comp)
-	err = tx.Commit(ctx)
-	var failed *store.TxFailed
-	if !errors.As(err, &failed) {
+	bind, err := c.idem.Item(c.binding, id, c.location(id), resp)
+	if err != nil {
 		return err
 	}
-	if failed.Has(ci) {
-		return &Error{Status: http.StatusConflict, Message: "this request outlived its hold on the Idempotency-Key and another request took the key over; nothing was created by this one"}
+	bi := tx.Add(bind)
+	for attempt := 1; ; attempt++ {
+		err = tx.Commit(ctx)
+		var failed *store.TxFailed
+		if !errors.As(err, &failed) {
+			return err
+		}
+		switch {
+		case failed.Has(bi) || failed.Conflict(bi):
+			return idempotency.ErrKeyTaken
+		case len(failed.Failed) > 0:
+			if xerr := explain(failed); xerr != nil {
+				return xerr
+			}
+			return err
+		case attempt < txAttempts:
+			time.Sleep(time.Duration(attempt*attempt) * 20 * time.Millisecond)
+			continue
+		}
+		return &Error{Status: http.StatusConflict, RetryAfter: 1, Message: "other requests were changing the same records; nothing was created: retry the request"}
 	}
-	if xerr := explain(failed); xerr != nil {
-		return xerr
-	}
-	return err
 }

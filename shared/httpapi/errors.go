@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 
 	"github.com/aws/smithy-go"
 
@@ -34,6 +35,9 @@ type Error struct {
 	// not make a 6 MB error).
 	ErrorsTotal   int    `json:"errors_total,omitempty"`
 	RequiredScope string `json:"required_scope,omitempty"`
+	// RetryAfter, in seconds, is sent as Retry-After: the request may
+	// succeed as sent once the condition it met has passed.
+	RetryAfter int `json:"-"`
 }
 
 func (e *Error) Error() string { return fmt.Sprintf("%d: %s", e.Status, e.Message) }
@@ -66,6 +70,9 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	var e *Error
 	if errors.As(err, &e) {
+		if e.RetryAfter > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
+		}
 		WriteJSON(w, e.Status, e.redacted())
 		return
 	}

@@ -26,7 +26,8 @@ import (
 type Config struct {
 	Auth   *auth.Store
 	Sealer *Sealer
-	// RateLimit is requests per minute per API client (default 120).
+	// RateLimit is requests per minute per API client without a limit of
+	// its own (default 120).
 	RateLimit int
 	// AcceptedModes lists the key modes this stage accepts (default both).
 	AcceptedModes []string
@@ -306,13 +307,17 @@ func (cfg *Config) authorize(rt routes.Route, next http.HandlerFunc) http.Handle
 			WriteError(w, r, err)
 			return
 		}
-		remaining := max(int64(cfg.RateLimit)-usage.Count, 0)
+		limit := cfg.RateLimit // the stage's, unless the client has its own
+		if usage.Limit > 0 {
+			limit = usage.Limit
+		}
+		remaining := max(int64(limit)-usage.Count, 0)
 		h := w.Header()
-		h.Set("X-RateLimit-Limit", strconv.Itoa(cfg.RateLimit))
+		h.Set("X-RateLimit-Limit", strconv.Itoa(limit))
 		h.Set("X-RateLimit-Remaining", strconv.FormatInt(remaining, 10))
 		h.Set("X-RateLimit-Reset", strconv.FormatInt(usage.Reset.Unix(), 10))
 		// The IETF draft's fields alongside: t is seconds until the reset.
-		h.Set("RateLimit-Policy", fmt.Sprintf(`"default";q=%d;w=60`, cfg.RateLimit))
+		h.Set("RateLimit-Policy", fmt.Sprintf(`"default";q=%d;w=60`, limit))
 		h.Set("RateLimit", fmt.Sprintf(`"default";r=%d;t=%d`, remaining, max(int64(usage.Reset.Sub(now).Seconds()+0.999), 0)))
 		if e, ok := r.Context().Value(logKey).(*accessEntry); ok {
 			e.clientID, e.keyID = client.ID, tok.SecretID
@@ -321,10 +326,10 @@ func (cfg *Config) authorize(rt routes.Route, next http.HandlerFunc) http.Handle
 		// something about the key: no cache, shared or private, keeps it.
 		h.Set("Cache-Control", "no-store")
 		r = r.WithContext(context.WithValue(r.Context(), envKey, &requestEnv{client: &client, sealer: cfg.Sealer, idem: cfg.Idempotency, now: cfg.Now}))
-		if usage.Count > int64(cfg.RateLimit) {
+		if usage.Count > int64(limit) {
 			wait := int64(usage.Reset.Sub(now).Seconds() + 0.999)
 			h.Set("Retry-After", strconv.FormatInt(max(wait, 1), 10))
-			WriteError(w, r, &Error{Status: http.StatusTooManyRequests, Message: fmt.Sprintf("rate limit of %d requests per minute exceeded; retry after %d seconds", cfg.RateLimit, max(wait, 1))})
+			WriteError(w, r, &Error{Status: http.StatusTooManyRequests, Message: fmt.Sprintf("rate limit of %d requests per minute exceeded; retry after %d seconds", limit, max(wait, 1))})
 			return
 		}
 		if !client.HasScope(rt.Scope) {

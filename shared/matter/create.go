@@ -7,7 +7,6 @@ import (
 	"regexp"
 
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/google/uuid"
 
 	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/outbox"
@@ -38,7 +37,7 @@ func (s *Store) Create(ctx context.Context, req *httpapi.CreateRequest) (string,
 		return "", nil, err
 	}
 	b.Forbid("it is assigned by the service", "id", "created_at", "updated_at", "closed_at")
-	m := Matter{ID: uuid.NewString(), ClientID: b.UUID("client_id", true), Status: "dormant", Currency: "DKK",
+	m := Matter{ClientID: b.UUID("client_id", true), Status: "dormant", Currency: "DKK",
 		Title: b.String("title", false, 200), HourlyRate: b.Money("hourly_rate", false),
 		MatterNumber: b.String("matter_number", false, 50), CreatedAt: store.FormatTime(req.Now)}
 	if b.Has("status") {
@@ -82,8 +81,12 @@ func (s *Store) Create(ctx context.Context, req *httpapi.CreateRequest) (string,
 }
 
 func (s *Store) create(ctx context.Context, req *httpapi.CreateRequest, m *Matter) error {
+	id, err := ID(ctx, s.db, req.Org, m.MatterNumber)
+	if err != nil {
+		return err
+	}
+	m.ID = id
 	m.SetKeys(req.Org)
-	guard := m.Guards(req.Org)[0]
 	ev, err := outbox.New(req.Org, outbox.MatterCreated, "matter", Event(m), req.Now)
 	if err != nil {
 		return err
@@ -100,14 +103,13 @@ func (s *Store) create(ctx context.Context, req *httpapi.CreateRequest, m *Matte
 	}
 	tx := s.db.Tx()
 	ci := tx.Check(cpk, csk, cond, nil, values)
-	tx.PutNew(m)
-	gi := tx.PutNew(guard)
+	mi := tx.PutNew(m)
 	tx.PutNew(ev)
 	return req.Commit(ctx, tx, m.ID, m, func(f *store.TxFailed) error {
 		switch {
 		case f.Has(ci):
 			return s.explainClient(ctx, req, m)
-		case f.Has(gi):
+		case f.Has(mi):
 			return errNumberTaken
 		}
 		return nil

@@ -42,9 +42,10 @@ func (m *Matter) SetKeys(org string) {
 		GSI3PK: store.Collection(org, "MATTER", "STATUS", m.Status), GSI3SK: seq}
 }
 
-// Guards returns the guard that keeps matter numbers unique in an organisation.
-func (m *Matter) Guards(org string) []store.Guard {
-	return []store.Guard{store.NewGuard(org, "MATTERNO", m.MatterNumber, m.ID)}
+// ID is the id of the matter of org numbered number: derived from the
+// number, so the matter's own key keeps numbers unique in an organisation.
+func ID(ctx context.Context, db *store.DB, org, number string) (string, error) {
+	return db.DerivedID(ctx, org, "MATTERNO", number)
 }
 
 // Filter holds the /matters filters.

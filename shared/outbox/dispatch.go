@@ -37,6 +37,9 @@ type Dispatcher struct {
 	DB     *store.DB
 	Routes map[string][]Sink
 	Now    func() time.Time
+	// Retention is how long a dispatched event is kept (DefaultRetention
+	// when 0).
+	Retention time.Duration
 }
 
 // Sink takes dispatched events: a queue, or the webhook fan-out.
@@ -69,8 +72,9 @@ func (d *Dispatcher) Sweep(ctx context.Context, minAge time.Duration) (int, erro
 				break
 			}
 			for _, it := range page.Items {
+				// Keys only: the claim reads the event whole.
 				var ev Event
-				if err := store.Unmarshal(it, &ev); err != nil || ev.ID == "" {
+				if err := store.Unmarshal(it, &ev); err != nil {
 					all.add(d.parkItem(ctx, it, err))
 					continue
 				}
@@ -93,6 +97,26 @@ func (d *Dispatcher) DispatchAll(ctx context.Context, evs []Event) (int, error) 
 		all.add(d.dispatch(ctx, ev))
 	}
 	return all.result()
+}
+
+// DispatchCompany sends the enrichment job of a company just created (a
+// company.created message, routed as the event type is) to its queues.
+// Companies write no outbox event: their insert on the table's stream is
+// the trigger (on AWS; the devserver calls this itself after the create),
+// so a company costs no more than its own item. A second call for the
+// same company sends a second job, which finds the company done.
+func (d *Dispatcher) DispatchCompany(ctx context.Context, org, id, cvr, created string) error {
+	data, _ := json.Marshal(map[string]any{"company": map[string]string{"id": id, "cvr": cvr}})
+	body, err := json.Marshal(Message{ID: id, OrgID: org, Type: CompanyCreated, CreatedAt: created, Data: data})
+	if err != nil {
+		return err
+	}
+	for _, q := range d.Routes[CompanyCreated] {
+		if err := q.Send(ctx, body, 0); err != nil {
+			return fmt.Errorf("dispatch company %s: %w", id, err)
+		}
+	}
+	return nil
 }
 
 // outcome is what one dispatch did.
@@ -196,18 +220,19 @@ func (d *Dispatcher) dispatch(ctx context.Context, ev Event) (outcome, error) {
 			":one":    &ddbtypes.AttributeValueMemberN{Value: "1"},
 			":parked": &ddbtypes.AttributeValueMemberS{Value: ParkedPK},
 		},
-		ReturnValues: ddbtypes.ReturnValueUpdatedNew,
+		// The whole event: the sweep index holds only its keys.
+		ReturnValues: ddbtypes.ReturnValueAllNew,
 	})
 	if store.IsConditionFailed(err) {
 		return skipped, nil // dispatched, parked, or claimed by a concurrent dispatcher
 	}
 	if err != nil {
-		return failed, fmt.Errorf("claim %s: %w", ev.ID, err)
+		return failed, fmt.Errorf("claim %s: %w", ev.PK+" "+ev.SK, err)
 	}
-	attempts := 0
-	if v, ok := out.Attributes["dispatch_attempts"].(*ddbtypes.AttributeValueMemberN); ok {
-		attempts, _ = strconv.Atoi(v.Value)
+	if err := store.Unmarshal(out.Attributes, &ev); err != nil || ev.ID == "" {
+		return d.parkItem(ctx, out.Attributes, err)
 	}
+	attempts := ev.DispatchAttempts
 	mine := map[string]ddbtypes.AttributeValue{":token": &ddbtypes.AttributeValueMemberS{Value: token}}
 	sinks := d.Routes[ev.Type]
 	if len(sinks) == 0 {
@@ -236,10 +261,15 @@ func (d *Dispatcher) dispatch(ctx context.Context, ev Event) (outcome, error) {
 		})
 		return failed, err
 	}
+	// Out of the pending index, and kept for the retention from its creation.
+	created, _ := time.Parse(store.TimeLayout, ev.CreatedAt)
+	mine[":ttl"] = &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(created.Add(d.retention()).Unix(), 10)}
 	_, err = d.DB.Client.UpdateItem(context.WithoutCancel(ctx), &dynamodb.UpdateItemInput{
 		TableName: aws.String(d.DB.Table), Key: key,
-		UpdateExpression:    aws.String("REMOVE GSI6PK, GSI6SK, claim, claim_until"), // out of the pending index
-		ConditionExpression: aws.String("claim = :token"), ExpressionAttributeValues: mine,
+		UpdateExpression:          aws.String("SET #ttl = :ttl REMOVE GSI6PK, GSI6SK, claim, claim_until"),
+		ConditionExpression:       aws.String("claim = :token"),
+		ExpressionAttributeNames:  map[string]string{"#ttl": store.AttrTTL},
+		ExpressionAttributeValues: mine,
 	})
 	if err != nil && !store.IsConditionFailed(err) {
 		return sent, fmt.Errorf("mark %s dispatched: %w", ev.ID, err)
@@ -304,7 +334,17 @@ func Parked(ctx context.Context, db *store.DB, limit int) ([]Event, error) {
 		if err != nil {
 			return nil, err
 		}
-		for _, it := range page.Items {
+		for _, key := range page.Items {
+			// The index holds keys only: read the item whole.
+			got, err := db.Client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(db.Table),
+				Key: map[string]ddbtypes.AttributeValue{store.AttrPK: key[store.AttrPK], store.AttrSK: key[store.AttrSK]}})
+			if err != nil {
+				return nil, err
+			}
+			it := got.Item
+			if it == nil {
+				continue
+			}
 			// Read attribute by attribute: a parked item may be one that
 			// does not decode as an event.
 			s := func(name string) string {
@@ -350,6 +390,13 @@ func Replay(ctx context.Context, db *store.DB, ev Event) (bool, error) {
 		return false, nil
 	}
 	return err == nil, err
+}
+
+func (d *Dispatcher) retention() time.Duration {
+	if d.Retention > 0 {
+		return d.Retention
+	}
+	return DefaultRetention
 }
 
 func (d *Dispatcher) now() time.Time {

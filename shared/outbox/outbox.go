@@ -39,8 +39,21 @@ var Types = []string{MatterCreated, MatterClosed, InvoiceIssued, InvoicePaid, Do
 // Index is the global secondary index of pending and parked events.
 const Index = "GSI6"
 
-// Shards spread pending events over partitions of the sweep index.
-const Shards = 10
+// DefaultShards is how many partitions of the sweep index pending events
+// are spread over: each takes at most 1,000 index writes a second, and an
+// event writes two (pending, dispatched), so 32 shards take 16,000 events
+// a second across all organisations.
+const DefaultShards = 32
+
+// Shards is the stage's shard count (OUTBOX_SHARDS), set once at start,
+// before any event is written or swept. It may only grow: an event stays
+// in the shard it was written to, and a sweep reads shards 0 to Shards-1.
+var Shards = DefaultShards
+
+// DefaultRetention is how long a dispatched event is kept (OUTBOX_RETENTION):
+// its item gets a TTL of its creation plus this when it is dispatched. An
+// event that was never dispatched (pending, parked) has none.
+const DefaultRetention = 7 * 24 * time.Hour
 
 // Event is an outbox item. Pending events carry the GSI6 slot
 // OUTBOX#PENDING#<shard>; dispatch removes it. An event that cannot be
@@ -69,7 +82,7 @@ const ParkedPK = "OUTBOX#PARKED"
 func pendingPKOf(id string) string {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(id))
-	return PendingPK(int(h.Sum32() % Shards))
+	return PendingPK(int(h.Sum32() % uint32(max(Shards, 1))))
 }
 
 // New builds an event of org whose data object holds key: payload.

@@ -2,28 +2,26 @@ package party
 
 import (
 	"context"
-	"errors"
 	"net/mail"
 
-	"github.com/google/uuid"
-
 	"github.com/practice-api/practice-api/shared/httpapi"
-	"github.com/practice-api/practice-api/shared/outbox"
 	"github.com/practice-api/practice-api/shared/store"
 )
 
 const assigned = "it is assigned by the service"
 
 // CreatePerson imports a person. The e-mail is unique among the
-// organisation's people (case-insensitive). A CPR is refused wherever and
-// however it appears, as in every write body (httpapi.DecodeBody).
+// organisation's people (case-insensitive): the person's id is derived from
+// it, so a second person with it collides with the first. A CPR is refused
+// wherever and however it appears, as in every write body
+// (httpapi.DecodeBody).
 func (s *Store) CreatePerson(ctx context.Context, req *httpapi.CreateRequest) (string, any, error) {
 	b, err := httpapi.DecodeBody(req.Body)
 	if err != nil {
 		return "", nil, err
 	}
 	b.Forbid(assigned, "id", "created_at", "updated_at")
-	p := Person{ID: uuid.NewString(), Name: b.String("name", true, 200), Email: b.String("email", true, 254),
+	p := Person{Name: b.String("name", true, 200), Email: b.String("email", true, 254),
 		Phone: b.String("phone", false, 40), CreatedAt: store.FormatTime(req.Now)}
 	if p.Email != "" {
 		if a, err := mail.ParseAddress(p.Email); err != nil || a.Address != p.Email {
@@ -33,15 +31,16 @@ func (s *Store) CreatePerson(ctx context.Context, req *httpapi.CreateRequest) (s
 	if err := b.Err(); err != nil {
 		return "", nil, err
 	}
+	if p.ID, err = PersonID(ctx, s.db, req.Org, p.Email); err != nil {
+		return "", nil, err
+	}
 	p.UpdatedAt = p.CreatedAt
 	p.SetKeys(req.Org)
-	guard := p.Guards(req.Org)[0]
 	tx := s.db.Tx()
-	tx.PutNew(p)
-	gi := tx.PutNew(guard)
+	pi := tx.PutNew(p)
 	err = req.Commit(ctx, tx, p.ID, p, func(f *store.TxFailed) error {
-		if f.Has(gi) {
-			return s.conflict(ctx, guard, "email", "another person in your organisation already has the e-mail %s (person %s); e-mail addresses are unique among people", p.Email)
+		if f.Has(pi) {
+			return httpapi.Invalid("email", "another person in your organisation already has the e-mail %s (person %s); e-mail addresses are unique among people", p.Email, p.ID)
 		}
 		return nil
 	})
@@ -49,7 +48,9 @@ func (s *Store) CreatePerson(ctx context.Context, req *httpapi.CreateRequest) (s
 }
 
 // CreateCompany imports a company; the CVR (8 digits, formatting ignored) is
-// unique among the organisation's companies.
+// unique among the organisation's companies: the company's id is derived
+// from it. Its enrichment starts from the table's stream (the company's
+// insert), so the create writes no event: see Enricher.
 func (s *Store) CreateCompany(ctx context.Context, req *httpapi.CreateRequest) (string, any, error) {
 	b, err := httpapi.DecodeBody(req.Body)
 	if err != nil {
@@ -57,7 +58,7 @@ func (s *Store) CreateCompany(ctx context.Context, req *httpapi.CreateRequest) (
 	}
 	b.Forbid(assigned, "id", "created_at", "updated_at")
 	b.Forbid("the service fetches the register snapshot and logo itself", "enrichment")
-	c := Company{ID: uuid.NewString(), Name: b.String("name", true, 200), CreatedAt: store.FormatTime(req.Now)}
+	c := Company{Name: b.String("name", true, 200), CreatedAt: store.FormatTime(req.Now)}
 	if raw := b.String("cvr", true, 40); raw != "" {
 		if c.CVR = DigitsOnly(raw); len(c.CVR) != 8 {
 			b.Fail("cvr", "cvr must hold 8 digits (formatting characters are ignored), e.g. 12345678")
@@ -66,30 +67,28 @@ func (s *Store) CreateCompany(ctx context.Context, req *httpapi.CreateRequest) (
 	if err := b.Err(); err != nil {
 		return "", nil, err
 	}
+	if c.ID, err = CompanyID(ctx, s.db, req.Org, c.CVR); err != nil {
+		return "", nil, err
+	}
 	c.UpdatedAt = c.CreatedAt
 	c.Enrichment = &Enrichment{Status: EnrichmentPending}
 	c.SetKeys(req.Org)
-	guard := c.Guards(req.Org)[0]
-	// The enrichment job starts from the outbox, so it cannot be lost
-	// between this commit and a queue.
-	ev, err := outbox.New(req.Org, outbox.CompanyCreated, "company", map[string]string{"id": c.ID, "cvr": c.CVR}, req.Now)
-	if err != nil {
-		return "", nil, err
-	}
 	tx := s.db.Tx()
-	tx.PutNew(c)
-	gi := tx.PutNew(guard)
-	tx.PutNew(ev)
+	ci := tx.PutNew(c)
 	err = req.Commit(ctx, tx, c.ID, c, func(f *store.TxFailed) error {
-		if f.Has(gi) {
-			return s.conflict(ctx, guard, "cvr", "the CVR %s is already held by company %s in your organisation; CVRs are unique among companies", c.CVR)
+		if f.Has(ci) {
+			return httpapi.Invalid("cvr", "the CVR %s is already held by company %s in your organisation; CVRs are unique among companies", c.CVR, c.ID)
 		}
 		return nil
 	})
+	if err == nil && s.AfterCompanyCreate != nil {
+		s.AfterCompanyCreate(ctx, req.Org, c)
+	}
 	return c.ID, c, err
 }
 
-// CreateClient engages exactly one party of the caller's organisation, once.
+// CreateClient engages exactly one party of the caller's organisation,
+// once: the engagement's id is derived from its party's.
 func (s *Store) CreateClient(ctx context.Context, req *httpapi.CreateRequest) (string, any, error) {
 	b, err := httpapi.DecodeBody(req.Body)
 	if err != nil {
@@ -98,7 +97,7 @@ func (s *Store) CreateClient(ctx context.Context, req *httpapi.CreateRequest) (s
 	b.Forbid(assigned, "id", "created_at", "updated_at")
 	b.Forbid("it is derived from the party", "type")
 	b.Forbid("every imported engagement opens at pending; KYC is managed in the application", "kyc_status", "kyc_expires_at")
-	c := Client{ID: uuid.NewString(), KYCStatus: "pending", CreatedAt: store.FormatTime(req.Now),
+	c := Client{KYCStatus: "pending", CreatedAt: store.FormatTime(req.Now),
 		CompanyID: b.UUID("company_id", false), PersonID: b.UUID("person_id", false)}
 	field, sk := "company_id", companySK(c.CompanyID)
 	c.Type = TypeCompany
@@ -113,34 +112,22 @@ func (s *Store) CreateClient(ctx context.Context, req *httpapi.CreateRequest) (s
 	if err := b.Err(); err != nil {
 		return "", nil, err
 	}
+	if c.ID, err = ClientID(ctx, s.db, req.Org, c.PartyID()); err != nil {
+		return "", nil, err
+	}
 	c.UpdatedAt = c.CreatedAt
 	c.SetKeys(req.Org)
-	guard := c.Guards(req.Org)[0]
 	tx := s.db.Tx()
 	pi := tx.Check(store.OrgPK(req.Org), sk, "attribute_exists(PK)", nil, nil)
-	tx.PutNew(c)
-	gi := tx.PutNew(guard)
+	ci := tx.PutNew(c)
 	err = req.Commit(ctx, tx, c.ID, c, func(f *store.TxFailed) error {
 		switch {
 		case f.Has(pi):
 			return httpapi.Invalid(field, "no %s with id %s exists in your organisation; import the party first", c.Type, c.PartyID())
-		case f.Has(gi):
-			return s.conflict(ctx, guard, field, "this %s is already engaged as client %s; a party can have one engagement", c.Type)
+		case f.Has(ci):
+			return httpapi.Invalid(field, "this %s is already engaged as client %s; a party can have one engagement", c.Type, c.ID)
 		}
 		return nil
 	})
 	return c.ID, c, err
-}
-
-// conflict builds the 422 for a uniqueness guard that is taken, naming the
-// item that holds it. format takes the formatted args followed by that id.
-func (s *Store) conflict(ctx context.Context, g store.Guard, field, format string, args ...any) error {
-	var held store.Guard
-	holder := "(unknown)"
-	if err := s.db.Get(ctx, g.PK, g.SK, &held); err == nil {
-		holder = held.Ref
-	} else if !errors.Is(err, store.ErrNotFound) {
-		return err
-	}
-	return httpapi.Invalid(field, format, append(args, holder)...)
 }

@@ -9,11 +9,16 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"mime"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/practice-api/practice-api/shared/cpr"
 	"github.com/practice-api/practice-api/shared/netguard"
@@ -297,4 +302,55 @@ func (e *Enricher) get(ctx context.Context, path string, limit int64) ([]byte, s
 		return nil, "", 0, errPermanent{fmt.Sprintf("the company register's answer was over %d bytes", limit)}
 	}
 	return b, resp.Header.Get("Content-Type"), resp.StatusCode, nil
+}
+
+// PendingCompanies calls visit with every company whose enrichment is
+// pending: of org (a Query of its companies), or of every organisation
+// when org is "" (a Scan of the table: for the devserver's start and an
+// operator's repair, never a request). A company is pending while its job
+// is queued or waiting for a retry, or when its trigger was lost (a
+// process killed between the create and the job on the devserver, or a
+// stream batch given up on AWS): starting it again is harmless.
+func PendingCompanies(ctx context.Context, db *store.DB, org string, visit func(org string, c Company) error) error {
+	filter := "kind = :company AND enrichment.#st = :pending"
+	names := map[string]string{"#st": "status"}
+	values := map[string]ddbtypes.AttributeValue{
+		":company": &ddbtypes.AttributeValueMemberS{Value: "company"}, ":pending": &ddbtypes.AttributeValueMemberS{Value: EnrichmentPending},
+	}
+	var start map[string]ddbtypes.AttributeValue
+	for {
+		var items []map[string]ddbtypes.AttributeValue
+		var next map[string]ddbtypes.AttributeValue
+		if org != "" {
+			vals := maps.Clone(values)
+			vals[":pk"] = &ddbtypes.AttributeValueMemberS{Value: store.Collection(org, "COMPANY")}
+			out, err := db.Client.Query(ctx, &dynamodb.QueryInput{TableName: aws.String(db.Table), IndexName: aws.String("GSI1"),
+				KeyConditionExpression: aws.String("GSI1PK = :pk"), FilterExpression: aws.String(filter),
+				ExpressionAttributeNames: names, ExpressionAttributeValues: vals, ExclusiveStartKey: start})
+			if err != nil {
+				return err
+			}
+			items, next = out.Items, out.LastEvaluatedKey
+		} else {
+			out, err := db.Client.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(db.Table), FilterExpression: aws.String(filter),
+				ExpressionAttributeNames: names, ExpressionAttributeValues: values, ExclusiveStartKey: start})
+			if err != nil {
+				return err
+			}
+			items, next = out.Items, out.LastEvaluatedKey
+		}
+		for _, it := range items {
+			var c Company
+			if err := store.Unmarshal(it, &c); err != nil {
+				return err
+			}
+			if err := visit(strings.TrimPrefix(c.PK, "O#"), c); err != nil {
+				return err
+			}
+		}
+		if next == nil {
+			return nil
+		}
+		start = next
+	}
 }

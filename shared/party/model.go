@@ -4,6 +4,7 @@
 package party
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 
@@ -120,18 +121,37 @@ func DigitsOnly(s string) string {
 	return b.String()
 }
 
+// Ids are derived from the value each item must hold alone in its
+// organisation (store.DB.DerivedID), so the item's own key is the
+// uniqueness guard: a person's from the e-mail, a company's from the CVR,
+// an engagement's from its party.
+
+// PersonID is the id of the person of org with e-mail email.
+func PersonID(ctx context.Context, db *store.DB, org, email string) (string, error) {
+	return db.DerivedID(ctx, org, "EMAIL", NormalizeEmail(email))
+}
+
+// CompanyID is the id of the company of org with CVR cvr (digits).
+func CompanyID(ctx context.Context, db *store.DB, org, cvr string) (string, error) {
+	return db.DerivedID(ctx, org, "CVR", cvr)
+}
+
+// ClientID is the id of the engagement of org on the party partyID.
+func ClientID(ctx context.Context, db *store.DB, org, partyID string) (string, error) {
+	return db.DerivedID(ctx, org, "ENGAGEMENT", partyID)
+}
+
 // SetKeys fills the item keys: GSI1 lists people by last change.
 func (p *Person) SetKeys(org string) {
 	p.Keys = store.Keys{PK: store.OrgPK(org), SK: personSK(p.ID), Kind: "person",
 		GSI1PK: store.Collection(org, "PERSON"), GSI1SK: store.Seq(p.UpdatedAt, p.ID)}
 }
 
-// SetKeys fills the item keys: GSI1 lists companies by last change, GSI2
-// finds them by CVR.
+// SetKeys fills the item keys: GSI1 lists companies by last change (a CVR
+// finds its company by id: CompanyID).
 func (c *Company) SetKeys(org string) {
 	c.Keys = store.Keys{PK: store.OrgPK(org), SK: companySK(c.ID), Kind: "company",
-		GSI1PK: store.Collection(org, "COMPANY"), GSI1SK: store.Seq(c.UpdatedAt, c.ID),
-		GSI2PK: store.Collection(org, "COMPANY", "CVR", c.CVR), GSI2SK: store.Seq(c.UpdatedAt, c.ID)}
+		GSI1PK: store.Collection(org, "COMPANY"), GSI1SK: store.Seq(c.UpdatedAt, c.ID)}
 }
 
 // SetKeys fills the item keys: GSI1 lists clients by last change, GSI2 by
@@ -140,19 +160,4 @@ func (c *Client) SetKeys(org string) {
 	c.Keys = store.Keys{PK: store.OrgPK(org), SK: clientSK(c.ID), Kind: "client",
 		GSI1PK: store.Collection(org, "CLIENT"), GSI1SK: store.Seq(c.UpdatedAt, c.ID),
 		GSI2PK: store.Collection(org, "CLIENT", "TYPE", c.Type), GSI2SK: store.Seq(c.UpdatedAt, c.ID)}
-}
-
-// Guards returns the uniqueness guards a person holds.
-func (p *Person) Guards(org string) []store.Guard {
-	return []store.Guard{store.NewGuard(org, "EMAIL", NormalizeEmail(p.Email), p.ID)}
-}
-
-// Guards returns the uniqueness guards a company holds.
-func (c *Company) Guards(org string) []store.Guard {
-	return []store.Guard{store.NewGuard(org, "CVR", c.CVR, c.ID)}
-}
-
-// Guards returns the guard that allows one engagement per party.
-func (c *Client) Guards(org string) []store.Guard {
-	return []store.Guard{store.NewGuard(org, "ENGAGEMENT", c.PartyID(), c.ID)}
 }

@@ -2,13 +2,20 @@ package party
 
 import (
 	"context"
+	"errors"
 
 	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/store"
 )
 
 // Store reads parties and engagements of one organisation at a time.
-type Store struct{ db *store.DB }
+type Store struct {
+	db *store.DB
+	// AfterCompanyCreate, when set, is told of each company created (the
+	// devserver starts its enrichment at once; on AWS the table's stream
+	// does).
+	AfterCompanyCreate func(ctx context.Context, org string, c Company)
+}
 
 // NewStore returns a Store on db.
 func NewStore(db *store.DB) *Store { return &Store{db: db} }
@@ -51,16 +58,26 @@ func (s *Store) ListPeople(ctx context.Context, org string, req httpapi.ListRequ
 		SKFrom: req.Filter.UpdatedSince, Limit: req.PerPage, After: req.After, Project: true})
 }
 
-// ListCompanies: with cvr, Query GSI2 "O#org#COMPANY#CVR#<digits>";
-// otherwise GSI1 "O#org#COMPANY"; updated_since is the sort-key bound on either.
+// ListCompanies: Query GSI1 "O#org#COMPANY", sort key >= updated_since.
+// With cvr, the one company that may hold it is read by its id (CompanyID),
+// and listed when it changed at or after updated_since.
 func (s *Store) ListCompanies(ctx context.Context, org string, req httpapi.ListRequest[CompanyFilter]) ([]Company, store.StartKey, error) {
-	q := store.ListQuery{Index: "GSI1", PK: store.Collection(org, "COMPANY"),
-		SKFrom: req.Filter.UpdatedSince, Limit: req.PerPage, After: req.After}
 	if req.Filter.CVR != "" {
-		q.Index, q.PK = "GSI2", store.Collection(org, "COMPANY", "CVR", req.Filter.CVR)
+		id, err := CompanyID(ctx, s.db, org, req.Filter.CVR)
+		if err != nil {
+			return nil, nil, err
+		}
+		c, err := store.ReadInto[Company](ctx, s.db, store.OrgPK(org), companySK(id))
+		switch {
+		case errors.Is(err, store.ErrNotFound), err == nil && c.UpdatedAt < req.Filter.UpdatedSince, req.After != nil:
+			return []Company{}, nil, nil
+		case err != nil:
+			return nil, nil, err
+		}
+		return []Company{c}, nil, nil
 	}
-	q.Project = true
-	return store.QueryInto[Company](ctx, s.db, q)
+	return store.QueryInto[Company](ctx, s.db, store.ListQuery{Index: "GSI1", PK: store.Collection(org, "COMPANY"),
+		SKFrom: req.Filter.UpdatedSince, Limit: req.PerPage, After: req.After, Project: true})
 }
 
 // ListClients: with type, Query GSI2 "O#org#CLIENT#TYPE#<type>"; otherwise

@@ -112,33 +112,39 @@ func bump(m map[string]*Totals, k string, e timeentry.TimeEntry) {
 	m[k].add(e)
 }
 
-// TimeSummary: one Query of GSI1 "O#org#TE" over the date range.
+// TimeSummary: one Query of each status partition of GSI1
+// ("O#org#TE#S#<status>") over the date range (entry ids begin with their
+// date): every entry of the range, read once.
 func (s *Store) TimeSummary(ctx context.Context, org, from, to string) (TimeSummary, error) {
 	r := TimeSummary{Type: "time-summary", DateFrom: from, DateTo: to, Currency: "DKK"}
 	byStatus, byUser, byMatter := map[string]*Totals{}, map[string]*Totals{}, map[string]*Totals{}
-	q := store.ListQuery{Index: "GSI1", PK: store.Collection(org, "TE"), Project: true}
-	q.Dates(from, to)
-	err := store.Each(ctx, s.db, q,
-		func(e timeentry.TimeEntry) {
-			r.Totals.add(e)
-			bump(byStatus, e.Status, e)
-			bump(byUser, e.UserID, e)
-			bump(byMatter, e.MatterID, e)
-		})
+	for _, pk := range timeentry.StatusPKs(org) {
+		q := store.ListQuery{Index: "GSI1", PK: pk, SKFrom: store.DateOf(from), SKTo: store.DateOf(to) + "~", Project: true}
+		err := store.Each(ctx, s.db, q,
+			func(e timeentry.TimeEntry) {
+				r.Totals.add(e)
+				bump(byStatus, e.Status, e)
+				bump(byUser, e.UserID, e)
+				bump(byMatter, e.MatterID, e)
+			})
+		if err != nil {
+			return TimeSummary{}, err
+		}
+	}
 	r.ByStatus, r.ByUser, r.ByMatter = groups(byStatus), groups(byUser), groups(byMatter)
-	return r, err
+	return r, nil
 }
 
 // unbilled are the statuses of work in progress.
 var unbilled = []string{"draft", "submitted", "approved"}
 
-// WIP: one Query of GSI5 "O#org#TE#STATUS#<s>" per unbilled status; its
-// work follows the unbilled entries, not the organisation's history.
+// WIP: one Query of GSI1 "O#org#TE#S#<s>" per unbilled status; its work
+// follows the unbilled entries, not the organisation's history.
 func (s *Store) WIP(ctx context.Context, org string) (WIP, error) {
 	r := WIP{Type: "wip", Currency: "DKK"}
 	byMatter := map[string]*WIPMatter{}
 	for _, st := range unbilled {
-		err := store.Each(ctx, s.db, store.ListQuery{Index: "GSI5", PK: store.Collection(org, "TE", "STATUS", st), Project: true},
+		err := store.Each(ctx, s.db, store.ListQuery{Index: "GSI1", PK: timeentry.StatusPK(org, st), Project: true},
 			func(e timeentry.TimeEntry) {
 				m := byMatter[e.MatterID]
 				if m == nil {
@@ -181,7 +187,7 @@ func (s *Store) ReceivablesAging(ctx context.Context, org string, asOf time.Time
 	for i, b := range AgingBuckets {
 		totals[i].Bucket = b
 	}
-	err := store.Each(ctx, s.db, store.ListQuery{Index: "GSI4", PK: billing.OpenPK(org), Project: true, Omit: []string{"lines"}}, func(v billing.Invoice) {
+	err := store.Each(ctx, s.db, store.ListQuery{Index: "GSI4", PK: billing.OpenPK(org), Project: true}, func(v billing.Invoice) {
 		due, err := time.Parse(time.DateOnly, v.DueDate)
 		if err != nil {
 			return

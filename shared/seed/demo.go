@@ -37,7 +37,7 @@ func Demo(ctx context.Context, db *store.DB, now time.Time) (org string, key aut
 	}
 	_, key, err = keys.CreateKey(ctx, auth.KeyRequest{OrgID: DemoOrgID, ClientID: DemoClientID, Name: "demo",
 		Mode: auth.ModeTest, Scopes: auth.Catalogue}, now)
-	if errors.Is(err, store.ErrConflict) {
+	if errors.Is(err, auth.ErrClientExists) {
 		key, err = keys.Rotate(ctx, DemoClientID, now)
 	}
 	return DemoOrgID, key, err

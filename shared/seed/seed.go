@@ -1,5 +1,5 @@
 // Package seed writes realistic bulk data for demos, tests and benchmarks,
-// through the same item shapes, keys and uniqueness guards the API uses.
+// through the same item shapes, keys and derived ids the API uses.
 package seed
 
 import (
@@ -86,37 +86,47 @@ func Run(ctx context.Context, db *store.DB, org string, opt Options) (Counts, er
 		return nil
 	}
 	var c Counts
+	var err error
 	var invoices []billing.Invoice
 	nClients := max((opt.Matters+1)/2, min(opt.Matters, 1))
 	clients := make([]party.Client, 0, nClients)
 	runID := uuid.NewString()[:8] // keeps e-mails and CVRs of repeated runs apart
 	for i := range nClients {
 		created := stamp()
-		cl := party.Client{ID: uuid.NewString(), KYCStatus: "pending", CreatedAt: created, UpdatedAt: created}
+		cl := party.Client{KYCStatus: "pending", CreatedAt: created, UpdatedAt: created}
 		if i%2 == 0 {
-			co := party.Company{ID: uuid.NewString(),
+			co := party.Company{
 				Name: firmWords[r.IntN(len(firmWords))] + " " + firmWords[r.IntN(len(firmWords))] + " " + firmForms[r.IntN(len(firmForms))],
 				CVR:  cvr(runID, i), CreatedAt: created, UpdatedAt: created}
+			if co.ID, err = party.CompanyID(ctx, db, org, co.CVR); err != nil {
+				return c, err
+			}
 			co.SetKeys(org)
-			if err := add(co, co.Guards(org)[0]); err != nil {
+			if err := add(co); err != nil {
 				return c, err
 			}
 			cl.Type, cl.CompanyID = party.TypeCompany, co.ID
 			c.Companies++
 		} else {
 			first, last := firstNames[r.IntN(len(firstNames))], lastNames[r.IntN(len(lastNames))]
-			p := party.Person{ID: uuid.NewString(), Name: first + " " + last,
+			p := party.Person{Name: first + " " + last,
 				Email:     fmt.Sprintf("%s.%s.%s-%d@example.dk", asciiLower(first), asciiLower(last), runID, i),
 				CreatedAt: created, UpdatedAt: created}
+			if p.ID, err = party.PersonID(ctx, db, org, p.Email); err != nil {
+				return c, err
+			}
 			p.SetKeys(org)
-			if err := add(p, p.Guards(org)[0]); err != nil {
+			if err := add(p); err != nil {
 				return c, err
 			}
 			cl.Type, cl.PersonID = party.TypePerson, p.ID
 			c.People++
 		}
+		if cl.ID, err = party.ClientID(ctx, db, org, cl.PartyID()); err != nil {
+			return c, err
+		}
 		cl.SetKeys(org)
-		if err := add(cl, cl.Guards(org)[0]); err != nil {
+		if err := add(cl); err != nil {
 			return c, err
 		}
 		clients = append(clients, cl)
@@ -139,22 +149,25 @@ func Run(ctx context.Context, db *store.DB, org string, opt Options) (Counts, er
 				updated = cl.CreatedAt
 			}
 			rate := int64(150000 + 5000*r.Int64N(40)) // 1,500.00 to 3,450.00 DKK
-			m := matter.Matter{ID: uuid.NewString(), ClientID: cl.ID,
+			m := matter.Matter{ClientID: cl.ID,
 				MatterNumber: "SAG-" + strconv.FormatInt(first+int64(i), 10),
 				Title:        subjects[r.IntN(len(subjects))], Status: statuses[r.IntN(len(statuses))],
 				HourlyRate: &rate, Currency: "DKK", CreatedAt: cl.CreatedAt, UpdatedAt: updated}
+			if m.ID, err = matter.ID(ctx, db, org, m.MatterNumber); err != nil {
+				return c, err
+			}
 			if m.Status == "closed" || m.Status == "archived" {
 				m.ClosedAt = updated
 			}
 			m.SetKeys(org)
-			if err := add(m, m.Guards(org)[0]); err != nil {
+			if err := add(m); err != nil {
 				return c, err
 			}
 			c.Matters++
 			var billed []timeentry.TimeEntry
 			for range opt.EntriesPerMatter {
 				day := opt.Now.AddDate(0, 0, -r.IntN(540)).Format(time.DateOnly)
-				t := timeentry.TimeEntry{ID: uuid.NewString(), MatterID: m.ID, ClientID: m.ClientID,
+				t := timeentry.TimeEntry{ID: store.DateID(day), MatterID: m.ID, ClientID: m.ClientID,
 					UserID: users[r.IntN(len(users))], Date: day, DurationMinutes: int64(6 * (1 + r.IntN(40))),
 					HourlyRate: rate, Currency: "DKK", Status: entryStatuses[r.IntN(len(entryStatuses))],
 					Description: tasks[r.IntN(len(tasks))], CreatedAt: updated, UpdatedAt: updated}
@@ -208,7 +221,7 @@ func Run(ctx context.Context, db *store.DB, org string, opt Options) (Counts, er
 			v := &invoices[i]
 			v.Number = fmt.Sprintf("INV-%d", last-int64(len(invoices))+int64(i)+1)
 			v.SetKeys(org)
-			if err := add(v, v.Guards(org)[0]); err != nil {
+			if err := add(v, billing.LinesItem(org, v), v.Guards(org)[0]); err != nil {
 				return c, err
 			}
 			c.Invoices++

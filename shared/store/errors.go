@@ -26,6 +26,48 @@ func IsResourceNotFound(err error) bool {
 	return errors.As(err, &rnf)
 }
 
+// ErrTxConflict is returned when a transaction lost to a concurrent one on
+// the same items (DynamoDB's TransactionConflict): nothing was written, and
+// the same request may succeed when sent again.
+var ErrTxConflict = errors.New("store: a concurrent transaction on the same items")
+
+// isTxConflict reports whether a cancelled transaction lost to a
+// concurrent one.
+func isTxConflict(err error) bool {
+	var tce *ddbtypes.TransactionCanceledException
+	if errors.As(err, &tce) {
+		for _, r := range tce.CancellationReasons {
+			if aws.ToString(r.Code) == "TransactionConflict" {
+				return true
+			}
+		}
+	}
+	var tc *ddbtypes.TransactionConflictException
+	return errors.As(err, &tc)
+}
+
+// cancelled reads a cancelled transaction's reasons; nil for any other
+// error, or a cancellation that names no item.
+func cancelled(err error) *TxFailed {
+	var tce *ddbtypes.TransactionCanceledException
+	if !errors.As(err, &tce) {
+		return nil
+	}
+	f := &TxFailed{}
+	for i, r := range tce.CancellationReasons {
+		switch aws.ToString(r.Code) {
+		case "ConditionalCheckFailed":
+			f.Failed = append(f.Failed, i)
+		case "TransactionConflict":
+			f.Conflicted = append(f.Conflicted, i)
+		}
+	}
+	if len(f.Failed) == 0 && len(f.Conflicted) == 0 {
+		return nil
+	}
+	return f
+}
+
 // CancelledConditions returns, for a cancelled transaction, the indexes of
 // the items whose condition failed; ok is false for any other error.
 func CancelledConditions(err error) (failed []int, ok bool) {

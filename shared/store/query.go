@@ -3,6 +3,9 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -27,6 +30,9 @@ type ListQuery struct {
 	Limit    int               // items wanted on this page
 	After    StartKey          // resume after this key; nil for the first page
 	Desc     bool              // newest (highest sort key) first
+	// Consistent reads the base table strongly consistently (never an
+	// index, which DynamoDB reads eventually consistently).
+	Consistent bool
 	// Project reads only what the caller decodes (QueryInto: the attributes
 	// of its type) plus the keys a continuation needs, instead of whole
 	// items: for API lists, which hand every attribute they read to a client.
@@ -123,6 +129,9 @@ func (db *DB) Query(ctx context.Context, q ListQuery) (Page, error) {
 	if q.Desc {
 		in.ScanIndexForward = aws.Bool(false)
 	}
+	if q.Consistent && q.Index == "" {
+		in.ConsistentRead = aws.Bool(true)
+	}
 	if q.After != nil {
 		in.ExclusiveStartKey = toAttrs(q.After)
 	}
@@ -211,4 +220,83 @@ func (q *ListQuery) Dates(from, to string) {
 	if to != "" {
 		q.SKTo = to + "~" // after every "<date>#<id>" of that day
 	}
+}
+
+// Merge lists one page across several partitions of one index (q.PK is
+// ignored; pks names them), ordered by the index's sort key as if they
+// were one: for a collection kept in a few partitions by a value of few
+// kinds (time entries by status), so that one index answers both "all"
+// and "of this kind". Every partition is read at once, each for a full
+// page, and the continuation is the last sort key returned (every sort
+// key of the index is unique), from which each partition resumes.
+func (db *DB) Merge(ctx context.Context, q ListQuery, pks []string) (Page, error) {
+	_, skAttr := AttrPK, AttrSK
+	if q.Index != "" {
+		_, skAttr = GSIKeyAttrs(q.Index)
+	}
+	if after := q.After[skAttr]; after != "" {
+		// Sort keys of the merged indexes are of one length, so after+"!"
+		// is above after and below every longer key.
+		q.SKFrom = max(q.SKFrom, after+"!")
+	}
+	q.After = nil
+	pages := make([]Page, len(pks))
+	errs := make([]error, len(pks))
+	var wg sync.WaitGroup
+	for i, pk := range pks {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pq := q
+			pq.PK = pk
+			pages[i], errs[i] = db.Query(ctx, pq)
+		}()
+	}
+	wg.Wait()
+	var out Page
+	more := false
+	for i := range pks {
+		if errs[i] != nil {
+			return Page{}, errs[i]
+		}
+		out.Items = append(out.Items, pages[i].Items...)
+		out.Read += pages[i].Read
+		more = more || pages[i].Next != nil
+	}
+	sk := func(it map[string]ddbtypes.AttributeValue) string {
+		v, _ := it[skAttr].(*ddbtypes.AttributeValueMemberS)
+		if v == nil {
+			return ""
+		}
+		return v.Value
+	}
+	slices.SortFunc(out.Items, func(a, b map[string]ddbtypes.AttributeValue) int { return strings.Compare(sk(a), sk(b)) })
+	if len(out.Items) > q.Limit {
+		out.Items, more = out.Items[:q.Limit], true
+	}
+	if more && len(out.Items) > 0 {
+		out.Next = StartKey{skAttr: sk(out.Items[len(out.Items)-1])}
+	}
+	return out, nil
+}
+
+// MergeInto is Merge decoded into values of T (with q.Project, only T's
+// attributes are read).
+func MergeInto[T any](ctx context.Context, db *DB, q ListQuery, pks []string) ([]T, StartKey, error) {
+	if q.Project {
+		q.attrs = attrsExcept[T](q.Omit)
+	}
+	page, err := db.Merge(ctx, q, pks)
+	if err != nil {
+		return nil, nil, err
+	}
+	out := make([]T, 0, len(page.Items))
+	for _, it := range page.Items {
+		var v T
+		if err := Unmarshal(it, &v); err != nil {
+			return nil, nil, err
+		}
+		out = append(out, v)
+	}
+	return out, page.Next, nil
 }

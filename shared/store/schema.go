@@ -21,14 +21,78 @@ const (
 	AttrTTL = "ttl"
 )
 
-// GSIs lists the global secondary indexes by name; index i uses the
-// attributes GSI<i>PK and GSI<i>SK.
-// GSI6 is reserved for the outbox's pending events, so that a sweep reads
-// only what is pending (sparse: dispatched events leave it).
-var GSIs = []string{"GSI1", "GSI2", "GSI3", "GSI4", "GSI5", "GSI6"}
+// Index is one global secondary index: index i uses the attributes
+// GSI<i>PK and GSI<i>SK, and items fill only the slots they need
+// (docs/data-model.md names the Query each slot serves).
+type Index struct {
+	Name string
+	// KeysOnly indexes project the keys alone: an item's other attributes
+	// change without writing the index. The others project every
+	// attribute, since the lists they serve answer with whole items.
+	KeysOnly bool
+}
+
+// Indexes are the table's global secondary indexes. GSI6 holds the
+// outbox's pending and parked events (sparse: dispatched events leave it),
+// keys only: the dispatcher reads each event whole when it claims it.
+var Indexes = []Index{{Name: "GSI1"}, {Name: "GSI2"}, {Name: "GSI3"}, {Name: "GSI4"}, {Name: "GSI5"}, {Name: "GSI6", KeysOnly: true}}
+
+// GSIs lists the global secondary indexes by name.
+var GSIs = func() []string {
+	var out []string
+	for _, ix := range Indexes {
+		out = append(out, ix.Name)
+	}
+	return out
+}()
 
 // GSIKeyAttrs returns the partition and sort key attribute names of an index.
 func GSIKeyAttrs(index string) (pk, sk string) { return index + "PK", index + "SK" }
+
+// Projection is the index's projection for CreateTable.
+func (ix Index) Projection() *ddbtypes.Projection {
+	if ix.KeysOnly {
+		return &ddbtypes.Projection{ProjectionType: ddbtypes.ProjectionTypeKeysOnly}
+	}
+	return &ddbtypes.Projection{ProjectionType: ddbtypes.ProjectionTypeAll}
+}
+
+// entry is what the index holds of item: nil when the item is not in it.
+func (ix Index) entry(item map[string]ddbtypes.AttributeValue) map[string]ddbtypes.AttributeValue {
+	pk, sk := GSIKeyAttrs(ix.Name)
+	if item == nil || item[pk] == nil || item[sk] == nil {
+		return nil
+	}
+	if !ix.KeysOnly {
+		return item
+	}
+	return map[string]ddbtypes.AttributeValue{AttrPK: item[AttrPK], AttrSK: item[AttrSK], pk: item[pk], sk: item[sk]}
+}
+
+// writes is the units (per KB, before any transactional doubling) a
+// change of an item from pre to post (nil: absent) costs this index: a
+// put of an entry that appears, a delete of one that goes, both when its
+// key changes, one write when its projected attributes change.
+func (ix Index) writes(pre, post map[string]ddbtypes.AttributeValue) map[string]float64 {
+	a, b := ix.entry(pre), ix.entry(post)
+	pk, sk := GSIKeyAttrs(ix.Name)
+	same := func(x, y map[string]ddbtypes.AttributeValue) bool {
+		return ItemSize(x) == ItemSize(y) && equalItems(x, y)
+	}
+	switch {
+	case a == nil && b == nil:
+		return nil
+	case a == nil:
+		return map[string]float64{ix.Name: max(units(ItemSize(b), 1024), 1)}
+	case b == nil:
+		return map[string]float64{ix.Name: max(units(ItemSize(a), 1024), 1)}
+	case !equalValue(a[pk], b[pk]) || !equalValue(a[sk], b[sk]):
+		return map[string]float64{ix.Name: max(units(ItemSize(a), 1024), 1) + max(units(ItemSize(b), 1024), 1)}
+	case same(a, b):
+		return nil
+	}
+	return map[string]float64{ix.Name: max(units(max(ItemSize(a), ItemSize(b)), 1024), 1)}
+}
 
 // TableDefinition is the single table's schema, shared by EnsureTable and
 // the CDK app so that the two cannot drift.
@@ -45,7 +109,8 @@ func TableDefinition(name string) *dynamodb.CreateTableInput {
 			{AttributeName: aws.String(AttrSK), KeyType: ddbtypes.KeyTypeRange},
 		},
 	}
-	for _, idx := range GSIs {
+	for _, ix := range Indexes {
+		idx := ix.Name
 		pk, sk := GSIKeyAttrs(idx)
 		in.AttributeDefinitions = append(in.AttributeDefinitions,
 			ddbtypes.AttributeDefinition{AttributeName: aws.String(pk), AttributeType: ddbtypes.ScalarAttributeTypeS},
@@ -56,7 +121,7 @@ func TableDefinition(name string) *dynamodb.CreateTableInput {
 				{AttributeName: aws.String(pk), KeyType: ddbtypes.KeyTypeHash},
 				{AttributeName: aws.String(sk), KeyType: ddbtypes.KeyTypeRange},
 			},
-			Projection: &ddbtypes.Projection{ProjectionType: ddbtypes.ProjectionTypeAll},
+			Projection: ix.Projection(),
 		})
 	}
 	return in

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -48,12 +49,22 @@ func (b *TxBuilder) Add(it ddbtypes.TransactWriteItem) int {
 	return len(b.items) - 1
 }
 
-// TxFailed is returned when conditions failed; Failed holds their indexes.
-type TxFailed struct{ Failed []int }
+// TxFailed is returned when a transaction was cancelled by its items:
+// Failed holds the indexes of failed conditions, Conflicted those of
+// items a concurrent transaction held (nothing was written either way).
+type TxFailed struct{ Failed, Conflicted []int }
 
 func (e *TxFailed) Error() string {
-	return fmt.Sprintf("store: transaction conditions failed at %v", e.Failed)
+	return fmt.Sprintf("store: transaction cancelled: conditions failed at %v, conflicts at %v", e.Failed, e.Conflicted)
 }
+
+// Is makes a cancellation by conflicts alone ErrTxConflict.
+func (e *TxFailed) Is(target error) bool {
+	return target == ErrTxConflict && len(e.Failed) == 0 && len(e.Conflicted) > 0
+}
+
+// Conflict reports whether item i was held by a concurrent transaction.
+func (e *TxFailed) Conflict(i int) bool { return slices.Contains(e.Conflicted, i) }
 
 // Has reports whether the condition of item i failed.
 func (e *TxFailed) Has(i int) bool {
@@ -75,8 +86,11 @@ func (b *TxBuilder) Commit(ctx context.Context) error {
 	if err == nil {
 		return nil
 	}
-	if failed, ok := CancelledConditions(err); ok && len(failed) > 0 {
-		return &TxFailed{Failed: failed}
+	if f := cancelled(err); f != nil {
+		return f
+	}
+	if isTxConflict(err) {
+		return ErrTxConflict
 	}
 	return fmt.Errorf("transaction: %w", err)
 }

@@ -28,9 +28,15 @@ var ErrNotFound = errors.New("time entry: not found")
 // flow), recomputing its amount as every save does.
 func (s *Store) SetStatus(ctx context.Context, org, id, to string, now time.Time) (TimeEntry, error) {
 	var t TimeEntry
+	matterID := ""
 	err := store.Optimistic("time entry "+id, func() error {
 		var err error
-		t, err = s.Get(ctx, org, id)
+		if matterID == "" {
+			t, err = s.Find(ctx, org, id)
+			matterID = t.MatterID
+		} else {
+			t, err = s.Get(ctx, org, matterID, id)
+		}
 		if errors.Is(err, store.ErrNotFound) {
 			return fmt.Errorf("%w: %s", ErrNotFound, id)
 		}

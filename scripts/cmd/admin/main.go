@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -41,7 +42,10 @@ func main() {
 
 const usage = `usage: admin <command> [flags]
   org create --name NAME
-  key create --org ORG --scopes s1,s2 [--mode live|test] [--expires RFC3339] [--name N]
+  org set-limit --org ORG --ceiling N             requests/minute all its keys' limits may add up to (0: the default, 18000)
+  key create --org ORG --scopes s1,s2 [--mode live|test] [--expires RFC3339] [--name N] [--rate-limit N]
+  key set-limit --client CLIENT --rate-limit N     the key's own requests/minute (0: the stage's RATE_LIMIT_PER_MINUTE)
+  key list --org ORG                               the organisation's keys, live and revoked (never a secret)
   key rotate --client CLIENT
   key revoke-secret --client CLIENT --secret SECRET_ID
   key revoke --client CLIENT
@@ -56,7 +60,9 @@ const usage = `usage: admin <command> [flags]
   seed --org ORG [--matters N] [--entries-per-matter N]
   outbox parked [--limit N]                      events the dispatcher gave up on, with why
   outbox replay (--event EVENT | --all)          put parked events back; the next sweep sends them
-env: DYNAMODB_ENDPOINT (default http://127.0.0.1:8000; "aws" for the SDK's own), TABLE_NAME (default practice-api)`
+  enrichment resume [--org ORG]                   start again the enrichment of companies still pending
+env: DYNAMODB_ENDPOINT (default http://127.0.0.1:8000; "aws" for the SDK's own), TABLE_NAME (default practice-api),
+     RATE_LIMIT_PER_MINUTE (default 120: what a key without its own limit counts for against its organisation's ceiling)`
 
 // hasCPR reports whether a JSON argument (--lines) names or holds a CPR.
 func hasCPR(v any) bool {
@@ -77,7 +83,7 @@ func run(ctx context.Context, args []string) (any, error) {
 		}
 	}
 	cmd, rest := args[0], args[1:]
-	if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") && (cmd == "org" || cmd == "key" || cmd == "kyc" || cmd == "matter" || cmd == "time-entry" || cmd == "invoice" || cmd == "document" || cmd == "outbox") {
+	if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") && (cmd == "org" || cmd == "key" || cmd == "kyc" || cmd == "matter" || cmd == "time-entry" || cmd == "invoice" || cmd == "document" || cmd == "outbox" || cmd == "enrichment") {
 		cmd, rest = cmd+" "+rest[0], rest[1:]
 	}
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
@@ -106,6 +112,8 @@ func run(ctx context.Context, args []string) (any, error) {
 		event    = fs.String("event", "", "event id")
 		all      = fs.Bool("all", false, "every parked event")
 		limit    = fs.Int("limit", 100, "events to list")
+		rate     = fs.Int("rate-limit", 0, "requests per minute")
+		ceiling  = fs.Int("ceiling", -1, "requests per minute")
 	)
 	if err := fs.Parse(rest); err != nil {
 		return nil, fmt.Errorf("%s: %v\n%s", cmd, err, usage)
@@ -127,6 +135,14 @@ func run(ctx context.Context, args []string) (any, error) {
 		return nil, err
 	}
 	keys := auth.NewStore(db)
+	if v := os.Getenv("RATE_LIMIT_PER_MINUTE"); v != "" {
+		if keys.DefaultLimit, err = strconv.Atoi(v); err != nil || keys.DefaultLimit < 1 {
+			return nil, fmt.Errorf("RATE_LIMIT_PER_MINUTE must be a positive integer, got %q", v)
+		}
+	}
+	if err := app.OutboxFromEnv(); err != nil {
+		return nil, err
+	}
 	now := time.Now()
 	switch cmd {
 	case "org create":
@@ -146,11 +162,63 @@ func run(ctx context.Context, args []string) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		c, tok, err := keys.CreateKey(ctx, auth.KeyRequest{OrgID: *org, Name: *name, Mode: *mode, Scopes: sc, Expires: exp}, now)
+		if *rate < 0 {
+			return nil, fmt.Errorf("%s: --rate-limit is a positive number of requests per minute", cmd)
+		}
+		c, tok, err := keys.CreateKey(ctx, auth.KeyRequest{OrgID: *org, Name: *name, Mode: *mode, Scopes: sc, Expires: exp, RateLimit: *rate}, now)
 		if err != nil {
 			return nil, err
 		}
 		return keyOut(c.ID, tok), nil
+	case "key set-limit":
+		if err := need("client", "rate-limit"); err != nil {
+			return nil, err
+		}
+		return keys.SetLimit(ctx, *client, *rate)
+	case "key list":
+		if err := need("org"); err != nil {
+			return nil, err
+		}
+		if _, err := keys.GetOrg(ctx, *org); err != nil {
+			return nil, err
+		}
+		refs, err := keys.Keys(ctx, *org)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"organization_id": *org, "keys": refs, "count": len(refs)}, nil
+	case "org set-limit":
+		if err := need("org"); err != nil {
+			return nil, err
+		}
+		if *ceiling < 0 {
+			return nil, fmt.Errorf("%s: --ceiling is required (requests per minute; 0 for the default)", cmd)
+		}
+		o, err := keys.SetCeiling(ctx, *org, *ceiling)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"id": o.ID, "name": o.Name, "rate_ceiling": o.Ceiling()}, nil
+	case "enrichment resume":
+		started := []string{}
+		err := party.PendingCompanies(ctx, db, *org, func(org string, c party.Company) error {
+			// An outbox event the dispatcher routes to the enrichment queue,
+			// as it routes every company.created.
+			ev, err := outbox.New(org, outbox.CompanyCreated, "company", map[string]string{"id": c.ID, "cvr": c.CVR}, now)
+			if err != nil {
+				return err
+			}
+			item, err := store.Marshal(ev)
+			if err != nil {
+				return err
+			}
+			started = append(started, c.ID)
+			return db.PutNew(ctx, item)
+		})
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"companies": started, "count": len(started)}, nil
 	case "key rotate":
 		if err := need("client"); err != nil {
 			return nil, err

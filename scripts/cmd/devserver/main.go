@@ -18,6 +18,7 @@ import (
 	"github.com/practice-api/practice-api/scripts/internal/localrun"
 	"github.com/practice-api/practice-api/shared/app"
 	"github.com/practice-api/practice-api/shared/families"
+	"github.com/practice-api/practice-api/shared/party"
 	"github.com/practice-api/practice-api/shared/queue"
 	"github.com/practice-api/practice-api/shared/seed"
 )
@@ -89,11 +90,29 @@ func run() error {
 	if env.Edge.PublicBaseURL == "" { // links and Location name the address served, whatever Host a client sends
 		env.Edge.PublicBaseURL = "http://" + apiLn.Addr().String()
 	}
-	handler, err := families.Handler(env.Edge, db, workers.Deliverer)
+	// Where AWS starts a company's enrichment from the table's stream, the
+	// devserver starts it after the create; a company whose create was
+	// answered but whose job a kill lost is found at the next start.
+	handler, err := families.Handler(env.Edge, db, workers.Deliverer, families.AfterCompanyCreate(func(ctx context.Context, org string, c party.Company) {
+		if err := workers.Dispatcher.DispatchCompany(context.WithoutCancel(ctx), org, c.ID, c.CVR, c.CreatedAt); err != nil {
+			slog.Error("start enrichment", "company_id", c.ID, "err", err)
+		}
+	}))
 	if err != nil {
 		return err
 	}
 
+	resumed := 0
+	err = party.PendingCompanies(ctx, db, "", func(org string, c party.Company) error {
+		resumed++
+		return workers.Dispatcher.DispatchCompany(ctx, org, c.ID, c.CVR, c.CreatedAt)
+	})
+	if err != nil {
+		return fmt.Errorf("resume pending enrichments: %w", err)
+	}
+	if resumed > 0 {
+		slog.Info("resumed pending company enrichments", "companies", resumed)
+	}
 	if err := seed.DemoFromEnv(ctx, db, os.Stdout); err != nil {
 		return err
 	}

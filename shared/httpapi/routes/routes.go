@@ -91,10 +91,10 @@ var Table = []Route{
 var Indexes = map[string][]string{
 	Matters:     {"GSI1", "GSI2", "GSI3"},
 	Parties:     {"GSI1", "GSI2"},
-	TimeEntries: {"GSI1", "GSI2", "GSI3", "GSI4", "GSI5"},
+	TimeEntries: {"GSI1", "GSI2", "GSI3"},
 	Invoices:    {"GSI1", "GSI2", "GSI3", "GSI5"},
 	Documents:   {"GSI1", "GSI2", "GSI3"},
-	Reports:     {"GSI1", "GSI4", "GSI5"},
+	Reports:     {"GSI1", "GSI4"},
 }
 
 // Family returns the routes of one family.

@@ -58,6 +58,17 @@ func Endpoint(t testing.TB) string {
 	return endpoint
 }
 
+// Plain returns a client of table with no middleware of a test's (round
+// trip counts, faults, meters): for reading what a test's client wrote.
+func Plain(t testing.TB, table string) *store.DB {
+	t.Helper()
+	db, err := store.New(context.Background(), store.Config{TableName: table, Endpoint: Endpoint(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
 // NewDB creates a uniquely named table on the test engine and returns a
 // client bound to it; the table is deleted when the test ends.
 func NewDB(t testing.TB, apiOptions ...func(*middleware.Stack) error) *store.DB {
