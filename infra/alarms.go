@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssnssubscriptions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
@@ -112,7 +113,31 @@ func newAlarms(s *Stack, p *Props) {
 	alarm("webhook-endpoints-disabled", "a webhook endpoint was disabled after 20 consecutive failed deliveries",
 		awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: jsii.String(MetricNamespace), MetricName: jsii.String("WebhookEndpointsDisabled"),
 			DimensionsMap: stage, Period: five, Statistic: jsii.String("Sum")}), 0, 1, 1)
+	// What the gateway refuses itself (a route's throttle, from the traffic
+	// model): a 429 no function answered. The per-client limits' own 429s
+	// come from the functions and are counted apart, for the dashboard.
+	gatewayThrottled := s.accessLogMetric("GatewayThrottled", `{ ($.status = "429") && ($.integrationStatus = "-") }`, stage)
+	s.accessLogMetric("ClientRateLimited", `{ ($.status = "429") && ($.integrationStatus != "-") }`, stage)
+	alarm("api-gateway-throttles", "the gateway refused requests over a route's throttle (the traffic model's peak, docs/cost-model.md), more than 100 in 2 of 3 five-minute periods",
+		gatewayThrottled, 100, 2, 3)
+	// The account's Lambda concurrency is shared by every function (and
+	// every other service of the account): near its limit, throttles begin.
+	alarm("account-concurrency", fmt.Sprintf("the account's Lambda concurrency is above 80%% of its limit of %d (accountConcurrency) in 3 of 5 minutes", p.AccountConcurrency),
+		awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: jsii.String("AWS/Lambda"), MetricName: jsii.String("ConcurrentExecutions"),
+			Period: minute, Statistic: jsii.String("Maximum")}), 0.8*float64(p.AccountConcurrency), 3, 5)
 	newDashboard(s, p)
+}
+
+// accessLogMetric counts the gateway's access log lines that match pattern
+// as metric name of the service's namespace, with the stage's dimension.
+func (s *Stack) accessLogMetric(name, pattern string, stage *map[string]*string) awscloudwatch.IMetric {
+	awslogs.NewMetricFilter(s.Stack, jsii.String(name+"-filter"), &awslogs.MetricFilterProps{
+		LogGroup: s.AccessLogs, FilterPattern: awslogs.FilterPattern_Literal(jsii.String(pattern)),
+		MetricNamespace: jsii.String(MetricNamespace), MetricName: jsii.String(name), MetricValue: jsii.String("1"),
+		Dimensions: &map[string]*string{"Stage": (*stage)["Stage"]},
+	})
+	return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: jsii.String(MetricNamespace), MetricName: jsii.String(name),
+		DimensionsMap: stage, Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Sum")})
 }
 
 // RouteLatencyThresholdMS is a route's p99 latency alarm threshold: 15 s
@@ -177,6 +202,9 @@ func newDashboard(s *Stack, p *Props) {
 				graph("Outbox: dispatched, failed, parked; stream iterator age", custom("OutboxDispatched"), custom("OutboxDispatchFailures"),
 					custom("OutboxEventsParked"), s.Functions["dispatcher"].Metric(jsii.String("IteratorAge"), opts("Maximum")),
 					s.DispatchFailures.MetricApproximateNumberOfMessagesVisible(opts("Maximum")))},
+			{graph("Gateway throttles and per-client 429s", custom("GatewayThrottled"), custom("ClientRateLimited")),
+				graph("Account Lambda concurrency", awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: jsii.String("AWS/Lambda"),
+					MetricName: jsii.String("ConcurrentExecutions"), Period: minute, Statistic: jsii.String("Maximum")}))},
 			{graph("Webhook endpoints disabled", custom("WebhookEndpointsDisabled")),
 				graph("DynamoDB throttled requests", s.Table.MetricThrottledRequestsForOperations(&awsdynamodb.OperationsMetricOptions{Period: minute, Operations: tableOps})),
 				graph("DynamoDB system errors", s.Table.MetricSystemErrorsForOperations(&awsdynamodb.SystemErrorsForOperationsMetricOptions{Period: minute, Operations: tableOps}))},

@@ -14,6 +14,12 @@ type Function struct {
 	MemoryMB float64
 	TimeoutS float64
 	Table    []string // dynamodb actions on the table
+	// WriteKeys, when set, confine the function's writes to items whose
+	// partition key matches one of them (dynamodb:LeadingKeys): a function
+	// that only reads writes nothing but its requests' counts (APICLIENT#*)
+	// and the stage's secrets (CONFIG), so no bug or injected request of
+	// its can change an organisation's data.
+	WriteKeys []string
 	// Indexes are the GSIs it queries (routes.Indexes for the API
 	// families): its role may Query those and no others.
 	Indexes []string
@@ -25,17 +31,20 @@ type Function struct {
 	// Queue access is wired per function in the stack.
 }
 
-// apiActions are what every API family does: authenticate and count
-// (UpdateItem), load the cursor key (GetItem, PutItem on first use), read
-// (GetItem, Query), and create through the idempotency claim (UpdateItem,
-// DeleteItem on release) and one transaction (PutItem, UpdateItem,
-// ConditionCheckItem).
-var apiActions = []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
-	"dynamodb:ConditionCheckItem", "dynamodb:Query"}
+// apiActions are what every API family that creates does: authenticate
+// and count (UpdateItem), load the stage's keys (GetItem, PutItem on first
+// use), read (GetItem, Query), and create in one transaction that binds
+// the Idempotency-Key (PutItem, UpdateItem, ConditionCheckItem); a matter
+// number is an UpdateItem of its counter.
+var apiActions = []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:ConditionCheckItem", "dynamodb:Query"}
 
 // readActions are what a read-only family does: authenticate and count,
-// load the cursor key, read.
+// load the stage's keys, read; its writes are confined to readWriteKeys.
 var readActions = []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"}
+
+// readWriteKeys are the partitions a read-only family writes: its
+// requests' counts, and the stage's secrets on first use.
+var readWriteKeys = []string{"APICLIENT#*", "CONFIG"}
 
 // Functions lists every Lambda of the service. Memory sizes come from the
 // measured CPU per request (docs/cost-model.md): API functions get 512 MB,
@@ -46,11 +55,12 @@ var Functions = []Function{
 	{Name: "matters", Family: routes.Matters, MemoryMB: 512, TimeoutS: 10, Table: apiActions, Indexes: routes.Indexes[routes.Matters]},
 	{Name: "parties", Family: routes.Parties, MemoryMB: 512, TimeoutS: 10, Table: apiActions, Indexes: routes.Indexes[routes.Parties]},
 	{Name: "timeentries", Family: routes.TimeEntries, MemoryMB: 512, TimeoutS: 10, Table: apiActions, Indexes: routes.Indexes[routes.TimeEntries]},
-	{Name: "invoices", Family: routes.Invoices, MemoryMB: 512, TimeoutS: 10, Table: readActions, Indexes: routes.Indexes[routes.Invoices]},
-	{Name: "documents", Family: routes.Documents, MemoryMB: 512, TimeoutS: 10, Table: readActions, Indexes: routes.Indexes[routes.Documents]},
+	{Name: "invoices", Family: routes.Invoices, MemoryMB: 512, TimeoutS: 10, Table: readActions, WriteKeys: readWriteKeys, Indexes: routes.Indexes[routes.Invoices]},
+	{Name: "documents", Family: routes.Documents, MemoryMB: 512, TimeoutS: 10, Table: readActions, WriteKeys: readWriteKeys, Indexes: routes.Indexes[routes.Documents]},
 	// Reports aggregate up to a year of entries in memory: CPU-bound, so the
-	// larger CPU share of 1024 MB pays back directly.
-	{Name: "reports", Family: routes.Reports, MemoryMB: 1024, TimeoutS: 25, Table: readActions, Indexes: routes.Indexes[routes.Reports]},
+	// larger CPU share of 1024 MB pays back directly. Reserved concurrency
+	// (ReportsConcurrency) caps what they take of the account's.
+	{Name: "reports", Family: routes.Reports, MemoryMB: 1024, TimeoutS: 25, Table: readActions, WriteKeys: readWriteKeys, Indexes: routes.Indexes[routes.Reports]},
 	// The dispatcher reads the pending index, claims each event and marks it
 	// dispatched or parked (conditional UpdateItems). Reserved concurrency:
 	// Props.DispatcherConcurrency.
@@ -61,8 +71,8 @@ var Functions = []Function{
 	// Meta serves the OpenAPI document from its binary: no table, no queue.
 	{Name: "meta", Family: routes.Meta, MemoryMB: 128, TimeoutS: 5},
 	// Webhooks: endpoints and delivery logs live in the organisation's own
-	// partition, so it queries no index.
-	{Name: "webhooks", Family: routes.Webhooks, MemoryMB: 512, TimeoutS: 10, Table: apiActions},
+	// partition, so it queries no index; deleting an endpoint is a DeleteItem.
+	{Name: "webhooks", Family: routes.Webhooks, MemoryMB: 512, TimeoutS: 10, Table: append(append([]string{}, apiActions...), "dynamodb:DeleteItem")},
 	// Delivery reads the endpoint, claims each attempt, and records it with
 	// the delivery log and the endpoint's count in one transaction.
 	// Its timeout covers 5 s to connect and 10 s for the answer, with room.

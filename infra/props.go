@@ -73,6 +73,16 @@ type Props struct {
 	// no key ($default, the document and the reference page), which no
 	// per-client limit covers (context publicThrottleRate, publicThrottleBurst).
 	PublicThrottleRate, PublicThrottleBurst float64
+	// OutboxShards is OUTBOX_SHARDS (context outboxShards, default 32): the
+	// sweep index's partitions; it may only grow.
+	OutboxShards int
+	// OutboxRetentionDays is OUTBOX_RETENTION in days (context
+	// outboxRetentionDays, default 7): how long a dispatched event is kept.
+	OutboxRetentionDays int
+	// AccountConcurrency is the account's Lambda concurrency limit (context
+	// accountConcurrency, default 1000, AWS's default): an alarm fires at
+	// 80 % of it.
+	AccountConcurrency int
 }
 
 // Defaults of the stage's sizes.
@@ -108,6 +118,15 @@ func (p *Props) defaults() {
 	}
 	if p.PublicThrottleBurst <= 0 {
 		p.PublicThrottleBurst = DefaultPublicThrottleBurst
+	}
+	if p.OutboxShards <= 0 {
+		p.OutboxShards = 32
+	}
+	if p.OutboxRetentionDays <= 0 {
+		p.OutboxRetentionDays = 7
+	}
+	if p.AccountConcurrency <= 0 {
+		p.AccountConcurrency = 1000
 	}
 	if p.DomainName != "" && p.PublicBaseURL == "" {
 		p.PublicBaseURL = "https://" + p.DomainName
@@ -153,6 +172,15 @@ func PropsFromContext(app awscdk.App) (*Props, error) {
 		return nil, err
 	}
 	if p.RegisterConcurrency, err = positive("registerConcurrency", DefaultRegisterConcurrency); err != nil {
+		return nil, err
+	}
+	if p.OutboxShards, err = positive("outboxShards", 32); err != nil || p.OutboxShards > 1000 {
+		return nil, fmt.Errorf("outboxShards must be an integer from 1 to 1000")
+	}
+	if p.OutboxRetentionDays, err = positive("outboxRetentionDays", 7); err != nil {
+		return nil, err
+	}
+	if p.AccountConcurrency, err = positive("accountConcurrency", 1000); err != nil {
 		return nil, err
 	}
 	for k, v := range map[string]string{"logLevel": p.LogLevel, "systemLogLevel": p.SystemLogLevel} {

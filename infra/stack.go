@@ -26,6 +26,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/practice-api/practice-api/shared/httpapi/routes"
 	"github.com/practice-api/practice-api/shared/store"
@@ -35,6 +36,8 @@ import (
 type Stack struct {
 	awscdk.Stack
 	Table awsdynamodb.Table
+	// AccessLogs holds the gateway's access log lines.
+	AccessLogs awslogs.LogGroup
 	// SecretsKey seals webhook signing secrets on protected stages: a key of
 	// its own, which only the functions that seal and open them may use.
 	SecretsKey awskms.Key
@@ -140,11 +143,15 @@ func newTable(scope constructs.Construct, p *Props) awsdynamodb.Table {
 		},
 	})
 	for _, g := range def.GlobalSecondaryIndexes {
+		projection := awsdynamodb.ProjectionType_ALL
+		if g.Projection.ProjectionType == ddbtypes.ProjectionTypeKeysOnly {
+			projection = awsdynamodb.ProjectionType_KEYS_ONLY
+		}
 		t.AddGlobalSecondaryIndex(&awsdynamodb.GlobalSecondaryIndexProps{
 			IndexName:      g.IndexName,
 			PartitionKey:   key(g.KeySchema[0].AttributeName),
 			SortKey:        key(g.KeySchema[1].AttributeName),
-			ProjectionType: awsdynamodb.ProjectionType_ALL,
+			ProjectionType: projection,
 		})
 	}
 	return t
@@ -188,6 +195,8 @@ func (s *Stack) newFunction(fn Function, p *Props) awslambda.Function {
 		// metadata service or loopback.
 		"WEBHOOK_ALLOW_PRIVATE_TARGETS": jsii.String("0"),
 		"STAGE":                         jsii.String(p.Stage),
+		"OUTBOX_SHARDS":                 jsii.String(strconv.Itoa(p.OutboxShards)),
+		"OUTBOX_RETENTION":              jsii.String(strconv.Itoa(p.OutboxRetentionDays*24) + "h"),
 	}
 	if p.PublicBaseURL != "" { // a custom domain; unset, the API's own domain name is used
 		env["PUBLIC_BASE_URL"] = jsii.String(p.PublicBaseURL)
@@ -241,6 +250,8 @@ func (p *Props) reserved(fn Function) float64 {
 		return float64(p.DispatcherConcurrency)
 	case "enrichment":
 		return float64(max(p.RegisterConcurrency, 2))
+	case "reports":
+		return ReportsConcurrency
 	}
 	return fn.Reserved
 }
@@ -255,9 +266,26 @@ func (s *Stack) grantTable(f awslambda.Function, fn Function) {
 	for _, idx := range fn.Indexes { // named, not index/*
 		resources = append(resources, jsii.String(*s.Table.TableArn()+"/index/"+idx))
 	}
+	actions, writes := fn.Table, []string(nil)
+	if fn.WriteKeys != nil {
+		actions = nil
+		for _, a := range fn.Table {
+			if isWrite(a) {
+				writes = append(writes, a)
+			} else {
+				actions = append(actions, a)
+			}
+		}
+	}
 	f.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Sid: jsii.String("Table"), Actions: jsii.Strings(fn.Table...), Resources: &resources,
+		Sid: jsii.String("Table"), Actions: jsii.Strings(actions...), Resources: &resources,
 	}))
+	if len(writes) > 0 {
+		f.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid: jsii.String("TableWrites"), Actions: jsii.Strings(writes...), Resources: &[]*string{s.Table.TableArn()},
+			Conditions: &map[string]any{"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": fn.WriteKeys}},
+		}))
+	}
 	if key := s.Table.EncryptionKey(); key != nil {
 		f.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 			Sid:       jsii.String("TableKeyThroughDynamoDB"),
@@ -268,6 +296,15 @@ func (s *Stack) grantTable(f awslambda.Function, fn Function) {
 			}},
 		}))
 	}
+}
+
+// isWrite reports whether a DynamoDB action writes items.
+func isWrite(action string) bool {
+	switch action {
+	case "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem":
+		return true
+	}
+	return false
 }
 
 // wireWorkers connects the outbox and the queues: the dispatcher runs on
@@ -291,9 +328,11 @@ func (s *Stack) wireWorkers(p *Props) {
 		BisectBatchOnError: jsii.Bool(true),
 		MaxRecordAge:       awscdk.Duration_Hours(jsii.Number(1)),
 		OnFailure:          awslambdaeventsources.NewSqsDlq(s.DispatchFailures),
+		// Inserts of outbox events, and of companies: a company's insert
+		// starts its enrichment (it writes no event).
 		Filters: &[]*map[string]interface{}{awslambda.FilterCriteria_Filter(&map[string]interface{}{
 			"eventName": awslambda.FilterRule_IsEqual("INSERT"),
-			"dynamodb":  map[string]interface{}{"NewImage": map[string]interface{}{"kind": map[string]interface{}{"S": awslambda.FilterRule_IsEqual("event")}}},
+			"dynamodb":  map[string]interface{}{"NewImage": map[string]interface{}{"kind": map[string]interface{}{"S": []interface{}{"event", "company"}}}},
 		})},
 	}))
 	awsevents.NewRule(s.Stack, jsii.String("outbox-sweep"), &awsevents.RuleProps{
@@ -402,22 +441,35 @@ func (s *Stack) guardStage(api awsapigatewayv2.HttpApi, p *Props) {
 	logs := awslogs.NewLogGroup(s.Stack, jsii.String("api-access-logs"), &awslogs.LogGroupProps{
 		Retention: p.LogRetention(), RemovalPolicy: p.LogRemoval(),
 	})
+	s.AccessLogs = logs
 	stage := api.DefaultStage().Node().DefaultChild().(awsapigatewayv2.CfnStage)
 	rate, burst := cmp.Or(p.ThrottleRate, DefaultThrottleRate), cmp.Or(p.ThrottleBurst, DefaultThrottleBurst)
 	stage.SetDefaultRouteSettings(&awsapigatewayv2.CfnStage_RouteSettingsProperty{
 		ThrottlingRateLimit: jsii.Number(rate), ThrottlingBurstLimit: jsii.Number(burst),
 		DetailedMetricsEnabled: jsii.Bool(true), // per-route metrics, for per-route latency alarms
 	})
-	// Routes that need no key have no per-client limit: a client that
-	// floods them must not take the stage's whole budget.
-	public := map[string]any{}
-	for _, key := range publicRouteKeys() {
+	// Each keyed route is throttled from the traffic model (traffic.go):
+	// a flood of one route stops at the gateway, whatever keys it uses.
+	// Routes that need no key have no per-client limit either: a client
+	// that floods them must not take the stage's whole budget.
+	settings := map[string]any{}
+	for _, rt := range routes.Table {
+		if rt.Public {
+			continue
+		}
+		r, b := RouteThrottle(rt)
+		if p.Stage == "local" { // the black-box suites' bursts, as the devserver takes them
+			r, b = rate, burst
+		}
 		// RouteSettings is free-form JSON in CloudFormation: its keys are
 		// written as the resource wants them (a struct would go out in camelCase).
-		public[key] = map[string]any{"ThrottlingRateLimit": p.PublicThrottleRate, "ThrottlingBurstLimit": p.PublicThrottleBurst,
+		settings[rt.Method+" "+routes.Prefix+rt.Path] = map[string]any{"ThrottlingRateLimit": r, "ThrottlingBurstLimit": b, "DetailedMetricsEnabled": true}
+	}
+	for _, key := range publicRouteKeys() {
+		settings[key] = map[string]any{"ThrottlingRateLimit": p.PublicThrottleRate, "ThrottlingBurstLimit": p.PublicThrottleBurst,
 			"DetailedMetricsEnabled": true}
 	}
-	stage.SetRouteSettings(public)
+	stage.SetRouteSettings(settings)
 	format, _ := json.Marshal(map[string]string{
 		"requestId": "$context.requestId", "routeKey": "$context.routeKey", "status": "$context.status",
 		"integrationError": "$context.integrationErrorMessage", "integrationStatus": "$context.integrationStatus",

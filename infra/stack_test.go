@@ -178,12 +178,12 @@ func TestLeastPrivilegePerFunction(t *testing.T) {
 	// Written out here, independently of infra/functions.go: what each
 	// function's code calls (a transaction needs the item-level actions).
 	read := []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}
-	api := []string{"dynamodb:ConditionCheckItem", "dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}
+	api := []string{"dynamodb:ConditionCheckItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}
 	expect := map[string][]string{
 		"matters": api, "parties": api, "timeentries": api,
 		"invoices": read, "documents": read, "reports": read,
 		"meta":     nil, // the document is in its binary
-		"webhooks": append(append([]string{}, api...), "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"),
+		"webhooks": append(append([]string{}, api...), "dynamodb:DeleteItem", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:SendMessage"),
 		"delivery": {"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem",
 			"sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl", "sqs:ReceiveMessage", "sqs:SendMessage"},
 		"dispatcher": {"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams",
@@ -224,7 +224,7 @@ func TestTableKeysIndexesAndRecovery(t *testing.T) {
 				map[string]any{"AttributeName": *g.KeySchema[0].AttributeName, "KeyType": "HASH"},
 				map[string]any{"AttributeName": *g.KeySchema[1].AttributeName, "KeyType": "RANGE"},
 			},
-			"Projection": map[string]any{"ProjectionType": "ALL"},
+			"Projection": map[string]any{"ProjectionType": string(g.Projection.ProjectionType)},
 		})
 	}
 	for stage, protected := range map[string]bool{"dev": false, "prod": true} {
@@ -295,8 +295,9 @@ func TestAlarmsGoToTheTopic(t *testing.T) {
 	// 5xx rate and p99 latency per route; errors, throttles and duration
 	// per function; two queues' age and two DLQs; DynamoDB throttles and
 	// system errors; stream iterator age, dispatch failures, parked events,
-	// the dispatcher's failure queue, disabled webhooks.
-	want := 1 + len(routes.Table) + 3*len(Functions) + 2 + 2 + 2 + 5
+	// the dispatcher's failure queue, disabled webhooks; the gateway's own
+	// throttles and the account's concurrency.
+	want := 1 + len(routes.Table) + 3*len(Functions) + 2 + 2 + 2 + 5 + 2
 	if len(alarms) != want {
 		t.Fatalf("%d alarms, want %d", len(alarms), want)
 	}
@@ -317,7 +318,7 @@ func TestAlarmsGoToTheTopic(t *testing.T) {
 	all := strings.Join(descs, "\n")
 	for _, s := range []string{"5xx", "dead-letter", "webhook endpoint was disabled", "throttled", "invocation errors",
 		"p99 latency", "p99 duration above 80% of its timeout", "oldest message", "DynamoDB throttled", "DynamoDB system errors",
-		"stream is over 5 minutes behind", "failed to dispatch", "were parked", "triggers failed"} {
+		"stream is over 5 minutes behind", "failed to dispatch", "were parked", "triggers failed", "gateway refused", "account's Lambda concurrency"} {
 		if !strings.Contains(all, s) {
 			t.Errorf("no alarm on %s", s)
 		}
@@ -537,12 +538,13 @@ func TestProtectedStagesNeedAnAlarmTarget(t *testing.T) {
 }
 
 // TestWorkersHaveReservedConcurrency: the dispatcher, the enrichment worker
-// and the delivery worker each have a reserved ceiling; the API functions
-// draw on the account's pool.
+// and the delivery worker each have a reserved ceiling, as have reports
+// (a report may run for seconds); the other API functions draw on the
+// account's pool.
 func TestWorkersHaveReservedConcurrency(t *testing.T) {
 	// The dispatcher: one poller per stream shard and the sweep (ten by
 	// default); enrichment: the register's allowance.
-	want := map[string]any{"dispatcher": 10.0, "enrichment": 5.0, "delivery": 25.0}
+	want := map[string]any{"dispatcher": 10.0, "enrichment": 5.0, "delivery": 25.0, "reports": float64(ReportsConcurrency)}
 	for id, name := range functionIDs("dev") {
 		got := props(resources("dev", "AWS::Lambda::Function")[id])["ReservedConcurrentExecutions"]
 		if got != want[name] {

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/practice-api/practice-api/shared/httpapi/routes"
+)
+
+// TestReadOnlyFunctionsWriteOnlyTheirCounters: the functions that only read
+// (invoices, documents, reports) may write no item but their requests'
+// counts and the stage's secrets (dynamodb:LeadingKeys); their other
+// actions are reads. Every other function's writes are its own code's.
+func TestReadOnlyFunctionsWriteOnlyTheirCounters(t *testing.T) {
+	readOnly := map[string]bool{"invoices": true, "documents": true, "reports": true}
+	for _, stage := range []string{"dev", "prod"} {
+		for id, name := range functionIDs(stage) {
+			var scoped bool
+			for _, st := range statementsOf(stage, id) {
+				if st["Sid"] != "Table" && st["Sid"] != "TableWrites" {
+					continue
+				}
+				var actions []string
+				switch a := st["Action"].(type) {
+				case string:
+					actions = []string{a}
+				case []any:
+					for _, x := range a {
+						actions = append(actions, x.(string))
+					}
+				}
+				writes := slices.ContainsFunc(actions, isWrite)
+				cond, _ := json.Marshal(st["Condition"])
+				switch {
+				case !readOnly[name]:
+				case st["Sid"] == "Table" && writes:
+					t.Errorf("%s %s: the read-only %s may write without a condition: %v", stage, st["Sid"], name, actions)
+				case st["Sid"] == "TableWrites":
+					scoped = string(cond) == `{"ForAllValues:StringLike":{"dynamodb:LeadingKeys":["APICLIENT#*","CONFIG"]}}`
+					if !scoped {
+						t.Errorf("%s %s: writes confined by %s", stage, name, cond)
+					}
+				}
+			}
+			if readOnly[name] && !scoped {
+				t.Errorf("%s %s: no write statement confined to its counters", stage, name)
+			}
+		}
+	}
+}
+
+// TestRouteThrottlesFollowTheTrafficModel: every keyed route has its own
+// gateway throttle, three times its share of the modeled peak (at least
+// MinRouteRate); reports are held at ReportsRate and their function has
+// reserved concurrency; the local stage keeps the suites' high limits.
+func TestRouteThrottlesFollowTheTrafficModel(t *testing.T) {
+	total := 0.0
+	for name, rps := range TrafficModel {
+		total += rps
+		found := false
+		for _, rt := range routes.Table {
+			found = found || rt.Name == name
+		}
+		if !found {
+			t.Errorf("the traffic model names %s, which is no route", name)
+		}
+	}
+	if total != 1000 {
+		t.Errorf("the traffic model adds up to %v requests a second, not 1,000", total)
+	}
+	stage := resources("prod", "AWS::ApiGatewayV2::Stage")
+	var settings map[string]any
+	for _, r := range stage {
+		settings = props(r)["RouteSettings"].(map[string]any)
+	}
+	for _, rt := range routes.Table {
+		got, ok := settings[rt.Method+" "+routes.Prefix+rt.Path].(map[string]any)
+		if !ok {
+			t.Errorf("%s %s has no route settings", rt.Method, rt.Path)
+			continue
+		}
+		rate, burst := RouteThrottle(rt)
+		if rt.Public {
+			rate, burst = DefaultPublicThrottleRate, DefaultPublicThrottleBurst
+		}
+		if got["ThrottlingRateLimit"] != rate || got["ThrottlingBurstLimit"] != burst {
+			t.Errorf("%s %s: %v, want rate %v burst %v", rt.Method, rt.Path, got, rate, burst)
+		}
+		if rt.Family == routes.Reports && rate != ReportsRate {
+			t.Errorf("reports at %v a second", rate)
+		}
+	}
+	assertTemplates["prod"].HasResourceProperties(jsii.String("AWS::Lambda::Function"), &map[string]any{
+		"Description": "practice-api reports", "ReservedConcurrentExecutions": ReportsConcurrency,
+	})
+	if r, _ := RouteThrottle(routes.Route{Name: "matters.get", Family: routes.Matters}); r != 540 {
+		t.Errorf("matters.get throttled at %v, want 3 × 180", r)
+	}
+}
+
+// TestCapacityAlarmsAndOutboxSettings: the gateway's own 429s and the
+// account's concurrency raise alarms; the stream hands companies' inserts
+// to the dispatcher (their enrichment's trigger); every function that
+// writes or sweeps events has the stage's outbox settings.
+func TestCapacityAlarmsAndOutboxSettings(t *testing.T) {
+	tpl := assertTemplates["prod"]
+	tpl.HasResourceProperties(jsii.String("AWS::Logs::MetricFilter"), &map[string]any{
+		"FilterPattern":         `{ ($.status = "429") && ($.integrationStatus = "-") }`,
+		"MetricTransformations": assertions.Match_ArrayWith(&[]any{assertions.Match_ObjectLike(&map[string]any{"MetricName": "GatewayThrottled"})}),
+	})
+	tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), &map[string]any{"MetricName": "GatewayThrottled", "Threshold": 100})
+	tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), &map[string]any{
+		"MetricName": "ConcurrentExecutions", "Namespace": "AWS/Lambda", "Threshold": 800,
+	})
+	mappings := resources("prod", "AWS::Lambda::EventSourceMapping")
+	var filters string
+	for _, m := range mappings {
+		if fc, ok := props(m)["FilterCriteria"]; ok {
+			b, _ := json.Marshal(fc)
+			filters += string(b)
+		}
+	}
+	if !strings.Contains(filters, `\"event\",\"company\"`) {
+		t.Errorf("the stream filter does not pass companies' inserts: %s", filters)
+	}
+	for _, f := range resources("prod", "AWS::Lambda::Function") {
+		vars, _ := props(f)["Environment"].(map[string]any)["Variables"].(map[string]any)
+		if _, ok := vars["TABLE_NAME"]; !ok {
+			continue
+		}
+		if vars["OUTBOX_SHARDS"] != "32" || vars["OUTBOX_RETENTION"] != "168h" {
+			t.Errorf("%s: OUTBOX_SHARDS=%v OUTBOX_RETENTION=%v", props(f)["Description"], vars["OUTBOX_SHARDS"], vars["OUTBOX_RETENTION"])
+		}
+	}
+}
