@@ -112,6 +112,10 @@ type Options struct {
 	ReadTimeout time.Duration
 	// Families change how the families are built (the devserver's hooks).
 	Families []families.Option
+	// Bare leaves out the test's own store middleware (round-trip counts,
+	// faults, the capacity meter): for benchmarks of CPU, which compare the
+	// API with a bare handler on the same plain client, as in a Lambda.
+	Bare bool
 }
 
 var quiet sync.Once
@@ -126,8 +130,16 @@ func New(t testing.TB, opt Options) *Env {
 		}
 	})
 	e := &Env{t: t, Calls: &RoundTrips{}, Faults: &Faults{}, Capacity: &store.CapacityMeter{}, now: &atomic.Int64{}}
-	e.DB = storetest.NewDB(t, e.Calls.Middleware, e.Faults.Middleware, e.Capacity.Middleware)
-	e.Capacity.Reader = storetest.Plain(t, e.DB.Table).Client
+	if opt.Bare {
+		e.DB = storetest.NewDB(t)
+	} else {
+		e.DB = storetest.NewDB(t, e.Calls.Middleware, e.Faults.Middleware, e.Capacity.Middleware)
+	}
+	if _, bench := t.(*testing.B); !bench && !opt.Bare {
+		// Costing a transaction reads its items before and after: not in a
+		// benchmark of CPU (BenchmarkCapacityPerRoute turns it on).
+		e.Capacity.Reader = storetest.Plain(t, e.DB.Table).Client
+	}
 	e.Keys = auth.NewStore(e.DB)
 	key, err := e.DB.LoadOrCreateSecret(context.Background(), "cursor")
 	if err != nil {

@@ -41,7 +41,7 @@ type delivery struct {
 	body   []byte
 }
 
-func newReceiver(t *testing.T, script ...int) *receiver {
+func newReceiver(t testing.TB, script ...int) *receiver {
 	rc := &receiver{script: script}
 	checker, err := conformance.New()
 	if err != nil {
@@ -74,7 +74,7 @@ func (rc *receiver) deliveries() []delivery {
 
 // hookEnv wires the outbox, fan-out and delivery worker of an API test Env
 // to trust the receiver's self-signed CA, as WEBHOOK_CA_FILE does.
-func hookEnv(t *testing.T, rc *receiver) (*apitest.Env, *outbox.Dispatcher) {
+func hookEnv(t testing.TB, rc *receiver) (*apitest.Env, *outbox.Dispatcher) {
 	e := apitest.New(t, apitest.Options{RateLimit: 10000})
 	ca := filepath.Join(t.TempDir(), "ca.pem")
 	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: rc.srv.Certificate().Raw}), 0o600); err != nil {
@@ -108,7 +108,7 @@ func trust(e *apitest.Env, servers ...*httptest.Server) *http.Transport {
 
 // deliverAll dispatches pending events and runs deliveries until the queue
 // is empty; workers > 1 runs them concurrently.
-func deliverAll(t *testing.T, e *apitest.Env, d *outbox.Dispatcher, workers int) {
+func deliverAll(t testing.TB, e *apitest.Env, d *outbox.Dispatcher, workers int) {
 	t.Helper()
 	ctx := context.Background()
 	if _, err := d.Sweep(ctx, 0); err != nil {

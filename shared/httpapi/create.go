@@ -42,15 +42,21 @@ type CreateFunc func(ctx context.Context, req *CreateRequest) (id string, resour
 //  1. the Idempotency-Key header is required, at most 255 characters (422);
 //  2. the body is read and hashed in canonical form (key order and
 //     whitespace do not matter; values do);
-//  3. the key, scoped to the organisation and endpoint, is looked up (a
-//     read, no write): bound with the same body → 200 replay of the
-//     original answer with Idempotent-Replayed: true; with a different
-//     body → 409;
-//  4. otherwise the create runs, and its one transaction binds the key
-//     with the resource: a request that raced it with the same key loses
-//     there, and answers as 3 (or 409 while the winner is still running);
+//  3. the create runs, and its one transaction binds the key (scoped to
+//     the organisation and endpoint) with the resource;
+//  4. when the key is bound already, that transaction is cancelled and
+//     writes nothing, and its cancellation carries the bound record: the
+//     same body → 200 replay of the original answer with
+//     Idempotent-Replayed: true; a different body → 409; a request with
+//     the key still in flight → 409 with Retry-After;
 //  5. a create that fails writes nothing, so the key stays unused and the
-//     caller can fix the payload and resend under it.
+//     caller can fix the payload and resend under it; a create refused
+//     before its transaction looks the key up, and a bound key answers as
+//     in 4 (a different body is 409 whether or not it is valid).
+//
+// A create that would write before its transaction (an auto-numbered
+// matter takes its number from a counter) looks its key up first
+// (CreateRequest.CheckKey), so that a replay writes nothing.
 //
 // locationPath is the resource's path below /api/v1 ("/people"), or ""
 // for resources without a single read (no Location header).
@@ -75,15 +81,6 @@ func ServeCreate(w http.ResponseWriter, r *http.Request, endpoint, locationPath 
 	}
 	now := env.now()
 	b := idempotency.Binding{Org: env.client.OrgID, Endpoint: endpoint, Key: key, BodyHash: canonicalHash(raw), Now: now}
-	rec, err := env.idem.Lookup(r.Context(), b.Org, endpoint, key, false, now)
-	if err != nil {
-		WriteError(w, r, err)
-		return
-	}
-	if rec != nil {
-		answerBound(w, r, rec, b.BodyHash)
-		return
-	}
 	req := &CreateRequest{Org: env.client.OrgID, ClientID: env.client.ID, Body: raw, Now: now, idem: env.idem, binding: b,
 		location: func(id string) string {
 			if locationPath == "" {
@@ -92,9 +89,14 @@ func ServeCreate(w http.ResponseWriter, r *http.Request, endpoint, locationPath 
 			return AbsoluteURL(r, routes.Prefix+locationPath+"/"+id)
 		}}
 	id, resource, err := create(r.Context(), req)
-	if errors.Is(err, idempotency.ErrKeyTaken) {
+	var taken *idempotency.Taken
+	if errors.As(err, &taken) {
 		// Another request with this key got there first: answer as it did.
-		rec, err = env.idem.Lookup(r.Context(), b.Org, endpoint, key, true, now)
+		rec := taken.Record
+		err = nil
+		if rec == nil {
+			rec, err = env.idem.Lookup(r.Context(), b.Org, endpoint, key, true, now)
+		}
 		switch {
 		case err != nil:
 			WriteError(w, r, err)
@@ -105,6 +107,16 @@ func ServeCreate(w http.ResponseWriter, r *http.Request, endpoint, locationPath 
 			WriteError(w, r, &Error{Status: http.StatusConflict, RetryAfter: 1, Message: "a request with this Idempotency-Key is still being processed; retry after it finishes"})
 		}
 		return
+	}
+	var refused *Error
+	if errors.As(err, &refused) && refused.Status < 500 {
+		// Refused before its transaction (a body that is not valid, or not
+		// any more: a replay's matter closed since). A key that is bound
+		// answers for the request as for any other: a replay, or 409.
+		if rec, lerr := env.idem.Lookup(r.Context(), b.Org, endpoint, key, false, now); lerr == nil && rec != nil {
+			answerBound(w, r, rec, b.BodyHash)
+			return
+		}
 	}
 	if err != nil {
 		WriteError(w, r, err)
@@ -161,6 +173,21 @@ type baseURLKeyType struct{}
 
 var baseURLKey baseURLKeyType
 
+// CheckKey looks the request's key up before a create writes anything
+// outside its transaction (a counter): a bound key ends the create with
+// *idempotency.Taken, which ServeCreate answers, so that a replay writes
+// nothing. Creates that write only in their transaction need not call it.
+func (c *CreateRequest) CheckKey(ctx context.Context) error {
+	rec, err := c.idem.Lookup(ctx, c.binding.Org, c.binding.Endpoint, c.binding.Key, false, c.binding.Now)
+	if err != nil {
+		return err
+	}
+	if rec != nil {
+		return &idempotency.Taken{Record: rec}
+	}
+	return nil
+}
+
 // txAttempts bounds the commits of a create whose transaction lost to a
 // concurrent one on its other items (two creates checking the same client):
 // nothing was written, so it is simply sent again.
@@ -187,8 +214,10 @@ func (c *CreateRequest) Commit(ctx context.Context, tx *store.TxBuilder, id stri
 			return err
 		}
 		switch {
-		case failed.Has(bi) || failed.Conflict(bi):
-			return idempotency.ErrKeyTaken
+		case failed.Has(bi):
+			return &idempotency.Taken{Record: idempotency.RecordOf(failed.Items[bi], c.binding.Now)}
+		case failed.Conflict(bi):
+			return &idempotency.Taken{}
 		case len(failed.Failed) > 0:
 			if xerr := explain(failed); xerr != nil {
 				return xerr

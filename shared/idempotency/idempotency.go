@@ -3,8 +3,10 @@
 // unused (or its 24 hours are over): the key and the resource are written
 // together or not at all, so no retry, race or crash can create twice, and
 // nothing is ever left holding a key (there is no "in progress" record to
-// outlive a crashed request). Replays and reuses are told apart by a read
-// before anything is written, so they cost no write.
+// outlive a crashed request). A replay is that put failing: the
+// transaction is cancelled, nothing is written, and the cancellation
+// carries the bound record, so a replay costs no more round trips than a
+// create.
 package idempotency
 
 import (
@@ -111,12 +113,35 @@ func (s *Store) Item(b Binding, resourceID, location string, response []byte) (d
 	}
 	return ddbtypes.TransactWriteItem{Put: &ddbtypes.Put{
 		TableName: aws.String(s.db.Table), Item: item,
-		ConditionExpression:       aws.String("attribute_not_exists(PK) OR expires_at <= :now"),
-		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":now": &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(b.Now.Unix(), 10)}},
+		ConditionExpression:                 aws.String("attribute_not_exists(PK) OR expires_at <= :now"),
+		ExpressionAttributeValues:           map[string]ddbtypes.AttributeValue{":now": &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(b.Now.Unix(), 10)}},
+		ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld, // the bound record, for the replay
 	}}, nil
 }
 
-// ErrKeyTaken is returned by a create whose binding failed: another
-// request bound the key first (Lookup tells what it answered), or holds
-// it in a transaction still running.
+// Taken is the error of a create whose binding failed: another request
+// bound the key first (Record, when the store returned it with the
+// cancellation; otherwise Lookup tells), or holds it in a transaction
+// still running (Record nil).
+type Taken struct{ Record *Record }
+
+func (*Taken) Error() string { return ErrKeyTaken.Error() }
+
+// Is makes a Taken ErrKeyTaken.
+func (*Taken) Is(target error) bool { return target == ErrKeyTaken }
+
+// ErrKeyTaken is what every Taken is.
 var ErrKeyTaken = errors.New("idempotency: the key was bound by another request")
+
+// RecordOf reads a bound record from a cancelled binding's item; nil when
+// the item is absent, unreadable or expired at now.
+func RecordOf(item map[string]ddbtypes.AttributeValue, now time.Time) *Record {
+	if len(item) == 0 {
+		return nil
+	}
+	var rec Record
+	if store.Unmarshal(item, &rec) != nil || rec.ExpiresAt <= now.Unix() {
+		return nil
+	}
+	return &rec
+}

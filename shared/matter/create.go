@@ -58,6 +58,13 @@ func (s *Store) Create(ctx context.Context, req *httpapi.CreateRequest) (string,
 	}
 	m.UpdatedAt = m.CreatedAt
 	auto := m.MatterNumber == ""
+	if auto {
+		// The number is drawn before the transaction: a replay must not
+		// draw one.
+		if err := req.CheckKey(ctx); err != nil {
+			return "", nil, err
+		}
+	}
 	for attempt := 0; ; attempt++ {
 		if auto {
 			// Numbers come from an atomic counter before the transaction, so a

@@ -58,6 +58,12 @@ func cancelled(err error) *TxFailed {
 		switch aws.ToString(r.Code) {
 		case "ConditionalCheckFailed":
 			f.Failed = append(f.Failed, i)
+			if len(r.Item) > 0 {
+				if f.Items == nil {
+					f.Items = map[int]map[string]ddbtypes.AttributeValue{}
+				}
+				f.Items[i] = r.Item
+			}
 		case "TransactionConflict":
 			f.Conflicted = append(f.Conflicted, i)
 		}

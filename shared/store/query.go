@@ -3,8 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -226,9 +224,13 @@ func (q *ListQuery) Dates(from, to string) {
 // ignored; pks names them), ordered by the index's sort key as if they
 // were one: for a collection kept in a few partitions by a value of few
 // kinds (time entries by status), so that one index answers both "all"
-// and "of this kind". Every partition is read at once, each for a full
-// page, and the continuation is the last sort key returned (every sort
-// key of the index is unique), from which each partition resumes.
+// and "of this kind". Each partition is first read for its share of the
+// page, all at once; a partition whose share runs out before the page is
+// full (the page's items are mostly of its kind) is read on, for what the
+// page still lacks. So a page reads about as many items as it returns,
+// however they are spread. The continuation is the last sort key
+// returned (every sort key of the index is unique), from which each
+// partition resumes.
 func (db *DB) Merge(ctx context.Context, q ListQuery, pks []string) (Page, error) {
 	_, skAttr := AttrPK, AttrSK
 	if q.Index != "" {
@@ -240,29 +242,6 @@ func (db *DB) Merge(ctx context.Context, q ListQuery, pks []string) (Page, error
 		q.SKFrom = max(q.SKFrom, after+"!")
 	}
 	q.After = nil
-	pages := make([]Page, len(pks))
-	errs := make([]error, len(pks))
-	var wg sync.WaitGroup
-	for i, pk := range pks {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			pq := q
-			pq.PK = pk
-			pages[i], errs[i] = db.Query(ctx, pq)
-		}()
-	}
-	wg.Wait()
-	var out Page
-	more := false
-	for i := range pks {
-		if errs[i] != nil {
-			return Page{}, errs[i]
-		}
-		out.Items = append(out.Items, pages[i].Items...)
-		out.Read += pages[i].Read
-		more = more || pages[i].Next != nil
-	}
 	sk := func(it map[string]ddbtypes.AttributeValue) string {
 		v, _ := it[skAttr].(*ddbtypes.AttributeValueMemberS)
 		if v == nil {
@@ -270,9 +249,74 @@ func (db *DB) Merge(ctx context.Context, q ListQuery, pks []string) (Page, error
 		}
 		return v.Value
 	}
-	slices.SortFunc(out.Items, func(a, b map[string]ddbtypes.AttributeValue) int { return strings.Compare(sk(a), sk(b)) })
-	if len(out.Items) > q.Limit {
-		out.Items, more = out.Items[:q.Limit], true
+	type part struct {
+		buf  []map[string]ddbtypes.AttributeValue
+		next StartKey // where to read on; nil once the partition is read out
+		read bool     // read at least once
+	}
+	parts := make([]part, len(pks))
+	var out Page
+	fill := func(idx []int, limit int) error {
+		pages := make([]Page, len(idx))
+		errs := make([]error, len(idx))
+		var wg sync.WaitGroup
+		for j, i := range idx {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				pq := q
+				pq.PK, pq.Limit, pq.After = pks[i], limit, parts[i].next
+				pages[j], errs[j] = db.Query(ctx, pq)
+			}()
+		}
+		wg.Wait()
+		for j, i := range idx {
+			if errs[j] != nil {
+				return errs[j]
+			}
+			parts[i].buf = append(parts[i].buf, pages[j].Items...)
+			parts[i].next, parts[i].read = pages[j].Next, true
+			out.Read += pages[j].Read
+		}
+		return nil
+	}
+	all := make([]int, len(pks))
+	for i := range all {
+		all[i] = i
+	}
+	if err := fill(all, q.Limit/len(pks)+1); err != nil {
+		return Page{}, err
+	}
+	for len(out.Items) < q.Limit {
+		// A partition with nothing buffered but more to read could hold
+		// the next item: read on there first.
+		var dry []int
+		for i, p := range parts {
+			if len(p.buf) == 0 && p.next != nil {
+				dry = append(dry, i)
+			}
+		}
+		if len(dry) > 0 {
+			if err := fill(dry, q.Limit-len(out.Items)); err != nil {
+				return Page{}, err
+			}
+			continue
+		}
+		least := -1
+		for i, p := range parts {
+			if len(p.buf) > 0 && (least < 0 || sk(p.buf[0]) < sk(parts[least].buf[0])) {
+				least = i
+			}
+		}
+		if least < 0 {
+			break // every partition read out
+		}
+		out.Items = append(out.Items, parts[least].buf[0])
+		parts[least].buf = parts[least].buf[1:]
+	}
+	more := false
+	for _, p := range parts {
+		more = more || len(p.buf) > 0 || p.next != nil
 	}
 	if more && len(out.Items) > 0 {
 		out.Next = StartKey{skAttr: sk(out.Items[len(out.Items)-1])}

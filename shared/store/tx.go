@@ -52,7 +52,12 @@ func (b *TxBuilder) Add(it ddbtypes.TransactWriteItem) int {
 // TxFailed is returned when a transaction was cancelled by its items:
 // Failed holds the indexes of failed conditions, Conflicted those of
 // items a concurrent transaction held (nothing was written either way).
-type TxFailed struct{ Failed, Conflicted []int }
+// Items holds, by index, the current item of a failed condition whose
+// action asked for it (ReturnValuesOnConditionCheckFailure ALL_OLD).
+type TxFailed struct {
+	Failed, Conflicted []int
+	Items              map[int]map[string]ddbtypes.AttributeValue
+}
 
 func (e *TxFailed) Error() string {
 	return fmt.Sprintf("store: transaction cancelled: conditions failed at %v, conflicts at %v", e.Failed, e.Conflicted)

@@ -1,0 +1,306 @@
+package families_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/practice-api/practice-api/shared/apitest"
+	"github.com/practice-api/practice-api/shared/httpapi/routes"
+	"github.com/practice-api/practice-api/shared/seed"
+	"github.com/practice-api/practice-api/shared/store"
+	"github.com/practice-api/practice-api/shared/store/storetest"
+)
+
+// capacityBudget is what each route may consume per request, as DynamoDB
+// bills it (store.CapacityMeter): write and read request units, the
+// authentication's count included. A change that raises a route's use
+// fails TestCapacityPerRoute; a change that lowers it should lower its row
+// here too (the test says so), and docs/cost-model.md's table follows
+// (go test ./shared/families -run TestCapacityPerRoute -update).
+//
+// Rows are routes by name, some in more than one form ("(replay)": the
+// same create again; "?filter": a list with that filter). The reads are
+// measured on an organisation of 120 matters with 10 time entries each.
+var capacityBudget = map[string][2]float64{
+	"clients.create":                {11, 0},
+	"clients.create (replay)":       {1, 0},
+	"clients.get":                   {1, 1},
+	"clients.list":                  {1, 4},
+	"companies.create":              {7, 0},
+	"companies.create (replay)":     {1, 0},
+	"companies.get":                 {1, 1},
+	"companies.list":                {1, 1.5},
+	"companies.list?cvr":            {1, 1},
+	"docs":                          {0, 0},
+	"docs.asset":                    {0, 0},
+	"documents.get":                 {1, 1},
+	"documents.list":                {1, 10},
+	"invoices.get":                  {1, 1},
+	"invoices.list":                 {1, 11.5},
+	"matters.create":                {18, 0.5},
+	"matters.create (replay)":       {1, 0.5},
+	"matters.get":                   {1, 1},
+	"matters.list":                  {1, 9.5},
+	"matters.list?client_id":        {1, 0.5},
+	"openapi":                       {0, 0},
+	"people.create":                 {7, 0},
+	"people.create (replay)":        {1, 0},
+	"people.get":                    {1, 1},
+	"people.list":                   {1, 1.5},
+	"reports.get receivables-aging": {1, 5.5},
+	"reports.get time-summary":      {1, 86.5},
+	"reports.get wip":               {1, 65.5},
+	"time_entries.create":           {15, 1},
+	"time_entries.create (replay)":  {1, 1},
+	"time_entries.list":             {1, 21},
+	"time_entries.list?matter_id":   {1, 1.5},
+	"webhooks.create":               {5, 0},
+	"webhooks.delete":               {5, 0},
+	"webhooks.deliveries":           {1, 2.5},
+	"webhooks.get":                  {1, 1},
+	"webhooks.list":                 {1, 0.5},
+	"webhooks.retry":                {1, 3},
+	"webhooks.rotate_secret":        {2, 1},
+	"webhooks.test":                 {2, 1},
+	"webhooks.update":               {2, 0},
+}
+
+var updateDoc = flag.Bool("update", false, "rewrite docs/cost-model.md's capacity table from the measurement")
+
+// measureRoutes drives every route of the table once (creates also as a
+// replay, some lists with a filter) and returns what each consumed.
+func measureRoutes(tb testing.TB) map[string]store.Capacity {
+	now := time.Date(2026, 6, 30, 12, 0, 0, 0, time.UTC)
+	rc := newReceiver(tb, 500)
+	e, d := hookEnv(tb, rc)
+	e.Capacity.Reader = storetest.Plain(tb, e.DB.Table).Client
+	e.SetNow(now)
+	trust(e, rc.srv)
+	org := e.Org("capacity")
+	key := e.Key(org)
+	if _, err := seed.Run(context.Background(), e.DB, org, seed.Options{Matters: 120, EntriesPerMatter: 10, Now: now,
+		Rand: rand.New(rand.NewPCG(24, 24))}); err != nil {
+		tb.Fatal(err)
+	}
+	out := map[string]store.Capacity{}
+	measure := func(name string, want int, do func() apitest.Response) apitest.Response {
+		tb.Helper()
+		e.Capacity.Reset()
+		r := do()
+		c := e.Capacity.Take().Round()
+		if r.Status != want {
+			tb.Fatalf("%s: %d, want %d: %s", name, r.Status, want, r.Raw)
+		}
+		out[name] = c
+		return r
+	}
+	get := func(name, path string) apitest.Response {
+		return measure(name, 200, func() apitest.Response { return e.Get(routes.Prefix+path, key) })
+	}
+	post := func(name, path, body string) apitest.Response {
+		r := measure(name, 201, func() apitest.Response { return e.Post(routes.Prefix+path, key, name, body) })
+		measure(name+" (replay)", 200, func() apitest.Response { return e.Post(routes.Prefix+path, key, name, body) })
+		return r
+	}
+	first := func(path string) map[string]any { return e.Get(routes.Prefix+path+"?per_page=1", key).Data()[0] }
+	id := func(r apitest.Response) string { return r.Body["data"].(map[string]any)["id"].(string) }
+
+	co := post("companies.create", "/companies", `{"name":"Nordlys ApS","cvr":"31415926"}`)
+	post("people.create", "/people", `{"name":"Anne Holm","email":"anne.holm@example.dk","phone":"+45 12 34 56 78"}`)
+	cl := post("clients.create", "/clients", `{"company_id":"`+id(co)+`"}`)
+	m := post("matters.create", "/matters", `{"client_id":"`+id(cl)+`","status":"dormant","hourly_rate":150000,"title":"Lejekontrakt"}`)
+	post("time_entries.create", "/time-entries", `{"matter_id":"`+id(m)+`","date":"2026-06-01","duration_minutes":30,"description":"Møde med klient"}`)
+
+	for _, l := range []struct{ name, path string }{
+		{"matters.list", "/matters?per_page=100"}, {"clients.list", "/clients?per_page=100"}, {"people.list", "/people?per_page=100"},
+		{"companies.list", "/companies?per_page=100"}, {"time_entries.list", "/time-entries?per_page=100"},
+		{"invoices.list", "/invoices?per_page=100"}, {"documents.list", "/documents?per_page=100"},
+	} {
+		get(l.name, l.path)
+	}
+	sample := first("/matters")
+	get("matters.list?client_id", "/matters?per_page=100&client_id="+sample["client_id"].(string))
+	get("time_entries.list?matter_id", "/time-entries?per_page=100&matter_id="+sample["id"].(string))
+	get("companies.list?cvr", "/companies?cvr=31415926")
+	for _, g := range []struct{ name, list string }{
+		{"matters.get", "/matters"}, {"clients.get", "/clients"}, {"people.get", "/people"}, {"companies.get", "/companies"},
+		{"invoices.get", "/invoices"}, {"documents.get", "/documents"},
+	} {
+		get(g.name, g.list+"/"+first(g.list)["id"].(string))
+	}
+	get("reports.get time-summary", "/reports/time-summary?date_from=2025-07-01&date_to=2026-06-30")
+	get("reports.get wip", "/reports/wip")
+	get("reports.get receivables-aging", "/reports/receivables-aging")
+
+	// The first endpoint of a process makes the key that seals secrets
+	// (without KMS): once per stage, not per create.
+	if r := e.Do("POST", routes.Prefix+"/webhooks", key, strings.NewReader(`{"url":"`+rc.srv.URL+`/first","event_types":["invoice.paid"]}`)); r.Status != 201 {
+		tb.Fatalf("first endpoint: %d %s", r.Status, r.Raw)
+	}
+	hook := measure("webhooks.create", 201, func() apitest.Response {
+		return e.Do("POST", routes.Prefix+"/webhooks", key, strings.NewReader(`{"url":"`+rc.srv.URL+`/hook","event_types":["matter.created"]}`))
+	})
+	hid := id(hook)
+	get("webhooks.list", "/webhooks")
+	get("webhooks.get", "/webhooks/"+hid)
+	measure("webhooks.update", 200, func() apitest.Response {
+		return e.Do("PATCH", routes.Prefix+"/webhooks/"+hid, key, strings.NewReader(`{"event_types":["matter.created","matter.closed"]}`))
+	})
+	measure("webhooks.rotate_secret", 200, func() apitest.Response {
+		return e.Do("POST", routes.Prefix+"/webhooks/"+hid+"/rotate-secret", key, nil)
+	})
+	measure("webhooks.test", 200, func() apitest.Response { return e.Do("POST", routes.Prefix+"/webhooks/"+hid+"/test", key, nil) })
+	// A matter.created delivery that the receiver refuses, to retry.
+	if r := e.Post(routes.Prefix+"/matters", key, "for-retry", `{"client_id":"`+id(cl)+`","matter_number":"R-1"}`); r.Status != 201 {
+		tb.Fatalf("matter to deliver: %d %s", r.Status, r.Raw)
+	}
+	deliverAll(tb, e, d, 1)
+	dl := get("webhooks.deliveries", "/webhooks/"+hid+"/deliveries")
+	var failed string
+	for _, a := range dl.Data() {
+		if a["event_type"] == "matter.created" && a["succeeded"] == false {
+			failed = a["id"].(string)
+		}
+	}
+	if failed == "" {
+		tb.Fatalf("no failed delivery to retry: %s", dl.Raw)
+	}
+	measure("webhooks.retry", 202, func() apitest.Response {
+		return e.Do("POST", routes.Prefix+"/webhooks/"+hid+"/deliveries/"+failed+"/retry", key, nil)
+	})
+	measure("webhooks.delete", 204, func() apitest.Response { return e.Do("DELETE", routes.Prefix+"/webhooks/"+hid, key, nil) })
+	measure("openapi", 200, func() apitest.Response { return e.Get(routes.Prefix+"/openapi.json", "") })
+	measure("docs", 200, func() apitest.Response { return e.Get(routes.Prefix+"/docs", "") })
+	measure("docs.asset", 200, func() apitest.Response {
+		return e.Get(routes.Prefix+"/docs/"+docsAsset(tb, e), "")
+	})
+	return out
+}
+
+// docsAsset is the name of one of the reference page's files.
+func docsAsset(tb testing.TB, e *apitest.Env) string {
+	page := string(e.Get(routes.Prefix+"/docs", "").Raw)
+	m := regexp.MustCompile(`/docs/([^"?]+)`).FindStringSubmatch(page)
+	if m == nil {
+		tb.Fatal("the reference page names no file")
+	}
+	return m[1]
+}
+
+// TestCapacityPerRoute holds every route to its budget: the capacity it
+// consumes per request, as DynamoDB bills it, may not grow.
+func TestCapacityPerRoute(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs DynamoDB Local")
+	}
+	got := measureRoutes(t)
+	for _, rt := range routes.Table {
+		found := false
+		for name := range got {
+			found = found || name == rt.Name || strings.HasPrefix(name, rt.Name+" ") || strings.HasPrefix(name, rt.Name+"?")
+		}
+		if !found {
+			t.Errorf("route %s was not measured", rt.Name)
+		}
+	}
+	for name, c := range got {
+		b, ok := capacityBudget[name]
+		switch {
+		case !ok:
+			t.Errorf("%s: no budget (measured %v WRU, %v RRU)", name, c.WRU, c.RRU)
+		case c.WRU > b[0] || c.RRU > b[1]:
+			t.Errorf("%s: %v WRU, %v RRU, over its budget of %v WRU, %v RRU (%v)", name, c.WRU, c.RRU, b[0], b[1], c.ByIndex)
+		case c.WRU < b[0] || c.RRU < b[1]-slack(name, b[1]):
+			// A list page's items vary by a few bytes from run to run (which
+			// of a date's entries fall on the page): reads get that slack.
+			t.Errorf("%s: %v WRU, %v RRU, under its budget of %v WRU, %v RRU: lower the budget", name, c.WRU, c.RRU, b[0], b[1])
+		}
+	}
+	for name := range capacityBudget {
+		if _, ok := got[name]; !ok {
+			t.Errorf("budget %s names nothing measured", name)
+		}
+	}
+	// The issue's own ceilings (#24): a read or a replay writes at most one
+	// unit, a company create eight, a time-entry create sixteen.
+	for name, c := range got {
+		if (strings.HasSuffix(name, "(replay)") || strings.Contains(name, ".get") || strings.Contains(name, ".list")) && c.WRU > 1 {
+			t.Errorf("%s writes %v units", name, c.WRU)
+		}
+	}
+	if c := got["companies.create"]; c.WRU > 8 {
+		t.Errorf("a company create writes %v units", c.WRU)
+	}
+	if c := got["time_entries.create"]; c.WRU > 16 {
+		t.Errorf("a time-entry create writes %v units", c.WRU)
+	}
+	checkCostModel(t, got)
+}
+
+// slack is how far below its budget a route's reads may fall before the
+// budget is stale: a list page's items vary by a few bytes from run to
+// run (which of a date's entries fall on the page); nothing else does.
+func slack(name string, budget float64) float64 {
+	if strings.Contains(name, ".list") || strings.HasPrefix(name, "reports.") {
+		return max(0.5, budget/20)
+	}
+	return 0
+}
+
+// BenchmarkCapacityPerRoute prints what each route consumes per request
+// (make bench): WRU/op and RRU/op as DynamoDB bills them.
+func BenchmarkCapacityPerRoute(b *testing.B) {
+	got := measureRoutes(b)
+	for _, name := range slices.Sorted(maps.Keys(got)) {
+		c := got[name]
+		b.Run(strings.NewReplacer(" ", "_", "?", "_").Replace(name), func(b *testing.B) {
+			for b.Loop() {
+			}
+			b.ReportMetric(c.WRU, "WRU/op")
+			b.ReportMetric(c.RRU, "RRU/op")
+			b.ReportMetric(float64(c.Calls), "calls/op")
+		})
+	}
+}
+
+const costModel = "../../docs/cost-model.md"
+
+var capacityTable = regexp.MustCompile(`(?s)<!-- capacity:begin -->\n.*?<!-- capacity:end -->`)
+
+// checkCostModel keeps docs/cost-model.md's capacity table equal to the
+// budgets the measurement was just held to (rewriting it with -update).
+func checkCostModel(t *testing.T, got map[string]store.Capacity) {
+	var b strings.Builder
+	b.WriteString("<!-- capacity:begin -->\n| request | WRU | RRU | store calls |\n|---|---|---|---|\n")
+	for _, name := range slices.Sorted(maps.Keys(got)) {
+		fmt.Fprintf(&b, "| `%s` | %v | %v | %d |\n", name, capacityBudget[name][0], capacityBudget[name][1], got[name].Calls)
+	}
+	b.WriteString("<!-- capacity:end -->")
+	doc, err := os.ReadFile(costModel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur := capacityTable.Find(doc)
+	if cur == nil {
+		t.Fatalf("%s has no capacity table between <!-- capacity:begin --> and <!-- capacity:end -->", costModel)
+	}
+	if string(cur) == b.String() {
+		return
+	}
+	if *updateDoc {
+		if err := os.WriteFile(costModel, capacityTable.ReplaceAll(doc, []byte(b.String())), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Errorf("%s's capacity table differs from what the routes consume; run go test ./shared/families -run TestCapacityPerRoute -update\nwant:\n%s", costModel, b.String())
+}
