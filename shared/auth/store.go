@@ -551,8 +551,8 @@ func (s *Store) Authenticate(ctx context.Context, tok Token, now time.Time) (Cli
 	if err != nil {
 		return Client{}, Usage{}, fmt.Errorf("authenticate: %w", err)
 	}
-	var c Client
-	if err := store.Unmarshal(out.Attributes, &c); err != nil {
+	c, err := decodeClient(out.Attributes)
+	if err != nil {
 		return Client{}, Usage{}, err
 	}
 	// The condition already matched; this is the authoritative, constant-time
@@ -572,6 +572,66 @@ func (s *Store) Authenticate(ctx context.Context, tok Token, now time.Time) (Cli
 	}
 	s.noteStale(c.ID, out.Attributes, cur)
 	return c, Usage{Count: n, Limit: c.RateLimit, Reset: time.Unix((minute+1)*60, 0).UTC()}, nil
+}
+
+// decodeClient reads the attributes of a client item that a request
+// needs, without reflection: every request decodes one.
+func decodeClient(m map[string]ddbtypes.AttributeValue) (Client, error) {
+	str := func(name string) string {
+		v, _ := m[name].(*ddbtypes.AttributeValueMemberS)
+		if v == nil {
+			return ""
+		}
+		return v.Value
+	}
+	num := func(name string) (int64, error) {
+		v, _ := m[name].(*ddbtypes.AttributeValueMemberN)
+		if v == nil {
+			return 0, nil
+		}
+		return strconv.ParseInt(v.Value, 10, 64)
+	}
+	c := Client{ID: str("id"), OrgID: str("org_id"), Name: str("name"), Mode: str("mode"), CreatedAt: str("created_at"), RevokedAt: str("revoked_at")}
+	exp, err := num("expires_at")
+	if err != nil {
+		return Client{}, fmt.Errorf("client %s: expires_at: %w", c.ID, err)
+	}
+	limit, err := num("rate_limit")
+	if err != nil {
+		return Client{}, fmt.Errorf("client %s: rate_limit: %w", c.ID, err)
+	}
+	c.ExpiresAt, c.RateLimit = exp, int(limit)
+	switch v := m["scopes"].(type) {
+	case *ddbtypes.AttributeValueMemberL:
+		for _, e := range v.Value {
+			if sv, ok := e.(*ddbtypes.AttributeValueMemberS); ok {
+				c.Scopes = append(c.Scopes, sv.Value)
+			}
+		}
+	case *ddbtypes.AttributeValueMemberSS:
+		c.Scopes = v.Value
+	}
+	if sm, ok := m["secrets"].(*ddbtypes.AttributeValueMemberM); ok {
+		c.Secrets = make(map[string]Secret, len(sm.Value))
+		for id, e := range sm.Value {
+			em, ok := e.(*ddbtypes.AttributeValueMemberM)
+			if !ok {
+				continue
+			}
+			var sec Secret
+			if h, ok := em.Value["h"].(*ddbtypes.AttributeValueMemberS); ok {
+				sec.Hash = h.Value
+			}
+			if at, ok := em.Value["created_at"].(*ddbtypes.AttributeValueMemberS); ok {
+				sec.CreatedAt = at.Value
+			}
+			c.Secrets[id] = sec
+		}
+	}
+	if c.ID == "" || c.OrgID == "" {
+		return Client{}, errors.New("auth: a client item without its id or organisation")
+	}
+	return c, nil
 }
 
 // maxStale bounds the clients whose stale windows a process remembers.

@@ -61,7 +61,7 @@ var capacityBudget = map[string][2]float64{
 	"reports.get wip":               {1, 65.5},
 	"time_entries.create":           {15, 1},
 	"time_entries.create (replay)":  {1, 1},
-	"time_entries.list":             {1, 21},
+	"time_entries.list":             {1, 23},
 	"time_entries.list?matter_id":   {1, 1.5},
 	"webhooks.create":               {5, 0},
 	"webhooks.delete":               {5, 0},

@@ -31,6 +31,7 @@ type CreateRequest struct {
 	idem     *idempotency.Store
 	binding  idempotency.Binding
 	location func(id string) string
+	answer   []byte // the resource as JSON, as bound with the key
 }
 
 // CreateFunc validates req.Body and creates the resource in one transaction
@@ -125,7 +126,14 @@ func ServeCreate(w http.ResponseWriter, r *http.Request, endpoint, locationPath 
 	if loc := req.location(id); loc != "" {
 		w.Header().Set("Location", loc)
 	}
-	WriteJSON(w, http.StatusCreated, Data(resource))
+	if req.answer == nil {
+		WriteJSON(w, http.StatusCreated, Data(resource))
+		return
+	}
+	// The bytes the key was bound with: a replay answers the same.
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusCreated)
+	_, _ = io.WriteString(w, `{"data":`+string(req.answer)+"}\n")
 }
 
 // answerBound answers a request whose key is bound: a replay of the first
@@ -198,10 +206,13 @@ const txAttempts = 3
 // (a 422 naming the conflict); a binding that fails is
 // idempotency.ErrKeyTaken, which ServeCreate answers.
 func (c *CreateRequest) Commit(ctx context.Context, tx *store.TxBuilder, id string, resource any, explain func(*store.TxFailed) error) error {
-	resp, err := json.Marshal(resource)
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // as WriteJSON writes it
+	if err := enc.Encode(resource); err != nil {
 		return err
 	}
+	resp := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 	bind, err := c.idem.Item(c.binding, id, c.location(id), resp)
 	if err != nil {
 		return err
@@ -209,6 +220,10 @@ func (c *CreateRequest) Commit(ctx context.Context, tx *store.TxBuilder, id stri
 	bi := tx.Add(bind)
 	for attempt := 1; ; attempt++ {
 		err = tx.Commit(ctx)
+		if err == nil {
+			c.answer = resp
+			return nil
+		}
 		var failed *store.TxFailed
 		if !errors.As(err, &failed) {
 			return err

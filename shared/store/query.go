@@ -225,10 +225,11 @@ func (q *ListQuery) Dates(from, to string) {
 // were one: for a collection kept in a few partitions by a value of few
 // kinds (time entries by status), so that one index answers both "all"
 // and "of this kind". Each partition is first read for its share of the
-// page, all at once; a partition whose share runs out before the page is
-// full (the page's items are mostly of its kind) is read on, for what the
-// page still lacks. So a page reads about as many items as it returns,
-// however they are spread. The continuation is the last sort key
+// page (twice its even share, so that uneven pages rarely need more), all
+// at once; a partition whose share runs out before the page is full (the
+// page's items are mostly of its kind) is read on, for what the page still
+// lacks. So a page reads about twice the items it returns, however they
+// are spread, not once per partition. The continuation is the last sort key
 // returned (every sort key of the index is unique), from which each
 // partition resumes.
 func (db *DB) Merge(ctx context.Context, q ListQuery, pks []string) (Page, error) {
@@ -284,7 +285,7 @@ func (db *DB) Merge(ctx context.Context, q ListQuery, pks []string) (Page, error
 	for i := range all {
 		all[i] = i
 	}
-	if err := fill(all, q.Limit/len(pks)+1); err != nil {
+	if err := fill(all, 2*q.Limit/len(pks)+1); err != nil {
 		return Page{}, err
 	}
 	for len(out.Items) < q.Limit {
