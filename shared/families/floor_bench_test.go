@@ -273,7 +273,9 @@ func floorMerge(db *store.DB, clientID string, pks []string) http.Handler {
 			}
 			all = append(all, pages[i]...)
 		}
-		sk := func(m map[string]ddbtypes.AttributeValue) string { return m["GSI1SK"].(*ddbtypes.AttributeValueMemberS).Value }
+		sk := func(m map[string]ddbtypes.AttributeValue) string {
+			return m["GSI1SK"].(*ddbtypes.AttributeValueMemberS).Value
+		}
 		slices.SortFunc(all, func(a, b map[string]ddbtypes.AttributeValue) int { return strings.Compare(sk(a), sk(b)) })
 		var items []timeentry.TimeEntry
 		if err := attributevalue.UnmarshalListOfMaps(all[:min(100, len(all))], &items); err != nil {
