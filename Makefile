@@ -4,7 +4,7 @@ GO ?= $(shell command -v go || echo /usr/local/go/bin/go)
 FUNCTIONS := $(notdir $(wildcard functions/*))
 LAMBDA_OUT := .bin/lambda
 
-.PHONY: run test check unit e2e bench soak openapi openapi-coverage build synth deploy local-cloud local-cloud-test local-up local-deploy local-test local-down clean dynamodb-local docs-assets chromium
+.PHONY: run test check unit e2e bench soak capacity openapi openapi-coverage build synth deploy local-cloud local-cloud-test local-up local-deploy local-test local-down clean dynamodb-local docs-assets chromium
 
 # jsii (the CDK's Go bridge) runs on Node; Node 20 works but warns loudly.
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
@@ -53,6 +53,10 @@ e2e: dynamodb-local
 ## bench: Go benchmarks against AWS DynamoDB Local
 bench: dynamodb-local
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 2s ./... | tee bench.txt
+
+## capacity: a load run on scripts/localcloud (not in make test; loopback only): organisations in a Zipf spread send the traffic model's mix; prints per-route p50/p99, capacity per request, the busiest partition keys and the projection to 1,000 requests/s (CAPACITY_ARGS: -duration 3m -orgs 100 -top 0.3 -rate 40 -workers 16)
+capacity: dynamodb-local
+	$(GO) run ./scripts/cmd/capacity $(CAPACITY_ARGS)
 
 ## soak: SOAK_MINUTES (default 10) of load, a flapping receiver and kill -9 restarts of the devserver; fails on any loss (not in make test)
 soak: dynamodb-local

@@ -6,23 +6,12 @@ import (
 	"github.com/practice-api/practice-api/shared/httpapi/routes"
 )
 
-// TrafficModel is the peak the stage is built for, in requests per
-// second per route: 1,000 a second across 10,000 organisations, 60 %
-// single reads, 20 % lists, 20 % creates (docs/cost-model.md, where it is
-// priced). Each route's gateway throttle is three times its share (at
-// least MinRouteRate), so a route may triple before the gateway sheds it,
-// and one route's flood cannot take the account's Lambda concurrency from
-// the others. Routes not named here are rare (webhook management).
-var TrafficModel = map[string]float64{
-	// single reads: 600/s
-	"matters.get": 180, "clients.get": 90, "people.get": 60, "companies.get": 60,
-	"invoices.get": 120, "documents.get": 80, "webhooks.get": 5, "reports.get": 5,
-	// lists: 200/s
-	"matters.list": 50, "clients.list": 20, "people.list": 15, "companies.list": 15, "time_entries.list": 50,
-	"invoices.list": 25, "documents.list": 20, "webhooks.list": 3, "webhooks.deliveries": 2,
-	// creates: 200/s
-	"companies.create": 15, "people.create": 15, "clients.create": 30, "matters.create": 40, "time_entries.create": 100,
-}
+// TrafficModel is routes.Traffic: the peak the stage is built for.
+// Each route's gateway throttle is three times its share (at least
+// MinRouteRate), so a route may triple before the gateway sheds it, and
+// one route's flood cannot take the account's Lambda concurrency from the
+// others.
+var TrafficModel = routes.Traffic
 
 // Throttles of routes outside the model's shares.
 const (

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"sort"
 	"sync"
 
@@ -117,13 +116,13 @@ func (m *CapacityMeter) Middleware(stack *middleware.Stack) error {
 			tx, _ := in.Parameters.(*dynamodb.TransactWriteItemsInput)
 			var before []map[string]ddbtypes.AttributeValue
 			if tx != nil && m.Reader != nil {
-				before = m.images(ctx, tx)
+				before = m.Images(ctx, tx)
 			}
 			out, md, err := next.HandleInitialize(ctx, in)
 			c := Capacity{Calls: 1}
 			switch {
 			case err == nil && tx != nil && m.Reader != nil:
-				c.addTransaction(tx, before, m.images(ctx, tx))
+				c.AddTransaction(tx, before, m.Images(ctx, tx))
 			case err == nil:
 				for _, cc := range consumed(out.Result) {
 					c.addConsumed(cc, write)
@@ -227,8 +226,9 @@ func (c *Capacity) addConsumed(cc ddbtypes.ConsumedCapacity, write bool) {
 	}
 }
 
-// images reads the current item of every action of tx (nil where none).
-func (m *CapacityMeter) images(ctx context.Context, tx *dynamodb.TransactWriteItemsInput) []map[string]ddbtypes.AttributeValue {
+// Images reads the current item of every action of tx through Reader
+// (nil where there is none).
+func (m *CapacityMeter) Images(ctx context.Context, tx *dynamodb.TransactWriteItemsInput) []map[string]ddbtypes.AttributeValue {
 	out := make([]map[string]ddbtypes.AttributeValue, len(tx.TransactItems))
 	for i, it := range tx.TransactItems {
 		table, key := txTarget(it)
@@ -258,11 +258,11 @@ func txTarget(it ddbtypes.TransactWriteItem) (*string, map[string]ddbtypes.Attri
 	return nil, nil
 }
 
-// addTransaction costs a committed transaction from its items' images
+// AddTransaction costs a committed transaction from its items' images
 // before and after: 2 WRU per KB for each item (its larger image; a
 // condition check its current one), and 2 WRU per KB of each index entry
 // written, deleted or changed.
-func (c *Capacity) addTransaction(tx *dynamodb.TransactWriteItemsInput, before, after []map[string]ddbtypes.AttributeValue) {
+func (c *Capacity) AddTransaction(tx *dynamodb.TransactWriteItemsInput, before, after []map[string]ddbtypes.AttributeValue) {
 	if c.ByIndex == nil {
 		c.ByIndex = map[string]float64{}
 	}
@@ -277,15 +277,53 @@ func (c *Capacity) addTransaction(tx *dynamodb.TransactWriteItemsInput, before, 
 			continue
 		}
 		add("table", 2*max(units(max(ItemSize(pre), ItemSize(post)), 1024), 1))
-		if os.Getenv("CAPDEBUGX") != "" {
-			fmt.Println("tx item", i, ItemSize(pre), ItemSize(post), post["SK"])
-		}
 		for _, ix := range Indexes {
 			for where, u := range ix.writes(pre, post) {
 				add(where, 2*u)
 			}
 		}
 	}
+}
+
+// TransactionKeys is what one committed action of a transaction wrote, by
+// partition key: its item's ("<PK>") and each index entry's ("<index>
+// <its partition key>"), in WRU (a condition check writes nothing).
+func TransactionKeys(it ddbtypes.TransactWriteItem, pre, post map[string]ddbtypes.AttributeValue) map[string]float64 {
+	if it.ConditionCheck != nil {
+		return nil
+	}
+	out := map[string]float64{}
+	img := post
+	if img == nil {
+		img = pre
+	}
+	if pk, ok := img[AttrPK].(*ddbtypes.AttributeValueMemberS); ok {
+		out[pk.Value] += 2 * max(units(max(ItemSize(pre), ItemSize(post)), 1024), 1)
+	}
+	for _, ix := range Indexes {
+		if len(ix.writes(pre, post)) == 0 {
+			continue
+		}
+		pkAttr, _ := GSIKeyAttrs(ix.Name)
+		a, b := ix.entry(pre), ix.entry(post)
+		pkOf := func(e map[string]ddbtypes.AttributeValue) string {
+			v, _ := e[pkAttr].(*ddbtypes.AttributeValueMemberS)
+			if v == nil {
+				return ""
+			}
+			return v.Value
+		}
+		if a != nil && b != nil && pkOf(a) == pkOf(b) {
+			out[ix.Name+" "+pkOf(a)] += 2 * max(units(max(ItemSize(a), ItemSize(b)), 1024), 1)
+			continue
+		}
+		for _, e := range []map[string]ddbtypes.AttributeValue{a, b} {
+			if e != nil {
+				out[ix.Name+" "+pkOf(e)] += 2 * max(units(ItemSize(e), 1024), 1)
+			}
+		}
+	}
+	return out
 }
 
 // ConditionCheckWRU is what AWS bills for a ConditionCheck in a

@@ -42,7 +42,16 @@ const ClaimLease = 60 * time.Second
 // whole retry schedule (about 41 minutes) and any redelivery of its jobs.
 const EventRetention = 3 * 24 * time.Hour
 
-func eventSK(endpoint, event string) string { return "DLVEV#" + endpoint + "#" + event }
+// DeliveriesPK is the partition of one endpoint's deliveries (the
+// per-event items and the delivery log): apart from the organisation's own
+// partition, so that deliveries to busy endpoints do not share its write
+// ceiling with the organisation's creates.
+func DeliveriesPK(org, endpoint string) string { return store.Collection(org, "WH", endpoint) }
+
+func eventSK(event string) string { return "DLVEV#" + event }
+
+// attemptSK is the sort key of a delivery-log entry.
+func attemptSK(id string) string { return "DLV#" + id }
 
 // slot names the attempt a job carries.
 func (j Job) slot() string {
@@ -83,7 +92,7 @@ func (s *Store) claimAttempt(ctx context.Context, job Job, msgID, owner string, 
 		return &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
 	}
 	out, err := s.db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(s.db.Table), Key: store.Key(store.OrgPK(c.org), eventSK(c.endpoint, c.event)),
+		TableName: aws.String(s.db.Table), Key: store.Key(DeliveriesPK(c.org, c.endpoint), eventSK(c.event)),
 		UpdateExpression:         aws.String("SET #s = :sending, #o = :owner, #l = :lease, #r = :msg, kind = :kind, #ttl = :ttl, endpoint_id = :ep, event_id = :ev"),
 		ConditionExpression:      aws.String("attribute_not_exists(delivered_at) AND (attribute_not_exists(#s) OR (#s = :sending AND #l < :now))"),
 		ExpressionAttributeNames: names,
@@ -108,7 +117,7 @@ func (s *Store) claimAttempt(ctx context.Context, job Job, msgID, owner string, 
 	item := ccf.Item
 	if len(item) == 0 { // a store that does not return the old item: read it
 		o, err := s.db.Client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.db.Table), ConsistentRead: aws.Bool(true),
-			Key: store.Key(store.OrgPK(c.org), eventSK(c.endpoint, c.event))})
+			Key: store.Key(DeliveriesPK(c.org, c.endpoint), eventSK(c.event))})
 		if err != nil {
 			return nil, fmt.Errorf("read delivery attempt: %w", err)
 		}
@@ -145,13 +154,16 @@ var errLostClaim = errors.New("webhook: the attempt's claim was taken over")
 // attempt is done (only while this worker still holds its claim), its
 // entry in the delivery log, the endpoint's failure count (reset by a
 // success, one more for a failure; counted only if the endpoint still
-// exists) and, on success, the event as delivered.
-func (s *Store) record(ctx context.Context, c *claim, a Attempt, now time.Time) error {
+// exists) and, on success, the event as delivered. A success when the
+// worker read a count of 0 (consistently, before sending) leaves the count
+// alone: it is as if the success came before any failure that ran beside
+// it, and the endpoint's item is written only when something failed.
+func (s *Store) record(ctx context.Context, c *claim, a Attempt, now time.Time, failuresRead int) error {
 	item, err := store.Marshal(a)
 	if err != nil {
 		return err
 	}
-	for _, count := range []bool{true, false} {
+	for _, count := range []bool{!a.Succeeded || failuresRead > 0, false} {
 		tx := s.db.Tx()
 		set := "SET #s = :done, #ok = :ok"
 		vals := map[string]ddbtypes.AttributeValue{
@@ -163,7 +175,7 @@ func (s *Store) record(ctx context.Context, c *claim, a Attempt, now time.Time) 
 			vals[":now"] = &ddbtypes.AttributeValueMemberS{Value: store.FormatTime(now)}
 		}
 		mine := tx.Add(ddbtypes.TransactWriteItem{Update: &ddbtypes.Update{
-			TableName: aws.String(s.db.Table), Key: store.Key(store.OrgPK(c.org), eventSK(c.endpoint, c.event)),
+			TableName: aws.String(s.db.Table), Key: store.Key(DeliveriesPK(c.org, c.endpoint), eventSK(c.event)),
 			UpdateExpression: aws.String(set), ConditionExpression: aws.String("#o = :owner AND #s = :sending"),
 			ExpressionAttributeNames:  map[string]string{"#s": attr("s_", c.slot), "#o": attr("o_", c.slot), "#ok": attr("ok_", c.slot)},
 			ExpressionAttributeValues: vals,
@@ -205,7 +217,7 @@ func (s *Store) record(ctx context.Context, c *claim, a Attempt, now time.Time) 
 // nothing anyway: the next attempt is claimed too).
 func (s *Store) markQueued(ctx context.Context, c *claim) error {
 	_, err := s.db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(s.db.Table), Key: store.Key(store.OrgPK(c.org), eventSK(c.endpoint, c.event)),
+		TableName: aws.String(s.db.Table), Key: store.Key(DeliveriesPK(c.org, c.endpoint), eventSK(c.event)),
 		UpdateExpression:          aws.String("SET #q = :yes"),
 		ConditionExpression:       aws.String("attribute_exists(PK)"),
 		ExpressionAttributeNames:  map[string]string{"#q": attr("q_", c.slot)},
@@ -221,7 +233,7 @@ func (s *Store) markQueued(ctx context.Context, c *claim) error {
 func (s *Store) Delivered(ctx context.Context, org, endpoint, event string) (bool, error) {
 	v, err := store.ReadInto[struct {
 		DeliveredAt string `dynamodbav:"delivered_at"`
-	}](ctx, s.db, store.OrgPK(org), eventSK(endpoint, event))
+	}](ctx, s.db, DeliveriesPK(org, endpoint), eventSK(event))
 	if errors.Is(err, store.ErrNotFound) {
 		return false, nil
 	}

@@ -209,7 +209,7 @@ func (d *Deliverer) Handle(ctx context.Context, m queue.Message) error {
 	// queueing the retry.
 	ctx, cancel := bookkeeping(ctx)
 	defer cancel()
-	switch err := d.Store.record(ctx, c, a, now); {
+	switch err := d.Store.record(ctx, c, a, now, e.ConsecutiveFailures); {
 	case errors.Is(err, errLostClaim):
 		return nil // another worker took the attempt over and records it
 	case err != nil:
@@ -314,7 +314,7 @@ func (d *Deliverer) newAttempt(e *Endpoint, job Job, now time.Time, status int, 
 		a.Error = fmt.Sprintf("receiver answered %d", status)
 	}
 	a.ID = timeOrderedID(now)
-	a.Keys = store.Keys{PK: store.OrgPK(job.Event.OrgID), SK: "DLV#" + e.ID + "#" + a.ID, Kind: "webhook_attempt"}
+	a.Keys = store.Keys{PK: DeliveriesPK(job.Event.OrgID, e.ID), SK: attemptSK(a.ID), Kind: "webhook_attempt"}
 	return a
 }
 
@@ -402,7 +402,7 @@ func (d *Deliverer) Retry(ctx context.Context, org, endpointID, deliveryID strin
 	if !ok {
 		return nil, httpapi.NotFound("delivery")
 	}
-	if err := d.Store.db.Get(ctx, store.OrgPK(org), "DLV#"+e.ID+"#"+deliveryID, &a); errors.Is(err, store.ErrNotFound) {
+	if err := d.Store.db.Get(ctx, DeliveriesPK(org, e.ID), attemptSK(deliveryID), &a); errors.Is(err, store.ErrNotFound) {
 		return nil, httpapi.NotFound("delivery")
 	} else if err != nil {
 		return nil, err

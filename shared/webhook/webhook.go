@@ -501,7 +501,7 @@ func Handlers(s *Store, d *Deliverer) httpapi.Handlers {
 			}
 			httpapi.ServeList(w, r, "webhook_deliveries:"+id, func(url.Values) (noFilter, error) { return noFilter{}, nil },
 				func(ctx context.Context, org string, req httpapi.ListRequest[noFilter]) ([]Attempt, store.StartKey, error) {
-					return store.QueryInto[Attempt](ctx, s.db, store.ListQuery{PK: store.OrgPK(org), SKPrefix: "DLV#" + id + "#",
+					return store.QueryInto[Attempt](ctx, s.db, store.ListQuery{PK: DeliveriesPK(org, id), SKPrefix: attemptSK(""),
 						Limit: req.PerPage, After: req.After, Desc: true, Project: true, Omit: []string{"envelope", "ttl"}})
 				})
 		},
