@@ -194,3 +194,58 @@ func TestPoisonedEventsArePutAside(t *testing.T) {
 		t.Fatalf("%d still parked, want 2", len(left))
 	}
 }
+
+// TestCompanyInsertsStartTheirEnrichment: a company's insert on the stream
+// (it writes no outbox event) sends its enrichment job, with the company's
+// id and CVR; a batch whose job could not be sent fails as a whole, so the
+// stream delivers it again (a company has no other trigger), while an
+// event in the same batch, sent already, is not sent twice.
+func TestCompanyInsertsStartTheirEnrichment(t *testing.T) {
+	db := storetest.NewDB(t)
+	enrich := &countingSink{sent: map[string]int{}}
+	events2 := &countingSink{sent: map[string]int{}}
+	d := &outbox.Dispatcher{DB: db, Routes: map[string][]outbox.Sink{outbox.CompanyCreated: {enrich}, outbox.MatterCreated: {events2}}}
+	_, records := pendingEvents(t, db, 1)
+	company := func(id string) events.DynamoDBEventRecord {
+		return events.DynamoDBEventRecord{EventName: "INSERT", Change: events.DynamoDBStreamRecord{NewImage: map[string]events.DynamoDBAttributeValue{
+			"PK": events.NewStringAttribute("O#5eed0000-0000-4000-8000-000000000009"), "SK": events.NewStringAttribute("COMPANY#" + id),
+			"kind": events.NewStringAttribute("company"), "id": events.NewStringAttribute(id), "cvr": events.NewStringAttribute("12345678"),
+			"created_at": events.NewStringAttribute("2026-01-01T00:00:00.000000Z"),
+		}}}
+	}
+	records = append(records, company("c-ok"), company("c-fails"))
+	modified := company("c-changed") // an enrichment's own rewrite: not a new company
+	modified.EventName = "MODIFY"
+	records = append(records, modified)
+	enrich.failFor = "c-fails"
+	ctx := context.Background()
+	n, err := app.DispatchRecords(ctx, d, records)
+	var ce *app.CompanyTriggerError
+	if !errors.As(err, &ce) || n != 2 {
+		t.Fatalf("dispatched %d, err %v: want the event and one company, and the failed company's error", n, err)
+	}
+	if err := app.DispatcherHandler(d)(ctx, mustMarshal(t, events.DynamoDBEvent{Records: records})); err == nil {
+		t.Fatal("the invocation succeeded with a company's job unsent: the stream would not deliver it again")
+	}
+	enrich.failFor = ""
+	if err := app.DispatcherHandler(d)(ctx, mustMarshal(t, events.DynamoDBEvent{Records: records})); err != nil {
+		t.Fatal(err)
+	}
+	if enrich.sent["c-ok"] < 1 || enrich.sent["c-fails"] != 1 || enrich.sent["c-changed"] != 0 {
+		t.Fatalf("enrichment jobs %v", enrich.sent)
+	}
+	for id, k := range events2.sent {
+		if k != 1 {
+			t.Fatalf("event %s sent %d times over the retried batches", id, k)
+		}
+	}
+}
+
+func mustMarshal(t *testing.T, v any) json.RawMessage {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

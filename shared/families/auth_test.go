@@ -2,16 +2,23 @@ package families_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/practice-api/practice-api/shared/apitest"
 	"github.com/practice-api/practice-api/shared/auth"
 	"github.com/practice-api/practice-api/shared/httpapi/routes"
+	"github.com/practice-api/practice-api/shared/store"
 )
 
 func TestAuthentication(t *testing.T) {
@@ -234,3 +241,133 @@ func mustStatus(t *testing.T, r apitest.Response, want int) {
 }
 
 var _ = slices.Contains[[]string]
+
+// TestPerClientLimitsAndOrganisationCeiling: a key's own limit replaces
+// the stage's for it alone, in its headers and its 429s; an
+// organisation's keys may together hold at most its ceiling, kept when
+// keys are made, given limits or revoked, also when many such changes
+// race (the losers are refused, never let through).
+func TestPerClientLimitsAndOrganisationCeiling(t *testing.T) {
+	e := apitest.New(t, apitest.Options{RateLimit: 5})
+	ctx := context.Background()
+	e.Keys.DefaultLimit = 5
+	org := e.Org("A")
+	e.SetNow(time.Now().Truncate(time.Minute).Add(time.Minute + 5*time.Second))
+	if _, err := e.Keys.SetCeiling(ctx, org, 100); err != nil {
+		t.Fatal(err)
+	}
+	fast, fastID := e.KeyWith(auth.KeyRequest{OrgID: org, RateLimit: 20})
+	slow := e.Key(org) // the stage's 5
+	// Both keys at once, each past its own limit: exact counts, apart.
+	type result struct {
+		key    string
+		status int
+		limit  string
+	}
+	results := make(chan result, 50)
+	var wg sync.WaitGroup
+	for i := range 50 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			k := fast
+			if i%2 == 1 {
+				k = slow
+			}
+			r := e.Get("/api/v1/matters", k)
+			results <- result{k, r.Status, r.Header.Get("X-RateLimit-Limit")}
+		}()
+	}
+	wg.Wait()
+	close(results)
+	counts := map[string]map[int]int{fast: {}, slow: {}}
+	for r := range results {
+		counts[r.key][r.status]++
+		if want := map[string]string{fast: "20", slow: "5"}[r.key]; r.limit != want {
+			t.Errorf("X-RateLimit-Limit %s, want %s", r.limit, want)
+		}
+	}
+	if counts[fast][200] != 20 || counts[fast][429] != 5 || counts[slow][200] != 5 || counts[slow][429] != 20 {
+		t.Fatalf("per key: fast %v, slow %v", counts[fast], counts[slow])
+	}
+
+	// Limits so far: 20 + 5 = 25 of 100. Twenty keys of 10 race for the
+	// remaining 75: seven fit, the rest are refused, whatever the order.
+	var made, refused atomic.Int64
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, _, err := e.Keys.CreateKey(ctx, auth.KeyRequest{OrgID: org, Mode: auth.ModeTest, Scopes: auth.Catalogue, RateLimit: 10}, e.Now())
+			switch {
+			case err == nil:
+				made.Add(1)
+			case errors.Is(err, auth.ErrCeiling) || strings.Contains(err.Error(), "keeps changing"):
+				refused.Add(1)
+			default:
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	refs, err := e.Keys.Keys(ctx, org)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := 0
+	for _, r := range refs {
+		if r.RevokedAt == "" {
+			sum += map[bool]int{true: r.RateLimit, false: 5}[r.RateLimit > 0]
+		}
+	}
+	if sum > 100 || made.Load() > 7 || made.Load()+refused.Load() != 20 || int(made.Load())+2 != len(refs) {
+		t.Fatalf("%d made, %d refused, %d keys with limits adding up to %d (ceiling 100)", made.Load(), refused.Load(), len(refs), sum)
+	}
+	// Raising a key past the ceiling is refused with the numbers; lowering
+	// the ceiling under what is allocated too; revoking frees its share.
+	if _, err := e.Keys.SetLimit(ctx, fastID, 20+100-sum+1); !errors.Is(err, auth.ErrCeiling) || !strings.Contains(err.Error(), "ceiling of 100") {
+		t.Fatalf("over the ceiling: %v", err)
+	}
+	if _, err := e.Keys.SetCeiling(ctx, org, sum-1); !errors.Is(err, auth.ErrCeiling) {
+		t.Fatalf("a ceiling under the allocation: %v", err)
+	}
+	if err := e.Keys.Revoke(ctx, fastID, e.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.Keys.CreateKey(ctx, auth.KeyRequest{OrgID: org, Mode: auth.ModeTest, Scopes: auth.Catalogue, RateLimit: 20}, e.Now()); err != nil {
+		t.Fatalf("the revoked key's share was not freed: %v", err)
+	}
+	// A limit set later applies to the next request.
+	if _, err := e.Keys.SetLimit(ctx, fastID, 30); !errors.Is(err, auth.ErrNoSuchClient) {
+		t.Fatalf("a revoked key given a limit: %v", err)
+	}
+	e.SetNow(e.Now().Add(time.Minute))
+	id := strings.Split(slow, "_")[2]
+	slowID := id[0:8] + "-" + id[8:12] + "-" + id[12:16] + "-" + id[16:20] + "-" + id[20:]
+	if _, err := e.Keys.SetLimit(ctx, slowID, 7); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.Get("/api/v1/matters", slow); r.Header.Get("X-RateLimit-Limit") != "7" {
+		t.Fatalf("a new limit: %v", r.Header)
+	}
+	// An idle spell leaves no stale counter on the client item, and
+	// removing it took no call of its own.
+	e.SetNow(e.Now().Add(10 * time.Minute))
+	mustStatus(t, e.Get("/api/v1/matters", slow), 200)
+	mustStatus(t, e.Get("/api/v1/matters", slow), 200)
+	var item map[string]any
+	out, err := e.DB.Client.GetItem(ctx, &dynamodb.GetItemInput{TableName: &e.DB.Table, Key: store.Key("APICLIENT#"+slowID, "APICLIENT")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = attributevalue.UnmarshalMap(out.Item, &item)
+	windows := 0
+	for k := range item {
+		if strings.HasPrefix(k, "rl_") {
+			windows++
+		}
+	}
+	if windows != 1 {
+		t.Fatalf("%d rate-limit windows on the client item", windows)
+	}
+}

@@ -14,6 +14,9 @@ import (
 	"time"
 
 	"github.com/practice-api/practice-api/scripts/internal/localproc"
+	"github.com/practice-api/practice-api/shared/auth"
+	"github.com/practice-api/practice-api/shared/party"
+	"github.com/practice-api/practice-api/shared/store"
 )
 
 // The devserver as a process: these tests build it once and run it as
@@ -262,4 +265,66 @@ func TestATrickledBodyDoesNotHoldTheServer(t *testing.T) {
 		t.Fatal("the connection stays open after the timeout")
 	}
 	t.Logf("a trickled body answered %d after %s", resp.StatusCode, took.Round(100*time.Millisecond))
+}
+
+// TestPendingEnrichmentsResumeAtStart: a company whose create was
+// answered but whose enrichment job was lost (a kill between the two) is
+// found at the next start and enriched; there is no register here, so it
+// ends "skipped" rather than "pending" for good.
+func TestPendingEnrichmentsResumeAtStart(t *testing.T) {
+	first, err := start(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = first.Cmd.Process.Signal(syscall.SIGTERM); <-first.Exited }()
+	ctx := t.Context()
+	db, err := store.New(ctx, store.Config{TableName: "resume", Endpoint: "http://" + first.Dynamo})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.EnsureTable(ctx); err != nil {
+		t.Fatal(err)
+	}
+	org, err := auth.NewStore(db).CreateOrg(ctx, "", "resume", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, tok, err := auth.NewStore(db).CreateKey(ctx, auth.KeyRequest{OrgID: org.ID, Mode: auth.ModeTest, Scopes: auth.Catalogue}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A company as a create writes it, whose trigger nobody saw.
+	c := party.Company{Name: "Glemt ApS", CVR: "87654321", CreatedAt: store.FormatTime(time.Now()), Enrichment: &party.Enrichment{Status: party.EnrichmentPending}}
+	if c.ID, err = party.CompanyID(ctx, db, org.ID, c.CVR); err != nil {
+		t.Fatal(err)
+	}
+	c.UpdatedAt = c.CreatedAt
+	c.SetKeys(org.ID)
+	item, _ := store.Marshal(c)
+	if err := db.PutNew(ctx, item); err != nil {
+		t.Fatal(err)
+	}
+	second, err := start(t, "DYNAMODB_ENDPOINT=http://"+first.Dynamo, "TABLE_NAME=resume")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = second.Cmd.Process.Signal(syscall.SIGTERM); <-second.Exited }()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		code, body := getJSON(t, second.Base+"/companies/"+c.ID, tok.String())
+		status := ""
+		if data, ok := body["data"].(map[string]any); ok {
+			status, _ = data["enrichment"].(map[string]any)["status"].(string)
+		}
+		if code == 200 && status == party.EnrichmentSkipped {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the pending company was not resumed: %d %v\n%s", code, body, second.Logs())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if !strings.Contains(second.Logs(), "resumed pending company enrichments") {
+		t.Fatalf("no log line of the resume:\n%s", second.Logs())
+	}
 }
