@@ -365,7 +365,7 @@ func addEvent(tx *store.TxBuilder, org, typ string, v *Invoice, now time.Time) e
 	if err != nil {
 		return err
 	}
-	tx.PutNew(ev)
+	outbox.Add(tx, ev)
 	return nil
 }
 

@@ -153,7 +153,7 @@ func (s *Store) Seal(ctx context.Context, org, id string, now time.Time) (Signin
 	cond, vals := store.Unchanged(prev)
 	tx.PutIf(d, cond+" AND attribute_not_exists(signing_flow_id)", nil, vals)
 	tx.PutNew(f)
-	tx.PutNew(ev)
+	outbox.Add(tx, ev)
 	var failed *store.TxFailed
 	if err := tx.Commit(ctx); errors.As(err, &failed) {
 		return SigningFlow{}, fmt.Errorf("%w (or it changed meanwhile; try again)", ErrSealed)

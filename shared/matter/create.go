@@ -111,7 +111,7 @@ func (s *Store) create(ctx context.Context, req *httpapi.CreateRequest, m *Matte
 	tx := s.db.Tx()
 	ci := tx.Check(cpk, csk, cond, nil, values)
 	mi := tx.PutNew(m)
-	tx.PutNew(ev)
+	outbox.Add(tx, ev)
 	return req.Commit(ctx, tx, m.ID, m, func(f *store.TxFailed) error {
 		switch {
 		case f.Has(ci):

@@ -68,7 +68,7 @@ func (s *Store) SetStatus(ctx context.Context, org, id, to string, now time.Time
 			if err != nil {
 				return err
 			}
-			tx.PutNew(ev)
+			outbox.Add(tx, ev)
 		}
 		err = tx.Commit(ctx)
 		var failed *store.TxFailed

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -21,11 +20,13 @@ import (
 
 // Message is an event as queues carry it.
 type Message struct {
-	ID        string          `json:"id"`
-	OrgID     string          `json:"organization_id"`
-	Type      string          `json:"event"`
-	CreatedAt string          `json:"timestamp"`
-	Data      json.RawMessage `json:"data"`
+	ID        string `json:"id"`
+	Type      string `json:"event"`
+	CreatedAt string `json:"timestamp"`
+	OrgID     string `json:"organization_id"`
+	// Sequence is the event's place in its organisation's feed (GET /events).
+	Sequence int64           `json:"sequence,omitempty"`
+	Data     json.RawMessage `json:"data"`
 	// Attempt counts the jobs a consumer has run for this event (its retries).
 	Attempt int `json:"attempt,omitempty"`
 }
@@ -37,9 +38,10 @@ type Dispatcher struct {
 	DB     *store.DB
 	Routes map[string][]Sink
 	Now    func() time.Time
-	// Retention is how long a dispatched event is kept (DefaultRetention
-	// when 0).
-	Retention time.Duration
+	// Retention is how long a dispatched internal event is kept
+	// (DefaultRetention when 0), FeedRetention one of the feed
+	// (DefaultFeedRetention when 0).
+	Retention, FeedRetention time.Duration
 }
 
 // Sink takes dispatched events: a queue, or the webhook fan-out.
@@ -238,7 +240,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, ev Event) (outcome, error) {
 	if len(sinks) == 0 {
 		return parkedType, d.park(ctx, key, token, now, fmt.Sprintf("no queue takes events of type %q; replay it after a release that knows the type", ev.Type))
 	}
-	body, err := json.Marshal(Message{ID: ev.ID, OrgID: ev.OrgID, Type: ev.Type, CreatedAt: ev.CreatedAt, Data: json.RawMessage(ev.Data)})
+	body, err := json.Marshal(ev.Message())
 	if err == nil {
 		for _, q := range sinks {
 			if err = q.Send(ctx, body, 0); err != nil {
@@ -263,7 +265,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, ev Event) (outcome, error) {
 	}
 	// Out of the pending index, and kept for the retention from its creation.
 	created, _ := time.Parse(store.TimeLayout, ev.CreatedAt)
-	mine[":ttl"] = &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(created.Add(d.retention()).Unix(), 10)}
+	mine[":ttl"] = &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(created.Add(d.retention(ev.Type)).Unix(), 10)}
 	_, err = d.DB.Client.UpdateItem(context.WithoutCancel(ctx), &dynamodb.UpdateItemInput{
 		TableName: aws.String(d.DB.Table), Key: key,
 		UpdateExpression:          aws.String("SET #ttl = :ttl REMOVE GSI6PK, GSI6SK, claim, claim_until"),
@@ -375,7 +377,7 @@ func Parked(ctx context.Context, db *store.DB, limit int) ([]Event, error) {
 func Replay(ctx context.Context, db *store.DB, ev Event) (bool, error) {
 	id := ev.ID
 	if id == "" {
-		id = strings.TrimPrefix(ev.SK, "EVT#")
+		id = ev.SK // an item that is not an event: any shard takes it
 	}
 	_, err := db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(db.Table), Key: store.Key(ev.PK, ev.SK),
@@ -392,11 +394,21 @@ func Replay(ctx context.Context, db *store.DB, ev Event) (bool, error) {
 	return err == nil, err
 }
 
-func (d *Dispatcher) retention() time.Duration {
-	if d.Retention > 0 {
+func (d *Dispatcher) retention(typ string) time.Duration {
+	switch {
+	case InFeed(typ) && d.FeedRetention > 0:
+		return d.FeedRetention
+	case InFeed(typ):
+		return DefaultFeedRetention
+	case d.Retention > 0:
 		return d.Retention
 	}
 	return DefaultRetention
+}
+
+// Message is the event as queues, deliveries and the feed carry it.
+func (ev *Event) Message() Message {
+	return Message{ID: ev.ID, OrgID: ev.OrgID, Type: ev.Type, CreatedAt: ev.CreatedAt, Sequence: ev.Seq, Data: json.RawMessage(ev.Data)}
 }
 
 func (d *Dispatcher) now() time.Time {

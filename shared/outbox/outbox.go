@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -33,8 +34,17 @@ const CompanyCreated = "company.created"
 // request; it is never raised by a change and never subscribed to.
 const WebhookTest = "webhook.test"
 
-// Types lists every event type subscribers can choose.
-var Types = []string{MatterCreated, MatterClosed, InvoiceIssued, InvoicePaid, DocumentSigned, TimeEntryCreated}
+// WebhookEndpointDisabled is raised when an endpoint is turned off after
+// its consecutive failures (an addition to the spec's types): in the feed,
+// and delivered to the organisation's other endpoints subscribed to it.
+const WebhookEndpointDisabled = "webhook_endpoint.disabled"
+
+// Types lists every event type subscribers can choose, and the feed holds.
+var Types = []string{MatterCreated, MatterClosed, InvoiceIssued, InvoicePaid, DocumentSigned, TimeEntryCreated, WebhookEndpointDisabled}
+
+// InFeed reports whether events of typ are in the organisation's feed
+// (every type subscribers can choose; not the internal company.created).
+func InFeed(typ string) bool { return slices.Contains(Types, typ) }
 
 // Index is the global secondary index of pending and parked events.
 const Index = "GSI6"
@@ -50,15 +60,26 @@ const DefaultShards = 32
 // in the shard it was written to, and a sweep reads shards 0 to Shards-1.
 var Shards = DefaultShards
 
-// DefaultRetention is how long a dispatched event is kept (OUTBOX_RETENTION):
-// its item gets a TTL of its creation plus this when it is dispatched. An
-// event that was never dispatched (pending, parked) has none.
+// DefaultRetention is how long a dispatched internal event is kept
+// (OUTBOX_RETENTION): its item gets a TTL of its creation plus this when
+// it is dispatched. An event that was never dispatched (pending, parked)
+// has none.
 const DefaultRetention = 7 * 24 * time.Hour
+
+// DefaultFeedRetention is how long an event of the feed is kept
+// (EVENT_RETENTION): listed by GET /events and replayable that long from
+// its creation, then gone (its TTL, set when it is dispatched).
+const DefaultFeedRetention = 30 * 24 * time.Hour
 
 // Event is an outbox item. Pending events carry the GSI6 slot
 // OUTBOX#PENDING#<shard>; dispatch removes it. An event that cannot be
 // dispatched (its sends keep failing, its type is unknown) is parked: its
 // slot becomes OUTBOX#PARKED, where operators list and replay it.
+//
+// An event of the feed is keyed by its sequence (EVT#<16 digits>): the
+// organisation's feed is its partition's range of those keys, one Query a
+// page, written with the event itself. Internal events (company.created
+// of a repair) are keyed by id (EVI#<id>) and are in no feed.
 type Event struct {
 	store.Keys
 	ID        string `dynamodbav:"id"`
@@ -66,6 +87,10 @@ type Event struct {
 	Type      string `dynamodbav:"type"`
 	Data      string `dynamodbav:"data"` // JSON of the envelope's data object
 	CreatedAt string `dynamodbav:"created_at"`
+	// Seq is the event's place in its organisation's feed: unique, and
+	// increasing with the order in which the feed shows events (0 for an
+	// internal event). Microseconds since 1970 of its commit.
+	Seq int64 `dynamodbav:"seq,omitempty"`
 	// DispatchAttempts counts the dispatches that claimed it.
 	DispatchAttempts int    `dynamodbav:"dispatch_attempts,omitempty"`
 	ParkedReason     string `dynamodbav:"parked_reason,omitempty"`
@@ -85,7 +110,27 @@ func pendingPKOf(id string) string {
 	return PendingPK(int(h.Sum32() % uint32(max(Shards, 1))))
 }
 
-// New builds an event of org whose data object holds key: payload.
+// SeqSK is the sort key of the feed event with sequence seq.
+func SeqSK(seq int64) string { return fmt.Sprintf("EVT#%016d", seq) }
+
+// Add puts ev into tx: an event of the feed keyed by the sequence the
+// transaction gives it when it commits (its timestamp too: the feed's
+// order is the commit's), an internal one by its id.
+func Add(tx *store.TxBuilder, ev Event) int {
+	if !InFeed(ev.Type) {
+		return tx.PutNew(ev)
+	}
+	return tx.PutSequenced(func(seq int64) any {
+		e := ev
+		e.Seq, e.SK = seq, SeqSK(seq)
+		e.CreatedAt = store.FormatTime(time.UnixMicro(seq))
+		e.GSI6SK = store.Seq(e.CreatedAt, e.ID)
+		return e
+	})
+}
+
+// New builds an event of org whose data object holds key: payload; put it
+// into its change's transaction with Add.
 func New(org, typ, key string, payload any, now time.Time) (Event, error) {
 	data, err := json.Marshal(map[string]any{key: payload})
 	if err != nil {
@@ -94,7 +139,7 @@ func New(org, typ, key string, payload any, now time.Time) (Event, error) {
 	id := uuid.NewString()
 	created := store.FormatTime(now)
 	return Event{
-		Keys: store.Keys{PK: store.OrgPK(org), SK: "EVT#" + id, Kind: "event",
+		Keys: store.Keys{PK: store.OrgPK(org), SK: "EVI#" + id, Kind: "event",
 			GSI6PK: pendingPKOf(id), GSI6SK: store.Seq(created, id)},
 		ID: id, OrgID: org, Type: typ, Data: string(data), CreatedAt: created,
 	}, nil

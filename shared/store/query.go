@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -25,9 +26,14 @@ type ListQuery struct {
 	// SKPrefix restricts the sort key to a prefix (base-table collections).
 	SKPrefix string
 	Equal    map[string]string // attribute = value, applied as a FilterExpression
-	Limit    int               // items wanted on this page
-	After    StartKey          // resume after this key; nil for the first page
-	Desc     bool              // newest (highest sort key) first
+	// Filter is a filter expression of the caller's, ANDed with Equal's.
+	Filter *Filter
+	// MaxReads bounds the Query calls spent filling a filtered page
+	// (maxFilterReads when 0): 1 keeps a page to a single Query.
+	MaxReads int
+	Limit    int      // items wanted on this page
+	After    StartKey // resume after this key; nil for the first page
+	Desc     bool     // newest (highest sort key) first
 	// Consistent reads the base table strongly consistently (never an
 	// index, which DynamoDB reads eventually consistently).
 	Consistent bool
@@ -39,6 +45,15 @@ type ListQuery struct {
 	// invoice's lines on the list, a webhook's secrets).
 	Omit  []string
 	attrs []string
+}
+
+// Filter is a filter expression with its names and values (which must
+// not use the names #pk, #sk, #f<n> and #p<n>, nor the values :pk, :sk…,
+// :f<n>).
+type Filter struct {
+	Expression string
+	Names      map[string]string
+	Values     map[string]ddbtypes.AttributeValue
 }
 
 // maxFilterReads bounds the Query calls spent filling one filtered page, so a
@@ -102,6 +117,19 @@ func (db *DB) Query(ctx context.Context, q ListQuery) (Page, error) {
 		}
 		filter = aws.String(expr)
 	}
+	if f := q.Filter; f != nil {
+		expr := "(" + f.Expression + ")"
+		if filter != nil {
+			expr = *filter + " AND " + expr
+		}
+		filter = aws.String(expr)
+		for k, v := range f.Names {
+			names[k] = v
+		}
+		for k, v := range f.Values {
+			values[k] = v
+		}
+	}
 	want := q.Limit + 1 // one more than the page tells whether another page exists
 	readLimit := want
 	if filter != nil {
@@ -150,7 +178,7 @@ func (db *DB) Query(ctx context.Context, q ListQuery) (Page, error) {
 		if out.LastEvaluatedKey == nil {
 			return page, nil
 		}
-		if reads+1 >= maxFilterReads {
+		if reads+1 >= cmp.Or(q.MaxReads, maxFilterReads) {
 			page.Next = fromAttrs(out.LastEvaluatedKey)
 			return page, nil
 		}

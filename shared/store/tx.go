@@ -2,8 +2,10 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -12,9 +14,16 @@ import (
 
 // TxBuilder collects the items of one TransactWriteItems.
 type TxBuilder struct {
-	db    *DB
-	items []ddbtypes.TransactWriteItem
-	err   error
+	db        *DB
+	items     []ddbtypes.TransactWriteItem
+	err       error
+	sequenced []sequenced
+}
+
+// sequenced is an item whose key holds a sequence number given at commit.
+type sequenced struct {
+	index int
+	build func(seq int64) any
 }
 
 // Tx starts a transaction on db.
@@ -32,6 +41,56 @@ func (b *TxBuilder) PutNew(v any) int {
 		ConditionExpression: aws.String("attribute_not_exists(PK)"),
 	}})
 	return len(b.items) - 1
+}
+
+// PutSequenced adds a Put of an item that must not exist yet and whose key
+// holds a sequence number: build makes the item for a number, given when
+// the transaction is committed (DB.Sequence), and given again when the
+// number is taken (two items of one partition in one microsecond). A
+// transaction holding one commits within SequenceWindow of its number or
+// not at all (a reader that serves numbers up to twice that ago then
+// never sees one appear behind it: the event feed's rule).
+func (b *TxBuilder) PutSequenced(build func(seq int64) any) int {
+	b.items = append(b.items, ddbtypes.TransactWriteItem{})
+	i := len(b.items) - 1
+	b.sequenced = append(b.sequenced, sequenced{index: i, build: build})
+	return i
+}
+
+// SequenceWindow bounds how long after taking its sequence numbers a
+// transaction may commit: the SDK's attempts stop at this deadline.
+var SequenceWindow = 5 * time.Second
+
+// sequenceAttempts bounds the numbers a transaction takes when the ones
+// it took were taken (collisions within one microsecond).
+const sequenceAttempts = 4
+
+// number gives each sequenced item its number and its Put.
+func (b *TxBuilder) number() {
+	for _, sq := range b.sequenced {
+		item, err := Marshal(sq.build(b.db.Sequence()))
+		if err != nil && b.err == nil {
+			b.err = err
+		}
+		b.items[sq.index] = ddbtypes.TransactWriteItem{Put: &ddbtypes.Put{
+			TableName: aws.String(b.db.Table), Item: item,
+			ConditionExpression: aws.String("attribute_not_exists(PK)"),
+		}}
+	}
+}
+
+// onlySequenced reports whether every failed condition is a sequenced
+// item's (its number was taken).
+func (b *TxBuilder) onlySequenced(f *TxFailed) bool {
+	if len(f.Failed) == 0 || len(f.Conflicted) > 0 {
+		return false
+	}
+	for _, i := range f.Failed {
+		if !slices.ContainsFunc(b.sequenced, func(s sequenced) bool { return s.index == i }) {
+			return false
+		}
+	}
+	return true
 }
 
 // Check adds a ConditionCheck on an existing item.
@@ -84,6 +143,23 @@ func (e *TxFailed) Has(i int) bool {
 // Commit runs the transaction. A cancellation by failed conditions is a
 // *TxFailed; anything else is a store error.
 func (b *TxBuilder) Commit(ctx context.Context) error {
+	if len(b.sequenced) == 0 {
+		return b.commit(ctx)
+	}
+	for attempt := 1; ; attempt++ {
+		b.number()
+		wctx, cancel := context.WithTimeout(ctx, SequenceWindow)
+		err := b.commit(wctx)
+		cancel()
+		var f *TxFailed
+		if attempt < sequenceAttempts && errors.As(err, &f) && b.onlySequenced(f) {
+			continue
+		}
+		return err
+	}
+}
+
+func (b *TxBuilder) commit(ctx context.Context) error {
 	if b.err != nil {
 		return b.err
 	}

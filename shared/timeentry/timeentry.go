@@ -177,7 +177,7 @@ func (s *Store) Create(ctx context.Context, req *httpapi.CreateRequest) (string,
 	// (docs/data-model.md).
 	tx := s.db.Tx()
 	tx.PutNew(t)
-	tx.PutNew(ev)
+	outbox.Add(tx, ev)
 	err = req.Commit(ctx, tx, t.ID, t, func(*store.TxFailed) error { return nil })
 	return t.ID, t, err
 }
