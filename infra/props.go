@@ -79,6 +79,10 @@ type Props struct {
 	// OutboxRetentionDays is OUTBOX_RETENTION in days (context
 	// outboxRetentionDays, default 7): how long a dispatched event is kept.
 	OutboxRetentionDays int
+	// EventRetentionDays is EVENT_RETENTION in days (context
+	// eventRetentionDays, default 30, at most 90): how long the event feed
+	// (GET /events) keeps events, and how far back a replay reaches.
+	EventRetentionDays int
 	// AccountConcurrency is the account's Lambda concurrency limit (context
 	// accountConcurrency, default 1000, AWS's default): an alarm fires at
 	// 80 % of it.
@@ -124,6 +128,9 @@ func (p *Props) defaults() {
 	}
 	if p.OutboxRetentionDays <= 0 {
 		p.OutboxRetentionDays = 7
+	}
+	if p.EventRetentionDays <= 0 {
+		p.EventRetentionDays = 30
 	}
 	if p.AccountConcurrency <= 0 {
 		p.AccountConcurrency = 1000
@@ -179,6 +186,9 @@ func PropsFromContext(app awscdk.App) (*Props, error) {
 	}
 	if p.OutboxRetentionDays, err = positive("outboxRetentionDays", 7); err != nil {
 		return nil, err
+	}
+	if p.EventRetentionDays, err = positive("eventRetentionDays", 30); err != nil || p.EventRetentionDays > 90 {
+		return nil, fmt.Errorf("eventRetentionDays must be an integer from 1 to 90")
 	}
 	if p.AccountConcurrency, err = positive("accountConcurrency", 1000); err != nil {
 		return nil, err

@@ -197,6 +197,7 @@ func (s *Stack) newFunction(fn Function, p *Props) awslambda.Function {
 		"STAGE":                         jsii.String(p.Stage),
 		"OUTBOX_SHARDS":                 jsii.String(strconv.Itoa(p.OutboxShards)),
 		"OUTBOX_RETENTION":              jsii.String(strconv.Itoa(p.OutboxRetentionDays*24) + "h"),
+		"EVENT_RETENTION":               jsii.String(strconv.Itoa(p.EventRetentionDays*24) + "h"),
 	}
 	if p.PublicBaseURL != "" { // a custom domain; unset, the API's own domain name is used
 		env["PUBLIC_BASE_URL"] = jsii.String(p.PublicBaseURL)

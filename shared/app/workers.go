@@ -33,7 +33,8 @@ type Workers struct {
 // ENRICHMENT_RETRY_SCHEDULE (default 10s,1m,5m,15m), WEBHOOK_RETRY_SCHEDULE
 // (default 30s,2m,8m,30m: five attempts), WEBHOOK_CA_FILE (extra trusted
 // roots) and WEBHOOK_ALLOW_PRIVATE_TARGETS ("1" admits loopback and private
-// targets; default off).
+// targets; default off), and the event feed's EVENT_FEED_SETTLE and
+// EVENT_RETENTION (EventFeedFromEnv).
 func NewWorkers(db *store.DB, enrichment, deliveries queue.Queue) (*Workers, error) {
 	schedule, err := ParseSchedule(os.Getenv("ENRICHMENT_RETRY_SCHEDULE"), party.DefaultEnrichSchedule)
 	if err != nil {
@@ -59,17 +60,40 @@ func NewWorkers(db *store.DB, enrichment, deliveries queue.Queue) (*Workers, err
 	if err != nil {
 		return nil, err
 	}
+	if endpoints.FeedSettle, endpoints.FeedRetention, err = EventFeedFromEnv(); err != nil {
+		return nil, err
+	}
 	routes := map[string][]outbox.Sink{outbox.CompanyCreated: {enrichment}}
 	fanout := &webhook.Fanout{Store: endpoints, Queue: deliveries}
 	for _, t := range outbox.Types {
 		routes[t] = []outbox.Sink{fanout}
 	}
 	return &Workers{
-		Dispatcher: &outbox.Dispatcher{DB: db, Routes: routes, Retention: retention},
+		Dispatcher: &outbox.Dispatcher{DB: db, Routes: routes, Retention: retention, FeedRetention: endpoints.FeedRetention},
 		Enricher: &party.Enricher{Store: party.NewStore(db), Register: os.Getenv("COMPANY_REGISTER_URL"),
 			HTTP: party.RegisterClient(allowPrivate), Queue: enrichment, Schedule: schedule},
 		Deliverer: &webhook.Deliverer{Store: endpoints, Queue: deliveries, Schedule: hooks, Client: client},
 	}, nil
+}
+
+// EventFeedFromEnv reads EVENT_FEED_SETTLE (a Go duration from 0 to 1m;
+// default 10s: how far behind now GET /events serves, at least twice
+// store.SequenceWindow for its no-miss rule; less only for tests) and
+// EVENT_RETENTION (a Go duration of 1h to 2160h; default 720h, 30 days:
+// how long events are listed and replayable).
+func EventFeedFromEnv() (settle, retention time.Duration, err error) {
+	settle, retention = outbox.DefaultSettle, outbox.DefaultFeedRetention
+	if v := os.Getenv("EVENT_FEED_SETTLE"); v != "" {
+		if settle, err = time.ParseDuration(v); err != nil || settle < 0 || settle > time.Minute {
+			return 0, 0, fmt.Errorf("EVENT_FEED_SETTLE must be a Go duration from 0s to 1m, such as 10s, got %q", v)
+		}
+	}
+	if v := os.Getenv("EVENT_RETENTION"); v != "" {
+		if retention, err = time.ParseDuration(v); err != nil || retention < time.Hour || retention > 90*24*time.Hour {
+			return 0, 0, fmt.Errorf("EVENT_RETENTION must be a Go duration from 1h to 2160h (90 days), such as 720h, got %q", v)
+		}
+	}
+	return settle, retention, nil
 }
 
 // ParseSchedule reads comma-separated Go durations, each at most 15

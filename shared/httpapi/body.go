@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -378,4 +379,25 @@ func (b *Body) Strings(name string, required bool) ([]string, bool) {
 		return nil, false
 	}
 	return v, true
+}
+
+// Time reads an instant: a date-time with Z or an offset
+// (2024-05-01T10:00:00Z, with any fraction of a second) or a date
+// (midnight UTC), as updated_since takes it.
+func (b *Body) Time(name string, required bool) (time.Time, bool) {
+	raw, ok := b.take(name, required)
+	if !ok {
+		return time.Time{}, false
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+			return t.UTC(), true
+		}
+		if t, err := time.Parse(time.DateOnly, s); err == nil {
+			return t, true
+		}
+	}
+	b.Fail(name, "%s must be a date-time with Z or an offset (2024-05-01T10:00:00Z) or a date (2024-05-01), as a string", name)
+	return time.Time{}, false
 }

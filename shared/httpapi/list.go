@@ -53,7 +53,7 @@ func ServeList[F comparable, T any](w http.ResponseWriter, r *http.Request, reso
 ) {
 	q := r.URL.Query()
 	env := envFrom(r.Context())
-	perPage, err := parsePerPage(q)
+	perPage, err := PerPageParam(q)
 	if err != nil {
 		WriteError(w, r, err)
 		return
@@ -113,7 +113,8 @@ func ServeList[F comparable, T any](w http.ResponseWriter, r *http.Request, reso
 	WriteJSON(w, http.StatusOK, resp)
 }
 
-func parsePerPage(q url.Values) (int, error) {
+// PerPageParam is per_page: DefaultPerPage when absent, 1 to MaxPerPage.
+func PerPageParam(q url.Values) (int, error) {
 	v, err := QueryValue(q, "per_page")
 	if err != nil {
 		return 0, err

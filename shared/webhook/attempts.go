@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/practice-api/practice-api/shared/outbox"
 	"github.com/practice-api/practice-api/shared/store"
 )
 
@@ -55,10 +56,23 @@ func attemptSK(id string) string { return "DLV#" + id }
 
 // slot names the attempt a job carries.
 func (j Job) slot() string {
-	if j.Manual != "" {
+	switch {
+	case j.Manual != "":
 		return "m" + strings.ReplaceAll(j.Manual, "-", "")
+	case j.Replay != "":
+		return "r" + strings.ReplaceAll(j.Replay, "-", "") + "a" + strconv.Itoa(j.Attempt)
 	}
 	return "a" + strconv.Itoa(j.Attempt)
+}
+
+// deliveredAttr is the attribute a success sets, whose presence stops the
+// job's series: delivered_at for the event's own series and manual
+// retries, rd_<replay> for a replay's (which resends delivered events).
+func (j Job) deliveredAttr() string {
+	if j.Replay != "" {
+		return "rd_" + strings.ReplaceAll(j.Replay, "-", "")
+	}
+	return "delivered_at"
 }
 
 // claimOutcome is what claiming an attempt found.
@@ -76,6 +90,7 @@ const (
 // claimed is a held attempt.
 type claim struct {
 	org, endpoint, event, slot, owner string
+	delivered                         string // the attribute a success sets (Job.deliveredAttr)
 	outcome                           claimOutcome
 	succeeded, nextQueued             bool // of an attempt alreadyDone
 }
@@ -85,8 +100,9 @@ func attr(prefix, slot string) string { return prefix + slot }
 // claimAttempt claims job's attempt for this worker (owner), carried by
 // queue message msgID.
 func (s *Store) claimAttempt(ctx context.Context, job Job, msgID, owner string, now time.Time) (*claim, error) {
-	c := &claim{org: job.Event.OrgID, endpoint: job.EndpointID, event: job.Event.ID, slot: job.slot(), owner: owner}
-	names := map[string]string{"#s": attr("s_", c.slot), "#o": attr("o_", c.slot), "#l": attr("l_", c.slot), "#r": attr("r_", c.slot), "#ttl": store.AttrTTL}
+	c := &claim{org: job.Event.OrgID, endpoint: job.EndpointID, event: job.Event.ID, slot: job.slot(), owner: owner, delivered: job.deliveredAttr()}
+	names := map[string]string{"#s": attr("s_", c.slot), "#o": attr("o_", c.slot), "#l": attr("l_", c.slot), "#r": attr("r_", c.slot), "#ttl": store.AttrTTL,
+		"#d": c.delivered}
 	str := func(v string) ddbtypes.AttributeValue { return &ddbtypes.AttributeValueMemberS{Value: v} }
 	num := func(v int64) ddbtypes.AttributeValue {
 		return &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
@@ -94,7 +110,7 @@ func (s *Store) claimAttempt(ctx context.Context, job Job, msgID, owner string, 
 	out, err := s.db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(s.db.Table), Key: store.Key(DeliveriesPK(c.org, c.endpoint), eventSK(c.event)),
 		UpdateExpression:         aws.String("SET #s = :sending, #o = :owner, #l = :lease, #r = :msg, kind = :kind, #ttl = :ttl, endpoint_id = :ep, event_id = :ev"),
-		ConditionExpression:      aws.String("attribute_not_exists(delivered_at) AND (attribute_not_exists(#s) OR (#s = :sending AND #l < :now))"),
+		ConditionExpression:      aws.String("attribute_not_exists(#d) AND (attribute_not_exists(#s) OR (#s = :sending AND #l < :now))"),
 		ExpressionAttributeNames: names,
 		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{
 			":sending": str("sending"), ":owner": str(owner), ":msg": str(msgID), ":kind": str("webhook_event_deliveries"),
@@ -135,7 +151,7 @@ func (s *Store) claimAttempt(ctx context.Context, job Job, msgID, owner string, 
 		return v != nil && v.Value
 	}
 	switch {
-	case sv("delivered_at") != "":
+	case sv(c.delivered) != "":
 		c.outcome = eventDelivered
 	case sv(names["#s"]) == "sending" && sv(names["#r"]) == msgID:
 		c.outcome = inFlightHere
@@ -170,14 +186,19 @@ func (s *Store) record(ctx context.Context, c *claim, a Attempt, now time.Time, 
 			":done": &ddbtypes.AttributeValueMemberS{Value: "done"}, ":sending": &ddbtypes.AttributeValueMemberS{Value: "sending"},
 			":owner": &ddbtypes.AttributeValueMemberS{Value: c.owner}, ":ok": &ddbtypes.AttributeValueMemberBOOL{Value: a.Succeeded},
 		}
+		names := map[string]string{"#s": attr("s_", c.slot), "#o": attr("o_", c.slot), "#ok": attr("ok_", c.slot)}
 		if a.Succeeded {
 			set += ", delivered_at = :now"
+			if c.delivered != "delivered_at" {
+				set += ", #d = :now"
+				names["#d"] = c.delivered
+			}
 			vals[":now"] = &ddbtypes.AttributeValueMemberS{Value: store.FormatTime(now)}
 		}
 		mine := tx.Add(ddbtypes.TransactWriteItem{Update: &ddbtypes.Update{
 			TableName: aws.String(s.db.Table), Key: store.Key(DeliveriesPK(c.org, c.endpoint), eventSK(c.event)),
 			UpdateExpression: aws.String(set), ConditionExpression: aws.String("#o = :owner AND #s = :sending"),
-			ExpressionAttributeNames:  map[string]string{"#s": attr("s_", c.slot), "#o": attr("o_", c.slot), "#ok": attr("ok_", c.slot)},
+			ExpressionAttributeNames:  names,
 			ExpressionAttributeValues: vals,
 		}})
 		tx.Add(ddbtypes.TransactWriteItem{Put: &ddbtypes.Put{TableName: aws.String(s.db.Table), Item: item,
@@ -241,12 +262,16 @@ func (s *Store) Delivered(ctx context.Context, org, endpoint, event string) (boo
 }
 
 // disableIfDue turns an endpoint off when its count of consecutive
-// failures has reached DisableAfter, exactly once (by condition); it
+// failures has reached DisableAfter, exactly once (by condition), and
+// raises webhook_endpoint.disabled in the same transaction (the feed has
+// it; the organisation's other endpoints subscribed to it get it); it
 // reports whether this call did.
 func (s *Store) disableIfDue(ctx context.Context, org, id string, now time.Time) (bool, error) {
 	e, err := store.ReadInto[struct {
-		ConsecutiveFailures int  `dynamodbav:"consecutive_failures"`
-		IsActive            bool `dynamodbav:"is_active"`
+		URL                 string   `dynamodbav:"url"`
+		EventTypes          []string `dynamodbav:"event_types"`
+		ConsecutiveFailures int      `dynamodbav:"consecutive_failures"`
+		IsActive            bool     `dynamodbav:"is_active"`
 	}](ctx, s.db, store.OrgPK(org), endpointSK(id))
 	if errors.Is(err, store.ErrNotFound) {
 		return false, nil
@@ -254,15 +279,45 @@ func (s *Store) disableIfDue(ctx context.Context, org, id string, now time.Time)
 	if err != nil || !e.IsActive || e.ConsecutiveFailures < DisableAfter {
 		return false, err
 	}
-	_, err = s.db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(s.db.Table), Key: store.Key(store.OrgPK(org), endpointSK(id)), UpdateExpression: aws.String("SET is_active = :off, disabled_at = :now"),
-		ConditionExpression: aws.String("is_active = :on AND consecutive_failures >= :max"),
-		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":off": &ddbtypes.AttributeValueMemberBOOL{Value: false},
-			":on": &ddbtypes.AttributeValueMemberBOOL{Value: true}, ":now": &ddbtypes.AttributeValueMemberS{Value: store.FormatTime(now)},
-			":max": &ddbtypes.AttributeValueMemberN{Value: strconv.Itoa(DisableAfter)}},
-	})
-	if store.IsConditionFailed(err) {
-		return false, nil // already off, or a success reset the count meanwhile
+	at := store.FormatTime(now)
+	ev, err := outbox.New(org, outbox.WebhookEndpointDisabled, "webhook_endpoint", DisabledEndpoint{
+		ID: id, URL: e.URL, EventTypes: e.EventTypes, ConsecutiveFailures: e.ConsecutiveFailures, DisabledAt: at,
+	}, now)
+	if err != nil {
+		return false, err
 	}
-	return err == nil, err
+	// Workers failing at once all see the count reach the limit: one
+	// turns the endpoint off, the others find it off (or, held by that
+	// transaction, try again).
+	for attempt := 1; ; attempt++ {
+		tx := s.db.Tx()
+		tx.Add(ddbtypes.TransactWriteItem{Update: &ddbtypes.Update{
+			TableName: aws.String(s.db.Table), Key: store.Key(store.OrgPK(org), endpointSK(id)), UpdateExpression: aws.String("SET is_active = :off, disabled_at = :now"),
+			ConditionExpression: aws.String("is_active = :on AND consecutive_failures >= :max"),
+			ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":off": &ddbtypes.AttributeValueMemberBOOL{Value: false},
+				":on": &ddbtypes.AttributeValueMemberBOOL{Value: true}, ":now": &ddbtypes.AttributeValueMemberS{Value: at},
+				":max": &ddbtypes.AttributeValueMemberN{Value: strconv.Itoa(DisableAfter)}},
+		}})
+		outbox.Add(tx, ev)
+		err = tx.Commit(ctx)
+		var failed *store.TxFailed
+		switch {
+		case errors.Is(err, store.ErrTxConflict) && attempt < 3:
+			time.Sleep(time.Duration(attempt) * 20 * time.Millisecond)
+			continue
+		case errors.As(err, &failed) && !errors.Is(err, store.ErrTxConflict):
+			return false, nil // already off, or a success reset the count meanwhile
+		}
+		return err == nil, err
+	}
+}
+
+// DisabledEndpoint is the data of webhook_endpoint.disabled: the endpoint
+// as it was turned off (never its secret).
+type DisabledEndpoint struct {
+	ID                  string   `json:"id"`
+	URL                 string   `json:"url"`
+	EventTypes          []string `json:"event_types"`
+	ConsecutiveFailures int      `json:"consecutive_failures"`
+	DisabledAt          string   `json:"disabled_at"`
 }

@@ -42,6 +42,9 @@ type Job struct {
 	// Manual is the id of the failed attempt a manual retry resends: one
 	// attempt of its own, outside the automatic series.
 	Manual string `json:"manual,omitempty"`
+	// Replay is the id of the replay that queued this event again: a
+	// series of its own, sent even if the event was delivered before.
+	Replay string `json:"replay,omitempty"`
 }
 
 // Fanout turns an outbox event into one delivery job per active endpoint of
@@ -91,7 +94,10 @@ type Attempt struct {
 	DurationMS  int64  `dynamodbav:"duration_ms" json:"duration_ms"`
 	AttemptedAt string `dynamodbav:"attempted_at" json:"attempted_at"`
 	// Manual marks an attempt a manual retry made (POST …/retry).
-	Manual   bool   `dynamodbav:"manual,omitempty" json:"manual,omitempty"`
+	Manual bool `dynamodbav:"manual,omitempty" json:"manual,omitempty"`
+	// ReplayID marks an attempt of a replay (POST …/replay, or PATCH with
+	// replay_since).
+	ReplayID string `dynamodbav:"replay_id,omitempty" json:"replay_id,omitempty"`
 	Envelope string `dynamodbav:"envelope" json:"-"`
 	TTL      int64  `dynamodbav:"ttl" json:"-"`
 }
@@ -104,6 +110,8 @@ type Deliverer struct {
 	Schedule []time.Duration
 	Client   *http.Client
 	Now      func() time.Time
+	// ReplayLimit bounds the events one replay queues (ReplayMax when 0).
+	ReplayLimit int
 }
 
 // NewHTTPClient is the delivery client: 5 s to connect (and for TLS), 10 s
@@ -173,7 +181,7 @@ func (d *Deliverer) Handle(ctx context.Context, m queue.Message) error {
 		return err
 	}
 	if !e.IsActive || !slices.Contains(e.EventTypes, job.Event.Type) {
-		return nil // disabled or unsubscribed: deliveries stop
+		return d.replayed(ctx, job) // disabled or unsubscribed: deliveries stop
 	}
 	c, err := d.Store.claimAttempt(ctx, job, m.ID, uuid.NewString(), now)
 	if err != nil {
@@ -215,6 +223,9 @@ func (d *Deliverer) Handle(ctx context.Context, m queue.Message) error {
 	case err != nil:
 		return err
 	}
+	if err := d.replayed(ctx, job); err != nil {
+		return err
+	}
 	if a.Succeeded {
 		return nil
 	}
@@ -231,6 +242,16 @@ func (d *Deliverer) Handle(ctx context.Context, m queue.Message) error {
 		return nil // a manual retry is one attempt: the automatic series goes on by itself
 	}
 	return d.scheduleNext(ctx, c, job, now)
+}
+
+// replayed counts the first attempt of a replayed event towards its
+// replay's end (the endpoint is free for another replay when all have had
+// theirs).
+func (d *Deliverer) replayed(ctx context.Context, job Job) error {
+	if job.Replay == "" || job.Attempt != 1 {
+		return nil
+	}
+	return d.Store.replayStep(ctx, job.Event.OrgID, job.EndpointID, job.Replay)
 }
 
 // errAttemptInFlight sends a message back to its queue: its attempt is
@@ -273,10 +294,23 @@ func (d *Deliverer) post(ctx context.Context, e *Endpoint, body []byte, job Job)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "Service-Webhook/1.0")
 	now := d.now()
-	req.Header.Set(signature.Header, signature.SignAll(e.SigningSecrets(now), now, body))
+	secrets := e.SigningSecrets(now)
+	req.Header.Set(signature.Header, signature.SignAll(secrets, now, body))
 	req.Header.Set("Service-Event-Id", job.Event.ID)
 	req.Header.Set("Service-Event-Type", job.Event.Type)
 	req.Header.Set("Service-Delivery-Attempt", strconv.Itoa(job.Attempt))
+	if job.Event.Sequence != 0 {
+		req.Header.Set("Service-Event-Sequence", strconv.FormatInt(job.Event.Sequence, 10))
+	}
+	if job.Replay != "" {
+		req.Header.Set("Service-Replay-Id", job.Replay)
+	}
+	// Standard Webhooks' headers, for its libraries: the same instant and
+	// secrets; webhook-id is the event's id, the same on every delivery of
+	// it (retries and replays), for receivers to deduplicate on.
+	req.Header.Set(signature.HeaderWebhookID, job.Event.ID)
+	req.Header.Set(signature.HeaderWebhookTimestamp, strconv.FormatInt(now.Unix(), 10))
+	req.Header.Set(signature.HeaderWebhookSignature, signature.StandardSign(secrets, job.Event.ID, now, body))
 	resp, err := d.Client.Do(req)
 	if err != nil {
 		return 0, err, time.Since(start)
@@ -307,7 +341,7 @@ func (d *Deliverer) newAttempt(e *Endpoint, job Job, now time.Time, status int, 
 	derr = d.explain(derr)
 	a := Attempt{EndpointID: e.ID, EventID: job.Event.ID, EventType: job.Event.Type, Attempt: job.Attempt, Succeeded: ok,
 		StatusCode: status, DurationMS: took.Milliseconds(), AttemptedAt: store.FormatTime(now), Envelope: string(body),
-		TTL: now.Add(30 * 24 * time.Hour).Unix(), Manual: job.Manual != ""}
+		TTL: now.Add(30 * 24 * time.Hour).Unix(), Manual: job.Manual != "", ReplayID: job.Replay}
 	if derr != nil {
 		a.Error = derr.Error()
 	} else if !ok {

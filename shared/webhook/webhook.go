@@ -7,7 +7,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/hex"
+	"encoding/base64"
 	"errors"
 	"io"
 	"maps"
@@ -75,12 +75,16 @@ func (e *Endpoint) SigningSecrets(now time.Time) []string {
 	return secrets
 }
 
+// newSecret is a signing secret in Standard Webhooks' form: "whsec_" and
+// the base64 of 32 random bytes. Service-Signature is keyed with the whole
+// string (as it always was, whatever a secret's form), webhook-signature
+// with the decoded bytes.
 func newSecret() (string, error) {
 	var sec [32]byte
 	if _, err := rand.Read(sec[:]); err != nil {
 		return "", err
 	}
-	return "whsec_" + hex.EncodeToString(sec[:]), nil
+	return "whsec_" + base64.StdEncoding.EncodeToString(sec[:]), nil
 }
 
 func readBody(r *http.Request) ([]byte, error) { return io.ReadAll(r.Body) }
@@ -94,6 +98,11 @@ type Store struct {
 	// Box seals signing secrets at rest: a KMSBox under the stage's key
 	// (WEBHOOK_SECRETS_KEY_ARN), or nil for a LocalBox keyed from the table.
 	Box SecretBox
+	// FeedSettle is how far behind now GET /events serves
+	// (EVENT_FEED_SETTLE; outbox.DefaultSettle), FeedRetention how long
+	// events are kept, listed and replayable (EVENT_RETENTION;
+	// outbox.DefaultFeedRetention when 0).
+	FeedSettle, FeedRetention time.Duration
 
 	localOnce sync.Once
 	local     SecretBox
@@ -114,7 +123,7 @@ func (s *Store) box(ctx context.Context) (SecretBox, error) {
 
 // NewStore returns a Store on db.
 func NewStore(db *store.DB, allowPrivate bool) *Store {
-	return &Store{db: db, AllowPrivate: allowPrivate}
+	return &Store{db: db, AllowPrivate: allowPrivate, FeedSettle: outbox.DefaultSettle}
 }
 
 // Get reads an endpoint of org with its secrets opened, for signing.
@@ -233,26 +242,47 @@ func (s *Store) count(org string, delta int) ddbtypes.TransactWriteItem {
 	return ddbtypes.TransactWriteItem{Update: u}
 }
 
+// Patch is a validated PATCH of an endpoint: the fields sent, and
+// replay_since (an addition: with is_active true, the feed's events since
+// then are queued to the endpoint once it is on).
+type Patch struct {
+	URL         string
+	Types       []string
+	Active      *bool
+	ReplaySince time.Time
+}
+
+// ParsePatch validates a PATCH body.
+func (s *Store) ParsePatch(ctx context.Context, raw []byte, now time.Time) (Patch, error) {
+	b, err := httpapi.DecodeBody(raw)
+	if err != nil {
+		return Patch{}, err
+	}
+	b.Forbid("it cannot be changed", "id", "secret", "created_at", "updated_at", "consecutive_failures", "disabled_at")
+	var p Patch
+	p.URL, p.Types = s.validate(ctx, b, false)
+	if b.Has("is_active") {
+		v := b.Bool("is_active")
+		p.Active = &v
+	}
+	if since, ok := b.Time("replay_since", false); ok {
+		p.ReplaySince = since
+		if p.Active == nil || !*p.Active {
+			b.Fail("replay_since", "replay_since goes with is_active true: it queues what the endpoint missed as it is turned back on "+
+				"(to replay to an endpoint that is on, POST /webhooks/{id}/replay)")
+		}
+		s.checkWindow(b, "replay_since", p.ReplaySince, now)
+	}
+	return p, b.Err()
+}
+
 // Update applies a PATCH of is_active, url and event_types in one
 // conditional UpdateItem that sets only the fields sent: delivery counters
 // and an automatic disable, which deliveries change concurrently, are never
 // rewritten. Turning an inactive endpoint back on also resets its failure
 // count, so deliveries resume.
-func (s *Store) Update(ctx context.Context, org, id string, raw []byte, now time.Time) (Endpoint, error) {
-	b, err := httpapi.DecodeBody(raw)
-	if err != nil {
-		return Endpoint{}, err
-	}
-	b.Forbid("it cannot be changed", "id", "secret", "created_at", "updated_at", "consecutive_failures")
-	u, types := s.validate(ctx, b, false)
-	var active *bool
-	if b.Has("is_active") {
-		v := b.Bool("is_active")
-		active = &v
-	}
-	if err := b.Err(); err != nil {
-		return Endpoint{}, err
-	}
+func (s *Store) Update(ctx context.Context, org, id string, p Patch, now time.Time) (Endpoint, error) {
+	u, types, active := p.URL, p.Types, p.Active
 	set := []string{"updated_at = :now"}
 	values := map[string]ddbtypes.AttributeValue{":now": &ddbtypes.AttributeValueMemberS{Value: store.FormatTime(now)}}
 	var names map[string]string // "url" is a reserved word
@@ -417,20 +447,75 @@ func Handlers(s *Store, d *Deliverer) httpapi.Handlers {
 			if !ok {
 				err = httpapi.NotFound("webhook endpoint")
 			}
-			if err != nil {
-				httpapi.WriteError(w, r, err)
-				return
+			ctx, org, now := r.Context(), httpapi.OrgID(r.Context()), httpapi.Now(r.Context())
+			var p Patch
+			if err == nil {
+				p, err = s.ParsePatch(ctx, raw, now)
 			}
-			e, err := s.Update(r.Context(), httpapi.OrgID(r.Context()), id, raw, httpapi.Now(r.Context()))
+			var lock *replayLock
+			if err == nil && !p.ReplaySince.IsZero() {
+				// The replay holds the endpoint before it is turned on: a
+				// second replay refused leaves the endpoint as it was.
+				lock, err = s.lockReplay(ctx, org, id, now)
+			}
+			var e Endpoint
+			if err == nil {
+				e, err = s.Update(ctx, org, id, p, now)
+				if err != nil && lock != nil {
+					s.releaseReplay(context.WithoutCancel(ctx), lock)
+				}
+			}
+			var replay *Replay
+			if err == nil && lock != nil {
+				var rp Replay
+				rp, err = d.queueReplay(ctx, lock, &e, ReplayRequest{Since: p.ReplaySince}, now)
+				replay = &rp
+			}
 			if errors.Is(err, store.ErrNotFound) {
 				err = httpapi.NotFound("webhook endpoint")
 			}
 			if err != nil {
-				httpapi.WriteError(w, r, err)
+				httpapi.WriteError(w, r, replayError(err))
+				return
+			}
+			if replay != nil {
+				httpapi.WriteJSON(w, http.StatusOK, map[string]any{"data": e, "replay": replay})
 				return
 			}
 			httpapi.WriteJSON(w, http.StatusOK, httpapi.Data(e))
 		},
+		"webhooks.replay": func(w http.ResponseWriter, r *http.Request) {
+			id, ok := httpapi.PathID(r.PathValue("id"))
+			raw, err := readBody(r)
+			if !ok {
+				err = httpapi.NotFound("webhook endpoint")
+			}
+			ctx, now := r.Context(), httpapi.Now(r.Context())
+			var req ReplayRequest
+			if err == nil {
+				req, err = s.parseReplay(raw, now)
+				if err != nil {
+					// An endpoint that is not there answers 404, whatever
+					// the body (as every route with an id).
+					if _, gerr := get(ctx, httpapi.OrgID(ctx), id); errors.Is(gerr, store.ErrNotFound) {
+						err = gerr
+					}
+				}
+			}
+			var rp Replay
+			if err == nil {
+				rp, err = d.Replay(ctx, httpapi.OrgID(ctx), id, req, now)
+			}
+			if errors.Is(err, store.ErrNotFound) {
+				err = httpapi.NotFound("webhook endpoint")
+			}
+			if err != nil {
+				httpapi.WriteError(w, r, replayError(err))
+				return
+			}
+			httpapi.WriteJSON(w, http.StatusAccepted, httpapi.Data(rp))
+		},
+		"events.list": s.serveEvents,
 		"webhooks.test": func(w http.ResponseWriter, r *http.Request) {
 			id, ok := httpapi.PathID(r.PathValue("id"))
 			if !ok {

@@ -317,6 +317,7 @@ type results struct {
 	mu           sync.Mutex
 	latency      map[string][]time.Duration
 	errors       map[string]int
+	statuses     map[string]map[int]int // route -> status of a refused request -> count
 	serverErrors int
 	requests     int
 	elapsed      time.Duration
@@ -324,7 +325,7 @@ type results struct {
 
 // load sends the mix at the rate for the duration.
 func load(ctx context.Context, base string, tenants []*tenant, weights []float64, o options) *results {
-	res := &results{latency: map[string][]time.Duration{}, errors: map[string]int{}}
+	res := &results{latency: map[string][]time.Duration{}, errors: map[string]int{}, statuses: map[string]map[int]int{}}
 	var names []string
 	var cum []float64
 	total := 0.0
@@ -384,6 +385,10 @@ func load(ctx context.Context, base string, tenants []*tenant, weights []float64
 				res.latency[route] = append(res.latency[route], took)
 				if err != nil || status >= 400 {
 					res.errors[route]++
+					if res.statuses[route] == nil {
+						res.statuses[route] = map[int]int{}
+					}
+					res.statuses[route][status]++ // 0: no answer
 				}
 				if err != nil || status >= 500 {
 					res.serverErrors++
@@ -429,6 +434,8 @@ func request(route string, t *tenant, r *rand.Rand) (method, path, body, idem st
 		return "GET", "/reports/wip", "", ""
 	case "webhooks.deliveries":
 		return "GET", "/webhooks/" + t.endpoint + "/deliveries", "", ""
+	case "events.list": // a poller a minute behind
+		return "GET", fmt.Sprintf("/events?per_page=100&after=%d", time.Now().Add(-time.Minute).UnixMicro()), "", ""
 	case "companies.create":
 		return "POST", "/companies", fmt.Sprintf(`{"name":"Last %s ApS","cvr":"%08d"}`, uniq, r.IntN(1e8)), "co-" + uniq
 	case "people.create":
@@ -528,6 +535,13 @@ func report(w io.Writer, res *results, rep ddbproxy.Report, delivered int64, o o
 		expR += bu[1] * float64(len(d))
 		fmt.Fprintf(w, "%-22s %7d %9.1f %9.1f %7d %7.1f %7.1f\n", route, len(d), ms(d[len(d)/2]), ms(d[min(len(d)-1, len(d)*99/100)]),
 			res.errors[route], bu[0], bu[1])
+	}
+	for _, route := range slices.Sorted(maps.Keys(res.statuses)) {
+		fmt.Fprintf(w, "refused %s:", route)
+		for _, st := range slices.Sorted(maps.Keys(res.statuses[route])) {
+			fmt.Fprintf(w, " %d×%d", res.statuses[route][st], st)
+		}
+		fmt.Fprintln(w)
 	}
 	n := float64(res.requests)
 	fmt.Fprintf(w, "\nper request, the routes' table: %.2f WRU, %.2f RRU; measured by the proxy, the store calls of every function "+

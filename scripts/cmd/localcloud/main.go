@@ -228,7 +228,7 @@ func contractSettings(base string) map[string]string {
 		"PUBLIC_BASE_URL":               getenv("PUBLIC_BASE_URL", base),
 	}
 	for _, k := range []string{"WEBHOOK_RETRY_SCHEDULE", "WEBHOOK_CA_FILE", "COMPANY_REGISTER_URL", "ENRICHMENT_RETRY_SCHEDULE",
-		"API_KEY_MODES", "API_DEPRECATED_SINCE", "API_SUNSET", "API_DEPRECATION_LINK"} {
+		"API_KEY_MODES", "API_DEPRECATED_SINCE", "API_SUNSET", "API_DEPRECATION_LINK", "EVENT_FEED_SETTLE"} {
 		if v := os.Getenv(k); v != "" {
 			s[k] = v
 		}

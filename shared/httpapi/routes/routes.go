@@ -76,6 +76,10 @@ var Table = []Route{
 	// new signing secret, the old one signing beside it for a grace period.
 	{Family: Webhooks, Method: "POST", Path: "/webhooks/{id}/test", Scope: "webhooks:manage", Name: "webhooks.test"},
 	{Family: Webhooks, Method: "POST", Path: "/webhooks/{id}/rotate-secret", Scope: "webhooks:manage", Name: "webhooks.rotate_secret"},
+	// Additive: every event of the organisation in order (its feed), and
+	// the feed's events of a window queued again to one endpoint.
+	{Family: Webhooks, Method: "GET", Path: "/events", Scope: "webhooks:manage", Name: "events.list"},
+	{Family: Webhooks, Method: "POST", Path: "/webhooks/{id}/replay", Scope: "webhooks:manage", Name: "webhooks.replay"},
 
 	// The OpenAPI document, for tools and integrators before they hold a key.
 	{Family: Meta, Method: "GET", Path: "/openapi.json", Name: "openapi", Public: true},
@@ -98,17 +102,19 @@ var Indexes = map[string][]string{
 }
 
 // Traffic is the peak the service is built and priced for, in requests per
-// second per route: 1,000 a second across 10,000 organisations, 60 %
-// single reads, 20 % lists, 20 % creates (docs/cost-model.md). The stage's
-// gateway throttles follow it (infra), and make capacity drives it. Routes
-// not named here are rare (webhook management).
+// second per route: 1,000 a second across 10,000 organisations, 57 %
+// single reads, 23 % lists (the event feed's polls among them), 20 %
+// creates (docs/cost-model.md). The stage's gateway throttles follow it
+// (infra), and make capacity drives it. Routes not named here are rare
+// (webhook management, replays).
 var Traffic = map[string]float64{
-	// single reads: 600/s
-	"matters.get": 180, "clients.get": 90, "people.get": 60, "companies.get": 60,
-	"invoices.get": 120, "documents.get": 80, "webhooks.get": 5, "reports.get": 5,
-	// lists: 200/s
+	// single reads: 570/s
+	"matters.get": 165, "clients.get": 90, "people.get": 60, "companies.get": 60,
+	"invoices.get": 105, "documents.get": 80, "webhooks.get": 5, "reports.get": 5,
+	// lists: 230/s; the feed: a fifth of the organisations polling it every
+	// minute, say (30/s), throttled at 90/s
 	"matters.list": 50, "clients.list": 20, "people.list": 15, "companies.list": 15, "time_entries.list": 50,
-	"invoices.list": 25, "documents.list": 20, "webhooks.list": 3, "webhooks.deliveries": 2,
+	"invoices.list": 25, "documents.list": 20, "webhooks.list": 3, "webhooks.deliveries": 2, "events.list": 30,
 	// creates: 200/s
 	"companies.create": 15, "people.create": 15, "clients.create": 30, "matters.create": 40, "time_entries.create": 100,
 }

@@ -7,6 +7,7 @@ package signature
 import (
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"strconv"
@@ -95,4 +96,43 @@ func Verify(secret, header string, body []byte, now time.Time, tolerance time.Du
 		}
 	}
 	return ErrMismatch
+}
+
+// Standard Webhooks (standardwebhooks.com) headers, sent beside
+// Service-Signature so that any of its libraries verifies a delivery:
+// webhook-id is the event's id, webhook-timestamp the same Unix seconds,
+// and webhook-signature holds "v1,<base64 HMAC-SHA256 of
+// "{id}.{timestamp}.{raw body}">" per secret, space-separated. Its key is
+// the secret's part after "whsec_", base64-decoded (Standard Webhooks' rule):
+// the secrets this service issues are "whsec_" and the base64 of 32
+// random bytes; older ones, "whsec_" and 64 hex digits, decode too (hex
+// digits are base64 characters), so both verify with the libraries.
+const (
+	HeaderWebhookID        = "webhook-id"
+	HeaderWebhookTimestamp = "webhook-timestamp"
+	HeaderWebhookSignature = "webhook-signature"
+)
+
+// StandardKey is a secret's Standard Webhooks key; ok is false when its
+// part after "whsec_" is not base64.
+func StandardKey(secret string) ([]byte, bool) {
+	k, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
+	return k, err == nil && len(k) > 0
+}
+
+// StandardSign returns the webhook-signature value of a delivery of event
+// id sent at t: one "v1,<base64>" per secret that has a key.
+func StandardSign(secrets []string, id string, t time.Time, body []byte) string {
+	var sigs []string
+	for _, s := range secrets {
+		key, ok := StandardKey(s)
+		if !ok {
+			continue
+		}
+		mac := hmac.New(sha256.New, key)
+		mac.Write([]byte(id + "." + strconv.FormatInt(t.Unix(), 10) + "."))
+		mac.Write(body)
+		sigs = append(sigs, "v1,"+base64.StdEncoding.EncodeToString(mac.Sum(nil)))
+	}
+	return strings.Join(sigs, " ")
 }

@@ -1,0 +1,182 @@
+package webhook
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/practice-api/practice-api/shared/httpapi"
+	"github.com/practice-api/practice-api/shared/outbox"
+)
+
+// The event feed (GET /events) is an addition to the spec: every event of
+// the organisation, oldest first, whatever endpoints exist, each as it is
+// delivered (same id, envelope and data) with its sequence. See
+// outbox.Feed for why a reader paging by `after` misses none and sees none
+// twice while events are being written.
+
+// EventsMeta is the meta of a page of the feed: next_after is where the
+// reader goes on from, on the next page or, on the last one, at its next
+// poll (every event up to it has been served).
+type EventsMeta struct {
+	PerPage   int   `json:"per_page"`
+	Count     int   `json:"count"`
+	HasMore   bool  `json:"has_more"`
+	NextAfter int64 `json:"next_after"`
+}
+
+// EventsPage is GET /events's answer.
+type EventsPage struct {
+	Data  []outbox.Message `json:"data"`
+	Meta  EventsMeta       `json:"meta"`
+	Links httpapi.Links    `json:"links"`
+}
+
+// feedTypesParam reads event_types: a comma-separated list of known types.
+func feedTypesParam(q url.Values) ([]string, error) {
+	v, err := httpapi.QueryValue(q, "event_types")
+	if err != nil || v == "" {
+		return nil, err
+	}
+	var types []string
+	for _, t := range strings.Split(v, ",") {
+		t = strings.TrimSpace(t)
+		if !slices.Contains(outbox.Types, t) {
+			return nil, httpapi.Invalid("event_types", "unknown event type %q; event_types is a comma-separated list of %s", t, strings.Join(outbox.Types, ", "))
+		}
+		if !slices.Contains(types, t) {
+			types = append(types, t)
+		}
+	}
+	return types, nil
+}
+
+// afterParam reads after: a sequence, 0 (the oldest kept) when absent.
+func afterParam(q url.Values) (int64, error) {
+	v, err := httpapi.QueryValue(q, "after")
+	if err != nil || v == "" {
+		return 0, err
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, httpapi.Invalid("after", "after must be a sequence: a whole number of 0 or more (the meta.next_after of the page before, or the sequence of the last event you have)")
+	}
+	return n, nil
+}
+
+// serveEvents answers GET /events.
+func (s *Store) serveEvents(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	perPage, err := httpapi.PerPageParam(q)
+	var after int64
+	var types []string
+	if err == nil {
+		after, err = afterParam(q)
+	}
+	if err == nil {
+		types, err = feedTypesParam(q)
+	}
+	if err != nil {
+		httpapi.WriteError(w, r, err)
+		return
+	}
+	page, err := outbox.Feed(r.Context(), s.db, outbox.FeedQuery{Org: httpapi.OrgID(r.Context()), After: after, Types: types, Limit: perPage,
+		Now: httpapi.Now(r.Context()), Settle: s.FeedSettle, Retention: outbox.FeedKeep(s.FeedRetention)})
+	if err != nil {
+		httpapi.WriteError(w, r, err)
+		return
+	}
+	resp := EventsPage{Data: page.Events, Meta: EventsMeta{PerPage: perPage, Count: len(page.Events), HasMore: page.More, NextAfter: page.Next}}
+	if resp.Data == nil {
+		resp.Data = []outbox.Message{}
+	}
+	if page.More {
+		next := url.Values{"after": {strconv.FormatInt(page.Next, 10)}}
+		if perPage != httpapi.DefaultPerPage {
+			next.Set("per_page", strconv.Itoa(perPage))
+		}
+		if len(types) > 0 {
+			next.Set("event_types", strings.Join(types, ","))
+		}
+		link := httpapi.AbsoluteURL(r, r.URL.Path) + "?" + next.Encode()
+		resp.Links.Next = &link
+	}
+	httpapi.WriteJSON(w, http.StatusOK, resp)
+}
+
+// ReplayRequest is the body of POST /webhooks/{id}/replay: the events of
+// the feed from Since (inclusive) to Until (exclusive; now when zero) of
+// Types (the endpoint's subscriptions when empty).
+type ReplayRequest struct {
+	Since, Until time.Time
+	Types        []string
+}
+
+// parseReplay reads a replay body.
+func (s *Store) parseReplay(raw []byte, now time.Time) (ReplayRequest, error) {
+	b, err := httpapi.DecodeBody(raw)
+	if err != nil {
+		return ReplayRequest{}, err
+	}
+	var req ReplayRequest
+	req.Since, _ = b.Time("since", true)
+	req.Until, _ = b.Time("until", false)
+	if ts, ok := b.Strings("event_types", false); ok {
+		for _, t := range ts {
+			if !slices.Contains(outbox.Types, t) {
+				b.Fail("event_types", "unknown event type %q; known: %v", t, outbox.Types)
+			} else if !slices.Contains(req.Types, t) {
+				req.Types = append(req.Types, t)
+			}
+		}
+	}
+	s.checkWindow(b, "since", req.Since, now)
+	if !req.Until.IsZero() && !req.Since.IsZero() && !req.Until.After(req.Since) {
+		b.Fail("until", "until must be after since (since is inclusive, until exclusive)")
+	}
+	return req, b.Err()
+}
+
+// checkWindow fails a replay's start that the feed no longer (or not yet)
+// holds.
+func (s *Store) checkWindow(b *httpapi.Body, field string, since, now time.Time) {
+	if since.IsZero() {
+		return
+	}
+	keep := outbox.FeedKeep(s.FeedRetention)
+	switch oldest := now.Add(-keep); {
+	case since.Before(oldest):
+		b.Fail(field, "%s is before the oldest event kept: events are kept %s, so the oldest %s can be is %s; events before it are gone",
+			field, keepText(keep), field, oldest.UTC().Format(time.RFC3339))
+	case since.After(now):
+		b.Fail(field, "%s is in the future; events that are not there yet reach the endpoint when they happen", field)
+	}
+}
+
+// keepText is a retention as people say it.
+func keepText(d time.Duration) string {
+	if d%(24*time.Hour) == 0 {
+		return fmt.Sprintf("%d days", d/(24*time.Hour))
+	}
+	return d.String()
+}
+
+// replayError is the answer to a replay that cannot start.
+func replayError(err error) error {
+	var busy *ErrReplayBusy
+	switch {
+	case errors.As(err, &busy):
+		return &httpapi.Error{Status: http.StatusConflict, RetryAfter: busy.RetryAfter,
+			Message: fmt.Sprintf("a replay to this endpoint is in progress (%s: %d of its %d events have had their first attempt); "+
+				"one replay per endpoint runs at a time: send this one again once it has finished", busy.ID, busy.Done, busy.Queued)}
+	case errors.Is(err, errEndpointOff):
+		return &httpapi.Error{Status: http.StatusConflict, Message: "the endpoint is disabled; nothing is delivered to it until it is re-enabled: " +
+			"PATCH it with is_active true (and replay_since, to queue what it missed in the same step)"}
+	}
+	return err
+}
