@@ -6,7 +6,9 @@
 // matches any of your secrets (one per line in WEBHOOK_SECRETS_FILE, read on every
 // request: during a rotation, add the new secret on a second line, then drop the
 // old one), rejects timestamps more than 300 s from its clock, and deduplicates on
-// the event id (deliveries are at least once).
+// the event id (deliveries are at least once). Deliveries are also unordered: each
+// carries its sequence (its place in the organisation's feed, GET /events), and an
+// event is applied to a resource only if no later event of it was (stale otherwise).
 //
 //     WEBHOOK_SECRETS_FILE=secrets.txt PORT=9000 node receiver.mjs
 import { createHmac, timingSafeEqual } from "node:crypto";
@@ -15,6 +17,7 @@ import { createServer } from "node:http";
 
 const TOLERANCE = 300; // seconds
 const seen = new Set(); // event ids already handled; keep them in your database in production
+const applied = new Map(); // resource id -> sequence of the latest event applied to it
 
 const secrets = () =>
   readFileSync(process.env.WEBHOOK_SECRETS_FILE, "utf8").split("\n").map((s) => s.trim()).filter(Boolean);
@@ -45,8 +48,17 @@ createServer((req, res) => {
     const event = JSON.parse(body);
     const duplicate = seen.has(event.id);
     seen.add(event.id);
-    // Handle the event here, once: event.event, event.data.
-    console.log(JSON.stringify({ event_id: event.id, event: event.event, attempt: req.headers["service-delivery-attempt"], duplicate }));
+    const sequence = event.sequence ?? 0; // absent on webhook.test
+    let stale = false;
+    for (const resource of Object.values(event.data)) { // one object: the matter, invoice, time entry…
+      if (!duplicate && sequence) {
+        stale = sequence < (applied.get(resource.id) ?? 0);
+        applied.set(resource.id, Math.max(applied.get(resource.id) ?? 0, sequence));
+      }
+    }
+    // Handle the event here, once, unless it is stale (a later event of the same
+    // resource came first: read the resource through the API if you need its state).
+    console.log(JSON.stringify({ event_id: event.id, event: event.event, sequence, attempt: req.headers["service-delivery-attempt"], duplicate, stale }));
     res.writeHead(204).end();
   });
 }).listen(Number(process.env.PORT ?? 9000), "127.0.0.1");

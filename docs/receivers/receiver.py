@@ -7,7 +7,9 @@ the whole string, whsec_ prefix included. It accepts the delivery when any v1
 matches any of your secrets (one per line in WEBHOOK_SECRETS_FILE, read on every
 request: during a rotation, add the new secret on a second line, then drop the
 old one), rejects timestamps more than 300 s from its clock, and deduplicates on
-the event id (deliveries are at least once).
+the event id (deliveries are at least once). Deliveries are also unordered: each
+carries its sequence (its place in the organisation's feed, GET /events), and an
+event is applied to a resource only if no later event of it was (stale otherwise).
 
     WEBHOOK_SECRETS_FILE=secrets.txt PORT=9000 python3 receiver.py
 """
@@ -20,6 +22,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 TOLERANCE = 300  # seconds
 seen = set()  # event ids already handled; keep them in your database in production
+applied = {}  # resource id -> sequence of the latest event applied to it
 
 
 def secrets():
@@ -53,9 +56,18 @@ class Receiver(BaseHTTPRequestHandler):
         event = json.loads(body)
         duplicate = event["id"] in seen
         seen.add(event["id"])
-        # Handle the event here, once: event["event"], event["data"].
-        print(json.dumps({"event_id": event["id"], "event": event["event"],
-                          "attempt": self.headers.get("Service-Delivery-Attempt"), "duplicate": duplicate}), flush=True)
+        sequence = event.get("sequence", 0)  # absent on webhook.test
+        stale = False
+        for resource in event["data"].values():  # one object: the matter, invoice, time entry...
+            if not duplicate and sequence:
+                stale = sequence < applied.get(resource["id"], 0)
+                applied[resource["id"]] = max(applied.get(resource["id"], 0), sequence)
+        # Handle the event here, once, unless it is stale (a later event of the
+        # same resource came first: read the resource through the API if you
+        # need its state).
+        print(json.dumps({"event_id": event["id"], "event": event["event"], "sequence": sequence,
+                          "attempt": self.headers.get("Service-Delivery-Attempt"), "duplicate": duplicate,
+                          "stale": stale}), flush=True)
         self.send_response(204)
         self.end_headers()
 

@@ -8,7 +8,10 @@
 // time, and rejects timestamps more than 300 s from the clock. Secrets are
 // one per line in WEBHOOK_SECRETS_FILE, read on every request: during a
 // rotation, add the new secret on a second line, then drop the old one.
-// Deliveries are at least once: it deduplicates on the event id.
+// Deliveries are at least once: it deduplicates on the event id. They
+// are also unordered: each carries its sequence (its place in the
+// organisation's feed, GET /events), and the receiver applies an event to
+// a resource only if no later event of it was applied (stale otherwise).
 //
 //	WEBHOOK_SECRETS_FILE=secrets.txt PORT=9000 go run ./docs/receivers/go
 package main
@@ -30,7 +33,8 @@ import (
 
 func main() {
 	var mu sync.Mutex
-	seen := map[string]bool{} // event ids already handled; keep them in your database in production
+	seen := map[string]bool{}     // event ids already handled; keep them in your database in production
+	applied := map[string]int64{} // resource id -> sequence of the latest event applied to it
 	http.HandleFunc("POST /", func(w http.ResponseWriter, r *http.Request) {
 		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20)) // the raw bytes, never re-serialised JSON
 		raw, ferr := os.ReadFile(os.Getenv("WEBHOOK_SECRETS_FILE"))
@@ -40,9 +44,12 @@ func main() {
 			return
 		}
 		var event struct {
-			ID    string          `json:"id"`
-			Event string          `json:"event"`
-			Data  json.RawMessage `json:"data"`
+			ID       string `json:"id"`
+			Event    string `json:"event"`
+			Sequence int64  `json:"sequence"` // absent (0) on webhook.test
+			Data     map[string]struct {
+				ID string `json:"id"`
+			} `json:"data"`
 		}
 		if err := json.Unmarshal(body, &event); err != nil {
 			w.WriteHeader(http.StatusBadRequest)
@@ -51,10 +58,19 @@ func main() {
 		mu.Lock()
 		duplicate := seen[event.ID]
 		seen[event.ID] = true
+		stale := false
+		for _, resource := range event.Data { // one object: the matter, invoice, time entry…
+			if !duplicate && event.Sequence > 0 {
+				stale = event.Sequence < applied[resource.ID]
+				applied[resource.ID] = max(applied[resource.ID], event.Sequence)
+			}
+		}
 		mu.Unlock()
-		// Handle the event here, once: event.Event, event.Data.
-		line, _ := json.Marshal(map[string]any{"event_id": event.ID, "event": event.Event,
-			"attempt": r.Header.Get("Service-Delivery-Attempt"), "duplicate": duplicate})
+		// Handle the event here, once, unless it is stale (a later event of
+		// the same resource came first: read the resource through the API
+		// if you need its state).
+		line, _ := json.Marshal(map[string]any{"event_id": event.ID, "event": event.Event, "sequence": event.Sequence,
+			"attempt": r.Header.Get("Service-Delivery-Attempt"), "duplicate": duplicate, "stale": stale})
 		fmt.Println(string(line))
 		w.WriteHeader(http.StatusNoContent)
 	})

@@ -98,7 +98,9 @@ func info() M {
 			"",
 			"**Versioning.** Additive changes (fields, endpoints, optional parameters) keep `/api/v1`: ignore unknown fields. A version due for removal announces it with `Deprecation` and `Sunset` (at least six months ahead) on every response.",
 			"",
-			"**Webhooks.** See `webhooks`: signed POSTs, at-least-once, unordered, up to 5 attempts (pauses 30 s, 2 min, 8 min, 30 min); 20 consecutive failures turn an endpoint off. Verify `Service-Signature` (`t=<unix>,v1=<hex HMAC-SHA256 of \"{t}.{raw body}\">`) in constant time and reject timestamps more than 300 s from your clock.",
+			"**Webhooks.** See `webhooks`: signed POSTs, at-least-once, unordered, up to 5 attempts (pauses 30 s, 2 min, 8 min, 30 min); 20 consecutive failures turn an endpoint off (and raise `webhook_endpoint.disabled`). Verify `Service-Signature` (`t=<unix>,v1=<hex HMAC-SHA256 of \"{t}.{raw body}\">`) in constant time and reject timestamps more than 300 s from your clock, or verify the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) with any Standard Webhooks library, with the secret as shown.",
+			"",
+			"**Events you cannot lose.** Every delivery carries the event's `sequence` (body and `Service-Event-Sequence`): its place in the organisation's feed. `GET /events?after=<sequence>` lists every event of the last 30 days in that order, whatever endpoints exist (a reader paging by `after` misses none and sees none twice; an event is listed about 10 s after it happened). `POST /webhooks/{id}/replay` queues a window of the feed to an endpoint again; `PATCH /webhooks/{id}` with `is_active: true` and `replay_since` turns a disabled endpoint back on with what it missed.",
 			"",
 			receivers(),
 		}, "\n"),
@@ -115,13 +117,14 @@ func receivers() string {
 	b.WriteString("## Receiving webhooks: verifiers to copy\n\n" +
 		"The signing key is the endpoint's whole secret, `whsec_` prefix included, as shown once by `POST /webhooks` and `rotate-secret`. " +
 		"Verify the raw bytes of the body (never re-serialised JSON), accept when any `v1` matches any secret you hold (during a rotation's grace period a delivery carries two, one per secret), " +
-		"compare in constant time, reject a `t` more than 300 s from your clock, and deduplicate on the event id. " +
+		"compare in constant time, reject a `t` more than 300 s from your clock, and deduplicate on the event id; where order matters, compare `sequence`s (each receiver marks an event `stale` when a later one of the same resource came first). " +
 		"Each receiver below reads its secrets, one per line, from `WEBHOOK_SECRETS_FILE` on every request: to rotate, add the new secret on a second line, then drop the old one. " +
 		"Locally, `make run` takes `http://127.0.0.1:<port>/…` endpoints, so these run without a certificate.\n")
 	for _, f := range []struct{ title, file, lang string }{
 		{"Go (the `signature` package of this module)", "go/main.go", "go"},
 		{"Python 3 (standard library)", "receiver.py", "python"},
 		{"Node.js (built-in `crypto` and `http`)", "receiver.mjs", "javascript"},
+		{"Node.js on the Standard Webhooks library (`npm install standardwebhooks`)", "standard-webhooks/receiver.mjs", "javascript"},
 	} {
 		src, err := os.ReadFile(filepath.Join(dir, f.file))
 		if err != nil {

@@ -1,5 +1,11 @@
 package build
 
+import (
+	"strconv"
+
+	"github.com/practice-api/practice-api/shared/outbox"
+)
+
 // Examples shown on the reference page: one realistic record per schema
 // (the wrappers, lists and deliveries are built from them), and per error
 // status exactly what that status carries. TestExamplesMatchTheirSchemas
@@ -24,7 +30,9 @@ const (
 	exUpdated  = "2025-03-14T15:40:02.117204Z"
 	exCursor   = "kS8aHq3v0Wc9nA1xYtE2rJ7mLbP4uG6dZoF5iN0sVhQ"
 	exBase     = "https://api.example.dk/api/v1"
-	exSecret   = "whsec_3b9f1c2d8e7a6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e4f3a2b1c"
+	exSecret   = "whsec_O58cLY56a1xNPi8aCbyNfm9aSzwtHg+aaLx+XU86Kxw="
+	exReplay   = "7d9b1f3a-5c7e-4a9b-8d1f-3a5c7e9b1d3f"
+	exSeq      = 1741943550482913
 )
 
 // recordExamples are the examples of the named schemas that are not
@@ -94,13 +102,19 @@ func recordExamples() M {
 		"TimeEntryCreate":     M{"matter_id": exMatter, "date": "2025-03-14", "duration_minutes": 90, "description": "Gennemgang af lejekontrakt og notat til klient"},
 		"WebhookCreate":       M{"url": "https://hooks.example.dk/practice", "event_types": []any{"matter.created", "time_entry.created"}},
 		"WebhookRotateSecret": M{"grace_period_seconds": 86400},
-		"WebhookUpdate":       M{"is_active": true},
+		"WebhookUpdate":       M{"is_active": true, "replay_since": "2025-03-14T09:00:00Z"},
 		"MatterEvent":         M{"id": exMatter, "status": "dormant", "client_id": exClient, "matter_number": "SAG-1042"},
 		"InvoiceEvent":        M{"id": exInvoice, "status": "sent", "total": 277500, "currency": "DKK", "matter_id": exMatter, "client_id": exClient},
 		"TimeEntryEvent":      M{"id": exEntry, "status": "draft", "matter_id": exMatter, "user_id": exUser, "date": "2025-03-14"},
 		"TestEvent": M{"endpoint_id": exEndpoint,
 			"message": "A test event, sent on request through POST /webhooks/{id}/test. Verify its signature as for any event."},
 		"SigningFlowEvent": M{"id": exFlow, "status": "sealed", "document_id": exDocument, "matter_id": exMatter},
+		"DisabledEndpointEvent": M{"id": exEndpoint, "url": "https://hooks.example.dk/practice", "event_types": []any{"matter.created", "time_entry.created"},
+			"consecutive_failures": 20, "disabled_at": exUpdated},
+		"Replay": M{"id": exReplay, "endpoint_id": exEndpoint, "since": "2025-03-14T09:00:00.000000Z", "until": exUpdated,
+			"event_types": []any{"matter.created", "time_entry.created"}, "queued": 1000, "truncated": true, "next_since": "2025-03-14T11:02:17.310442Z"},
+		"WebhookReplay": M{"since": "2025-03-14T09:00:00Z"},
+		"EventsMeta":    M{"per_page": 1, "count": 1, "has_more": true, "next_after": exSeq},
 	}
 }
 
@@ -117,9 +131,18 @@ func addExamples(s M) {
 	}
 	ex["WebhookEndpointCreated"] = M{"data": ex["WebhookEndpoint"], "secret": exSecret}
 	for _, ev := range events {
-		ex[ev.schema] = M{"id": exEvent, "event": ev.name, "timestamp": "2025-03-14T09:12:30.482913Z", "organization_id": exOrg,
+		e := M{"id": exEvent, "event": ev.name, "timestamp": "2025-03-14T09:12:30.482913Z", "organization_id": exOrg,
 			"data": M{ev.key: ex[ev.payload]}}
+		if ev.name != outbox.WebhookTest {
+			e["sequence"] = exSeq
+		}
+		ex[ev.schema] = e
 	}
+	ex["Event"] = ex["MatterCreatedEvent"]
+	ex["EventList"] = M{"data": []any{ex["MatterCreatedEvent"]}, "meta": ex["EventsMeta"],
+		"links": M{"next": exBase + "/events?after=" + strconv.FormatInt(exSeq, 10) + "&per_page=1"}}
+	ex["WebhookReplayResponse"] = M{"data": ex["Replay"]}
+	ex["WebhookEndpointUpdated"] = M{"data": ex["WebhookEndpoint"], "replay": ex["Replay"]}
 	for name, v := range ex {
 		if schema, ok := s[name].(M); ok {
 			schema["example"] = v

@@ -12,9 +12,11 @@ import (
 	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/httpapi/routes"
 	"github.com/practice-api/practice-api/shared/matter"
+	"github.com/practice-api/practice-api/shared/outbox"
 	"github.com/practice-api/practice-api/shared/party"
 	"github.com/practice-api/practice-api/shared/report"
 	"github.com/practice-api/practice-api/shared/timeentry"
+	"github.com/practice-api/practice-api/shared/webhook"
 )
 
 // op is the documentation of one operation beyond what the route table says.
@@ -248,10 +250,37 @@ func operations() map[string]func(routes.Route) []op {
 		},
 		"webhooks.update": func(routes.Route) []op {
 			return []op{{summary: "Change a webhook endpoint",
-				description: "`is_active: true` resumes a disabled endpoint and resets `consecutive_failures`.",
-				body:        "WebhookUpdate",
-				ok:          []resp{{200, "The updated endpoint.", "WebhookEndpointResponse", nil}},
-				errs:        []int{404, 413, 422}}}
+				description: "`is_active: true` resumes a disabled endpoint and resets `consecutive_failures`. With `replay_since` (an addition) it also queues what the endpoint missed: the feed's events from then on, of the types it takes, as a replay (see `POST /webhooks/{id}/replay`), answered in `replay`. " +
+					"The replay holds the endpoint before it is turned on: 409 when another replay to it is running, with nothing changed.",
+				body: "WebhookUpdate",
+				ok:   []resp{{200, "The updated endpoint; with `replay_since`, the replay too.", "WebhookEndpointUpdated", nil}},
+				errs: []int{404, 409, 413, 422}}}
+		},
+		"webhooks.replay": func(routes.Route) []op {
+			return []op{{summary: "Replay a window of events to an endpoint",
+				description: fmt.Sprintf("An addition to the spec. Queues every event of the organisation's feed from `since` (inclusive) to `until` (exclusive; default now) of `event_types` (default: the types the endpoint takes) to this endpoint again: "+
+					"new deliveries of the same events (same `id` and envelope: receivers deduplicate as for any retry), each with up to 5 attempts on the usual schedule, sent even if the event was delivered before, marked `replay_id` in the delivery log and `Service-Replay-Id` on the request. "+
+					"Events are kept %s: an older `since` is 422. At most %d events a call: a longer window answers `truncated` with `next_since`, the `since` of the next call. "+
+					"One replay per endpoint at a time: until each of its events has had its first attempt, another is 409 (with `Retry-After`). A disabled endpoint is 409: re-enable it with `PATCH` `is_active: true` and `replay_since` instead.",
+					"30 days", webhook.ReplayMax),
+				body: "WebhookReplay",
+				ok:   []resp{{202, "Queued.", "WebhookReplayResponse", nil}},
+				errs: []int{404, 409, 413, 422}}}
+		},
+		"events.list": func(routes.Route) []op {
+			return []op{{summary: "List the organisation's events (the event feed)",
+				description: "An addition to the spec: every event of the organisation, whatever endpoints exist, oldest first, each as it is delivered (same `id`, envelope and `data`) with its `sequence`: unique in the organisation and increasing in the order the feed lists events. " +
+					"Page with `after`: the `meta.next_after` of the page before (or the sequence of the last event you have); on the last page `next_after` is where to poll from next. A reader that pages this way while events are being written misses none and sees none twice: " +
+					"the feed lists an event about 10 seconds after it happened (the settle time; webhooks deliver at once), when every event before it in sequence order is there too. " +
+					"Events are kept 30 days, then gone from the feed (an older `after` starts at the oldest kept). One page is one read of the store; with `event_types` a page may come back short of `per_page` with `has_more` true: go on from `next_after`.",
+				params: []M{
+					M{"name": "after", "in": "query", "description": "Resume after this sequence (exclusive); absent or 0: the oldest event kept.",
+						"schema": M{"type": "integer", "format": "int64", "minimum": 0}},
+					ref("parameters", "per_page"),
+					withExample(filter("event_types", "Comma-separated event names: only these.", M{"type": "string"}), "matter.created,invoice.paid"),
+				},
+				ok:   []resp{{200, "A page.", "EventList", nil}},
+				errs: []int{422}}}
 		},
 		"webhooks.test": func(routes.Route) []op {
 			return []op{{summary: "Send a test event to an endpoint",
@@ -354,6 +383,8 @@ func reports(routes.Route) []op {
 }
 
 func withRequired(p M) M { p["required"] = true; return p }
+
+func withExample(p M, example string) M { p["example"] = example; return p }
 
 func parameters() M {
 	return M{
@@ -460,20 +491,31 @@ func webhooks() M {
 	}
 	out := M{}
 	for _, ev := range events {
+		params := []M{}
+		if ev.name != outbox.WebhookTest {
+			seq := hdr("Service-Event-Sequence", "The body's `sequence`: the event's place in the organisation's feed (`GET /events`), for ordering and spotting gaps.", M{"type": "string", "pattern": "^[0-9]+$"})
+			replay := hdr("Service-Replay-Id", "Present on a replay's delivery (`POST /webhooks/{id}/replay`): the replay's id.", M{"type": "string", "format": "uuid"})
+			replay["required"] = false
+			params = append(params, seq, replay)
+		}
 		out[ev.name] = M{"post": M{
 			"summary":     ev.summary,
-			"description": "Delivered to every active endpoint subscribed to `" + ev.name + "`. At least once and unordered: deduplicate on the event id. Up to 5 attempts, pauses 30 s, 2 min, 8 min, 30 min; 5 s to connect, 10 s for the answer.",
+			"description": "Delivered to every active endpoint subscribed to `" + ev.name + "`. At least once and unordered, as the spec says: deduplicate on the event id, and order by `sequence` where order matters (a gap is an event still to come, or one to fetch from `GET /events`). Up to 5 attempts, pauses 30 s, 2 min, 8 min, 30 min; 5 s to connect, 10 s for the answer.",
 			"operationId": "webhook." + ev.name,
 			// No bearer key: the Service-Signature header authenticates.
 			"security": []M{},
-			"parameters": []M{
+			"parameters": append([]M{
 				hdr("Service-Signature", "`t=<unix seconds>,v1=<hex HMAC-SHA256 of \"{t}.{raw body}\" keyed with the endpoint's secret>`. Hash the raw bytes; compare in constant time; reject t more than 300 s from your clock. During a secret rotation's grace period a second `,v1=` follows, made with the previous secret: accept the delivery when any `v1` matches the secret you hold.",
 					M{"type": "string", "pattern": "^t=[0-9]+(,v1=[0-9a-f]{64}){1,2}$"}),
 				hdr("Service-Event-Id", "Equal to the body's `id`; the same on every attempt.", M{"type": "string", "format": "uuid"}),
 				hdr("Service-Event-Type", "The event name.", M{"type": "string", "enum": []string{ev.name}}),
 				hdr("Service-Delivery-Attempt", "Attempt number, from 1.", M{"type": "integer", "minimum": 1, "maximum": 5}),
 				hdr("User-Agent", "", M{"type": "string", "enum": []string{"Service-Webhook/1.0"}}),
-			},
+				hdr("webhook-id", "Standard Webhooks: the event id (equal to `Service-Event-Id`).", M{"type": "string", "format": "uuid"}),
+				hdr("webhook-timestamp", "Standard Webhooks: Unix seconds of the attempt (the `t` of `Service-Signature`).", M{"type": "string", "pattern": "^[0-9]+$"}),
+				hdr("webhook-signature", "Standard Webhooks: `v1,<base64 HMAC-SHA256 of \"{webhook-id}.{webhook-timestamp}.{raw body}\">`, one per signing secret (two during a rotation's grace period), space-separated. The key is the secret's part after `whsec_`, base64-decoded: any Standard Webhooks library verifies it with the secret as shown.",
+					M{"type": "string", "pattern": "^v1,[A-Za-z0-9+/=]{44}( v1,[A-Za-z0-9+/=]{44})?$"}),
+			}, params...),
 			"requestBody": M{"required": true, "content": M{"application/json": M{"schema": schemaRef(ev.schema)}}},
 			"responses": M{
 				"2XX":     M{"description": "Received. Any 2xx counts; only the first 4 KiB of the answer is read."},

@@ -246,7 +246,42 @@ func schemas() M {
 			"duration_ms":  withDesc(M{"type": "integer", "minimum": 0}, ""),
 			"attempted_at": dateTime(""),
 			"manual":       boolean("Present (true) on an attempt a manual retry made: one attempt, outside the automatic series."),
+			"replay_id":    uuidS("Present on an attempt of a replay (`POST /webhooks/{id}/replay`, or `PATCH` with `replay_since`): the replay's id."),
 		})
+	s["Replay"] = object("A replay: the feed's events of a window, queued to one endpoint again as new deliveries of the same events.",
+		[]string{"id", "endpoint_id", "since", "until", "event_types", "queued", "truncated", "next_since"}, M{
+			"id":          uuidS("The replay's id: `replay_id` of its attempts in the delivery log, `Service-Replay-Id` on its requests."),
+			"endpoint_id": uuidS(""),
+			"since":       dateTime("Inclusive."),
+			"until":       dateTime("Exclusive: the `until` sent, or the time of the call."),
+			"event_types": withDesc(M{"type": "array", "items": enum("", outbox.Types...)}, "The types replayed: those sent, or those the endpoint takes."),
+			"queued":      withDesc(M{"type": "integer", "minimum": 0}, "Events queued: each a new delivery with its own attempts."),
+			"truncated":   boolean("Whether the window held more than one call queues (1000 events)."),
+			"next_since":  orNull(dateTime("When truncated: the `since` of the call that replays the rest; otherwise null.")),
+		})
+	s["EventsMeta"] = object("Page metadata of the event feed.", []string{"per_page", "count", "has_more", "next_after"}, M{
+		"per_page":   integer("The page size asked for (default 50)."),
+		"count":      integer("Events on this page."),
+		"has_more":   boolean("Whether more events are there now: ask again with `after` = `next_after` (or follow `links.next`)."),
+		"next_after": withDesc(M{"type": "integer", "format": "int64", "minimum": 0}, "The `after` of the next call: of the next page, or, on the last, of your next poll (every event up to it has been listed)."),
+	})
+	var feedEvents []any
+	for _, ev := range events {
+		if ev.name != outbox.WebhookTest {
+			feedEvents = append(feedEvents, schemaRef(ev.schema))
+		}
+	}
+	s["Event"] = M{"description": "An event as the feed lists it: the same envelope as its deliveries.", "oneOf": feedEvents}
+	s["EventList"] = object("A page of the event feed, oldest first.", []string{"data", "meta", "links"}, M{
+		"data":  array(schemaRef("Event"), ""),
+		"meta":  schemaRef("EventsMeta"),
+		"links": schemaRef("CursorLinks"),
+	})
+	s["WebhookReplayResponse"] = object("", []string{"data"}, M{"data": schemaRef("Replay")})
+	s["WebhookEndpointUpdated"] = object("The updated endpoint; with `replay_since`, the replay it queued.", []string{"data"}, M{
+		"data":   schemaRef("WebhookEndpoint"),
+		"replay": schemaRef("Replay"),
+	})
 	s["DeliveryRetry"] = object("A resend of a failed attempt's event: one attempt, queued now, outside the automatic series (which stops once any attempt of the event succeeds).",
 		[]string{"event_id", "endpoint_id", "status"}, M{
 			"event_id":    uuidS(""),
@@ -393,6 +428,13 @@ func writeBodies(s M) {
 		"is_active":   orNull(boolean("")),
 		"url":         orNull(hook),
 		"event_types": orNull(eventTypes),
+		"replay_since": orNull(withDesc(M{"type": "string"}, "An addition, only with `is_active: true`: queue what the endpoint missed, the feed's events from this instant on (a date-time with `Z` or an offset, or a date), of the types it takes, as a replay answered in `replay`. "+
+			"At most 30 days back (events are kept that long).")),
+	}))
+	s["WebhookReplay"] = closed(object("The window to replay.", []string{"since"}, M{
+		"since":       withDesc(M{"type": "string"}, "Inclusive: a date-time with `Z` or an offset (any fraction of a second), or a date (midnight UTC). At most 30 days back."),
+		"until":       orNull(withDesc(M{"type": "string"}, "Exclusive; default now. After `since`.")),
+		"event_types": orNull(withDesc(M{"type": "array", "items": enum("", outbox.Types...), "minItems": 1}, "Only these types; default the endpoint's. Each must be one the endpoint takes.")),
 	}))
 }
 
@@ -417,14 +459,27 @@ func eventSchemas(s M) {
 		[]string{"id", "status", "document_id", "matter_id"}, M{
 			"id": uuidS(""), "status": str(""), "document_id": uuidS(""), "matter_id": uuidS(""),
 		})
+	s["DisabledEndpointEvent"] = object("The endpoint as it was turned off (never its secret).",
+		[]string{"id", "url", "event_types", "consecutive_failures", "disabled_at"}, M{
+			"id": uuidS(""), "url": str(""), "event_types": withDesc(M{"type": "array", "items": enum("", outbox.Types...)}, ""),
+			"consecutive_failures": integer("The failed attempts in a row that turned it off (20)."), "disabled_at": dateTime(""),
+		})
 	for _, ev := range events {
-		s[ev.schema] = object("The body of a `"+ev.name+"` delivery.", []string{"id", "event", "timestamp", "organization_id", "data"}, M{
-			"id":              uuidS("Event id: equal to `Service-Event-Id`, the same on every attempt. Deduplicate on it."),
+		required := []string{"id", "event", "timestamp", "organization_id", "data"}
+		props := M{
+			"id":              uuidS("Event id: equal to `Service-Event-Id` and `webhook-id`, the same on every attempt and replay. Deduplicate on it."),
 			"event":           enum("", ev.name),
 			"timestamp":       dateTime("When the event happened (ISO 8601 with offset)."),
 			"organization_id": uuidS(""),
 			"data":            object("", []string{ev.key}, M{ev.key: schemaRef(ev.payload)}),
-		})
+		}
+		if ev.name != outbox.WebhookTest {
+			required = append(required, "sequence")
+			props["sequence"] = withDesc(M{"type": "integer", "format": "int64", "minimum": 1},
+				"The event's place in the organisation's feed (`GET /events`): unique, and increasing in the order the feed lists events. "+
+					"Deliveries may arrive out of this order; compare sequences to order them, and look for a gap in the feed.")
+		}
+		s[ev.schema] = object("The body of a `"+ev.name+"` delivery.", required, props)
 	}
 }
 
@@ -436,5 +491,7 @@ var events = []struct{ name, key, payload, schema, summary string }{
 	{outbox.InvoicePaid, "invoice", "InvoiceEvent", "InvoicePaidEvent", "An invoice was paid in full."},
 	{outbox.DocumentSigned, "signing_flow", "SigningFlowEvent", "DocumentSignedEvent", "A signing flow was sealed."},
 	{outbox.TimeEntryCreated, "time_entry", "TimeEntryEvent", "TimeEntryCreatedEvent", "A time entry was created."},
+	{outbox.WebhookEndpointDisabled, "webhook_endpoint", "DisabledEndpointEvent", "WebhookEndpointDisabledEvent",
+		"An endpoint was turned off after 20 consecutive failed attempts (an addition): delivered to the organisation's other active endpoints subscribed to it, and in the feed."},
 	{outbox.WebhookTest, "test", "TestEvent", "WebhookTestEvent", "A test event, sent only on request (POST /webhooks/{id}/test)."},
 }

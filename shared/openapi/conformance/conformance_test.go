@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"encoding/base64"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -120,7 +121,7 @@ func TestCheckerCatchesDrift(t *testing.T) {
 }
 
 func TestCheckerChecksDeliveries(t *testing.T) {
-	body := `{"id":"` + id + `","event":"matter.created","timestamp":"2025-03-01T12:00:00Z","organization_id":"` + id + `",` +
+	body := `{"id":"` + id + `","event":"matter.created","timestamp":"2025-03-01T12:00:00Z","organization_id":"` + id + `","sequence":1740830400000001,` +
 		`"data":{"matter":{"id":"` + id + `","status":"dormant","client_id":"` + id + `","matter_number":"SAG-1"}}}`
 	headers := func() http.Header {
 		return http.Header{
@@ -130,6 +131,10 @@ func TestCheckerChecksDeliveries(t *testing.T) {
 			"Service-Event-Id":         {id},
 			"Service-Event-Type":       {"matter.created"},
 			"Service-Delivery-Attempt": {"1"},
+			"Service-Event-Sequence":   {"1740830400000001"},
+			"Webhook-Id":               {id},
+			"Webhook-Timestamp":        {"1700000000"},
+			"Webhook-Signature":        {"v1," + base64.StdEncoding.EncodeToString(make([]byte, 32))},
 		}
 	}
 	cases := []struct {
@@ -139,6 +144,8 @@ func TestCheckerChecksDeliveries(t *testing.T) {
 	}{
 		{"conforming", func(http.Header) string { return body }, ""},
 		{"no signature", func(h http.Header) string { h.Del("Service-Signature"); return body }, "Service-Signature"},
+		{"no sequence", func(http.Header) string { return strings.Replace(body, `"sequence":1740830400000001,`, "", 1) }, "sequence"},
+		{"no Standard Webhooks signature", func(h http.Header) string { h.Del("Webhook-Signature"); return body }, "webhook-signature"},
 		{"sixth attempt", func(h http.Header) string { h.Set("Service-Delivery-Attempt", "6"); return body }, "Service-Delivery-Attempt"},
 		{"unknown event", func(h http.Header) string { h.Set("Service-Event-Type", "matter.deleted"); return body }, "matter.deleted"},
 		{"undocumented field", func(http.Header) string { return strings.Replace(body, `"SAG-1"`, `"SAG-1","title":"x"`, 1) }, "title"},
