@@ -98,8 +98,13 @@ func TestRouteThrottlesFollowTheTrafficModel(t *testing.T) {
 	assertTemplates["prod"].HasResourceProperties(jsii.String("AWS::Lambda::Function"), &map[string]any{
 		"Description": "practice-api reports", "ReservedConcurrentExecutions": ReportsConcurrency,
 	})
-	if r, _ := RouteThrottle(routes.Route{Name: "matters.get", Family: routes.Matters}); r != 540 {
-		t.Errorf("matters.get throttled at %v, want 3 × 180", r)
+	if r, _ := RouteThrottle(routes.Route{Name: "matters.get", Family: routes.Matters}); r != 500 {
+		t.Errorf("matters.get throttled at %v, want 3 × 165 in tens up", r)
+	}
+	// The event feed is polled by many organisations: a share of its own,
+	// not the floor of the rare routes.
+	if r, _ := RouteThrottle(routes.Route{Name: "events.list", Family: routes.Webhooks}); r != 90 {
+		t.Errorf("events.list throttled at %v, want 3 × 30", r)
 	}
 }
 
@@ -133,8 +138,8 @@ func TestCapacityAlarmsAndOutboxSettings(t *testing.T) {
 		if _, ok := vars["TABLE_NAME"]; !ok {
 			continue
 		}
-		if vars["OUTBOX_SHARDS"] != "32" || vars["OUTBOX_RETENTION"] != "168h" {
-			t.Errorf("%s: OUTBOX_SHARDS=%v OUTBOX_RETENTION=%v", props(f)["Description"], vars["OUTBOX_SHARDS"], vars["OUTBOX_RETENTION"])
+		if vars["OUTBOX_SHARDS"] != "32" || vars["OUTBOX_RETENTION"] != "168h" || vars["EVENT_RETENTION"] != "720h" {
+			t.Errorf("%s: OUTBOX_SHARDS=%v OUTBOX_RETENTION=%v EVENT_RETENTION=%v", props(f)["Description"], vars["OUTBOX_SHARDS"], vars["OUTBOX_RETENTION"], vars["EVENT_RETENTION"])
 		}
 	}
 }

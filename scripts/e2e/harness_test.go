@@ -124,7 +124,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		os.Exit(1)
 	}
-	stop, err := api.startDevserver([]string{"WEBHOOK_CA_FILE=" + rcv.ca, "WEBHOOK_RETRY_SCHEDULE=1s,1s,1s,1s"})
+	// Short retries and a short feed settle time (events in GET /events 2 s
+	// after they happen instead of 10): the suite's waits stay short.
+	stop, err := api.startDevserver([]string{"WEBHOOK_CA_FILE=" + rcv.ca, "WEBHOOK_RETRY_SCHEDULE=1s,1s,1s,1s", "EVENT_FEED_SETTLE=2s"})
 	if err != nil {
 		stopReceiver()
 		fmt.Fprintln(os.Stderr, "e2e:", err)

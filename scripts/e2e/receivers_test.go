@@ -15,12 +15,14 @@ import (
 )
 
 // TestReceiverExamples runs the copy-paste receivers of docs/receivers (Go
-// on the signature package, Python's and Node's standard libraries) as
+// on the signature package, Python's and Node's standard libraries, and
+// Node on the Standard Webhooks library, npm standardwebhooks 1.1.1) as
 // their readers would, against real deliveries from the server under test,
 // over plain http:// on loopback (which a local server takes): a test
-// event, a matter.created, both sides of a secret rotation (the delivery
-// carries two signatures; a receiver holding either secret accepts it) and
-// a wrong secret (401). Without python3 or node a language is skipped with
+// event, a matter.created with its sequence, its replay (a duplicate, by
+// id), both sides of a secret rotation (the delivery carries two
+// signatures; a receiver holding either secret accepts it) and a wrong
+// secret (401). Without python3 or node a language is skipped with
 // a message, except where RECEIVERS_REQUIRED=1 (CI).
 func TestReceiverExamples(t *testing.T) {
 	if api.local == nil {
@@ -40,6 +42,7 @@ func TestReceiverExamples(t *testing.T) {
 		{"go", goBin, nil},
 		{"python", "python3", []string{filepath.Join(api.root, "docs", "receivers", "receiver.py")}},
 		{"node", "node", []string{filepath.Join(api.root, "docs", "receivers", "receiver.mjs")}},
+		{"standard-webhooks", "node", []string{filepath.Join(api.root, "docs", "receivers", "standard-webhooks", "receiver.mjs")}},
 	} {
 		t.Run(lang.name, func(t *testing.T) {
 			t.Parallel()
@@ -48,6 +51,9 @@ func TestReceiverExamples(t *testing.T) {
 					t.Fatalf("%s is not installed, and RECEIVERS_REQUIRED=1", lang.interpreter)
 				}
 				t.Skipf("%s is not installed here: the %s receiver example is not tested (CI installs it)", lang.interpreter, lang.name)
+			}
+			if lang.name == "standard-webhooks" {
+				npmCI(t, filepath.Join(api.root, "docs", "receivers", "standard-webhooks"))
 			}
 			secrets := filepath.Join(t.TempDir(), "secrets")
 			if err := os.WriteFile(secrets, nil, 0o600); err != nil {
@@ -140,8 +146,29 @@ func TestReceiverExamples(t *testing.T) {
 			if m.status != 201 {
 				t.Fatalf("matter: %d %s", m.status, m.raw)
 			}
-			if got := waitFor("matter.created"); got.Duplicate {
-				t.Fatalf("the first matter.created counted as a duplicate: %+v", got)
+			got := waitFor("matter.created")
+			if got.Duplicate || got.Sequence < 1 || got.Stale {
+				t.Fatalf("the first matter.created: %+v", got)
+			}
+			// A replay sends it again: the receiver knows it by its id.
+			rp := do(t, "POST", "/webhooks/"+id+"/replay", key, "", fmt.Sprintf(`{"since":%q,"event_types":["matter.created"]}`,
+				time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)))
+			if rp.status != 202 {
+				t.Fatalf("replay: %d %s", rp.status, rp.raw)
+			}
+			deadline := time.After(30 * time.Second)
+			for again := false; !again; {
+				mu.Lock()
+				for _, l := range lines {
+					again = again || (l.EventID == got.EventID && l.Duplicate && l.Sequence == got.Sequence)
+				}
+				mu.Unlock()
+				select {
+				case <-seen:
+				case <-time.After(100 * time.Millisecond):
+				case <-deadline:
+					t.Fatalf("the %s receiver printed no duplicate of the replayed %s", lang.name, got.EventID)
+				}
 			}
 
 			// A rotation: for its grace period each delivery is signed with both
@@ -162,3 +189,27 @@ func TestReceiverExamples(t *testing.T) {
 		})
 	}
 }
+
+// npmCI installs a receiver's pinned packages (npm ci) unless they are
+// there, once per run.
+func npmCI(t *testing.T, dir string) {
+	t.Helper()
+	npmOnce.Do(func() {
+		if _, err := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json")); err == nil {
+			return
+		}
+		cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund", "--loglevel=error")
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			npmErr = fmt.Errorf("npm ci in %s: %v\n%s", dir, err, out)
+		}
+	})
+	if npmErr != nil {
+		t.Fatal(npmErr)
+	}
+}
+
+var (
+	npmOnce sync.Once
+	npmErr  error
+)

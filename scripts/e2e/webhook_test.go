@@ -28,6 +28,8 @@ type receivedLine struct {
 	Event     string          `json:"event"`
 	Attempt   string          `json:"attempt"`
 	Duplicate bool            `json:"duplicate"`
+	Sequence  int64           `json:"sequence"`
+	Stale     bool            `json:"stale"`
 	Data      json.RawMessage `json:"data"`
 	at        time.Time
 }

@@ -112,6 +112,9 @@ type Options struct {
 	ReadTimeout time.Duration
 	// Families change how the families are built (the devserver's hooks).
 	Families []families.Option
+	// FeedSettle is how far behind now GET /events serves (0: no settle,
+	// so a test sees its events at once; the no-miss test sets one).
+	FeedSettle time.Duration
 	// Bare leaves out the test's own store middleware (round-trip counts,
 	// faults, the capacity meter): for benchmarks of CPU, which compare the
 	// API with a bare handler on the same plain client, as in a Lambda.
@@ -153,7 +156,9 @@ func New(t testing.TB, opt Options) *Env {
 		t.Fatal(err)
 	}
 	e.Deliveries = queue.NewMemory(time.Minute)
+	e.DB.Clock = e.Now // events' sequences follow the test's clock
 	e.Deliverer = &webhook.Deliverer{Store: webhook.NewStore(e.DB, true), Queue: e.Deliveries, Now: e.Now}
+	e.Deliverer.Store.FeedSettle = opt.FeedSettle
 	e.Server = httptest.NewUnstartedServer(nil) // its address is the API's public base URL
 	h, err := families.Handler(httpapi.Config{Auth: e.Keys, Sealer: sealer, RateLimit: opt.RateLimit, Now: e.Now,
 		PublicBaseURL: "http://" + e.Server.Listener.Addr().String(),

@@ -42,6 +42,15 @@ type Faults struct {
 	err   error // what a fault returns (ErrInjected when nil)
 
 	barrier *barrier
+	delay   func(input any) time.Duration
+}
+
+// Delay holds each call for as long as slow says (0: not at all): a slow
+// network or store, for tests of what a late answer does.
+func (f *Faults) Delay(slow func(input any) time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.delay = slow
 }
 
 // barrier holds the calls it matches until n of them wait (or a timeout).
@@ -110,6 +119,13 @@ func (f *Faults) Middleware(stack *middleware.Stack) error {
 		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
 			f.hold(in.Parameters)
 			f.mu.Lock()
+			if slow := f.delay; slow != nil {
+				f.mu.Unlock()
+				if d := slow(in.Parameters); d > 0 {
+					time.Sleep(d)
+				}
+				f.mu.Lock()
+			}
 			strike := false
 			if f.armed {
 				f.seen++

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/url"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -125,5 +126,65 @@ func TestRateLimitIsHonoured(t *testing.T) {
 	}
 	if !errors.As(last, &apiErr) || apiErr.Status != 429 || apiErr.RetryAfter <= 0 {
 		t.Fatalf("no retries left: %v", last)
+	}
+}
+
+// The feed and replays through the client: Events iterates every event in
+// sequence across pages, EventsPage says where to go on, Replay queues a
+// window to an endpoint, and a second replay at once is a 409 with
+// Retry-After (retried by the client while it has retries, returned when
+// it has none).
+func TestEventsAndReplay(t *testing.T) {
+	e := apitest.New(t, apitest.Options{RateLimit: 1000})
+	org := e.Org("A")
+	c := client.New(e.Server.URL+"/api/v1", e.Key(org))
+	ctx := context.Background()
+	since := time.Now().Add(-time.Minute)
+	co, _, err := c.CreateCompany(ctx, "", "Fjord ApS", "44556677")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, _, err := c.CreateEngagement(ctx, "", "company_id", co.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		if _, _, err := c.CreateMatter(ctx, "", map[string]any{"client_id": cl.ID}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var seqs []int64
+	for ev, err := range c.Events(ctx, 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Event != "matter.created" || ev.OrganizationID != org || len(ev.Data) == 0 {
+			t.Fatalf("event %+v", ev)
+		}
+		seqs = append(seqs, ev.Sequence)
+	}
+	if len(seqs) != 5 || !slices.IsSorted(seqs) || slices.Compact(slices.Clone(seqs))[4] != seqs[4] {
+		t.Fatalf("sequences %v", seqs)
+	}
+	p, err := c.EventsPage(ctx, seqs[1], 2, "matter.created")
+	if err != nil || len(p.Data) != 2 || p.Data[0].Sequence != seqs[2] || !p.Meta.HasMore || p.Meta.NextAfter != seqs[3] {
+		t.Fatalf("page after the second: %+v %v", p, err)
+	}
+
+	var hook struct{ Data struct{ ID string } }
+	if _, err := c.Do(ctx, "POST", "/webhooks", nil, map[string]any{"url": "https://127.0.0.1:9/hook", "event_types": []string{"matter.created"}}, &hook); err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.Replay(ctx, hook.Data.ID, since, time.Time{})
+	if err != nil || r.Queued != 5 || r.Truncated || r.NextSince != nil || r.EndpointID != hook.Data.ID {
+		t.Fatalf("replay: %+v %v", r, err)
+	}
+	c.MaxRetries = 0
+	var apiErr *client.Error
+	if _, err := c.Replay(ctx, hook.Data.ID, since, time.Time{}, "matter.created"); !errors.As(err, &apiErr) || apiErr.Status != 409 || apiErr.RetryAfter <= 0 {
+		t.Fatalf("a second replay at once: %v", err)
+	}
+	if _, err := c.Replay(ctx, hook.Data.ID, since, time.Time{}, "invoice.paid"); !errors.As(err, &apiErr) || apiErr.Status != 422 || apiErr.Field != "event_types" {
+		t.Fatalf("a replay of a type the endpoint does not take: %v", err)
 	}
 }

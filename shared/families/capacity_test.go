@@ -13,8 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/practice-api/practice-api/shared/apitest"
 	"github.com/practice-api/practice-api/shared/httpapi/routes"
+	"github.com/practice-api/practice-api/shared/outbox"
 	"github.com/practice-api/practice-api/shared/seed"
 	"github.com/practice-api/practice-api/shared/store"
 	"github.com/practice-api/practice-api/shared/store/storetest"
@@ -41,6 +44,8 @@ var capacityBudget = map[string][2]float64{
 	"companies.list":                {1, 1.5},
 	"companies.list?cvr":            {1, 1},
 	"docs":                          {0, 0},
+	"events.list":                   {1, 12},
+	"events.list?event_types":       {1, 12},
 	"docs.asset":                    {0, 0},
 	"documents.get":                 {1, 1},
 	"documents.list":                {1, 10},
@@ -68,6 +73,7 @@ var capacityBudget = map[string][2]float64{
 	"webhooks.deliveries":           {1, 2.5},
 	"webhooks.get":                  {1, 1},
 	"webhooks.list":                 {1, 0.5},
+	"webhooks.replay":               {3, 14},
 	"webhooks.retry":                {1, 3},
 	"webhooks.rotate_secret":        {2, 1},
 	"webhooks.test":                 {2, 1},
@@ -176,6 +182,26 @@ func measureRoutes(tb testing.TB) map[string]store.Capacity {
 	}
 	measure("webhooks.retry", 202, func() apitest.Response {
 		return e.Do("POST", routes.Prefix+"/webhooks/"+hid+"/deliveries/"+failed+"/retry", key, nil)
+	})
+	// The feed: a page of 100 events (the creates' own, and matter.created
+	// events written as their creates write them), and a replay of them.
+	for i := range 100 {
+		ev, err := outbox.New(org, outbox.MatterCreated, "matter", map[string]any{"id": uuid.NewString(), "status": "dormant",
+			"client_id": id(cl), "matter_number": fmt.Sprintf("FEED-%d", i)}, now)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tx := e.DB.Tx()
+		outbox.Add(tx, ev)
+		if err := tx.Commit(context.Background()); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	get("events.list", "/events?per_page=100")
+	get("events.list?event_types", "/events?per_page=100&event_types=time_entry.created")
+	e.SetNow(now.Add(time.Second)) // the events above are a second old
+	measure("webhooks.replay", 202, func() apitest.Response {
+		return e.Do("POST", routes.Prefix+"/webhooks/"+hid+"/replay", key, strings.NewReader(`{"since":"`+now.Add(-time.Hour).Format(time.RFC3339)+`"}`))
 	})
 	measure("webhooks.delete", 204, func() apitest.Response { return e.Do("DELETE", routes.Prefix+"/webhooks/"+hid, key, nil) })
 	measure("openapi", 200, func() apitest.Response { return e.Get(routes.Prefix+"/openapi.json", "") })

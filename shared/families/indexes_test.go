@@ -28,10 +28,11 @@ func TestEachFamilyQueriesExactlyItsGrantedIndexes(t *testing.T) {
 		Paths map[string]map[string]struct {
 			OperationID string `json:"operationId"`
 			Parameters  []struct {
-				Ref    string `json:"$ref"`
-				Name   string `json:"name"`
-				In     string `json:"in"`
-				Schema struct {
+				Ref     string `json:"$ref"`
+				Name    string `json:"name"`
+				In      string `json:"in"`
+				Example any    `json:"example"`
+				Schema  struct {
 					Type   string   `json:"type"`
 					Format string   `json:"format"`
 					Enum   []string `json:"enum"`
@@ -52,6 +53,8 @@ func TestEachFamilyQueriesExactlyItsGrantedIndexes(t *testing.T) {
 			return "2025-01-01"
 		case format == "date-time":
 			return "2025-01-01T00:00:00Z"
+		case typ == "integer":
+			return "1"
 		}
 		return "x1"
 	}
@@ -77,7 +80,11 @@ func TestEachFamilyQueriesExactlyItsGrantedIndexes(t *testing.T) {
 			queries = append(queries, base)
 			for _, p := range op.Parameters {
 				if p.In == "query" && p.Name != "" && p.Name != "per_page" && p.Name != "cursor" {
-					queries = append(queries, url.Values{p.Name: {sample(p.Schema.Type, p.Schema.Format, p.Schema.Enum)}})
+					v := sample(p.Schema.Type, p.Schema.Format, p.Schema.Enum)
+					if ex, ok := p.Example.(string); ok {
+						v = ex // a parameter whose form its schema does not say (a list)
+					}
+					queries = append(queries, url.Values{p.Name: {v}})
 				}
 			}
 		}

@@ -1,9 +1,14 @@
 package signature
 
 import (
+	"encoding/base64"
+	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 )
 
 func TestSignAndVerify(t *testing.T) {
@@ -61,5 +66,47 @@ func TestRotationSignsWithBothSecrets(t *testing.T) {
 	}
 	if err := VerifyAny([]string{"whsec_new"}, h, body, now.Add(time.Hour), DefaultTolerance); err != ErrTimestamp {
 		t.Errorf("VerifyAny late: %v", err)
+	}
+}
+
+// TestStandardSignVerifiesWithTheLibrary: webhook-signature as the
+// Standard Webhooks Go library computes and checks it, for a secret of
+// the current form (whsec_ and base64), of the form before it (whsec_ and
+// 64 hex digits: base64 characters, a 48-byte key), and both at once (a
+// rotation); a secret that is not base64 signs nothing.
+func TestStandardSignVerifiesWithTheLibrary(t *testing.T) {
+	now := time.Now()
+	body := []byte(`{"id":"e1","event":"matter.created","sequence":1}`)
+	current := "whsec_" + base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))
+	legacy := "whsec_" + strings.Repeat("3b9f1c2d", 8)
+	for _, secrets := range [][]string{{current}, {legacy}, {current, legacy}} {
+		h := http.Header{}
+		h.Set(HeaderWebhookID, "msg_1")
+		h.Set(HeaderWebhookTimestamp, strconv.FormatInt(now.Unix(), 10))
+		h.Set(HeaderWebhookSignature, StandardSign(secrets, "msg_1", now, body))
+		if n := len(strings.Fields(h.Get(HeaderWebhookSignature))); n != len(secrets) {
+			t.Fatalf("%d signatures for %d secrets", n, len(secrets))
+		}
+		for _, s := range secrets {
+			wh, err := standardwebhooks.NewWebhook(s)
+			if err != nil {
+				t.Fatalf("the library refuses %s: %v", s, err)
+			}
+			if err := wh.Verify(body, h); err != nil {
+				t.Fatalf("%v: the library does not verify with %s: %v", secrets, s, err)
+			}
+			if want, _ := wh.Sign("msg_1", now, body); !strings.Contains(h.Get(HeaderWebhookSignature), want) {
+				t.Fatalf("the library signs %s, we sent %s", want, h.Get(HeaderWebhookSignature))
+			}
+		}
+		if err := func() error {
+			wh, _ := standardwebhooks.NewWebhook("whsec_" + base64.StdEncoding.EncodeToString([]byte("another key")))
+			return wh.Verify(body, h)
+		}(); err == nil {
+			t.Fatal("another secret verified")
+		}
+	}
+	if got := StandardSign([]string{"whsec_not base64!"}, "msg_1", now, body); got != "" {
+		t.Fatalf("a secret that is not base64 signed: %q", got)
 	}
 }
