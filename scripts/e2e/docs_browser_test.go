@@ -99,15 +99,17 @@ func TestDocsPageInABrowser(t *testing.T) {
 			t.Errorf("webhook event %s is not on the page", ev)
 		}
 	}
-	// The three receivers to copy, as code on the page: Go, Python, Node.
-	for lang, marker := range map[string]string{"Go": "signature.VerifyAny(", "Python": "hmac.compare_digest(", "Node": "timingSafeEqual("} {
+	// The four receivers to copy, as code on the page: Go, Python, Node, and
+	// Node on the Standard Webhooks library.
+	receivers := map[string]string{"Go": "signature.VerifyAny(", "Python": "hmac.compare_digest(", "Node": "timingSafeEqual(", "Standard Webhooks": "new Webhook(secret).verify("}
+	for lang, marker := range receivers {
 		if !strings.Contains(text, marker) {
 			t.Errorf("the %s receiver (%s) is not on the page", lang, marker)
 		}
 	}
 	var codeBlocks int
-	if err := chromedp.Run(ctx, chromedp.Evaluate(`Array.from(document.querySelectorAll('.info pre code')).filter(e => /WEBHOOK_SECRETS_FILE/.test(e.textContent)).length`, &codeBlocks)); err != nil || codeBlocks != 3 {
-		t.Errorf("%d receiver code blocks in the page's introduction, want 3 (%v)", codeBlocks, err)
+	if err := chromedp.Run(ctx, chromedp.Evaluate(`Array.from(document.querySelectorAll('.info pre code')).filter(e => /WEBHOOK_SECRETS_FILE/.test(e.textContent)).length`, &codeBlocks)); err != nil || codeBlocks != len(receivers) {
+		t.Errorf("%d receiver code blocks in the page's introduction, want %d (%v)", codeBlocks, len(receivers), err)
 	}
 
 	// The console: authorize with the demo key, try GET /matters. Each step
