@@ -95,7 +95,8 @@ func feed(t *testing.T, key, types string) []map[string]any {
 // Standard Webhooks headers (verified with the Go library); the feed lists
 // the event as delivered; a replay delivers it again, marked; a receiver
 // that fails turns its endpoint off after 20 attempts, which another
-// endpoint hears as webhook_endpoint.disabled and the feed lists; turning
+// endpoint hears as webhook_endpoint.disabled, the log says (with its
+// metric) and the feed lists; turning
 // it back on with replay_since delivers everything it missed.
 func TestEventFeedReplayAndRecovery(t *testing.T) {
 	if api.local == nil {
@@ -169,6 +170,15 @@ func TestEventFeedReplayAndRecovery(t *testing.T) {
 	if ep["disabled_at"] == nil || ep["consecutive_failures"].(float64) < 20 {
 		t.Fatalf("disabled endpoint %v", ep)
 	}
+	// The operator hears of it: a warning with the metric the alarm watches.
+	eventually(t, 30*time.Second, "the disable's log line and metric", func() bool {
+		for _, l := range strings.Split(api.logs.String(), "\n") {
+			if strings.Contains(l, "webhook endpoint disabled") && strings.Contains(l, hookID) && strings.Contains(l, `"WebhookEndpointsDisabled":1`) {
+				return true
+			}
+		}
+		return false
+	})
 	eventually(t, 30*time.Second, "webhook_endpoint.disabled delivered to the other endpoint", func() bool { return len(watcher.deliveries()) > 0 })
 	w := watcher.deliveries()[0]
 	if w.event["event"] != "webhook_endpoint.disabled" || w.event["data"].(map[string]any)["webhook_endpoint"].(map[string]any)["id"] != hookID {
