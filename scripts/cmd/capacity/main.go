@@ -201,6 +201,33 @@ func (t *tenant) pop() string {
 	return p
 }
 
+// load reads the ids the tenant's requests pick from: a page of each list
+// (time is logged on open matters only).
+func (t *tenant) load(ctx context.Context, base string) error {
+	t.matters, t.clients, t.people, t.companies, t.invoices, t.docs = nil, nil, nil, nil, nil, nil
+	for _, l := range []struct {
+		path string
+		ids  *[]string
+	}{{"/matters", &t.matters}, {"/clients", &t.clients}, {"/people", &t.people}, {"/companies", &t.companies},
+		{"/invoices", &t.invoices}, {"/documents", &t.docs}} {
+		var page struct {
+			Data []struct {
+				ID     string `json:"id"`
+				Status string `json:"status"`
+			} `json:"data"`
+		}
+		if err := call(ctx, base, t.key, "GET", l.path+"?per_page=100", "", "", &page); err != nil {
+			return err
+		}
+		for _, d := range page.Data {
+			if l.path != "/matters" || d.Status == "active" || d.Status == "dormant" {
+				*l.ids = append(*l.ids, d.ID)
+			}
+		}
+	}
+	return nil
+}
+
 // setup makes the organisations: a key each (the store's own admin path),
 // seeded data, and one webhook endpoint subscribed to every event.
 func setup(ctx context.Context, db *store.DB, base, receiver string, n int) ([]*tenant, error) {
@@ -215,28 +242,15 @@ func setup(ctx context.Context, db *store.DB, base, receiver string, n int) ([]*
 		if err != nil {
 			return nil, err
 		}
-		if _, err := seed.Run(ctx, db, org.ID, seed.Options{Matters: 6, EntriesPerMatter: 6}); err != nil {
-			return nil, err
-		}
 		t := &tenant{key: tok.String()}
-		for _, l := range []struct {
-			path string
-			ids  *[]string
-		}{{"/matters", &t.matters}, {"/clients", &t.clients}, {"/people", &t.people}, {"/companies", &t.companies},
-			{"/invoices", &t.invoices}, {"/documents", &t.docs}} {
-			var page struct {
-				Data []struct {
-					ID     string `json:"id"`
-					Status string `json:"status"`
-				} `json:"data"`
-			}
-			if err := call(ctx, base, t.key, "GET", l.path+"?per_page=100", "", "", &page); err != nil {
+		// Seeded statuses are random: seed more until the organisation has
+		// an open matter to log time on.
+		for round := 0; len(t.matters) == 0 && round < 5; round++ {
+			if _, err := seed.Run(ctx, db, org.ID, seed.Options{Matters: 6, EntriesPerMatter: 6}); err != nil {
 				return nil, err
 			}
-			for _, d := range page.Data {
-				if l.path != "/matters" || d.Status == "active" || d.Status == "dormant" { // time is logged on open matters
-					*l.ids = append(*l.ids, d.ID)
-				}
+			if err := t.load(ctx, base); err != nil {
+				return nil, err
 			}
 		}
 		var hook struct {
@@ -317,7 +331,8 @@ type results struct {
 	mu           sync.Mutex
 	latency      map[string][]time.Duration
 	errors       map[string]int
-	statuses     map[string]map[int]int // route -> status of a refused request -> count
+	statuses     map[string]map[int]int    // route -> status of a refused request -> count
+	why          map[string]map[string]int // route -> message of a refusal -> count
 	serverErrors int
 	requests     int
 	elapsed      time.Duration
@@ -325,7 +340,7 @@ type results struct {
 
 // load sends the mix at the rate for the duration.
 func load(ctx context.Context, base string, tenants []*tenant, weights []float64, o options) *results {
-	res := &results{latency: map[string][]time.Duration{}, errors: map[string]int{}, statuses: map[string]map[int]int{}}
+	res := &results{latency: map[string][]time.Duration{}, errors: map[string]int{}, statuses: map[string]map[int]int{}, why: map[string]map[string]int{}}
 	var names []string
 	var cum []float64
 	total := 0.0
@@ -372,7 +387,7 @@ func load(ctx context.Context, base string, tenants []*tenant, weights []float64
 			do := func(route string, t *tenant) {
 				method, path, body, idem := request(route, t, r)
 				t0 := time.Now()
-				status, id, err := send(base, t.key, method, path, body, idem)
+				status, id, message, err := send(base, t.key, method, path, body, idem)
 				took := time.Since(t0)
 				switch {
 				case status == 201 && route == "companies.create":
@@ -389,6 +404,10 @@ func load(ctx context.Context, base string, tenants []*tenant, weights []float64
 						res.statuses[route] = map[int]int{}
 					}
 					res.statuses[route][status]++ // 0: no answer
+					if res.why[route] == nil {
+						res.why[route] = map[string]int{}
+					}
+					res.why[route][message]++
 				}
 				if err != nil || status >= 500 {
 					res.serverErrors++
@@ -458,10 +477,10 @@ func request(route string, t *tenant, r *rand.Rand) (method, path, body, idem st
 }
 
 // send sends one request; id is a created resource's.
-func send(base, key, method, path, body, idem string) (status int, id string, err error) {
+func send(base, key, method, path, body, idem string) (status int, id, message string, err error) {
 	req, err := http.NewRequest(method, base+path, strings.NewReader(body))
 	if err != nil {
-		return 0, "", err
+		return 0, "", "", err
 	}
 	req.Header.Set("Authorization", "Bearer "+key)
 	if idem != "" {
@@ -469,18 +488,19 @@ func send(base, key, method, path, body, idem string) (status int, id string, er
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return 0, "", err
+		return 0, "", "", err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated {
+	var answer struct {
+		Data    struct{ ID string } `json:"data"`
+		Message string              `json:"message"`
+	}
+	if resp.StatusCode != http.StatusCreated && resp.StatusCode < 400 {
 		_, _ = io.Copy(io.Discard, resp.Body)
-		return resp.StatusCode, "", nil
+		return resp.StatusCode, "", "", nil
 	}
-	var created struct {
-		Data struct{ ID string } `json:"data"`
-	}
-	_ = json.NewDecoder(resp.Body).Decode(&created)
-	return resp.StatusCode, created.Data.ID, nil
+	_ = json.NewDecoder(resp.Body).Decode(&answer)
+	return resp.StatusCode, answer.Data.ID, answer.Message, nil
 }
 
 // budgets reads docs/cost-model.md's capacity table: WRU and RRU per
@@ -542,6 +562,9 @@ func report(w io.Writer, res *results, rep ddbproxy.Report, delivered int64, o o
 			fmt.Fprintf(w, " %d×%d", res.statuses[route][st], st)
 		}
 		fmt.Fprintln(w)
+		for _, m := range slices.Sorted(maps.Keys(res.why[route])) {
+			fmt.Fprintf(w, "    %d× %s\n", res.why[route][m], m)
+		}
 	}
 	n := float64(res.requests)
 	fmt.Fprintf(w, "\nper request, the routes' table: %.2f WRU, %.2f RRU; measured by the proxy, the store calls of every function "+
