@@ -110,6 +110,13 @@ func newAlarms(s *Stack, p *Props) {
 			DimensionsMap: stage, Period: five, Statistic: jsii.String("Sum")}), 0, 1, 1)
 	alarm("dispatch-failures-depth", "the dispatcher's triggers failed: stream batches past their retries or age, or crashed sweeps (their events stay pending; inspect the queue's messages)",
 		s.DispatchFailures.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Maximum")}), 0, 1, 1)
+	if s.AlarmDeliveryFailures != nil {
+		// The topic's other subscribers (an on-call tool) hear this one even
+		// when the e-mail is what fails.
+		alarm("alarm-delivery-failures-depth", "alarm notifications SNS could not deliver to alarmEmail are waiting in the alarm-delivery-failures queue "+
+			"(an unconfirmed or bouncing address): read them there, and fix the subscription",
+			s.AlarmDeliveryFailures.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Maximum")}), 0, 1, 1)
+	}
 	alarm("webhook-endpoints-disabled", "a webhook endpoint was disabled after 20 consecutive failed deliveries",
 		awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: jsii.String(MetricNamespace), MetricName: jsii.String("WebhookEndpointsDisabled"),
 			DimensionsMap: stage, Period: five, Statistic: jsii.String("Sum")}), 0, 1, 1)
@@ -186,6 +193,9 @@ func newDashboard(s *Stack, p *Props) {
 	for name, q := range s.Queues {
 		depth = append(depth, q.MetricApproximateNumberOfMessagesVisible(opts("Maximum")), s.DLQs[name].MetricApproximateNumberOfMessagesVisible(opts("Maximum")))
 		age = append(age, q.MetricApproximateAgeOfOldestMessage(opts("Maximum")))
+	}
+	if s.AlarmDeliveryFailures != nil {
+		depth = append(depth, s.AlarmDeliveryFailures.MetricApproximateNumberOfMessagesVisible(opts("Maximum")))
 	}
 	stage := &map[string]*string{"Stage": jsii.String(p.Stage)}
 	custom := func(name string) awscloudwatch.IMetric {

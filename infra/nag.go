@@ -59,10 +59,12 @@ func suppressNag(s *Stack) {
 			"Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSBackupServiceRolePolicyForBackup")
 	}
 	for _, f := range s.Functions {
-		suppress(f, true, "AwsSolutions-IAM4",
-			"AWSLambdaBasicExecutionRole only lets the function write its own logs (CreateLogGroup, CreateLogStream, PutLogEvents); "+
-				"writing that policy by hand would repeat it exactly.",
-			"Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole")
+		// The role is the function's own (newFunction), beside it in the tree.
+		suppress(f.Role(), true, "AwsSolutions-IAM5",
+			"Resource * is required by the two actions that have no resource: xray:PutTraceSegments/PutTelemetryRecords (tracing) "+
+				"and dynamodb:ListStreams (the dispatcher's stream trigger). Every table action names the table and its indexes, "+
+				"and the log actions the function's own log group.",
+			"Resource::*")
 		suppress(f, true, "AwsSolutions-IAM5",
 			"Resource * is required by the two actions that have no resource: xray:PutTraceSegments/PutTelemetryRecords (tracing) "+
 				"and dynamodb:ListStreams (the dispatcher's stream trigger). Every table action names the table and its indexes.",

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -180,7 +181,21 @@ func TestCustomDomainCloudFrontAndBackupCopy(t *testing.T) {
 		"BackupPlanRule": []any{assertions.Match_ObjectLike(&map[string]any{"CopyActions": []any{map[string]any{
 			"DestinationBackupVaultArn": "arn:aws:backup:eu-central-1:222222222222:backup-vault:offsite", "Lifecycle": map[string]any{"DeleteAfterDays": 35}}}})},
 	})})
+	// alarmEmail's dead-letter queue has its alarm, and is on the dashboard.
+	tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), &map[string]any{
+		"AlarmDescription": assertions.Match_StringLikeRegexp(jsii.String("alarm-delivery-failures queue")),
+		"Dimensions": []any{map[string]any{"Name": "QueueName", "Value": map[string]any{"Fn::GetAtt": []any{
+			assertions.Match_StringLikeRegexp(jsii.String("^alarmdeliveryfailures")), "QueueName"}}}},
+	})
 	out := tpl.ToJSON()
+	for id, r := range (*out)["Resources"].(map[string]any) {
+		if r.(map[string]any)["Type"] == "AWS::CloudWatch::Dashboard" {
+			body, _ := json.Marshal(r.(map[string]any)["Properties"].(map[string]any)["DashboardBody"])
+			if !regexp.MustCompile(`alarmdeliveryfailures[0-9A-F]+`).Match(body) {
+				t.Errorf("dashboard %s does not show the alarm-delivery-failures queue", id)
+			}
+		}
+	}
 	b, _ := json.Marshal((*out)["Outputs"])
 	for _, o := range []string{"DomainTarget", "DistributionUrl", "https://api.example.dk/api/v1"} {
 		if !strings.Contains(string(b), o) {

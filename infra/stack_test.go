@@ -174,7 +174,8 @@ func actionsOf(stage, fnID string) []string {
 }
 
 func TestLeastPrivilegePerFunction(t *testing.T) {
-	xray := []string{"xray:PutTelemetryRecords", "xray:PutTraceSegments"}
+	// Every function: tracing, and its own log group (TestEachFunctionWritesOnlyItsOwnLogGroup).
+	xray := []string{"logs:CreateLogStream", "logs:PutLogEvents", "xray:PutTelemetryRecords", "xray:PutTraceSegments"}
 	// Written out here, independently of infra/functions.go: what each
 	// function's code calls (a transaction needs the item-level actions).
 	read := []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"}

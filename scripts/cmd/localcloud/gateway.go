@@ -124,7 +124,7 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	fnName := ""
 	defer func() {
 		slog.Info("api gateway", "requestId", reqID, "routeKey", routeKeyOf(route), "status", status, "function", fnName,
-			"method", r.Method, "path", r.URL.Path, "latencyMs", time.Since(start).Milliseconds())
+			"method", r.Method, "latencyMs", time.Since(start).Milliseconds()) // the route key, never the raw path (infra.AccessLogFormat)
 	}()
 	if route == nil {
 		status = http.StatusNotFound
