@@ -18,14 +18,24 @@ import (
 )
 
 // SecretBox keeps webhook signing secrets encrypted at rest: the table
-// holds only what Seal returns, and deliveries Open it.
+// holds only what Seal returns, and deliveries Open it. Each sealed secret
+// is bound to the endpoint it belongs to (Binding: the organisation and
+// the endpoint, as the cipher's associated data), so a sealed secret
+// copied onto another endpoint's item, or another organisation's, does not
+// open there.
 type SecretBox interface {
-	Seal(ctx context.Context, secret string) (string, error)
-	Open(ctx context.Context, sealed string) (string, error)
+	Seal(ctx context.Context, secret, binding string) (string, error)
+	Open(ctx context.Context, sealed, binding string) (string, error)
 }
 
-// gcmSeal encrypts with AES-256-GCM under key: nonce followed by ciphertext.
-func gcmSeal(key []byte, plain string) ([]byte, error) {
+// Binding is the associated data a secret of an endpoint is sealed with.
+func Binding(org, endpoint string) string {
+	return "practice-api/webhook-secret/" + org + "/" + endpoint
+}
+
+// gcmSeal encrypts with AES-256-GCM under key, binding aad: nonce followed
+// by ciphertext.
+func gcmSeal(key []byte, plain, aad string) ([]byte, error) {
 	block, err := aes.NewCipher(key)
 	if err != nil {
 		return nil, err
@@ -38,10 +48,10 @@ func gcmSeal(key []byte, plain string) ([]byte, error) {
 	if _, err := rand.Read(nonce); err != nil {
 		return nil, err
 	}
-	return aead.Seal(nonce, nonce, []byte(plain), nil), nil
+	return aead.Seal(nonce, nonce, []byte(plain), []byte(aad)), nil
 }
 
-func gcmOpen(key, sealed []byte) (string, error) {
+func gcmOpen(key, sealed []byte, aad string) (string, error) {
 	block, err := aes.NewCipher(key)
 	if err != nil {
 		return "", err
@@ -53,7 +63,11 @@ func gcmOpen(key, sealed []byte) (string, error) {
 	if len(sealed) < aead.NonceSize() {
 		return "", errors.New("webhook: sealed secret too short")
 	}
-	plain, err := aead.Open(nil, sealed[:aead.NonceSize()], sealed[aead.NonceSize():], nil)
+	var ad []byte
+	if aad != "" {
+		ad = []byte(aad)
+	}
+	plain, err := aead.Open(nil, sealed[:aead.NonceSize()], sealed[aead.NonceSize():], ad)
 	if err != nil {
 		return "", fmt.Errorf("webhook: open secret: %w", err)
 	}
@@ -67,11 +81,20 @@ var b64 = base64.RawURLEncoding
 // sight in the items, not from whoever can read the whole table.
 type LocalBox struct{ Key []byte }
 
-const localPrefix = "v1:local:"
+// Sealed forms: v2 binds the endpoint (associated data); v1, written
+// before that, opens without it (only local data folders can hold one:
+// no stage was deployed before v2).
+const (
+	localPrefix   = "v2:local:"
+	localPrefixV1 = "v1:local:"
+)
 
 // Seal implements SecretBox.
-func (b LocalBox) Seal(_ context.Context, secret string) (string, error) {
-	ct, err := gcmSeal(b.Key, secret)
+func (b LocalBox) Seal(_ context.Context, secret, binding string) (string, error) {
+	if binding == "" {
+		return "", errors.New("webhook: a secret is sealed for its endpoint")
+	}
+	ct, err := gcmSeal(b.Key, secret, binding)
 	if err != nil {
 		return "", err
 	}
@@ -79,16 +102,20 @@ func (b LocalBox) Seal(_ context.Context, secret string) (string, error) {
 }
 
 // Open implements SecretBox.
-func (b LocalBox) Open(ctx context.Context, sealed string) (string, error) {
+func (b LocalBox) Open(ctx context.Context, sealed, binding string) (string, error) {
+	aad := binding
 	rest, ok := strings.CutPrefix(sealed, localPrefix)
 	if !ok {
-		return openPlain(sealed)
+		if rest, ok = strings.CutPrefix(sealed, localPrefixV1); !ok {
+			return openPlain(sealed)
+		}
+		aad = ""
 	}
 	ct, err := b64.DecodeString(rest)
 	if err != nil {
 		return "", fmt.Errorf("webhook: sealed secret: %w", err)
 	}
-	return gcmOpen(b.Key, ct)
+	return gcmOpen(b.Key, ct, aad)
 }
 
 // openPlain accepts a secret written before sealing existed.
@@ -117,10 +144,16 @@ type KMSBox struct {
 // DataKeyLife is how long one data key seals new secrets.
 const DataKeyLife = time.Hour
 
-const kmsPrefix = "v1:kms:"
+const (
+	kmsPrefix   = "v2:kms:"
+	kmsPrefixV1 = "v1:kms:"
+)
 
 // Seal implements SecretBox.
-func (b *KMSBox) Seal(ctx context.Context, secret string) (string, error) {
+func (b *KMSBox) Seal(ctx context.Context, secret, binding string) (string, error) {
+	if binding == "" {
+		return "", errors.New("webhook: a secret is sealed for its endpoint")
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.plain == nil || time.Now().After(b.until) {
@@ -130,18 +163,23 @@ func (b *KMSBox) Seal(ctx context.Context, secret string) (string, error) {
 		}
 		b.plain, b.blob, b.until = out.Plaintext, b64.EncodeToString(out.CiphertextBlob), time.Now().Add(DataKeyLife)
 	}
-	ct, err := gcmSeal(b.plain, secret)
+	ct, err := gcmSeal(b.plain, secret, binding)
 	if err != nil {
 		return "", err
 	}
 	return kmsPrefix + b.blob + ":" + b64.EncodeToString(ct), nil
 }
 
-// Open implements SecretBox.
-func (b *KMSBox) Open(ctx context.Context, sealed string) (string, error) {
+// Open implements SecretBox: Decrypt only (the delivery function may
+// call nothing else on the key).
+func (b *KMSBox) Open(ctx context.Context, sealed, binding string) (string, error) {
+	aad := binding
 	rest, ok := strings.CutPrefix(sealed, kmsPrefix)
 	if !ok {
-		return openPlain(sealed)
+		if rest, ok = strings.CutPrefix(sealed, kmsPrefixV1); !ok {
+			return openPlain(sealed)
+		}
+		aad = ""
 	}
 	blob, body, ok := strings.Cut(rest, ":")
 	ct, err := b64.DecodeString(body)
@@ -168,5 +206,5 @@ func (b *KMSBox) Open(ctx context.Context, sealed string) (string, error) {
 		b.opened[blob] = key
 		b.mu.Unlock()
 	}
-	return gcmOpen(key, ct)
+	return gcmOpen(key, ct, aad)
 }

@@ -19,37 +19,48 @@ import (
 func roundTrip(t *testing.T, box webhook.SecretBox, fresh webhook.SecretBox, prefix string) {
 	t.Helper()
 	ctx := context.Background()
-	sealed, err := box.Seal(ctx, "whsec_abc")
+	bind := webhook.Binding("org-1", "ep-1")
+	sealed, err := box.Seal(ctx, "whsec_abc", bind)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasPrefix(sealed, prefix) || strings.Contains(sealed, "abc") {
 		t.Fatalf("sealed %q", sealed)
 	}
-	again, _ := box.Seal(ctx, "whsec_abc")
+	again, _ := box.Seal(ctx, "whsec_abc", bind)
 	if again == sealed {
 		t.Fatal("two seals of one secret are equal: the nonce is not fresh")
 	}
 	for _, b := range []webhook.SecretBox{box, fresh} {
-		if got, err := b.Open(ctx, sealed); err != nil || got != "whsec_abc" {
+		if got, err := b.Open(ctx, sealed, bind); err != nil || got != "whsec_abc" {
 			t.Fatalf("open: %q %v", got, err)
 		}
 	}
+	// Bound to its endpoint: copied onto another endpoint's item, or
+	// another organisation's, it does not open.
+	for _, other := range []string{webhook.Binding("org-1", "ep-2"), webhook.Binding("org-2", "ep-1"), ""} {
+		if got, err := box.Open(ctx, sealed, other); err == nil {
+			t.Fatalf("a secret sealed for %s opened as %q for %q", bind, got, other)
+		}
+	}
+	if _, err := box.Seal(ctx, "whsec_abc", ""); err == nil {
+		t.Fatal("a secret sealed for no endpoint")
+	}
 	tampered := sealed[:len(sealed)-2] + map[bool]string{true: "AA", false: "BB"}[strings.HasSuffix(sealed, "BB")]
-	if _, err := box.Open(ctx, tampered); err == nil {
+	if _, err := box.Open(ctx, tampered, bind); err == nil {
 		t.Fatal("a tampered secret opened")
 	}
-	if got, err := box.Open(ctx, "whsec_legacy"); err != nil || got != "whsec_legacy" {
+	if got, err := box.Open(ctx, "whsec_legacy", bind); err != nil || got != "whsec_legacy" {
 		t.Fatalf("a secret stored before sealing: %q %v", got, err)
 	}
-	if _, err := box.Open(ctx, "garbage"); err == nil {
+	if _, err := box.Open(ctx, "garbage", bind); err == nil {
 		t.Fatal("garbage opened")
 	}
 }
 
 func TestLocalBox(t *testing.T) {
 	key := []byte("0123456789abcdef0123456789abcdef")
-	roundTrip(t, webhook.LocalBox{Key: key}, webhook.LocalBox{Key: key}, "v1:local:")
+	roundTrip(t, webhook.LocalBox{Key: key}, webhook.LocalBox{Key: key}, "v2:local:")
 }
 
 // TestKMSBox seals under a KMS key on moto_server (preinstalled on this
@@ -86,5 +97,5 @@ func TestKMSBox(t *testing.T) {
 		t.Fatal(err)
 	}
 	arn := *key.KeyMetadata.Arn
-	roundTrip(t, &webhook.KMSBox{Client: client, KeyID: arn}, &webhook.KMSBox{Client: client, KeyID: arn}, "v1:kms:")
+	roundTrip(t, &webhook.KMSBox{Client: client, KeyID: arn}, &webhook.KMSBox{Client: client, KeyID: arn}, "v2:kms:")
 }

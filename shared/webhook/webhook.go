@@ -9,6 +9,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"net/http"
@@ -104,21 +105,28 @@ type Store struct {
 	// outbox.DefaultFeedRetention when 0).
 	FeedSettle, FeedRetention time.Duration
 
-	localOnce sync.Once
-	local     SecretBox
-	localErr  error
+	localMu sync.Mutex
+	local   SecretBox // nil until a load succeeds
 }
 
-// box is Box, or the table-keyed LocalBox.
+// box is Box, or the table-keyed LocalBox. A failed load of the key (a
+// cancelled or throttled first request) is not kept: the next call tries
+// again, so one bad call never leaves a container unable to seal or open.
 func (s *Store) box(ctx context.Context) (SecretBox, error) {
 	if s.Box != nil {
 		return s.Box, nil
 	}
-	s.localOnce.Do(func() {
-		key, err := s.db.LoadOrCreateSecret(ctx, "webhook-secrets")
-		s.local, s.localErr = LocalBox{Key: key}, err
-	})
-	return s.local, s.localErr
+	s.localMu.Lock()
+	defer s.localMu.Unlock()
+	if s.local != nil {
+		return s.local, nil
+	}
+	key, err := s.db.LoadOrCreateSecret(ctx, "webhook-secrets")
+	if err != nil {
+		return nil, fmt.Errorf("webhook: the key that seals signing secrets: %w", err)
+	}
+	s.local = LocalBox{Key: key}
+	return s.local, nil
 }
 
 // NewStore returns a Store on db.
@@ -136,11 +144,12 @@ func (s *Store) Get(ctx context.Context, org, id string) (Endpoint, error) {
 	if err != nil {
 		return e, err
 	}
-	if e.Secret, err = box.Open(ctx, e.Secret); err != nil {
+	bind := Binding(org, id)
+	if e.Secret, err = box.Open(ctx, e.Secret, bind); err != nil {
 		return e, err
 	}
 	if e.PreviousSecret != "" {
-		if e.PreviousSecret, err = box.Open(ctx, e.PreviousSecret); err != nil {
+		if e.PreviousSecret, err = box.Open(ctx, e.PreviousSecret, bind); err != nil {
 			return e, err
 		}
 	}
@@ -194,11 +203,12 @@ func (s *Store) Create(ctx context.Context, org string, raw []byte, now time.Tim
 	if err := b.Err(); err != nil {
 		return Endpoint{}, err
 	}
-	secret, sealed, err := s.newSealedSecret(ctx)
+	id := uuid.NewString()
+	secret, sealed, err := s.newSealedSecret(ctx, org, id)
 	if err != nil {
 		return Endpoint{}, err
 	}
-	e := Endpoint{ID: uuid.NewString(), URL: u, EventTypes: types, IsActive: active, Secret: sealed, CreatedAt: store.FormatTime(now)}
+	e := Endpoint{ID: id, URL: u, EventTypes: types, IsActive: active, Secret: sealed, CreatedAt: store.FormatTime(now)}
 	e.UpdatedAt = e.CreatedAt
 	e.Keys = store.Keys{PK: store.OrgPK(org), SK: endpointSK(e.ID), Kind: "webhook_endpoint"}
 	tx := s.db.Tx()
@@ -213,8 +223,9 @@ func (s *Store) Create(ctx context.Context, org string, raw []byte, now time.Tim
 	return e, err
 }
 
-// newSealedSecret makes a signing secret and its sealed form.
-func (s *Store) newSealedSecret(ctx context.Context) (secret, sealed string, err error) {
+// newSealedSecret makes a signing secret and its sealed form, bound to
+// the endpoint id of org.
+func (s *Store) newSealedSecret(ctx context.Context, org, id string) (secret, sealed string, err error) {
 	if secret, err = newSecret(); err != nil {
 		return "", "", err
 	}
@@ -222,7 +233,7 @@ func (s *Store) newSealedSecret(ctx context.Context) (secret, sealed string, err
 	if err != nil {
 		return "", "", err
 	}
-	sealed, err = box.Seal(ctx, secret)
+	sealed, err = box.Seal(ctx, secret, Binding(org, id))
 	return secret, sealed, err
 }
 
@@ -346,7 +357,7 @@ func (s *Store) RotateSecret(ctx context.Context, org, id string, now time.Time,
 	if err != nil {
 		return Endpoint{}, err
 	}
-	secret, sealed, err := s.newSealedSecret(ctx)
+	secret, sealed, err := s.newSealedSecret(ctx, org, id)
 	if err != nil {
 		return Endpoint{}, err
 	}
