@@ -32,8 +32,10 @@
 package cpr
 
 import (
+	"encoding/json"
 	"html"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -110,6 +112,69 @@ func unhex(c byte) byte {
 	return c - 'A' + 10
 }
 
+// InKey reports whether an Idempotency-Key holds a CPR. A key is stored
+// only as an HMAC and never returned or logged, and clients make keys at
+// random, so a key that is an opaque id (16 or more hex digits with a hex
+// letter, UUIDs among them) is not read: one random 16-hex-digit key in
+// 2,000 holds ten digits that are a date (c0906420218f408f). Any other
+// key is read as text.
+func InKey(k string) bool {
+	if len(k) >= 16 && strings.ContainsAny(strings.ToLower(k), "abcdef") &&
+		!strings.ContainsFunc(k, func(r rune) bool { return !isHex(r) && r != '-' }) {
+		return false
+	}
+	return Find(k)
+}
+
+// InNumber reports whether a JSON number literal holds a CPR: as written,
+// as its value written out in full (1.501901234e9 is 1501901234), or, for
+// a whole number of nine digits, with the leading zero a number drops
+// (101901234 is 0101901234) unless the field is an amount in minor units.
+func InNumber(lit string, amount bool) bool {
+	if Find(lit) {
+		return true
+	}
+	digits, ok := wholeDigits(lit)
+	switch {
+	case !ok:
+		return false
+	case len(digits) == 10:
+		return Find(digits)
+	case len(digits) == 9 && !amount:
+		return Find("0" + digits)
+	}
+	return false
+}
+
+// wholeDigits is the decimal digits of a JSON number that is a whole
+// number of at most 12 digits, sign dropped (1.5e3 → 1500).
+func wholeDigits(lit string) (string, bool) {
+	lit = strings.TrimPrefix(lit, "-")
+	mant, exp := lit, 0
+	if i := strings.IndexAny(lit, "eE"); i >= 0 {
+		e, err := strconv.Atoi(strings.TrimPrefix(lit[i+1:], "+"))
+		if err != nil || e < -30 || e > 30 {
+			return "", false
+		}
+		mant, exp = lit[:i], e
+	}
+	whole, frac, _ := strings.Cut(mant, ".")
+	digits := whole + frac
+	exp -= len(frac)
+	for exp < 0 && strings.HasSuffix(digits, "0") {
+		digits, exp = digits[:len(digits)-1], exp+1
+	}
+	if exp < 0 {
+		return "", false
+	}
+	digits += strings.Repeat("0", exp)
+	digits = strings.TrimLeft(digits, "0")
+	if digits == "" || len(digits) > 12 || strings.ContainsFunc(digits, func(r rune) bool { return !isDigit(r) }) {
+		return "", false
+	}
+	return digits, true
+}
+
 // Redact returns s with every CPR-like number replaced by Marker, for text
 // that must be returned (an error message echoing input).
 func Redact(s string) string {
@@ -156,6 +221,7 @@ func IsKey(k string) bool {
 
 // Scrub returns a copy of a decoded JSON value without CPRs: object keys
 // naming a CPR are dropped with their values, CPR-like strings (keys too)
+// and numbers (InNumber; decode with UseNumber to read them as written)
 // become Marker. removed counts what was taken out.
 func Scrub(v any) (clean any, removed int) {
 	switch t := v.(type) {
@@ -179,6 +245,14 @@ func Scrub(v any) (clean any, removed int) {
 		return out, removed
 	case string:
 		if Find(t) {
+			return Marker, 1
+		}
+	case json.Number: // data decoded with UseNumber: as written
+		if InNumber(t.String(), false) {
+			return Marker, 1
+		}
+	case float64: // decoded without UseNumber: the value
+		if InNumber(strconv.FormatFloat(t, 'f', -1, 64), false) {
 			return Marker, 1
 		}
 	}
@@ -221,6 +295,10 @@ func normalise(s string) skeleton {
 			continue
 		}
 		if ignorable(r) {
+			continue
+		}
+		if dashLike(r) { // a letter that reads as a dash: 010190ー1234
+			k.add('-', sp)
 			continue
 		}
 		for _, n := range norm.NFKC.String(string(r)) {
@@ -282,6 +360,13 @@ func digitValue(r rune) rune {
 // code points (Hangul fillers, which Unicode classes as letters, among them).
 func ignorable(r rune) bool {
 	return unicode.In(r, unicode.Cf, unicode.Mn, unicode.Me, unicode.Variation_Selector, unicode.Other_Default_Ignorable_Code_Point)
+}
+
+// dashLike reports letters that show a dash or a stroke, and so separate
+// digits as a dash does: modifier letters (the katakana prolonged sound
+// mark ー, its halfwidth ｰ, ˗ …) and the CJK and Hangul strokes 一, ㅡ, ᅳ.
+func dashLike(r rune) bool {
+	return unicode.Is(unicode.Lm, r) || r == '\u4e00' || r == '\u3161' || r == '\u1173'
 }
 
 func isDigit(r rune) bool { return r >= '0' && r <= '9' }
@@ -348,18 +433,35 @@ func runMatches(runes []rune, spans []span, run []group) []span {
 	shaped := writtenDatesAndTimes(runes, run)
 	var out []span
 	for i := range run {
-		n := 0
-		for j := i; j < len(run) && n < 10; j++ {
+		n, dateEnd := 0, -1
+		for j := i; j < len(run) && n < 12; j++ {
 			n += run[j].len()
-			if n != 10 || (shaped[i] >= 0 && shaped[i] == shaped[j]) {
+			if n == 8 {
+				dateEnd = j
+			}
+			if shaped[i] >= 0 && shaped[i] == shaped[j] {
 				continue
 			}
-			if isDate(digitsOfGroups(runes, run[i:j+1])) {
+			switch {
+			case n == 10 && isDate(digitsOfGroups(runes, run[i:j+1])):
+				out = append(out, span{spans[run[i].from].from, spans[run[j].to-1].to})
+			case n == 12 && dateEnd >= 0 && fullYearCPR(digitsOfGroups(runes, run[i:j+1])):
+				// DDMMYYYY-SSSS: the date with its century, then the
+				// serial in groups of its own (01.01.1990-1234).
 				out = append(out, span{spans[run[i].from].from, spans[run[j].to-1].to})
 			}
 		}
 	}
 	return out
+}
+
+// fullYearCPR reports whether twelve digits are DDMMYYYY SSSS with a year
+// of the 1800s, 1900s or 2000s and a calendar date.
+func fullYearCPR(d []rune) bool {
+	if c := string(d[4:6]); c != "18" && c != "19" && c != "20" {
+		return false
+	}
+	return isDate(append(slices.Clone(d[:4]), d[6:8]...))
 }
 
 func digitsOfGroups(runes []rune, gs []group) []rune {
@@ -436,6 +538,7 @@ func writtenDatesAndTimes(runes []rune, run []group) []int {
 	stretch := 0
 	for k := 0; k < len(run); {
 		from, units, digits := k, 0, 0
+		var sizes []int
 		for k < len(run) {
 			n := unitAt(k)
 			if n == 0 || (units > 0 && !joins(run[k])) {
@@ -444,9 +547,16 @@ func writtenDatesAndTimes(runes []rune, run []group) []int {
 			for _, g := range run[k : k+n] {
 				digits += g.len()
 			}
+			sizes = append(sizes, n)
 			units, k = units+1, k+n
 		}
-		if digits > 10 {
+		// A date and one time of day, set apart by a space or a comma
+		// (15.03.24 10.30, 15/03/24 10:30, 15.03.24, 10.30) holds ten
+		// digits; it is how a meeting is written, not a CPR. With a dash
+		// only between them (15.03.24-10.30) it stays a CPR's shape.
+		dateAndTime := digits == 10 && slices.Equal(sizes, []int{3, 2}) &&
+			slices.ContainsFunc(run[from+3].gap, func(r rune) bool { return unicode.IsSpace(r) || r == ',' })
+		if digits > 10 || dateAndTime {
 			for i := from; i < k; i++ {
 				mark[i] = stretch
 			}
@@ -460,9 +570,12 @@ func writtenDatesAndTimes(runes []rune, run []group) []int {
 }
 
 // maskOpaque hides the digits of identifiers that are not text: UUIDs
-// (8-4-4-4-12 hex) and hex strings of 32 or more characters with letters
-// and digits (digests, secrets). By chance about one UUID in 20,000, and
-// one 64-character secret in 400, would otherwise read as a CPR.
+// (8-4-4-4-12 hex) with a hex letter, and hex strings of 32 or more
+// characters with letters and digits (digests, secrets), except ten
+// digits that start such a token. By chance about one UUID in 20,000, and
+// one 64-character secret in 400, would otherwise read as a CPR. What
+// stays hidden: a CPR inside a random-looking identifier, which no reader
+// can tell from chance.
 func maskOpaque(runes []rune) []rune {
 	var out []rune
 	for i := 0; i < len(runes); {
@@ -477,11 +590,33 @@ func maskOpaque(runes []rune) []rune {
 		for j > i && runes[j-1] == '-' {
 			j--
 		}
-		if opaque(runes[i:j]) {
+		run := runes[i:j]
+		switch {
+		case uuidShaped(run) && !hasHexLetter(run):
+			// An all-digit UUID (one in millions of random ones) reads as
+			// digits, its first ten as one group: 01019012-3400-… is
+			// 0101901234 first.
 			if out == nil {
 				out = slices.Clone(runes)
 			}
-			for k := i; k < j; k++ {
+			out[i+8], out[i+9], out[i+10] = run[9], run[10], '-'
+		case opaque(run):
+			if out == nil {
+				out = slices.Clone(runes)
+			}
+			from, lead := i, 0
+			for lead < len(run) && isDigit(run[lead]) {
+				lead++
+			}
+			if lead == 10 && !uuidShaped(run) && (i == 0 || (runes[i-1] != '_' && !unicode.IsLetter(runes[i-1]))) {
+				// A token that starts with exactly ten digits: they are
+				// read, so a CPR followed by hex (0101901234abcdef…) is
+				// found. A random digest starts so, with a date, about
+				// once in 8,000; inside an identifier (whsec_…) it is not
+				// read.
+				from = i + 10
+			}
+			for k := from; k < j; k++ {
 				out[k] = 'x'
 			}
 		}
@@ -494,9 +629,8 @@ func maskOpaque(runes []rune) []rune {
 }
 
 func opaque(run []rune) bool {
-	if len(run) == 36 && run[8] == '-' && run[13] == '-' && run[18] == '-' && run[23] == '-' &&
-		strings.Count(string(run), "-") == 4 {
-		return true
+	if uuidShaped(run) {
+		return hasHexLetter(run) // an all-digit UUID is read as digits (uuidDigits)
 	}
 	if len(run) < 32 || slices.Contains(run, '-') {
 		return false
@@ -508,6 +642,15 @@ func opaque(run []rune) bool {
 		}
 	}
 	return letters > 0 && letters < len(run)
+}
+
+func uuidShaped(run []rune) bool {
+	return len(run) == 36 && run[8] == '-' && run[13] == '-' && run[18] == '-' && run[23] == '-' &&
+		strings.Count(string(run), "-") == 4
+}
+
+func hasHexLetter(run []rune) bool {
+	return slices.ContainsFunc(run, func(r rune) bool { return r != '-' && !isDigit(r) })
 }
 
 // isDate reports whether the first six digits are a calendar date DDMMYY

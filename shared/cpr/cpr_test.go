@@ -1,6 +1,9 @@
 package cpr_test
 
 import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -39,8 +42,14 @@ var mustRefuse = []string{
 	"https://hooks.example.dk/in/010190-1234", "https://hooks.example.dk/in/010190%2D1234",
 	"https://hooks.example.dk/in?c=010190+1234", "https://hooks.example.dk/010190_1234",
 	"0101%901234", // an escape that eats two digits when decoded: the layer as sent still shows them
-	// Ten digits inside a stretch of dates and times that holds only ten.
-	"01.01.90 12.34", "01.01.90 12:34", "01.01 9.01 2.34",
+	// Ten digits inside a stretch of dates and times that holds only ten
+	// (a date and one time of day with only a dash between them included).
+	"01.01 9.01 2.34", "01.01.90-12.34",
+	// Round 4's probe: a CPR followed by hex, shaped as a UUID, with the
+	// century (DDMMYYYY-SSSS), with a letter for a dash.
+	"0101901234abcdefabcdefabcdefabcdef", "0101901234abcdefabcdefabcdef", "x 0101901234abcdefabcdefabcdefabcdef",
+	"01019012-3400-4000-8000-000000000000", "01.01.1990-1234", "01011990-1234", "01.01.1990 1234",
+	"010190ー1234", "010190ｰ1234", "010190一1234", "010190ㅡ1234",
 }
 
 // mustAccept are texts with digits that are not CPRs.
@@ -56,6 +65,11 @@ var mustAccept = []string{
 	"faktura 123456789012, 12 timer", "2026-08-21T05:18:03.396217Z", "2026-08-21 05:18:03.396217", "05:18:03.396217",
 	"2026-08-21T05:18:03.396217Z#62d2e7ca-07e8-4cc3-88b3-9f3362d21cbf", "2024-03-15 10:30-11:15", "18:03:39,6217 - 19.01",
 	"2026-11-22T18:43:01.000000+02:00", "100%", "%zz", "&#xzz;", "", "a&b 50% 1.250.000,00 kr.",
+	// A date and one time of day, as a meeting is written (round 4).
+	"15.03.24 10.30", "15/03/24 10:30", "15.03.24, 10.30", "01.01.90 12.34", "01.01.90 12:34", "Møde 15.03.24 10.30 hos Anne",
+	// Digests that start with digits that are not ten, and UUIDs with letters.
+	"01019012abcdefabcdefabcdefabcdef01", "12 01019012abcdefabcdefabcdefabcdef", "010190123456abcdefabcdefabcdefabcdef",
+	"01019012-34ab-4000-8000-000000000000",
 }
 
 func TestFind(t *testing.T) {
@@ -136,4 +150,50 @@ func FuzzRedact(f *testing.F) {
 			t.Fatalf("Redact(%q) still holds a CPR", s)
 		}
 	})
+}
+
+// TestNoRandomIdempotencyKeyIsRefused draws a million keys of each form
+// clients make at random: none may be refused (an idempotency key is
+// stored only as an HMAC). The probe's key is among the 16-hex-digit ones.
+func TestNoRandomIdempotencyKeyIsRefused(t *testing.T) {
+	hexKey := func(n int) func() string {
+		return func() string {
+			b := make([]byte, n/2)
+			_, _ = rand.Read(b)
+			return hex.EncodeToString(b)
+		}
+	}
+	forms := map[string]func() string{
+		"UUID v4": uuid.NewString,
+		"UUID v7": func() string { return uuid.Must(uuid.NewV7()).String() },
+		"16 hex":  hexKey(16), "24 hex": hexKey(24), "32 hex": hexKey(32),
+		"22 base64url": func() string {
+			b := make([]byte, 16)
+			_, _ = rand.Read(b)
+			return base64.RawURLEncoding.EncodeToString(b)
+		},
+	}
+	if cpr.InKey("c0906420218f408f") || cpr.InKey(strings.ToUpper("c0906420218f408f")) {
+		t.Fatal("the probe's random key is refused")
+	}
+	for name, next := range forms {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			for range 1_000_000 {
+				if k := next(); cpr.InKey(k) {
+					t.Fatalf("random key %s is refused", k)
+				}
+			}
+		})
+	}
+}
+
+// TestKeysThatAreCPRsAreRefused: a key that is not a random id is read as
+// text.
+func TestKeysThatAreCPRsAreRefused(t *testing.T) {
+	for _, k := range []string{"010190-1234", "0101901234", "import-0101901234", "cpr 010190 1234", "010190ー1234", "01.01.1990-1234"} {
+		if !cpr.InKey(k) {
+			t.Errorf("InKey(%q) = false", k)
+		}
+	}
 }

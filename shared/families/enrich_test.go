@@ -170,7 +170,9 @@ func TestRegisterDataIsScrubbedAndErrorsLeakNothing(t *testing.T) {
 			_, _ = w.Write([]byte(`{"name":"Nordlys ApS","owner":{"cpr":"010190-1234","name":"Anne"},
 				"board":[{"name":"Lars","id":"01.01.90-1234"},{"name":"Ida","personnummer":"x"}],"note":"CPR ０１０１９０－１２３４",
 				"round3":["0101\u034f901234","010190_1234","&#48;10190-1234","%2530%2531%2530%2531%2539%2530-1234","⓿❶⓿❶➈⓿-❶❷❸❹","0101\u3164901234"],
-				"c&#112;r":"x","links":{"010190 -- 1234":"y"}}`))
+				"c&#112;r":"x","links":{"010190 -- 1234":"y"},
+				"round4":{"owner":1501901234,"f":1.501901234e9,"arr":[1501901234],"lost_zero":101901234,"e":15019012.34e2},
+				"employees":12,"capital":125000000,"founded":1990.5}`))
 		}
 	}))
 	defer srv.Close()
@@ -192,6 +194,20 @@ func TestRegisterDataIsScrubbedAndErrorsLeakNothing(t *testing.T) {
 		if v != "[removed: CPR number]" {
 			t.Errorf("round3[%d] stored as %q", i, v)
 		}
+	}
+	// Round 4: CPRs sent as numbers, however written, are scrubbed as
+	// strings are; other numbers are kept as written.
+	r4 := reg["round4"].(map[string]any)
+	for _, k := range []string{"owner", "f", "lost_zero", "e"} {
+		if r4[k] != "[removed: CPR number]" {
+			t.Errorf("round4.%s stored as %v", k, r4[k])
+		}
+	}
+	if r4["arr"].([]any)[0] != "[removed: CPR number]" {
+		t.Errorf("round4.arr stored as %v", r4["arr"])
+	}
+	if reg["employees"] != float64(12) || reg["capital"] != float64(125000000) || reg["founded"] != 1990.5 {
+		t.Errorf("ordinary numbers changed: %v %v %v", reg["employees"], reg["capital"], reg["founded"])
 	}
 	if _, ok := reg["c&#112;r"]; ok || len(reg["links"].(map[string]any)) != 0 {
 		t.Errorf("CPR-named or CPR-like keys kept: %v", reg)

@@ -86,6 +86,11 @@ func (b *Body) refuseCPR() {
 	}
 }
 
+// amountFields are the write bodies' amounts in minor units, where a
+// nine-digit whole number is an amount, not a CPR that lost its leading
+// zero (cpr.InNumber).
+var amountFields = map[string]bool{"hourly_rate": true}
+
 // cprIn returns where in v (a decoded JSON value at path) a CPR appears, or "".
 func cprIn(v any, path string) string {
 	switch t := v.(type) {
@@ -112,7 +117,7 @@ func cprIn(v any, path string) string {
 			return "the CPR-like number in " + path
 		}
 	case json.Number:
-		if cpr.Find(t.String()) {
+		if cpr.InNumber(t.String(), amountFields[path]) {
 			return "the CPR-like number in " + path
 		}
 	}
@@ -250,6 +255,21 @@ const MoneyHint = " (integer minor units: 1250 means 12.50 DKK)"
 // Money reads a non-negative amount in minor units.
 func (b *Body) Money(name string, required bool) *int64 {
 	v, ok := b.Int(name, required, 0, 1_000_000_000_00, MoneyHint)
+	if !ok {
+		return nil
+	}
+	return &v
+}
+
+// MaxHourlyRate is the highest hourly rate accepted, in minor units:
+// 100,000.00 DKK an hour, ten times what any Danish firm bills. A larger
+// number is a mistake (a total, a decimal misplaced) or not a rate at all:
+// 101901234 is a CPR number without its leading zero.
+const MaxHourlyRate = 10_000_000
+
+// HourlyRate reads an hourly rate in minor units, at most MaxHourlyRate.
+func (b *Body) HourlyRate(name string, required bool) *int64 {
+	v, ok := b.Int(name, required, 0, MaxHourlyRate, " (minor units: 100000 is 1,000.00 DKK an hour; at most 100,000.00 DKK)")
 	if !ok {
 		return nil
 	}

@@ -71,7 +71,7 @@ func ServeCreate(w http.ResponseWriter, r *http.Request, endpoint, locationPath 
 	case utf8.RuneCountInString(key) > MaxIdempotencyKey:
 		WriteError(w, r, Invalid("Idempotency-Key", "the Idempotency-Key header is longer than %d characters", MaxIdempotencyKey))
 		return
-	case cpr.Find(key):
+	case cpr.InKey(key): // random hex keys are never read as one (cpr.InKey)
 		WriteError(w, r, Invalid("Idempotency-Key", "CPR numbers are never accepted, in any field or form; the Idempotency-Key header holds one: key the create with your record's id instead"))
 		return
 	}

@@ -1,12 +1,15 @@
 package httpapi
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
+	"net/url"
 	"runtime/debug"
 	"slices"
 	"strconv"
@@ -336,8 +339,27 @@ func (cfg *Config) authorize(rt routes.Route, next http.HandlerFunc) http.Handle
 			WriteError(w, r, &Error{Status: http.StatusForbidden, Message: fmt.Sprintf("this key lacks the scope %s, which %s %s requires; scopes are fixed when a key is created, so ask for a new key", rt.Scope, rt.Method, routes.Prefix+rt.Path), RequiredScope: rt.Scope})
 			return
 		}
+		if err := arrayStyleParams(r.URL.Query()); err != nil {
+			WriteError(w, r, err)
+			return
+		}
 		next(w, r)
 	})
+}
+
+// arrayStyleParams refuses a parameter written as an array (per_page[]=5,
+// filter[status]=active), as some client libraries serialise one: no
+// parameter of this API has brackets, so ignoring it would answer as if it
+// were never sent. The first such parameter, in name order, is named.
+func arrayStyleParams(q url.Values) error {
+	for _, name := range slices.Sorted(maps.Keys(q)) {
+		if strings.ContainsAny(name, "[]") {
+			base, _, _ := strings.Cut(name, "[")
+			return Invalid(name, "%s is an array-style parameter, which this API does not read; send %s=<value> once "+
+				"(a parameter that takes several values takes them comma-separated)", name, cmp.Or(base, "the parameter"))
+		}
+	}
+	return nil
 }
 
 func bearer(r *http.Request) (auth.Token, error) {

@@ -38,7 +38,7 @@ func (s *Store) Create(ctx context.Context, req *httpapi.CreateRequest) (string,
 	}
 	b.Forbid("it is assigned by the service", "id", "created_at", "updated_at", "closed_at")
 	m := Matter{ClientID: b.UUID("client_id", true), Status: "dormant", Currency: "DKK",
-		Title: b.String("title", false, 200), HourlyRate: b.Money("hourly_rate", false),
+		Title: b.String("title", false, 200), HourlyRate: b.HourlyRate("hourly_rate", false),
 		MatterNumber: b.String("matter_number", false, 50), CreatedAt: store.FormatTime(req.Now)}
 	if b.Has("status") {
 		if st := b.Enum("status", false, Statuses...); st == "closed" || st == "archived" {

@@ -1,6 +1,7 @@
 package party
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -253,8 +254,12 @@ func (e *Enricher) fetch(ctx context.Context, cvr string) (json.RawMessage, *log
 	case status != http.StatusOK:
 		return nil, nil, &registerError{fmt.Sprintf("%s (HTTP %d)", registerUnavailable, status), fmt.Errorf("snapshot: status %d", status)}
 	}
+	// Numbers as written (UseNumber): a CPR sent as a number, 1501901234
+	// or 1.501901234e9, is scrubbed as a string would be.
 	var obj map[string]any
-	if err := json.Unmarshal(body, &obj); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(&obj); err != nil || dec.More() {
 		return nil, nil, &registerError{registerBadAnswer, errors.New("snapshot is not a JSON object")}
 	}
 	clean, removed := cpr.Scrub(obj)

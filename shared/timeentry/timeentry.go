@@ -134,7 +134,7 @@ func (s *Store) Create(ctx context.Context, req *httpapi.CreateRequest) (string,
 		UserID: b.UUID("user_id", false), Description: b.String("description", false, 2000),
 		Status: "draft", Currency: "DKK", CreatedAt: store.FormatTime(req.Now)}
 	t.DurationMinutes, _ = b.Int("duration_minutes", true, 1, 24*60, " (whole minutes; 1440 is a day)")
-	rate := b.Money("hourly_rate", false)
+	rate := b.HourlyRate("hourly_rate", false)
 	if t.Date != "" && (t.Date < "1900-01-01" || t.Date > "2100-12-31") {
 		b.Fail("date", "date must be between 1900-01-01 and 2100-12-31")
 	}

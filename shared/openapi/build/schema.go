@@ -41,6 +41,13 @@ func money(desc string) M {
 	return withDesc(M{"type": "integer", "minimum": 0}, desc+" Integer minor units (øre): 1250 means 12.50 DKK.")
 }
 
+// rate is an hourly rate: money, at most httpapi.MaxHourlyRate.
+func rate(desc string) M {
+	m := money(desc + " At most 10000000 (100,000.00 DKK an hour).")
+	m["maximum"] = 10_000_000
+	return m
+}
+
 // orNull lets a schema's value also be JSON null (OpenAPI 3.1 type arrays).
 func orNull(s M) M {
 	out := maps.Clone(s)
@@ -122,7 +129,7 @@ func schemas() M {
 			"matter_number": str("Unique in the organisation: the one imported, or `SAG-<n>` assigned by the service (numbers may have gaps)."),
 			"title":         str("Present when set."),
 			"status":        enum("", matter.Statuses...),
-			"hourly_rate":   orNull(money("Default rate of the matter's time entries; null when the matter has none.")),
+			"hourly_rate":   orNull(rate("Default rate of the matter's time entries; null when the matter has none.")),
 			"currency":      currency(),
 			"closed_at":     dateTime("Present once the matter is closed or archived."),
 		}))
@@ -176,7 +183,7 @@ func schemas() M {
 			"user_id":          uuidS("Who logged the time: the one imported, else the id of the API client that logged it."),
 			"date":             date("The entry date."),
 			"duration_minutes": withDesc(M{"type": "integer", "minimum": 1, "maximum": 1440}, "Whole minutes."),
-			"hourly_rate":      money("The rate the entry was priced at."),
+			"hourly_rate":      rate("The rate the entry was priced at."),
 			"amount":           money("Derived: duration_minutes × hourly_rate / 60, rounded half up."),
 			"currency":         currency(),
 			"status":           enum("Opens at `draft`; the application moves it (`invoiced` only through an invoice).", timeentry.Statuses...),
@@ -375,6 +382,11 @@ func writeBodies(s M) {
 		return orNull(withDesc(M{"type": "integer", "minimum": 0, "maximum": 10_000_000_000},
 			desc+" Integer minor units (øre): `1250` means 12.50 DKK; `1250.00`, `12.5` and `\"1250\"` are refused (422), never rounded."))
 	}
+	rateIn := func(desc string) M {
+		m := moneyIn(desc + " At most `10000000` (100,000.00 DKK an hour).")
+		m["maximum"] = 10_000_000
+		return m
+	}
 	text := func(max int, desc string) M {
 		return withDesc(M{"type": "string", "maxLength": max}, desc)
 	}
@@ -399,7 +411,7 @@ func writeBodies(s M) {
 			"status":        orNull(enum("Default `dormant`. `closed` and `archived` are refused.", "dormant", "active")),
 			"matter_number": orNull(withDesc(M{"type": "string", "maxLength": 50}, "Letters, digits and `. _ / -`, starting with a letter or digit; unique (422 if used). Assigned (`SAG-<n>`) when absent.")),
 			"title":         orNull(text(200, "")),
-			"hourly_rate":   moneyIn("Default rate of the matter's time entries."),
+			"hourly_rate":   rateIn("Default rate of the matter's time entries."),
 			"currency":      orNull(currency()),
 		}))
 	s["TimeEntryCreate"] = closed(object("A time entry; it opens at `draft`. `amount`, `status`, `client_id` and `currency` are derived and refused (422). The matter must not be closed or archived.",
@@ -407,7 +419,7 @@ func writeBodies(s M) {
 			"matter_id":        uuidS("An existing matter of the organisation."),
 			"date":             withDesc(M{"type": "string", "format": "date"}, "Entry date, 1900-01-01 to 2100-12-31."),
 			"duration_minutes": withDesc(M{"type": "integer", "minimum": 1, "maximum": 1440}, "Whole minutes."),
-			"hourly_rate":      moneyIn("When absent, the matter's `hourly_rate` (422 when the matter has none)."),
+			"hourly_rate":      rateIn("When absent, the matter's `hourly_rate` (422 when the matter has none)."),
 			"user_id":          orNull(uuidS("Who did the work; default: the API client's id.")),
 			"description":      orNull(text(2000, "")),
 		}))
