@@ -225,3 +225,71 @@ func lines(path string) int {
 	}
 	return strings.Count(string(b), "\n")
 }
+
+// TestImportKeepsCPRSourceIDsAndLinksOut: rows keyed by CPR-shaped source
+// ids import (named by their line: a client refers to its person by that
+// source id), and neither the state file, the report nor any key holds the
+// number; a rerun resumes them as done. A report that is a symbolic link,
+// or that names the input or the state file, stops the run before anything
+// is written, and the link's target is untouched.
+func TestImportKeepsCPRSourceIDsAndLinksOut(t *testing.T) {
+	_, key, _ := newOrg(t, "parties:write,clients:write,matters:write,time:write")
+	dir := t.TempDir()
+	run := time.Now().UnixNano() % 1000000
+	file, _ := writeExport(t, dir, 1,
+		fmt.Sprintf(`{"kind":"person","source_id":"010190-1234","name":"Keyed By CPR","email":"cpr-%d@example.dk"}`, run),
+		`{"kind":"client","source_id":"0101901234","party":"010190-1234"}`,
+		`{"kind":"matter","source_id":"M-bad","client":"0101901234","hourly_rate":"x"}`)
+	out, err := importCmd(file, key).CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 3 || !strings.Contains(string(out), ", 1 refused") {
+		t.Fatalf("want the CPR-keyed rows imported and one refused: %v\n%s", err, out)
+	}
+	for _, f := range []string{file + ".state", file + ".refused"} {
+		b, _ := os.ReadFile(f)
+		if strings.Contains(string(b), "010190") || strings.Contains(string(b), "0101901234") {
+			t.Errorf("%s holds the CPR:\n%s", f, b)
+		}
+	}
+	state, _ := os.ReadFile(file + ".state")
+	if !strings.Contains(string(state), `"person:line-`) || !strings.Contains(string(state), `"client:line-`) {
+		t.Errorf("the CPR-keyed rows are not in the state by their lines:\n%s", state)
+	}
+	report, _ := os.ReadFile(file + ".refused")
+	if !strings.Contains(string(report), `"line":`) || !strings.Contains(string(report), `"source_id":"M-bad"`) {
+		t.Errorf("report %s", report)
+	}
+	out, err = importCmd(file, key).CombinedOutput()
+	if !errors.As(err, &exit) || exit.ExitCode() != 3 || !strings.Contains(string(out), "0 imported") {
+		t.Fatalf("a rerun must import nothing again: %v\n%s", err, out)
+	}
+
+	// The report as a symbolic link to a file the user cares about.
+	precious := filepath.Join(dir, "precious.txt")
+	if err := os.WriteFile(precious, []byte("keep me"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "report.jsonl")
+	if err := os.Symlink(precious, link); err != nil {
+		t.Fatal(err)
+	}
+	for name, args := range map[string][]string{
+		"a link":         {"--report", link},
+		"the input":      {"--report", file},
+		"the state file": {"--report", filepath.Join(dir, "s.state"), "--state", filepath.Join(dir, "s.state")},
+		"state is input": {"--state", file},
+	} {
+		cmd := importCmd(file, key)
+		cmd.Args = append(cmd.Args, args...)
+		out, err := cmd.CombinedOutput()
+		if err == nil || !strings.Contains(string(out), map[bool]string{true: "symbolic link", false: "overwritten"}[name == "a link"]) {
+			t.Errorf("report as %s: %v\n%s", name, err, out)
+		}
+	}
+	if b, _ := os.ReadFile(precious); string(b) != "keep me" {
+		t.Errorf("the link's target was written: %q", b)
+	}
+	if b, _ := os.ReadFile(file); !strings.Contains(string(b), "Keyed By CPR") {
+		t.Errorf("the input was overwritten")
+	}
+}

@@ -19,6 +19,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/csv"
@@ -30,6 +31,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -37,6 +39,7 @@ import (
 	"time"
 
 	"github.com/practice-api/practice-api/shared/client"
+	"github.com/practice-api/practice-api/shared/cpr"
 )
 
 // order is the spec's import order.
@@ -121,6 +124,11 @@ duration_minutes are read as integers (minor units, minutes):
 It paces itself under the rate limit and prints progress. Rows the API
 refuses go, with its message, to the report (this run's only); the state
 file lists finished rows, so a run that is stopped resumes where it was.
+Each report line names its row's line in the file. A source_id that holds
+a CPR-like number is never written to the state or the report, nor sent:
+such a row is named by its line (line-12). The state file and the report
+must not be the input or each other, and are never written through a
+symbolic link.
 Exit status: 0 every row imported, 3 some rows refused, 1 the run stopped
 (the service failed: run it again), 2 a usage error.
 
@@ -135,23 +143,31 @@ func envOr(k, d string) string {
 
 // run imports file and returns how many rows were refused.
 func run(ctx context.Context, file, base, key, statePath, reportPath string) (int, error) {
+	if err := distinctPaths(file, statePath, reportPath); err != nil {
+		return 0, err
+	}
 	rows, err := load(file)
 	if err != nil {
 		return 0, err
 	}
-	sort.SliceStable(rows, func(i, j int) bool { return order[rows[i].str("kind")] < order[rows[j].str("kind")] })
+	sort.SliceStable(rows, func(i, j int) bool { return order[rows[i].r.str("kind")] < order[rows[j].r.str("kind")] })
+	alias := map[string]string{} // kind:source_id -> kind:what the state file and key name it by
+	for _, e := range rows {
+		kind, src := e.r.str("kind"), e.r.str("source_id")
+		alias[stateKey(kind, src)] = stateKey(kind, sourceRef(src, e.line))
+	}
 	done, err := loadState(statePath)
 	if err != nil {
 		return 0, err
 	}
-	st, err := os.OpenFile(statePath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	st, err := openNoFollow(statePath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, "state file")
 	if err != nil {
 		return 0, err
 	}
 	defer st.Close()
 	// The report is this run's: rows refused before and imported since
 	// must not linger in it.
-	rep, err := os.OpenFile(reportPath, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	rep, err := openNoFollow(reportPath, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, "report")
 	if err != nil {
 		return 0, err
 	}
@@ -163,9 +179,11 @@ func run(ctx context.Context, file, base, key, statePath, reportPath string) (in
 	c.MaxRetries = 40
 	p := &progress{total: len(rows), start: time.Now(), tty: isTTY()}
 	refused := map[string]string{} // "kind:source" -> why, for rows that depend on them
-	for _, r := range rows {
+	for _, e := range rows {
+		r, line := e.r, e.line
 		kind, src := r.str("kind"), r.str("source_id")
-		id := stateKey(kind, src)
+		ref := sourceRef(src, line)
+		id := stateKey(kind, ref)
 		p.step()
 		if _, ok := done[id]; ok {
 			p.skipped++
@@ -173,13 +191,13 @@ func run(ctx context.Context, file, base, key, statePath, reportPath string) (in
 		}
 		path, ok := paths[kind]
 		if kind == "" || src == "" || !ok {
-			refuse(rep, r, 0, "", "each row needs kind (company, person, client, matter, time_entry) and source_id")
+			refuse(rep, r, line, 0, "", "each row needs kind (company, person, client, matter, time_entry) and source_id")
 			p.refused++
 			continue
 		}
-		body, why := resolve(r, done, refused)
+		body, why := resolve(r, done, refused, alias)
 		if why != "" {
-			refuse(rep, r, 0, "", why)
+			refuse(rep, r, line, 0, "", why)
 			refused[id] = why
 			p.refused++
 			continue
@@ -189,16 +207,16 @@ func run(ctx context.Context, file, base, key, statePath, reportPath string) (in
 				ID string `json:"id"`
 			} `json:"data"`
 		}
-		resp, err := c.Do(ctx, "POST", path, map[string]string{"Idempotency-Key": idempotencyKey(kind, src)}, body, &out)
+		resp, err := c.Do(ctx, "POST", path, map[string]string{"Idempotency-Key": idempotencyKey(kind, ref)}, body, &out)
 		var apiErr *client.Error
 		switch {
 		case errors.As(err, &apiErr) && apiErr.Status < 500 && apiErr.RetryAfter == 0:
-			refuse(rep, r, apiErr.Status, apiErr.Field, apiErr.Message)
+			refuse(rep, r, line, apiErr.Status, apiErr.Field, apiErr.Message)
 			refused[id] = apiErr.Message
 			p.refused++
 			continue
 		case err != nil:
-			return p.refused, fmt.Errorf("row %s %s: %w (run again to resume)", kind, src, err)
+			return p.refused, fmt.Errorf("row %s %s (line %d): %w (run again to resume)", kind, cpr.Redact(src), line, err)
 		}
 		done[id] = out.Data.ID
 		if _, err := fmt.Fprintf(st, "{\"row\":%q,\"id\":%q}\n", id, out.Data.ID); err != nil {
@@ -225,7 +243,7 @@ func run(ctx context.Context, file, base, key, statePath, reportPath string) (in
 
 // resolve builds the body: the row without kind/source_id, its reference
 // replaced by the id the earlier row got.
-func resolve(r row, done map[string]string, refused map[string]string) (map[string]any, string) {
+func resolve(r row, done map[string]string, refused map[string]string, alias map[string]string) (map[string]any, string) {
 	kind := r.str("kind")
 	body := map[string]any{}
 	for k, v := range r {
@@ -242,8 +260,10 @@ func resolve(r row, done map[string]string, refused map[string]string) (map[stri
 	if target == "" {
 		return nil, fmt.Sprintf("%s needs %s (the source_id of a %s row)", kind, ref.from, ref.kinds)
 	}
+	shown := cpr.Redact(target)
 	for _, k := range strings.Split(ref.kinds, ",") {
-		if id, ok := done[stateKey(k, target)]; ok {
+		key := cmp.Or(alias[stateKey(k, target)], stateKey(k, target))
+		if id, ok := done[key]; ok {
 			switch {
 			case kind == "client" && k == "company":
 				body["company_id"] = id
@@ -256,11 +276,59 @@ func resolve(r row, done map[string]string, refused map[string]string) (map[stri
 			}
 			return body, ""
 		}
-		if why, ok := refused[stateKey(k, target)]; ok {
-			return nil, fmt.Sprintf("its %s %s was refused: %s", k, target, why)
+		if why, ok := refused[key]; ok {
+			return nil, fmt.Sprintf("its %s %s was refused: %s", k, shown, why)
 		}
 	}
-	return nil, fmt.Sprintf("no %s row with source_id %s", ref.kinds, target)
+	return nil, fmt.Sprintf("no %s row with source_id %s", ref.kinds, shown)
+}
+
+// sourceRef names a row in the state file, the report and its
+// Idempotency-Key: its source_id, or, when that holds a CPR number (a
+// system that keys people by CPR), its line in the file, which stays the
+// same when a run is resumed on the same file.
+func sourceRef(src string, line int) string {
+	if src != "" && cpr.Find(src) {
+		return fmt.Sprintf("line-%d", line)
+	}
+	return src
+}
+
+// distinctPaths refuses a state file or report that is the input (or
+// each other): the report is truncated at start, and the state appended to.
+func distinctPaths(file, state, report string) error {
+	same := func(a, b string) bool {
+		aa, err1 := filepath.Abs(a)
+		bb, err2 := filepath.Abs(b)
+		if err1 == nil && err2 == nil && aa == bb {
+			return true
+		}
+		fa, err1 := os.Stat(a)
+		fb, err2 := os.Stat(b)
+		return err1 == nil && err2 == nil && os.SameFile(fa, fb)
+	}
+	for _, p := range []struct{ a, b, what string }{
+		{report, file, "--report is the input file"}, {state, file, "--state is the input file"}, {report, state, "--report is the state file"},
+	} {
+		if same(p.a, p.b) {
+			return fmt.Errorf("%s (%s): it would be overwritten; name another file", p.what, p.a)
+		}
+	}
+	return nil
+}
+
+// openNoFollow opens a file the tool writes without following a symbolic
+// link at its name: a link planted there would make it truncate or append
+// to whatever the link points at.
+func openNoFollow(path string, flag int, what string) (*os.File, error) {
+	f, err := os.OpenFile(path, flag|syscall.O_NOFOLLOW, 0o644)
+	if err != nil {
+		if fi, lerr := os.Lstat(path); lerr == nil && fi.Mode()&os.ModeSymlink != 0 {
+			return nil, fmt.Errorf("the %s %s is a symbolic link; the importer writes only to a plain file: remove the link or name another file", what, path)
+		}
+		return nil, err
+	}
+	return f, nil
 }
 
 func stateKey(kind, src string) string { return kind + ":" + src }
@@ -275,8 +343,14 @@ func idempotencyKey(kind, src string) string {
 	return k
 }
 
-func refuse(w io.Writer, r row, status int, field, msg string) {
-	line, _ := json.Marshal(map[string]any{"kind": r["kind"], "source_id": r["source_id"], "status": status, "field": field, "message": msg})
+// refuse writes a report line: the row's kind, source_id (a CPR-like one
+// redacted: its line names the row), line, and the reason.
+func refuse(w io.Writer, r row, lineNo, status int, field, msg string) {
+	src := r["source_id"]
+	if s, ok := src.(string); ok {
+		src = cpr.Redact(s)
+	}
+	line, _ := json.Marshal(map[string]any{"kind": r["kind"], "source_id": src, "line": lineNo, "status": status, "field": field, "message": cpr.Redact(msg)})
 	fmt.Fprintln(w, string(line))
 }
 
@@ -300,14 +374,20 @@ func loadState(path string) (map[string]string, error) {
 	return done, sc.Err()
 }
 
+// entry is a row and its line in the file (CSV: counting the header).
+type entry struct {
+	r    row
+	line int
+}
+
 // load reads JSONL, or CSV with a header row (numbers stay numbers).
-func load(path string) ([]row, error) {
+func load(path string) ([]entry, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	var rows []row
+	var rows []entry
 	if strings.HasSuffix(strings.ToLower(path), ".csv") {
 		cr := csv.NewReader(f)
 		header, err := cr.Read()
@@ -323,6 +403,7 @@ func load(path string) ([]row, error) {
 				return nil, err
 			}
 			r := row{}
+			lineNo, _ := cr.FieldPos(0)
 			for i, h := range header {
 				if i >= len(rec) || rec[i] == "" {
 					continue
@@ -335,7 +416,7 @@ func load(path string) ([]row, error) {
 				}
 				r[h] = rec[i]
 			}
-			rows = append(rows, r)
+			rows = append(rows, entry{r, lineNo})
 		}
 	}
 	sc := bufio.NewScanner(f)
@@ -350,7 +431,7 @@ func load(path string) ([]row, error) {
 		if err := dec.Decode(&r); err != nil {
 			return nil, fmt.Errorf("%s line %d: %w", path, n, err)
 		}
-		rows = append(rows, r)
+		rows = append(rows, entry{r, n})
 	}
 	return rows, sc.Err()
 }
