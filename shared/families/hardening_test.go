@@ -333,7 +333,7 @@ func TestSecretRotation(t *testing.T) {
 	// At rest the table holds both secrets sealed, never in clear.
 	for _, it := range e.Items(org)["webhook_endpoint"] {
 		for _, attr := range []string{"secret", "previous_secret"} {
-			if v := attrS(it, attr); !strings.HasPrefix(v, "v1:local:") || strings.Contains(v, "whsec_") {
+			if v := attrS(it, attr); !strings.HasPrefix(v, "v2:local:") || strings.Contains(v, "whsec_") {
 				t.Fatalf("%s stored as %q", attr, v)
 			}
 		}

@@ -17,7 +17,7 @@ func TestReportsAgainstHandComputedValues(t *testing.T) {
 	cl := apitest.ClientOf(co, t0)
 	m1, m2 := apitest.Matter(cl, "active", t0), apitest.Matter(cl, "active", t0)
 	e.Put(org, co, cl, m1, m2)
-	const u1, u2 = "11111111-1111-4111-8111-111111111111", "22222222-2222-4222-8222-222222222222"
+	const u1, u2 = "a1111111-1111-4111-8111-111111111111", "b2222222-2222-4222-8222-222222222222"
 	for i, x := range []struct {
 		user, matter, date, status string
 		minutes, rate              int64

@@ -18,7 +18,7 @@ func TestTimeEntryFilters(t *testing.T) {
 	c1, c2 := apitest.ClientOf(co1, t0), apitest.ClientOf(co2, t0)
 	m1, m2, m3 := apitest.Matter(c1, "active", t0), apitest.Matter(c1, "dormant", t0), apitest.Matter(c2, "active", t0)
 	e.Put(org, co1, co2, c1, c2, m1, m2, m3)
-	users := []string{"11111111-1111-4111-8111-111111111111", "22222222-2222-4222-8222-222222222222"}
+	users := []string{"a1111111-1111-4111-8111-111111111111", "b2222222-2222-4222-8222-222222222222"}
 	var all []*timeentry.TimeEntry
 	for i := range 30 {
 		m := []*struct{ id, client string }{{m1.ID, c1.ID}, {m2.ID, c1.ID}, {m3.ID, c2.ID}}[i%3]
