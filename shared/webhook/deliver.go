@@ -3,7 +3,6 @@ package webhook
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
@@ -465,20 +464,6 @@ func (d *Deliverer) Retry(ctx context.Context, org, endpointID, deliveryID strin
 	return map[string]any{"event_id": ev.ID, "endpoint_id": e.ID, "status": "queued"}, nil
 }
 
-// timeOrderedID is a UUIDv7 (RFC 9562) of t: 48 bits of Unix milliseconds,
-// then the microseconds within the millisecond in the 12 bits of rand_a
-// (the RFC's "increased clock precision"), then 62 random bits. Its text
-// sorts by time, so attempts list newest first by their sort key alone.
-func timeOrderedID(t time.Time) string {
-	var b [16]byte
-	_, _ = rand.Read(b[8:])
-	ms := uint64(t.UnixMilli())
-	for i := 0; i < 6; i++ {
-		b[i] = byte(ms >> (40 - 8*i))
-	}
-	us := uint16(t.Nanosecond() / 1000 % 1000)
-	b[6] = 0x70 | byte(us>>8)
-	b[7] = byte(us)
-	b[8] = 0x80 | b[8]&0x3f
-	return uuid.UUID(b).String()
-}
+// timeOrderedID is store.TimeID (a UUIDv7 with microsecond order): its
+// text sorts by time, so attempts list newest first by their sort key alone.
+var timeOrderedID = store.TimeID
