@@ -33,9 +33,6 @@ type asset struct {
 
 var assets = map[string]*asset{}
 
-// viewerVersion is the Swagger UI version embedded (docs/swagger-ui.version).
-var viewerVersion string
-
 var page []byte
 var pageETag string
 
@@ -56,8 +53,6 @@ func init() {
 	starter := load("docs.js", "docs.js", "text/javascript; charset=utf-8")
 	style := load("docs.css", "docs.css", "text/css; charset=utf-8")
 	load("LICENSE-swagger-ui", "LICENSE-swagger-ui", "text/plain; charset=utf-8")
-	v, _ := docsFS.ReadFile("docs/swagger-ui.version")
-	viewerVersion = strings.TrimSpace(string(v))
 	html, err := docsFS.ReadFile("docs/index.html")
 	if err != nil {
 		panic(err)

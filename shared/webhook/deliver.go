@@ -284,11 +284,11 @@ func (d *Deliverer) enqueue(ctx context.Context, job Job, wait time.Duration) er
 }
 
 // post sends the signed envelope and reads at most maxResponse of the answer.
-func (d *Deliverer) post(ctx context.Context, e *Endpoint, body []byte, job Job) (int, error, time.Duration) {
+func (d *Deliverer) post(ctx context.Context, e *Endpoint, body []byte, job Job) (int, time.Duration, error) {
 	start := time.Now()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.URL, bytes.NewReader(body))
 	if err != nil {
-		return 0, err, 0
+		return 0, 0, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "Service-Webhook/1.0")
@@ -312,11 +312,11 @@ func (d *Deliverer) post(ctx context.Context, e *Endpoint, body []byte, job Job)
 	req.Header.Set(signature.HeaderWebhookSignature, signature.StandardSign(secrets, job.Event.ID, now, body))
 	resp, err := d.Client.Do(req)
 	if err != nil {
-		return 0, err, time.Since(start)
+		return 0, time.Since(start), err
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponse))
 	resp.Body.Close()
-	return resp.StatusCode, nil, time.Since(start)
+	return resp.StatusCode, time.Since(start), nil
 }
 
 // attempt posts one job's event to e and returns the attempt, for the
@@ -326,7 +326,7 @@ func (d *Deliverer) attempt(ctx context.Context, e *Endpoint, job Job, now time.
 	if err != nil {
 		return Attempt{}, err
 	}
-	status, derr, took := d.post(ctx, e, body, job)
+	status, took, derr := d.post(ctx, e, body, job)
 	return d.newAttempt(e, job, now, status, derr, took, body), nil
 }
 

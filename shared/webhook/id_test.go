@@ -25,7 +25,7 @@ func TestTimeOrderedIDsAreUUIDv7AndSortByTime(t *testing.T) {
 		}
 		prev = id
 	}
-	if timeOrderedID(base) == timeOrderedID(base) {
+	if a, b := timeOrderedID(base), timeOrderedID(base); a == b {
 		t.Fatal("two ids of one instant are equal")
 	}
 }

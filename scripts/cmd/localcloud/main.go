@@ -340,7 +340,7 @@ func (r *resolver) ref(id string) (string, error) {
 	if f, ok := r.st.functions[id]; ok {
 		return f.name, nil
 	}
-	return "", fmt.Errorf("Ref %s: the local stack has no such resource", id)
+	return "", fmt.Errorf("the local stack has no resource %s (Ref)", id)
 }
 
 func (r *resolver) getAtt(id, attr string) (string, error) {

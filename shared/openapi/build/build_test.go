@@ -23,6 +23,7 @@ const file = "../openapi.json"
 // TestDocumentIsCurrent keeps the served document equal to what the code
 // describes: change a route or a description, then run make openapi.
 func TestDocumentIsCurrent(t *testing.T) {
+	t.Parallel()
 	doc, err := Document()
 	if err != nil {
 		t.Fatal(err)
@@ -44,6 +45,7 @@ func TestDocumentIsCurrent(t *testing.T) {
 // `nullable: true` rather than 3.1's type array with "null"; the two mean
 // the same, so the check rewrites the one into the other first.
 func TestDocumentIsValid(t *testing.T) {
+	t.Parallel()
 	loader := openapi3.NewLoader()
 	doc, err := loader.LoadFromData(openapi.Document)
 	if err != nil {
@@ -100,6 +102,7 @@ func nullableAs30(doc *openapi3.T) int {
 // TestEveryRouteIsDocumented checks the committed document against the
 // route table: each route's method and path, and its scope.
 func TestEveryRouteIsDocumented(t *testing.T) {
+	t.Parallel()
 	doc, err := openapi3.NewLoader().LoadFromData(openapi.Document)
 	if err != nil {
 		t.Fatal(err)

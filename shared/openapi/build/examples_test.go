@@ -19,6 +19,7 @@ import (
 // has an example to show, either its own or its schema's: the reference
 // page never shows a made-up "string".
 func TestExamplesMatchTheirSchemas(t *testing.T) {
+	t.Parallel()
 	loader := openapi3.NewLoader()
 	doc, err := loader.LoadFromData(openapi.Document)
 	if err != nil {

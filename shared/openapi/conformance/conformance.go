@@ -43,41 +43,46 @@ import (
 	"github.com/practice-api/practice-api/shared/openapi"
 )
 
+// defineFormat checks strings of the format name with fn.
+func defineFormat(name string, fn func(string) error) {
+	openapi3.DefineStringFormatValidator(name, openapi3.NewCallbackValidator(fn))
+}
+
 func init() {
 	// The reference page and its files are text.
 	for _, ct := range []string{"text/html", "text/javascript", "text/css"} {
 		openapi3filter.RegisterBodyDecoder(ct, openapi3filter.PlainBodyDecoder)
 	}
 	// The formats the document uses, checked exactly as the code means them.
-	openapi3.DefineStringFormatCallback("uuid", func(s string) error {
+	defineFormat("uuid", func(s string) error {
 		if _, err := uuid.Parse(s); err != nil || len(s) != 36 {
 			return errors.New("not a UUID")
 		}
 		return nil
 	})
-	openapi3.DefineStringFormatCallback("date", func(s string) error {
+	defineFormat("date", func(s string) error {
 		_, err := time.Parse(time.DateOnly, s)
 		return err
 	})
-	openapi3.DefineStringFormatCallback("date-time", func(s string) error {
+	defineFormat("date-time", func(s string) error {
 		_, err := time.Parse(time.RFC3339Nano, s)
 		return err
 	})
-	openapi3.DefineStringFormatCallback("email", func(s string) error {
+	defineFormat("email", func(s string) error {
 		a, err := mail.ParseAddress(s)
 		if err == nil && a.Address != s {
 			err = errors.New("not a plain address")
 		}
 		return err
 	})
-	openapi3.DefineStringFormatCallback("uri", func(s string) error {
+	defineFormat("uri", func(s string) error {
 		u, err := url.Parse(s)
 		if err == nil && (u.Scheme == "" || u.Host == "") {
 			err = errors.New("not an absolute URI")
 		}
 		return err
 	})
-	openapi3.DefineStringFormatCallback("uri-reference", func(s string) error {
+	defineFormat("uri-reference", func(s string) error {
 		_, err := url.Parse(s)
 		return err
 	})

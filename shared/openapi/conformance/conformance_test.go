@@ -121,6 +121,7 @@ func TestCheckerCatchesDrift(t *testing.T) {
 }
 
 func TestCheckerChecksDeliveries(t *testing.T) {
+	t.Parallel()
 	body := `{"id":"` + id + `","event":"matter.created","timestamp":"2025-03-01T12:00:00Z","organization_id":"` + id + `","sequence":1740830400000001,` +
 		`"data":{"matter":{"id":"` + id + `","status":"dormant","client_id":"` + id + `","matter_number":"SAG-1"}}}`
 	headers := func() http.Header {
