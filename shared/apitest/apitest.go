@@ -83,7 +83,9 @@ func (c *RoundTrips) Ops() []string {
 
 // Env is one test's API: server, store, clock and helpers.
 type Env struct {
-	t      testing.TB
+	t testing.TB
+	// Log is the API's error logger (and the workers' a test builds on it).
+	Log    *slog.Logger
 	DB     *store.DB
 	Keys   *auth.Store
 	Server *httptest.Server
@@ -121,18 +123,12 @@ type Options struct {
 	Bare bool
 }
 
-var quiet sync.Once
-
 // New starts the API on a fresh table. Error logs of the API (the injected
-// faults of many tests) are dropped unless APITEST_LOG=1.
+// faults of many tests) go to e.Log, which drops them unless APITEST_LOG=1;
+// the process's default logger is left alone, so tests run in parallel.
 func New(t testing.TB, opt Options) *Env {
 	t.Helper()
-	quiet.Do(func() {
-		if os.Getenv("APITEST_LOG") != "1" {
-			slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil)))
-		}
-	})
-	e := &Env{t: t, Calls: &RoundTrips{}, Faults: &Faults{}, Capacity: &store.CapacityMeter{}, now: &atomic.Int64{}}
+	e := &Env{Log: testLogger(), t: t, Calls: &RoundTrips{}, Faults: &Faults{}, Capacity: &store.CapacityMeter{}, now: &atomic.Int64{}}
 	if opt.Bare {
 		e.DB = storetest.NewDB(t)
 	} else {
@@ -162,7 +158,7 @@ func New(t testing.TB, opt Options) *Env {
 	e.Server = httptest.NewUnstartedServer(nil) // its address is the API's public base URL
 	h, err := families.Handler(httpapi.Config{Auth: e.Keys, Sealer: sealer, RateLimit: opt.RateLimit, Now: e.Now,
 		PublicBaseURL: "http://" + e.Server.Listener.Addr().String(),
-		Idempotency:   idempotency.NewStore(e.DB, key), Deprecation: opt.Deprecation, AccessLog: opt.AccessLog}, e.DB, e.Deliverer, opt.Families...)
+		Idempotency:   idempotency.NewStore(e.DB, key), Deprecation: opt.Deprecation, AccessLog: opt.AccessLog, Log: e.Log}, e.DB, e.Deliverer, opt.Families...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,4 +317,12 @@ func (r Response) Next() string {
 	links, _ := r.Body["links"].(map[string]any)
 	s, _ := links["next"].(string)
 	return s
+}
+
+// testLogger drops what it is given unless APITEST_LOG=1 (then: stderr).
+func testLogger() *slog.Logger {
+	if os.Getenv("APITEST_LOG") == "1" {
+		return slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }

@@ -12,6 +12,7 @@ import (
 // TestDecodeClientReadsWhatUnmarshalReads: the hand-written decoder of
 // the client item every request reads agrees with the reflective one.
 func TestDecodeClientReadsWhatUnmarshalReads(t *testing.T) {
+	t.Parallel()
 	for _, c := range []Client{
 		{ID: "c1", OrgID: "o1", Mode: ModeTest, Scopes: []string{"matters:read", "time:write"}, CreatedAt: "2026-01-01T00:00:00.000000Z",
 			Secrets: map[string]Secret{"s1": {Hash: "abc", CreatedAt: "2026-01-01T00:00:00.000000Z"}, "s2": {Hash: "def"}}},

@@ -6,6 +6,7 @@ import (
 )
 
 func TestTokenRoundTripAndParsing(t *testing.T) {
+	t.Parallel()
 	tok, err := newToken(ModeLive, "0b0f6e3c-4a51-4d1c-9d3e-2f1a8c6b7e10")
 	if err != nil {
 		t.Fatal(err)

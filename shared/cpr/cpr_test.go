@@ -73,6 +73,7 @@ var mustAccept = []string{
 }
 
 func TestFind(t *testing.T) {
+	t.Parallel()
 	for _, s := range mustRefuse {
 		if !cpr.Find(s) {
 			t.Errorf("Find(%q) = false, want true", s)
@@ -88,7 +89,8 @@ func TestFind(t *testing.T) {
 // TestNoUUIDReadsAsACPR draws a million random UUIDs: ids are sent in
 // bodies and returned everywhere, so none may be taken for a CPR.
 func TestNoUUIDReadsAsACPR(t *testing.T) {
-	for range 1_000_000 {
+	t.Parallel()
+	for range draws() {
 		if id := uuid.NewString(); cpr.Find(id) || cpr.Find("client "+id+".") {
 			t.Fatalf("UUID %s reads as a CPR", id)
 		}
@@ -96,6 +98,7 @@ func TestNoUUIDReadsAsACPR(t *testing.T) {
 }
 
 func TestIsKey(t *testing.T) {
+	t.Parallel()
 	for _, k := range []string{"cpr", "CPR", "cpr_number", "cprNr", "c.p.r.", "CPR-nummer", "personnummer", "person_nr", "ｃｐｒ",
 		"c&#112;r", "c%70r", "c\u200bpr", "c\u3164pr"} {
 		if !cpr.IsKey(k) {
@@ -110,6 +113,7 @@ func TestIsKey(t *testing.T) {
 }
 
 func TestRedact(t *testing.T) {
+	t.Parallel()
 	for _, in := range []string{"unknown status 010190-1234", "a ０１０１９０－１２３４ b", "x 01 01 90 1234 y 020290-1234",
 		"%30%31%30%31%39%30%31%32%33%34", "a ⓿❶⓿❶➈⓿❶❷❸❹ b", "&#48;10190-1234"} {
 		out := cpr.Redact(in)
@@ -128,6 +132,7 @@ func TestRedact(t *testing.T) {
 }
 
 func TestScrub(t *testing.T) {
+	t.Parallel()
 	var in any
 	_ = json.Unmarshal([]byte(`{"name":"Nordlys ApS","owner":{"cpr":"010190-1234","name":"Anne","ids":["x","0101901234"]},
 		"CPR-nr":"x","010190-1234":"key","employees":12,"note":"⓿❶⓿❶➈⓿_❶❷❸❹","web":"https://x.dk/?c=010190%2B1234"}`), &in)
@@ -179,7 +184,7 @@ func TestNoRandomIdempotencyKeyIsRefused(t *testing.T) {
 	for name, next := range forms {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			for range 1_000_000 {
+			for range draws() {
 				if k := next(); cpr.InKey(k) {
 					t.Fatalf("random key %s is refused", k)
 				}
@@ -191,9 +196,19 @@ func TestNoRandomIdempotencyKeyIsRefused(t *testing.T) {
 // TestKeysThatAreCPRsAreRefused: a key that is not a random id is read as
 // text.
 func TestKeysThatAreCPRsAreRefused(t *testing.T) {
+	t.Parallel()
 	for _, k := range []string{"010190-1234", "0101901234", "import-0101901234", "cpr 010190 1234", "010190ー1234", "01.01.1990-1234"} {
 		if !cpr.InKey(k) {
 			t.Errorf("InKey(%q) = false", k)
 		}
 	}
+}
+
+// draws is how many random values a property test draws: a million, or ten
+// thousand in the fast loop (-short).
+func draws() int {
+	if testing.Short() {
+		return 10_000
+	}
+	return 1_000_000
 }

@@ -73,6 +73,7 @@ func FuzzCPRWithSeparators(f *testing.F) {
 // TestCPRWithSeparatorsAtRandom runs the fuzz property on 20,000 draws in
 // every make test (the fuzzer itself runs with go test -fuzz).
 func TestCPRWithSeparatorsAtRandom(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(7, 11))
 	for range 20_000 {
 		digits := randomCPR(rng)

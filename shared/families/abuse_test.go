@@ -32,11 +32,11 @@ var roundThreeSpellings = []string{
 	"&#48;10190-1234", "%2530%2531%2530%2531%2539%2530-1234", "%zz 010190%2D1234", "⓿❶⓿❶➈⓿-❶❷❸❹",
 }
 
-// TestRoundThreeCPRFormsAreRefused sends each new spelling in the write
+// TestCPRFormsAreRefused sends each new spelling in the write
 // bodies and the Idempotency-Key header, as a duplicate JSON key, and in
 // webhook URLs, and expects a 422 each time with nothing created; the
 // date-and-time-range text the old detector refused is accepted.
-func TestRoundThreeCPRFormsAreRefused(t *testing.T) {
+func TestCPRFormsAreRefused(t *testing.T) {
 	e := apitest.New(t, apitest.Options{RateLimit: 100000})
 	org := e.Org("A")
 	key := e.Key(org)

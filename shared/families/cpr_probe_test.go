@@ -15,14 +15,14 @@ var roundFourSpellings = []string{
 	"0101901234abcdefabcdefabcdefabcdef", "01019012-3400-4000-8000-000000000000", "01.01.1990-1234", "010190ー1234",
 }
 
-// TestRoundFourProbe: four organisations' clients at once each send the
-// fourth probe's inputs. Every CPR form is refused by field in a body, a
+// TestCPRProbeInputsAreRefusedOrRead: four organisations' clients at once each send the
+// the privacy probe's inputs. Every CPR form is refused by field in a body, a
 // nine-digit integer that is a CPR without its leading zero in a field that
 // is not an amount too, and an hourly rate past 100,000 kr an hour; the
 // ordinary texts the old detector refused (a date with one time of day)
 // and random idempotency keys create; an array-style query parameter is a
 // 422 that names it. Nothing refused is written; everything accepted is.
-func TestRoundFourProbe(t *testing.T) {
+func TestCPRProbeInputsAreRefusedOrRead(t *testing.T) {
 	e := apitest.New(t, apitest.Options{RateLimit: 100000})
 	type tenant struct {
 		org, key, matter string

@@ -79,7 +79,7 @@ func enrichEnv(t *testing.T, register string) (*apitest.Env, string, *outbox.Dis
 	})}})
 	d.DB = e.DB
 	en := &party.Enricher{Store: party.NewStore(e.DB), Register: register, Queue: q, Schedule: []time.Duration{0, 0, 0},
-		HTTP: party.RegisterClient(true)} // the fake register is on loopback
+		HTTP: party.RegisterClient(true), Log: e.Log} // the fake register is on loopback
 	org := e.Org("A")
 	return e, org, d, q, en
 }

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"strconv"
 
@@ -85,12 +84,12 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	if errors.As(err, &opErr) {
 		// The store failed (throttling, an outage): nothing was half-written,
 		// and the same request, with the same Idempotency-Key, can be retried.
-		slog.ErrorContext(r.Context(), "store unavailable", "err", err, "method", r.Method, "path", r.URL.Path, "request_id", RequestID(r.Context()))
+		Logger(r.Context()).ErrorContext(r.Context(), "store unavailable", "err", err, "method", r.Method, "path", r.URL.Path, "request_id", RequestID(r.Context()))
 		w.Header().Set("Retry-After", "1")
 		WriteJSON(w, http.StatusServiceUnavailable, &Error{Message: "the data store is temporarily unavailable; retry the request (with the same Idempotency-Key for a create); request id " + RequestID(r.Context())})
 		return
 	}
-	slog.ErrorContext(r.Context(), "internal error", "err", err, "method", r.Method, "path", r.URL.Path, "request_id", RequestID(r.Context()))
+	Logger(r.Context()).ErrorContext(r.Context(), "internal error", "err", err, "method", r.Method, "path", r.URL.Path, "request_id", RequestID(r.Context()))
 	WriteJSON(w, http.StatusInternalServerError, &Error{Message: "internal error; quote request id " + RequestID(r.Context()) + " to support"})
 }
 

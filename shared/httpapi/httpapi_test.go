@@ -3,7 +3,6 @@ package httpapi
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +13,7 @@ import (
 )
 
 func TestNewHandlerChecksTheRouteTable(t *testing.T) {
+	t.Parallel()
 	ok := func(http.ResponseWriter, *http.Request) {}
 	if _, err := NewHandler(Config{}, map[string]Handlers{"matters": {"matters.list": ok}}); err == nil {
 		t.Fatal("a family missing a route's handler was accepted")
@@ -24,9 +24,9 @@ func TestNewHandlerChecksTheRouteTable(t *testing.T) {
 }
 
 func TestPanicBecomesJSON500(t *testing.T) {
-	defer func(l *slog.Logger) { slog.SetDefault(l) }(slog.Default())
-	slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil))) // the panic is expected
-	cfg := Config{}
+	t.Parallel()
+	var logged bytes.Buffer
+	cfg := Config{Log: slog.New(slog.NewTextHandler(&logged, nil))} // the panic is expected: its log goes here
 	cfg.defaults()
 	h := cfg.edge(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") }))
 	rec := httptest.NewRecorder()
@@ -38,9 +38,13 @@ func TestPanicBecomesJSON500(t *testing.T) {
 	if strings.Contains(rec.Body.String(), "boom") {
 		t.Fatal("panic value leaked to the client")
 	}
+	if !strings.Contains(logged.String(), "boom") || !strings.Contains(logged.String(), rec.Header().Get("X-Request-Id")) {
+		t.Fatalf("the panic was not logged with its request id to the handler's logger: %q", logged.String())
+	}
 }
 
 func TestChunkedBodyOverLimitIs413(t *testing.T) {
+	t.Parallel()
 	cfg := Config{MaxBodyBytes: 10}
 	cfg.defaults()
 	h := cfg.edge(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -59,6 +63,7 @@ func TestChunkedBodyOverLimitIs413(t *testing.T) {
 }
 
 func TestCursorSealing(t *testing.T) {
+	t.Parallel()
 	s, err := NewSealer(bytes.Repeat([]byte{7}, 32))
 	if err != nil {
 		t.Fatal(err)

@@ -40,6 +40,10 @@ type Config struct {
 	Now func() time.Time
 	// AccessLog, when set, gets one line per request.
 	AccessLog *slog.Logger
+	// Log gets errors: panics, store outages, internal errors (default
+	// slog.Default()). Tests pass their own instead of replacing the
+	// process's default, so they can run in parallel.
+	Log *slog.Logger
 	// Idempotency keeps the Idempotency-Key records of creates.
 	Idempotency *idempotency.Store
 	// PublicBaseURL is the origin clients call (scheme://host[:port], no
@@ -91,6 +95,7 @@ const (
 	envKey ctxKey = iota
 	requestIDKey
 	logKey
+	errorLogKey
 )
 
 // accessEntry is what the access log line learns during a request: the
@@ -118,6 +123,15 @@ func envFrom(ctx context.Context) *requestEnv {
 // OrgID is the organisation of the authenticated key. Handlers take the
 // organisation from here and nowhere else.
 func OrgID(ctx context.Context) string { return envFrom(ctx).client.OrgID }
+
+// Logger is the error logger of the request's handler (Config.Log), or
+// slog.Default() outside one.
+func Logger(ctx context.Context) *slog.Logger {
+	if l, ok := ctx.Value(errorLogKey).(*slog.Logger); ok {
+		return l
+	}
+	return slog.Default()
+}
 
 // RequestID is the id logged with every line of a request and returned in
 // X-Request-Id: the Lambda request id in AWS, a fresh uuid elsewhere.
@@ -197,6 +211,9 @@ func (cfg *Config) edge(next http.Handler) http.Handler {
 		}
 		entry := &accessEntry{}
 		ctx := context.WithValue(context.WithValue(r.Context(), requestIDKey, id), logKey, entry)
+		if cfg.Log != nil {
+			ctx = context.WithValue(ctx, errorLogKey, cfg.Log)
+		}
 		base := cfg.PublicBaseURL
 		if base == "" && cfg.BaseURLOf != nil {
 			base, _ = cfg.BaseURLOf(r)
@@ -218,7 +235,7 @@ func (cfg *Config) edge(next http.Handler) http.Handler {
 		rec := &statusRecorder{ResponseWriter: w}
 		defer func() {
 			if p := recover(); p != nil {
-				slog.ErrorContext(r.Context(), "panic", "panic", fmt.Sprint(p), "stack", string(debug.Stack()), "request_id", id)
+				Logger(r.Context()).ErrorContext(r.Context(), "panic", "panic", fmt.Sprint(p), "stack", string(debug.Stack()), "request_id", id)
 				if !rec.wrote {
 					WriteError(rec, r, fmt.Errorf("panic: %v", p))
 				}

@@ -14,6 +14,7 @@ import (
 )
 
 func TestBlocked(t *testing.T) {
+	t.Parallel()
 	for _, a := range []string{
 		"127.0.0.1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254", "100.64.0.1", "0.0.0.0", "0.1.2.3",
 		"198.18.0.1", "198.19.255.255", "240.0.0.1", "255.255.255.255", "224.0.0.1", "192.0.0.8", "192.0.0.170",
@@ -40,6 +41,7 @@ func TestBlocked(t *testing.T) {
 // TestDialerRefusesLoopbackAtConnect: the guarded dialer never opens a
 // connection to a loopback server, whatever name or form reached it.
 func TestDialerRefusesLoopbackAtConnect(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { t.Error("the guarded client reached the server") }))
 	defer srv.Close()
 	c := &http.Client{Transport: &http.Transport{DialContext: netguard.Dialer(time.Second, false).DialContext}}

@@ -50,6 +50,15 @@ type Enricher struct {
 	Queue    queue.Queue
 	Schedule []time.Duration
 	Now      func() time.Time
+	// Log gets failures and retries (default slog.Default()).
+	Log *slog.Logger
+}
+
+func (e *Enricher) log() *slog.Logger {
+	if e.Log != nil {
+		return e.Log
+	}
+	return slog.Default()
 }
 
 // Logo is stored apart from the company, so that reads stay small.
@@ -110,10 +119,10 @@ func (e *Enricher) Handle(ctx context.Context, m queue.Message) error {
 		}
 		return e.record(ctx, msg.OrgID, c.ID, en, logo)
 	case errors.As(err, &perm) || attempts > len(e.schedule()):
-		slog.WarnContext(ctx, "company enrichment failed", "company_id", c.ID, "attempts", attempts, "err", err)
+		e.log().WarnContext(ctx, "company enrichment failed", "company_id", c.ID, "attempts", attempts, "err", err)
 		return e.record(ctx, msg.OrgID, c.ID, &Enrichment{Status: EnrichmentFailed, Attempts: attempts, Error: publicError(err), UpdatedAt: store.FormatTime(now)}, nil)
 	default:
-		slog.InfoContext(ctx, "company enrichment will retry", "company_id", c.ID, "attempts", attempts, "err", err)
+		e.log().InfoContext(ctx, "company enrichment will retry", "company_id", c.ID, "attempts", attempts, "err", err)
 		msg.Attempt = attempts
 		body, _ := json.Marshal(msg)
 		if err := e.Queue.Send(ctx, body, e.schedule()[attempts-1]); err != nil {
@@ -264,7 +273,7 @@ func (e *Enricher) fetch(ctx context.Context, cvr string) (json.RawMessage, *log
 	}
 	clean, removed := cpr.Scrub(obj)
 	if removed > 0 {
-		slog.WarnContext(ctx, "company register snapshot held CPR numbers; removed before storing", "cvr", cvr, "removed", removed)
+		e.log().WarnContext(ctx, "company register snapshot held CPR numbers; removed before storing", "cvr", cvr, "removed", removed)
 		if body, err = json.Marshal(clean); err != nil {
 			return nil, nil, err
 		}

@@ -11,6 +11,7 @@ import (
 // TestListenersSeesOwnSockets: a listener on loopback and one on every
 // interface of this process are both found, and told apart.
 func TestListenersSeesOwnSockets(t *testing.T) {
+	t.Parallel()
 	if runtime.GOOS != "linux" {
 		t.Skip(ErrUnsupported)
 	}
@@ -41,6 +42,7 @@ func TestListenersSeesOwnSockets(t *testing.T) {
 }
 
 func TestParseAddr(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		"0100007F:1F90":                         "127.0.0.1:8080",
 		"00000000:0050":                         "0.0.0.0:80",

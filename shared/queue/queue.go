@@ -44,24 +44,24 @@ var ErrDelayTooLong = errors.New("queue: delay beyond 15 minutes")
 type Handler func(ctx context.Context, m Message) error
 
 // Run receives and handles messages until ctx ends: the devserver's stand-in
-// for a Lambda's SQS event source.
-func Run(ctx context.Context, q Queue, name string, h Handler) {
+// for a Lambda's SQS event source. Failures are logged to log.
+func Run(ctx context.Context, log *slog.Logger, q Queue, name string, h Handler) {
 	for ctx.Err() == nil {
 		msgs, err := q.Receive(ctx, 10, time.Second)
 		if err != nil {
 			if ctx.Err() == nil {
-				slog.Error("queue receive", "queue", name, "err", err)
+				log.Error("queue receive", "queue", name, "err", err)
 				time.Sleep(time.Second)
 			}
 			continue
 		}
 		for _, m := range msgs {
 			if err := h(ctx, m); err != nil {
-				slog.Error("queue handler", "queue", name, "message", m.ID, "err", err)
+				log.Error("queue handler", "queue", name, "message", m.ID, "err", err)
 				continue
 			}
 			if err := q.Delete(ctx, m); err != nil {
-				slog.Error("queue delete", "queue", name, "message", m.ID, "err", err)
+				log.Error("queue delete", "queue", name, "message", m.ID, "err", err)
 			}
 		}
 	}

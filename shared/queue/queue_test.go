@@ -2,6 +2,7 @@ package queue_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"net"
 	"os"
@@ -26,8 +27,9 @@ var motoURL string
 // TestMain starts moto_server (preinstalled on this project's machines) for
 // the SQS adapter's tests; without it, those tests skip and say why.
 func TestMain(m *testing.M) {
+	flag.Parse()
 	var cmd *exec.Cmd
-	if path, err := exec.LookPath("moto_server"); err == nil {
+	if path, err := exec.LookPath("moto_server"); err == nil && !testing.Short() {
 		ln, _ := net.Listen("tcp", "127.0.0.1:0")
 		addr := ln.Addr().(*net.TCPAddr)
 		ln.Close()
@@ -55,6 +57,9 @@ func TestMain(m *testing.M) {
 // SQSClient returns a client on moto, or skips the test.
 func sqsQueue(t *testing.T, visibility time.Duration, opts ...func(*sqs.Options)) *queue.SQS {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("needs moto_server: skipped with -short")
+	}
 	if motoURL == "" {
 		t.Skip("moto_server is not installed here: the SQS adapter is not tested (CI's machine image has it)")
 	}

@@ -18,6 +18,7 @@ import (
 )
 
 func TestSeedIsConsistent(t *testing.T) {
+	t.Parallel()
 	db := storetest.NewDB(t)
 	ctx := context.Background()
 	org, err := auth.NewStore(db).CreateOrg(ctx, "", "seed", time.Now())
@@ -58,6 +59,7 @@ func BenchmarkSeed(b *testing.B) {
 // TestSeedWritesNoCPR reads back every item a seed wrote: no text of it may
 // read as a CPR number (the demo data is what newcomers see first).
 func TestSeedWritesNoCPR(t *testing.T) {
+	t.Parallel()
 	db := storetest.NewDB(t)
 	ctx := context.Background()
 	org, err := auth.NewStore(db).CreateOrg(ctx, "", "seed", time.Now())

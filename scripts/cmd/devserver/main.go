@@ -83,9 +83,9 @@ func run() error {
 	}
 	kick := make(chan struct{}, 1)
 	go workers.Dispatcher.Poll(ctx, kick, time.Second, func(err error) { slog.Error("outbox sweep", "err", err) })
-	go queue.Run(ctx, enrichQ, "enrichment", workers.Enricher.Handle)
+	go queue.Run(ctx, slog.Default(), enrichQ, "enrichment", workers.Enricher.Handle)
 	for range 4 { // deliveries to slow receivers must not queue behind each other
-		go queue.Run(ctx, deliveryQ, "webhook-delivery", workers.Deliverer.Handle)
+		go queue.Run(ctx, slog.Default(), deliveryQ, "webhook-delivery", workers.Deliverer.Handle)
 	}
 	if env.Edge.PublicBaseURL == "" { // links and Location name the address served, whatever Host a client sends
 		env.Edge.PublicBaseURL = "http://" + apiLn.Addr().String()

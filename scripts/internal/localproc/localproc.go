@@ -69,6 +69,7 @@ var (
 // binary and returns the executable's path.
 func Build(t *testing.T, name string) string {
 	t.Helper()
+	skipShort(t)
 	buildMu.Lock()
 	defer buildMu.Unlock()
 	if bin, ok := built[name]; ok {
@@ -94,6 +95,7 @@ func Build(t *testing.T, name string) string {
 // after 20 s) when the test ends.
 func Start(t *testing.T, binary string, within time.Duration, env ...string) (*Proc, error) {
 	t.Helper()
+	skipShort(t)
 	p := &Proc{Dynamo: FreeAddr(t), Exited: make(chan struct{})}
 	p.Cmd = exec.Command(binary)
 	p.Cmd.Env = append(os.Environ(), "DYNAMODB_ENDPOINT=", "LISTEN_ADDR="+FreeAddr(t), "LOCAL_DYNAMODB_ADDR="+p.Dynamo,
@@ -176,4 +178,13 @@ func Alive(pid int) bool {
 	}
 	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
 	return len(fields) > 0 && fields[0] != "Z"
+}
+
+// skipShort skips a test that runs a whole local runtime (and its engine,
+// on Java) when the loop is the fast one (-short, make unit).
+func skipShort(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("runs a whole local runtime on DynamoDB Local (Java): skipped with -short; make test runs it")
+	}
 }

@@ -34,8 +34,13 @@ var (
 
 // Endpoint returns the URL of the test binary's DynamoDB engine, starting it
 // on the first call.
+// With -short (make unit) and no STORETEST_DYNAMODB_ENDPOINT, the test
+// skips: the fast loop starts no engine.
 func Endpoint(t testing.TB) string {
 	t.Helper()
+	if testing.Short() && os.Getenv("STORETEST_DYNAMODB_ENDPOINT") == "" {
+		t.Skip("needs DynamoDB Local (Java): skipped with -short; make test runs it")
+	}
 	once.Do(func() {
 		if ep := os.Getenv("STORETEST_DYNAMODB_ENDPOINT"); ep != "" {
 			endpoint = ep

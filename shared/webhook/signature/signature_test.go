@@ -12,6 +12,7 @@ import (
 )
 
 func TestSignAndVerify(t *testing.T) {
+	t.Parallel()
 	now := time.Unix(1_700_000_000, 0)
 	body := []byte(`{"id":"e1","event":"matter.created"}`)
 	h := Sign("whsec_x", now, body)
@@ -44,6 +45,7 @@ func TestSignAndVerify(t *testing.T) {
 }
 
 func TestRotationSignsWithBothSecrets(t *testing.T) {
+	t.Parallel()
 	now := time.Unix(1_700_000_000, 0)
 	body := []byte(`{"id":"e1"}`)
 	h := SignAll([]string{"whsec_new", "whsec_old"}, now, body)
@@ -75,6 +77,7 @@ func TestRotationSignsWithBothSecrets(t *testing.T) {
 // 64 hex digits: base64 characters, a 48-byte key), and both at once (a
 // rotation); a secret that is not base64 signs nothing.
 func TestStandardSignVerifiesWithTheLibrary(t *testing.T) {
+	t.Parallel()
 	now := time.Now()
 	body := []byte(`{"id":"e1","event":"matter.created","sequence":1}`)
 	current := "whsec_" + base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))
