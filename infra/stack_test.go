@@ -21,9 +21,10 @@ import (
 
 	"github.com/practice-api/practice-api/shared/app"
 	"github.com/practice-api/practice-api/shared/auth"
+	"github.com/practice-api/practice-api/shared/config"
 	"github.com/practice-api/practice-api/shared/families"
+	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/httpapi/routes"
-	"github.com/practice-api/practice-api/shared/queue"
 	"github.com/practice-api/practice-api/shared/store"
 	"github.com/practice-api/practice-api/shared/store/storetest"
 )
@@ -358,6 +359,7 @@ func TestWiringFromTheStacksEnvironment(t *testing.T) {
 		name := names[id]
 		t.Run(name, func(t *testing.T) {
 			vars := props(r)["Environment"].(map[string]any)["Variables"].(map[string]any)
+			env := map[string]string{}
 			for k, v := range vars {
 				s, ok := v.(string)
 				switch {
@@ -368,21 +370,28 @@ func TestWiringFromTheStacksEnvironment(t *testing.T) {
 				case !ok:
 					t.Fatalf("%s=%v is a reference the test cannot resolve", k, v)
 				}
-				t.Setenv(k, s)
+				env[k] = s
 			}
-			t.Setenv("DYNAMODB_ENDPOINT", storetest.Endpoint(t)) // the one variable AWS does not need
+			env["DYNAMODB_ENDPOINT"] = storetest.Endpoint(t) // the one variable AWS does not need
+			// The function's environment read as its cold start reads it:
+			// every value the template gives must pass config's checks.
+			cfg, err := config.Load(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+			if err != nil {
+				t.Fatal(err)
+			}
 			var fn Function
 			for _, f := range Functions {
 				if f.Name == name {
 					fn = f
 				}
 			}
+			ctx := context.Background()
 			if fn.Family == routes.Meta {
 				// Public: no key, no store, so no table name to be given.
 				if _, ok := vars["TABLE_NAME"]; ok {
 					t.Fatal("the meta function is given the table")
 				}
-				h, err := app.PublicHandler(fn.Family, families.Builds(nil)[fn.Family](nil))
+				h, err := app.PublicHandler(cfg, fn.Family, families.Builds(nil)[fn.Family](nil))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -393,23 +402,26 @@ func TestWiringFromTheStacksEnvironment(t *testing.T) {
 				}
 				return
 			}
-			q, err := app.SQSQueue(context.Background(), os.Getenv("ENRICHMENT_QUEUE_URL"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			dq, err := app.SQSQueue(context.Background(), os.Getenv("DELIVERY_QUEUE_URL"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			w, err := app.NewWorkers(db, q, dq)
-			if err != nil || w.Enricher.Register != os.Getenv("COMPANY_REGISTER_URL") || w.Deliverer.Store.AllowPrivate {
-				t.Fatalf("workers: %v", err)
-			}
-			var _ queue.Queue = q
-			if fn.Family == "" {
+			var build app.Build
+			switch fn.Family {
+			case "":
+				w, err := app.WorkersOn(ctx, db, cfg)
+				if err != nil || w.Enricher.Register != env["COMPANY_REGISTER_URL"] || w.Deliverer.Store.AllowPrivate {
+					t.Fatalf("workers: %v", err)
+				}
 				return
+			case routes.Webhooks: // as functions/webhooks wires it: delivery alone
+				build = func(ctx context.Context, db *store.DB, cfg config.Config) (httpapi.Handlers, error) {
+					d, err := app.DelivererOn(ctx, db, cfg)
+					if err != nil || d.Store.AllowPrivate {
+						return nil, fmt.Errorf("deliverer: %v", err)
+					}
+					return families.Builds(d)[fn.Family](db), nil
+				}
+			default:
+				build = app.On(families.Builds(nil)[fn.Family])
 			}
-			h, err := app.FamilyHandler(context.Background(), fn.Family, families.Builds(w.Deliverer)[fn.Family])
+			h, err := app.FamilyHandler(ctx, cfg, fn.Family, build)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -419,7 +431,7 @@ func TestWiringFromTheStacksEnvironment(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, tok, err := keys.CreateKey(context.Background(), auth.KeyRequest{OrgID: org.ID, Mode: os.Getenv("API_KEY_MODES"), Scopes: auth.Catalogue}, time.Now())
+			_, tok, err := keys.CreateKey(context.Background(), auth.KeyRequest{OrgID: org.ID, Mode: env["API_KEY_MODES"], Scopes: auth.Catalogue}, time.Now())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -428,7 +440,7 @@ func TestWiringFromTheStacksEnvironment(t *testing.T) {
 			req.Header.Set("Authorization", "Bearer "+tok.String())
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, req)
-			if rec.Code != 200 || rec.Header().Get("X-RateLimit-Limit") != os.Getenv("RATE_LIMIT_PER_MINUTE") {
+			if rec.Code != 200 || rec.Header().Get("X-RateLimit-Limit") != env["RATE_LIMIT_PER_MINUTE"] {
 				t.Fatalf("%s %s: %d %s", rt.Method, rt.Path, rec.Code, rec.Body)
 			}
 		})

@@ -10,5 +10,5 @@ import (
 )
 
 func main() {
-	app.StartLambda(routes.Documents, func(db *store.DB) httpapi.Handlers { return document.Handlers(document.NewStore(db)) })
+	app.StartLambda(routes.Documents, app.On(func(db *store.DB) httpapi.Handlers { return document.Handlers(document.NewStore(db)) }))
 }

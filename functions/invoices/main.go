@@ -10,5 +10,5 @@ import (
 )
 
 func main() {
-	app.StartLambda(routes.Invoices, func(db *store.DB) httpapi.Handlers { return billing.Handlers(billing.NewStore(db)) })
+	app.StartLambda(routes.Invoices, app.On(func(db *store.DB) httpapi.Handlers { return billing.Handlers(billing.NewStore(db)) }))
 }

@@ -11,5 +11,5 @@ import (
 )
 
 func main() {
-	app.StartLambda(routes.Matters, func(db *store.DB) httpapi.Handlers { return matter.Handlers(matter.NewStore(db)) })
+	app.StartLambda(routes.Matters, app.On(func(db *store.DB) httpapi.Handlers { return matter.Handlers(matter.NewStore(db)) }))
 }

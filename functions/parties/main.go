@@ -11,5 +11,5 @@ import (
 )
 
 func main() {
-	app.StartLambda(routes.Parties, func(db *store.DB) httpapi.Handlers { return party.Handlers(party.NewStore(db)) })
+	app.StartLambda(routes.Parties, app.On(func(db *store.DB) httpapi.Handlers { return party.Handlers(party.NewStore(db)) }))
 }

@@ -10,5 +10,5 @@ import (
 )
 
 func main() {
-	app.StartLambda(routes.Reports, func(db *store.DB) httpapi.Handlers { return report.Handlers(report.NewStore(db)) })
+	app.StartLambda(routes.Reports, app.On(func(db *store.DB) httpapi.Handlers { return report.Handlers(report.NewStore(db)) }))
 }

@@ -11,5 +11,5 @@ import (
 )
 
 func main() {
-	app.StartLambda(routes.TimeEntries, func(db *store.DB) httpapi.Handlers { return timeentry.Handlers(timeentry.NewStore(db)) })
+	app.StartLambda(routes.TimeEntries, app.On(func(db *store.DB) httpapi.Handlers { return timeentry.Handlers(timeentry.NewStore(db)) }))
 }

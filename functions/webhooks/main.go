@@ -1,12 +1,13 @@
 // Command webhooks is the Lambda of the webhooks family: the endpoint
-// management API, its delivery log and manual retries (which feed the
-// delivery queue).
+// management API, its delivery log, manual retries and replays (which feed
+// the delivery queue). It wires webhook delivery alone, no other worker.
 package main
 
 import (
 	"context"
 
 	"github.com/practice-api/practice-api/shared/app"
+	"github.com/practice-api/practice-api/shared/config"
 	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/httpapi/routes"
 	"github.com/practice-api/practice-api/shared/store"
@@ -14,11 +15,11 @@ import (
 )
 
 func main() {
-	app.StartLambdaE(routes.Webhooks, func(db *store.DB) (httpapi.Handlers, error) {
-		w, err := app.WorkersOn(context.Background(), db)
+	app.StartLambda(routes.Webhooks, func(ctx context.Context, db *store.DB, cfg config.Config) (httpapi.Handlers, error) {
+		d, err := app.DelivererOn(ctx, db, cfg)
 		if err != nil {
 			return nil, err
 		}
-		return webhook.Handlers(w.Deliverer.Store, w.Deliverer), nil
+		return webhook.Handlers(d.Store, d), nil
 	})
 }

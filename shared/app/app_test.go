@@ -12,6 +12,7 @@ import (
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
 	"github.com/practice-api/practice-api/shared/app"
+	"github.com/practice-api/practice-api/shared/config"
 	"github.com/practice-api/practice-api/shared/families"
 	"github.com/practice-api/practice-api/shared/httpapi/routes"
 	"github.com/practice-api/practice-api/shared/openapi"
@@ -25,9 +26,7 @@ import (
 // it, answers API Gateway HTTP API (v2) events through the adapter.
 func TestFamilyLambdasServeV2Events(t *testing.T) {
 	db := storetest.NewDB(t)
-	t.Setenv("TABLE_NAME", db.Table)
-	t.Setenv("DYNAMODB_ENDPOINT", storetest.Endpoint(t))
-	t.Setenv("RATE_LIMIT_PER_MINUTE", "60")
+	cfg := settings(t, "TABLE_NAME", db.Table, "DYNAMODB_ENDPOINT", storetest.Endpoint(t), "RATE_LIMIT_PER_MINUTE", "60")
 	ctx := context.Background()
 	org, tok, err := seed.Demo(ctx, db, time.Now())
 	if err != nil {
@@ -62,7 +61,7 @@ func TestFamilyLambdasServeV2Events(t *testing.T) {
 			t.Fatalf("family %s has no Lambda wiring in this test", rt.Family)
 		}
 		t.Run(rt.Name, func(t *testing.T) {
-			h, err := app.FamilyHandler(ctx, rt.Family, build)
+			h, err := app.FamilyHandler(ctx, cfg, rt.Family, app.On(build))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -115,7 +114,7 @@ func TestFamilyLambdasServeV2Events(t *testing.T) {
 			}
 		})
 	}
-	if _, err := app.FamilyHandler(ctx, routes.Matters, app.Build(builds[routes.Parties])); err == nil {
+	if _, err := app.FamilyHandler(ctx, cfg, routes.Matters, app.On(builds[routes.Parties])); err == nil {
 		t.Fatal("a family wired with another family's handlers was accepted")
 	}
 }
@@ -123,10 +122,9 @@ func TestFamilyLambdasServeV2Events(t *testing.T) {
 // The meta Lambda answers without a key and without a store, with the
 // deprecation headers its stage configures.
 func TestPublicLambdaServesTheDocument(t *testing.T) {
-	t.Setenv("TABLE_NAME", "no-such-table")
-	t.Setenv("DYNAMODB_ENDPOINT", "http://127.0.0.1:1")
-	t.Setenv("API_DEPRECATED_SINCE", "2027-01-01T00:00:00Z")
-	h, err := app.PublicHandler(routes.Meta, openapi.Handlers())
+	t.Parallel()
+	cfg := settings(t, "TABLE_NAME", "no-such-table", "DYNAMODB_ENDPOINT", "http://127.0.0.1:1", "API_DEPRECATED_SINCE", "2027-01-01T00:00:00Z")
+	h, err := app.PublicHandler(cfg, routes.Meta, openapi.Handlers())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,24 +142,35 @@ func TestPublicLambdaServesTheDocument(t *testing.T) {
 	if _, ok := resp.Headers["X-Ratelimit-Limit"]; ok {
 		t.Fatal("the public document is counted against a rate limit")
 	}
-	t.Setenv("API_SUNSET", "2027-02-01T00:00:00Z")
-	if _, err := app.PublicHandler(routes.Meta, openapi.Handlers()); err == nil {
-		t.Fatal("a sunset under six months was accepted")
-	}
 }
 
-func TestDeprecationFromEnvironment(t *testing.T) {
+func TestDeprecationFromSettings(t *testing.T) {
 	db := storetest.NewDB(t)
-	t.Setenv("TABLE_NAME", db.Table)
-	t.Setenv("DYNAMODB_ENDPOINT", storetest.Endpoint(t))
-	t.Setenv("API_DEPRECATED_SINCE", "2027-01-01T00:00:00Z")
-	t.Setenv("API_SUNSET", "2027-03-01T00:00:00Z")
-	if _, err := app.LoadFromEnv(context.Background()); err == nil || !strings.Contains(err.Error(), "six months") {
+	kv := []string{"TABLE_NAME", db.Table, "DYNAMODB_ENDPOINT", storetest.Endpoint(t), "API_DEPRECATED_SINCE", "2027-01-01T00:00:00Z"}
+	if _, err := config.Load(lookup(append(kv, "API_SUNSET", "2027-03-01T00:00:00Z")...)); err == nil || !strings.Contains(err.Error(), "six months") {
 		t.Fatalf("a sunset under six months: %v", err)
 	}
-	t.Setenv("API_SUNSET", "2027-07-01T00:00:00Z")
-	env, err := app.LoadFromEnv(context.Background())
+	env, err := app.Open(context.Background(), settings(t, append(kv, "API_SUNSET", "2027-07-01T00:00:00Z")...))
 	if err != nil || env.Edge.Deprecation == nil || env.Edge.Deprecation.Sunset.Month() != time.July {
 		t.Fatalf("%v %+v", err, env)
 	}
+}
+
+// lookup answers from name, value pairs, as os.LookupEnv would.
+func lookup(kv ...string) func(string) (string, bool) {
+	m := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
+}
+
+// settings is the Config of an environment of name, value pairs.
+func settings(t *testing.T, kv ...string) config.Config {
+	t.Helper()
+	cfg, err := config.Load(lookup(kv...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }

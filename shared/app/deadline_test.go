@@ -20,6 +20,7 @@ import (
 	"github.com/practice-api/practice-api/shared/apitest"
 	"github.com/practice-api/practice-api/shared/app"
 	"github.com/practice-api/practice-api/shared/auth"
+	"github.com/practice-api/practice-api/shared/config"
 	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/httpapi/routes"
 	"github.com/practice-api/practice-api/shared/matter"
@@ -191,10 +192,9 @@ func TestSlowStoreAnswers503BeforeTheDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	url, hang := blackhole(t, storetest.Endpoint(t))
-	t.Setenv("DYNAMODB_ENDPOINT", url)
-	t.Setenv("TABLE_NAME", db.Table)
-	build := func(db *store.DB) httpapi.Handlers { return matter.Handlers(matter.NewStore(db)) }
-	h, err := app.FamilyHandler(ctx, routes.Matters, build)
+	cfg := settings(t, "DYNAMODB_ENDPOINT", url, "TABLE_NAME", db.Table)
+	build := app.On(func(db *store.DB) httpapi.Handlers { return matter.Handlers(matter.NewStore(db)) })
+	h, err := app.FamilyHandler(ctx, cfg, routes.Matters, build)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +225,7 @@ func TestSlowStoreAnswers503BeforeTheDeadline(t *testing.T) {
 	start := time.Now()
 	sctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	if _, err := app.FamilyHandler(sctx, routes.Matters, build); err == nil || time.Since(start) > 3*time.Second {
+	if _, err := app.FamilyHandler(sctx, cfg, routes.Matters, build); err == nil || time.Since(start) > 3*time.Second {
 		t.Fatalf("a cold start on a hanging store: %v after %s", err, time.Since(start))
 	}
 }
@@ -234,7 +234,7 @@ func TestSlowStoreAnswers503BeforeTheDeadline(t *testing.T) {
 // to the meta function ($default); it answers the API's JSON 404, or 405
 // with Allow for any family's path, with a request id.
 func TestTheCatchAllAnswersForEveryFamily(t *testing.T) {
-	h, err := app.PublicHandler(routes.Meta, openapi.Handlers())
+	h, err := app.PublicHandler(config.Defaults(), routes.Meta, openapi.Handlers())
 	if err != nil {
 		t.Fatal(err)
 	}

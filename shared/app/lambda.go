@@ -13,30 +13,29 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
+	"github.com/practice-api/practice-api/shared/config"
 	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/queue"
 	"github.com/practice-api/practice-api/shared/store"
 )
 
-// Build makes a family's handlers on the store; an error fails the cold start.
-type Build func(db *store.DB) httpapi.Handlers
+// Build makes a family's handlers on the store, under the start-up
+// deadline of ctx; an error fails the cold start.
+type Build func(ctx context.Context, db *store.DB, cfg config.Config) (httpapi.Handlers, error)
 
-// BuildE is a Build that can fail (one that wires queues too).
-type BuildE func(db *store.DB) (httpapi.Handlers, error)
-
-// FamilyHandler builds, from the environment, the HTTP handler of one
-// family: exactly what its Lambda serves.
-func FamilyHandler(ctx context.Context, family string, build Build) (http.Handler, error) {
-	return FamilyHandlerE(ctx, family, func(db *store.DB) (httpapi.Handlers, error) { return build(db), nil })
+// On is the Build of a family that needs only the store.
+func On(h func(db *store.DB) httpapi.Handlers) Build {
+	return func(_ context.Context, db *store.DB, _ config.Config) (httpapi.Handlers, error) { return h(db), nil }
 }
 
-// FamilyHandlerE is FamilyHandler for a build that can fail.
-func FamilyHandlerE(ctx context.Context, family string, build BuildE) (http.Handler, error) {
-	env, err := LoadFromEnv(ctx)
+// FamilyHandler builds, from cfg, the HTTP handler of one family: exactly
+// what its Lambda serves.
+func FamilyHandler(ctx context.Context, cfg config.Config, family string, build Build) (http.Handler, error) {
+	env, err := Open(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	h, err := build(env.DB)
+	h, err := build(ctx, env.DB, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -44,17 +43,11 @@ func FamilyHandlerE(ctx context.Context, family string, build BuildE) (http.Hand
 }
 
 // StartLambda serves one family as an API Gateway HTTP API (payload v2)
-// Lambda. Everything is built once, at cold start.
+// Lambda. The environment is read once, into a Config, and everything is
+// built once, at cold start, within StartupTimeout.
 func StartLambda(family string, build Build) {
-	StartLambdaE(family, func(db *store.DB) (httpapi.Handlers, error) { return build(db), nil })
-}
-
-// StartLambdaE is StartLambda for a build that can fail.
-func StartLambdaE(family string, build BuildE) {
-	serveV2(family, func() (http.Handler, error) {
-		ctx, cancel := context.WithTimeout(context.Background(), StartupTimeout)
-		defer cancel()
-		return FamilyHandlerE(ctx, family, build)
+	serveV2(family, func(ctx context.Context, cfg config.Config) (http.Handler, error) {
+		return FamilyHandler(ctx, cfg, family, build)
 	})
 }
 
@@ -81,27 +74,33 @@ func WithRequestDeadline(next http.Handler, margin time.Duration) http.Handler {
 	})
 }
 
-// PublicHandler builds, from the environment, the handler of a family of
-// public routes (no key, no store): the edge's request ids, access log and
-// deprecation headers only.
-func PublicHandler(family string, h httpapi.Handlers) (http.Handler, error) {
-	dep, err := deprecationFromEnv()
-	if err != nil {
-		return nil, err
-	}
-	return httpapi.NewHandler(httpapi.Config{AccessLog: slog.Default(), Deprecation: dep}, map[string]httpapi.Handlers{family: h})
+// PublicHandler builds the handler of a family of public routes (no key,
+// no store): the edge's request ids, access log and deprecation headers
+// only.
+func PublicHandler(cfg config.Config, family string, h httpapi.Handlers) (http.Handler, error) {
+	return httpapi.NewHandler(httpapi.Config{AccessLog: slog.Default(), Deprecation: deprecation(cfg)}, map[string]httpapi.Handlers{family: h})
 }
 
 // StartPublicLambda serves PublicHandler as an HTTP API (payload v2) Lambda.
 func StartPublicLambda(family string, h httpapi.Handlers) {
-	serveV2(family, func() (http.Handler, error) { return PublicHandler(family, h) })
+	serveV2(family, func(_ context.Context, cfg config.Config) (http.Handler, error) { return PublicHandler(cfg, family, h) })
 }
 
-// serveV2 builds a family's handler once, at cold start, and serves it to
-// API Gateway HTTP API (payload v2) events; a failed build ends the process.
-func serveV2(family string, build func() (http.Handler, error)) {
+// serveV2 reads the environment into a Config, builds a family's handler
+// once, at cold start, under StartupTimeout, and serves it to API Gateway
+// HTTP API (payload v2) events; a bad setting or a failed build ends the
+// process (Lambda reports the failed init).
+func serveV2(family string, build func(context.Context, config.Config) (http.Handler, error)) {
 	JSONLogs()
-	h, err := build()
+	h, err := func() (http.Handler, error) {
+		cfg, err := config.FromEnv()
+		if err != nil {
+			return nil, err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), StartupTimeout)
+		defer cancel()
+		return build(ctx, cfg)
+	}()
 	if err != nil {
 		slog.Error("cold start failed", "family", family, "err", err)
 		os.Exit(1)

@@ -5,14 +5,13 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strings"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/practice-api/practice-api/shared/config"
 	"github.com/practice-api/practice-api/shared/outbox"
 	"github.com/practice-api/practice-api/shared/party"
 	"github.com/practice-api/practice-api/shared/queue"
@@ -28,159 +27,128 @@ type Workers struct {
 	Deliverer  *webhook.Deliverer
 }
 
-// NewWorkers wires the jobs on db with the given queues, from the
-// environment: COMPANY_REGISTER_URL (unset: enrichment is skipped),
-// ENRICHMENT_RETRY_SCHEDULE (default 10s,1m,5m,15m), WEBHOOK_RETRY_SCHEDULE
-// (default 30s,2m,8m,30m: five attempts), WEBHOOK_CA_FILE (extra trusted
-// roots) and WEBHOOK_ALLOW_PRIVATE_TARGETS ("1" admits loopback and private
-// targets; default off), and the event feed's EVENT_FEED_SETTLE and
-// EVENT_RETENTION (EventFeedFromEnv).
-func NewWorkers(db *store.DB, enrichment, deliveries queue.Queue) (*Workers, error) {
-	schedule, err := ParseSchedule(os.Getenv("ENRICHMENT_RETRY_SCHEDULE"), party.DefaultEnrichSchedule)
+// NewWorkers wires the jobs on db with the given queues, as cfg says
+// (config.Vars: the register, the retry schedules, the receivers' trust and
+// private-target guard, the secrets' key, the outbox and the event feed).
+func NewWorkers(ctx context.Context, db *store.DB, enrichment, deliveries queue.Queue, cfg config.Config) (*Workers, error) {
+	d, err := NewDeliverer(ctx, db, deliveries, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("ENRICHMENT_RETRY_SCHEDULE: %w", err)
-	}
-	hooks, err := ParseSchedule(os.Getenv("WEBHOOK_RETRY_SCHEDULE"), webhook.DefaultSchedule)
-	if err != nil {
-		return nil, fmt.Errorf("WEBHOOK_RETRY_SCHEDULE: %w", err)
-	}
-	allowPrivate := os.Getenv("WEBHOOK_ALLOW_PRIVATE_TARGETS") == "1"
-	client, err := webhook.NewHTTPClient(os.Getenv("WEBHOOK_CA_FILE"), allowPrivate)
-	if err != nil {
-		return nil, err
-	}
-	endpoints := webhook.NewStore(db, allowPrivate)
-	if endpoints.Box, err = SecretBoxFromEnv(context.Background()); err != nil {
-		return nil, err
-	}
-	if err := OutboxFromEnv(); err != nil {
-		return nil, err
-	}
-	retention, err := OutboxRetentionFromEnv()
-	if err != nil {
-		return nil, err
-	}
-	if endpoints.FeedSettle, endpoints.FeedRetention, err = EventFeedFromEnv(); err != nil {
 		return nil, err
 	}
 	routes := map[string][]outbox.Sink{outbox.CompanyCreated: {enrichment}}
-	fanout := &webhook.Fanout{Store: endpoints, Queue: deliveries}
+	fanout := &webhook.Fanout{Store: d.Store, Queue: deliveries}
 	for _, t := range outbox.Types {
 		routes[t] = []outbox.Sink{fanout}
 	}
 	return &Workers{
-		Dispatcher: &outbox.Dispatcher{DB: db, Routes: routes, Retention: retention, FeedRetention: endpoints.FeedRetention},
-		Enricher: &party.Enricher{Store: party.NewStore(db), Register: os.Getenv("COMPANY_REGISTER_URL"),
-			HTTP: party.RegisterClient(allowPrivate), Queue: enrichment, Schedule: schedule},
-		Deliverer: &webhook.Deliverer{Store: endpoints, Queue: deliveries, Schedule: hooks, Client: client},
+		Dispatcher: &outbox.Dispatcher{DB: db, Routes: routes, Retention: cfg.OutboxRetention, FeedRetention: cfg.EventRetention},
+		Enricher: &party.Enricher{Store: party.NewStore(db), Register: cfg.CompanyRegisterURL,
+			HTTP: party.RegisterClient(cfg.WebhookAllowPrivateTargets), Queue: enrichment, Schedule: cfg.EnrichmentRetrySchedule},
+		Deliverer: d,
 	}, nil
 }
 
-// EventFeedFromEnv reads EVENT_FEED_SETTLE (a Go duration from 0 to 1m;
-// default 10s: how far behind now GET /events serves, at least twice
-// store.SequenceWindow for its no-miss rule; less only for tests) and
-// EVENT_RETENTION (a Go duration of 1h to 2160h; default 720h, 30 days:
-// how long events are listed and replayable).
-func EventFeedFromEnv() (settle, retention time.Duration, err error) {
-	settle, retention = outbox.DefaultSettle, outbox.DefaultFeedRetention
-	if v := os.Getenv("EVENT_FEED_SETTLE"); v != "" {
-		if settle, err = time.ParseDuration(v); err != nil || settle < 0 || settle > time.Minute {
-			return 0, 0, fmt.Errorf("EVENT_FEED_SETTLE must be a Go duration from 0s to 1m, such as 10s, got %q", v)
-		}
+// NewDeliverer wires webhook delivery alone on db and the deliveries queue:
+// the endpoints' store (with its secret box and event feed settings), the
+// receivers' HTTP client and the retry schedule. The webhooks function
+// needs this and no other worker.
+func NewDeliverer(ctx context.Context, db *store.DB, deliveries queue.Queue, cfg config.Config) (*webhook.Deliverer, error) {
+	client, err := webhook.NewHTTPClient(cfg.WebhookCAFile, cfg.WebhookAllowPrivateTargets)
+	if err != nil {
+		return nil, err
 	}
-	if v := os.Getenv("EVENT_RETENTION"); v != "" {
-		if retention, err = time.ParseDuration(v); err != nil || retention < time.Hour || retention > 90*24*time.Hour {
-			return 0, 0, fmt.Errorf("EVENT_RETENTION must be a Go duration from 1h to 2160h (90 days), such as 720h, got %q", v)
-		}
+	endpoints := webhook.NewStore(db, cfg.WebhookAllowPrivateTargets)
+	if endpoints.Box, err = SecretBox(ctx, cfg); err != nil {
+		return nil, err
 	}
-	return settle, retention, nil
+	Apply(cfg)
+	endpoints.FeedSettle, endpoints.FeedRetention = cfg.EventFeedSettle, cfg.EventRetention
+	return &webhook.Deliverer{Store: endpoints, Queue: deliveries, Schedule: cfg.WebhookRetrySchedule, Client: client}, nil
 }
 
-// ParseSchedule reads comma-separated Go durations, each at most 15
-// minutes (an SQS delay); empty gives def.
-func ParseSchedule(v string, def []time.Duration) ([]time.Duration, error) {
-	if strings.TrimSpace(v) == "" {
-		return def, nil
-	}
-	var out []time.Duration
-	for _, p := range strings.Split(v, ",") {
-		d, err := time.ParseDuration(strings.TrimSpace(p))
-		if err != nil || d < 0 {
-			return nil, fmt.Errorf("%q is not a duration such as 30s or 2m", p)
-		}
-		out = append(out, d)
-	}
-	return out, nil
-}
-
-// SecretBoxFromEnv is the KMS envelope for webhook signing secrets when
+// SecretBox is the KMS envelope for webhook signing secrets when
 // WEBHOOK_SECRETS_KEY_ARN names a key (protected stages' customer-managed
 // key; KMS_ENDPOINT overrides the endpoint for moto or LocalStack), and nil
 // otherwise: the store then seals with a key kept in the table.
-func SecretBoxFromEnv(ctx context.Context) (webhook.SecretBox, error) {
-	arn := os.Getenv("WEBHOOK_SECRETS_KEY_ARN")
-	if arn == "" {
+func SecretBox(ctx context.Context, cfg config.Config) (webhook.SecretBox, error) {
+	if cfg.WebhookSecretsKeyARN == "" {
 		return nil, nil
 	}
-	cfg, err := config.LoadDefaultConfig(ctx)
+	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
 	if err != nil {
 		return nil, err
 	}
-	client := kms.NewFromConfig(cfg, func(o *kms.Options) {
-		if ep := os.Getenv("KMS_ENDPOINT"); ep != "" {
-			o.BaseEndpoint = aws.String(ep)
+	client := kms.NewFromConfig(awsCfg, func(o *kms.Options) {
+		if cfg.KMSEndpoint != "" {
+			o.BaseEndpoint = aws.String(cfg.KMSEndpoint)
 		}
 	})
-	return &webhook.KMSBox{Client: client, KeyID: arn}, nil
+	return &webhook.KMSBox{Client: client, KeyID: cfg.WebhookSecretsKeyARN}, nil
 }
 
 // SQSQueue binds the queue at url; SQS_ENDPOINT overrides the endpoint
-// (LocalStack, moto).
-func SQSQueue(ctx context.Context, url string) (*queue.SQS, error) {
+// (LocalStack, moto, localcloud's queue server).
+func SQSQueue(ctx context.Context, cfg config.Config, url string) (*queue.SQS, error) {
 	if url == "" {
 		return nil, fmt.Errorf("queue URL is not set")
 	}
-	cfg, err := config.LoadDefaultConfig(ctx)
+	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
 	if err != nil {
 		return nil, err
 	}
-	client := sqs.NewFromConfig(cfg, func(o *sqs.Options) {
-		if ep := os.Getenv("SQS_ENDPOINT"); ep != "" {
-			o.BaseEndpoint = aws.String(ep)
+	client := sqs.NewFromConfig(awsCfg, func(o *sqs.Options) {
+		if cfg.SQSEndpoint != "" {
+			o.BaseEndpoint = aws.String(cfg.SQSEndpoint)
 		}
 	})
 	return queue.NewSQS(client, url), nil
 }
 
-// WorkersOn builds the Workers on db with the SQS queues the environment
-// names: ENRICHMENT_QUEUE_URL and DELIVERY_QUEUE_URL.
-func WorkersOn(ctx context.Context, db *store.DB) (*Workers, error) {
-	q, err := SQSQueue(ctx, os.Getenv("ENRICHMENT_QUEUE_URL"))
+// WorkersOn builds the Workers on db with the SQS queues cfg names
+// (ENRICHMENT_QUEUE_URL, DELIVERY_QUEUE_URL).
+func WorkersOn(ctx context.Context, db *store.DB, cfg config.Config) (*Workers, error) {
+	q, err := SQSQueue(ctx, cfg, cfg.EnrichmentQueueURL)
 	if err != nil {
 		return nil, fmt.Errorf("ENRICHMENT_QUEUE_URL: %w", err)
 	}
-	dq, err := SQSQueue(ctx, os.Getenv("DELIVERY_QUEUE_URL"))
+	dq, err := SQSQueue(ctx, cfg, cfg.DeliveryQueueURL)
 	if err != nil {
 		return nil, fmt.Errorf("DELIVERY_QUEUE_URL: %w", err)
 	}
-	return NewWorkers(db, q, dq)
+	return NewWorkers(ctx, db, q, dq, cfg)
 }
 
-// LoadWorkers builds the Workers of a worker Lambda from the environment.
+// DelivererOn is NewDeliverer on the SQS queue DELIVERY_QUEUE_URL names.
+func DelivererOn(ctx context.Context, db *store.DB, cfg config.Config) (*webhook.Deliverer, error) {
+	dq, err := SQSQueue(ctx, cfg, cfg.DeliveryQueueURL)
+	if err != nil {
+		return nil, fmt.Errorf("DELIVERY_QUEUE_URL: %w", err)
+	}
+	return NewDeliverer(ctx, db, dq, cfg)
+}
+
+// LoadWorkers builds the Workers of a worker Lambda: the environment is
+// read once, into a Config, and everything is wired within StartupTimeout.
 // It exits the process on failure, as a cold start that cannot wire itself
 // can do nothing else.
 func LoadWorkers() *Workers {
 	JSONLogs()
-	ctx, cancel := context.WithTimeout(context.Background(), StartupTimeout)
-	defer cancel()
-	db, err := store.New(ctx, StoreConfigFromEnv())
-	if err == nil {
-		var w *Workers
-		if w, err = WorkersOn(ctx, db); err == nil {
-			return w
+	w, err := func() (*Workers, error) {
+		cfg, err := config.FromEnv()
+		if err != nil {
+			return nil, err
 		}
+		ctx, cancel := context.WithTimeout(context.Background(), StartupTimeout)
+		defer cancel()
+		db, err := store.New(ctx, StoreConfig(cfg))
+		if err != nil {
+			return nil, err
+		}
+		return WorkersOn(ctx, db, cfg)
+	}()
+	if err != nil {
+		slog.Error("cold start failed", "err", err)
+		os.Exit(1)
 	}
-	slog.Error("cold start failed", "err", err)
-	os.Exit(1)
-	return nil
+	return w
 }

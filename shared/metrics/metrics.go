@@ -9,7 +9,6 @@ import (
 	"context"
 	"log/slog"
 	"maps"
-	"os"
 	"slices"
 	"time"
 )
@@ -17,15 +16,19 @@ import (
 // Namespace holds the service's metrics (infra's alarms watch it).
 const Namespace = "PracticeApi"
 
+// Stage is the value of every metric's Stage dimension: the process's
+// STAGE, set once at start (app.Apply); "local" otherwise.
+var Stage = "local"
+
 // Emit logs msg at level with counts as metrics (name → value, unit Count)
-// and a Stage dimension from STAGE ("local" when unset), besides attrs.
+// and the Stage dimension, besides attrs.
 func Emit(ctx context.Context, level slog.Level, msg string, counts map[string]int, attrs ...any) {
 	var defs []any
 	for _, name := range slices.Sorted(maps.Keys(counts)) {
 		defs = append(defs, map[string]string{"Name": name, "Unit": "Count"})
 		attrs = append(attrs, name, counts[name])
 	}
-	attrs = append(attrs, "Stage", cmp.Or(os.Getenv("STAGE"), "local"),
+	attrs = append(attrs, "Stage", cmp.Or(Stage, "local"),
 		"_aws", map[string]any{"Timestamp": time.Now().UnixMilli(), "CloudWatchMetrics": []any{map[string]any{
 			"Namespace": Namespace, "Dimensions": [][]string{{"Stage"}}, "Metrics": defs}}})
 	slog.Log(ctx, level, msg, attrs...)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/practice-api/practice-api/shared/auth"
@@ -43,11 +42,11 @@ func Demo(ctx context.Context, db *store.DB, now time.Time) (org string, key aut
 	return DemoOrgID, key, err
 }
 
-// DemoFromEnv does what LOCAL-CONTRACT.md asks of a local runtime at start:
-// unless SEED_DEMO is set to something other than 1, it ensures the demo
-// organisation and writes {"demo_org_id","demo_key"} as one line to w.
-func DemoFromEnv(ctx context.Context, db *store.DB, w io.Writer) error {
-	if v := os.Getenv("SEED_DEMO"); v != "" && v != "1" {
+// DemoLine does what LOCAL-CONTRACT.md asks of a local runtime at start:
+// when on (SEED_DEMO, default 1), it ensures the demo organisation and
+// writes {"demo_org_id","demo_key"} as one line to w.
+func DemoLine(ctx context.Context, db *store.DB, w io.Writer, on bool) error {
+	if !on {
 		return nil
 	}
 	org, key, err := Demo(ctx, db, time.Now())

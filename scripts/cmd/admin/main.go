@@ -12,13 +12,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/practice-api/practice-api/shared/app"
 	"github.com/practice-api/practice-api/shared/auth"
 	"github.com/practice-api/practice-api/shared/billing"
+	"github.com/practice-api/practice-api/shared/config"
 	"github.com/practice-api/practice-api/shared/cpr"
 	"github.com/practice-api/practice-api/shared/document"
 	"github.com/practice-api/practice-api/shared/matter"
@@ -30,7 +30,7 @@ import (
 )
 
 func main() {
-	out, err := run(context.Background(), os.Args[1:])
+	out, err := run(context.Background(), os.Args[1:], openFromEnv)
 	if err != nil {
 		b, _ := json.Marshal(map[string]string{"error": err.Error()})
 		fmt.Fprintln(os.Stderr, string(b))
@@ -40,29 +40,127 @@ func main() {
 	fmt.Println(string(b))
 }
 
-const usage = `usage: admin <command> [flags]
-  org create --name NAME
-  org set-limit --org ORG --ceiling N             requests/minute all its keys' limits may add up to (0: the default, 18000)
-  key create --org ORG --scopes s1,s2 [--mode live|test] [--expires RFC3339] [--name N] [--rate-limit N]
-  key set-limit --client CLIENT --rate-limit N     the key's own requests/minute (0: the stage's RATE_LIMIT_PER_MINUTE)
-  key list --org ORG                               the organisation's keys, live and revoked (never a secret)
-  key rotate --client CLIENT
-  key revoke-secret --client CLIENT --secret SECRET_ID
-  key revoke --client CLIENT
-  kyc set --org ORG --client CLIENT --status STATUS [--expires RFC3339]
-  matter close --org ORG --matter MATTER
-  matter set-status --org ORG --matter MATTER --status STATUS
-  time-entry set-status --org ORG --entry ENTRY --status STATUS
-  invoice create --org ORG --matter MATTER --issue-date YYYY-MM-DD --lines JSON [--status draft]
-  invoice set-status --org ORG --invoice INVOICE --status STATUS
-  document create --org ORG --matter MATTER --name N --filename F --mime M --size BYTES [--folder F]
-  document seal --org ORG --document DOCUMENT
-  seed --org ORG [--matters N] [--entries-per-matter N]
-  outbox parked [--limit N]                      events the dispatcher gave up on, with why
-  outbox replay (--event EVENT | --all)          put parked events back; the next sweep sends them
-  enrichment resume [--org ORG]                   start again the enrichment of companies still pending
-env: DYNAMODB_ENDPOINT (default http://127.0.0.1:8000; "aws" for the SDK's own), TABLE_NAME (default practice-api),
-     RATE_LIMIT_PER_MINUTE (default 120: what a key without its own limit counts for against its organisation's ceiling)`
+// env is what every command works on.
+type env struct {
+	db   *store.DB
+	keys *auth.Store
+	now  time.Time
+}
+
+// opener opens the store a command works on.
+type opener func(ctx context.Context) (*env, error)
+
+// openFromEnv reads the environment once (config.Vars: DYNAMODB_ENDPOINT,
+// default here http://127.0.0.1:8000, "aws" for the SDK's own; TABLE_NAME;
+// RATE_LIMIT_PER_MINUTE; OUTBOX_SHARDS) and opens the store it names.
+func openFromEnv(ctx context.Context) (*env, error) {
+	cfg, err := config.Load(config.With(os.LookupEnv, map[string]string{"DYNAMODB_ENDPOINT": "http://127.0.0.1:8000"}))
+	if err != nil {
+		return nil, err
+	}
+	app.Apply(cfg)
+	db, err := store.New(ctx, app.StoreConfig(cfg))
+	if err != nil {
+		return nil, err
+	}
+	keys := auth.NewStore(db)
+	keys.DefaultLimit = cfg.RateLimitPerMinute
+	return &env{db: db, keys: keys, now: time.Now()}, nil
+}
+
+// args are every command's flags, parsed by one flag set.
+type args struct {
+	fs                                                                    *flag.FlagSet
+	cmd                                                                   string
+	name, org, scopes, mode, expires, client, secret, status, matter      string
+	entry, invoice, document, issue, lines, filename, mime, folder, event string
+	size                                                                  int64
+	matters, perEntry, limit, rate, ceiling                               int
+	all                                                                   bool
+}
+
+func parseArgs(cmd string, rest []string) (*args, error) {
+	a := &args{cmd: cmd, fs: flag.NewFlagSet(cmd, flag.ContinueOnError)}
+	fs := a.fs
+	fs.SetOutput(io.Discard)
+	for _, f := range []struct {
+		p    *string
+		name string
+		def  string
+	}{{&a.name, "name", ""}, {&a.org, "org", ""}, {&a.scopes, "scopes", ""}, {&a.mode, "mode", auth.ModeLive},
+		{&a.expires, "expires", ""}, {&a.client, "client", ""}, {&a.secret, "secret", ""}, {&a.status, "status", ""},
+		{&a.matter, "matter", ""}, {&a.entry, "entry", ""}, {&a.invoice, "invoice", ""}, {&a.document, "document", ""},
+		{&a.issue, "issue-date", ""}, {&a.lines, "lines", ""}, {&a.filename, "filename", ""}, {&a.mime, "mime", ""},
+		{&a.folder, "folder", ""}, {&a.event, "event", ""}} {
+		fs.StringVar(f.p, f.name, f.def, f.name)
+	}
+	fs.Int64Var(&a.size, "size", -1, "size in bytes")
+	fs.IntVar(&a.matters, "matters", 20, "matters to create")
+	fs.IntVar(&a.perEntry, "entries-per-matter", 0, "time entries per matter")
+	fs.IntVar(&a.limit, "limit", 100, "events to list")
+	fs.IntVar(&a.rate, "rate-limit", 0, "requests per minute")
+	fs.IntVar(&a.ceiling, "ceiling", -1, "requests per minute")
+	fs.BoolVar(&a.all, "all", false, "every parked event")
+	if err := fs.Parse(rest); err != nil {
+		return nil, fmt.Errorf("%s: %v\n%s", cmd, err, usage())
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("%s: unexpected argument %q\n%s", cmd, fs.Arg(0), usage())
+	}
+	return a, nil
+}
+
+// need fails unless every named flag was given a value.
+func (a *args) need(flags ...string) error {
+	for _, f := range flags {
+		if a.fs.Lookup(f).Value.String() == "" {
+			return fmt.Errorf("%s: --%s is required", a.cmd, f)
+		}
+	}
+	return nil
+}
+
+// command is one subcommand: its words, its flags as usage shows them, and
+// what it does.
+type command struct {
+	name  string
+	flags string
+	run   func(ctx context.Context, e *env, a *args) (any, error)
+}
+
+var commands = []command{
+	{"org create", "--name NAME", orgCreate},
+	{"org set-limit", "--org ORG --ceiling N             requests/minute all its keys' limits may add up to (0: the default, 18000)", orgSetLimit},
+	{"key create", "--org ORG --scopes s1,s2 [--mode live|test] [--expires RFC3339] [--name N] [--rate-limit N]", keyCreate},
+	{"key set-limit", "--client CLIENT --rate-limit N     the key's own requests/minute (0: the stage's RATE_LIMIT_PER_MINUTE)", keySetLimit},
+	{"key list", "--org ORG                               the organisation's keys, live and revoked (never a secret)", keyList},
+	{"key rotate", "--client CLIENT", keyRotate},
+	{"key revoke-secret", "--client CLIENT --secret SECRET_ID", keyRevokeSecret},
+	{"key revoke", "--client CLIENT", keyRevoke},
+	{"kyc set", "--org ORG --client CLIENT --status STATUS [--expires RFC3339]", kycSet},
+	{"matter close", "--org ORG --matter MATTER", matterClose},
+	{"matter set-status", "--org ORG --matter MATTER --status STATUS", matterSetStatus},
+	{"time-entry set-status", "--org ORG --entry ENTRY --status STATUS", timeEntrySetStatus},
+	{"invoice create", "--org ORG --matter MATTER --issue-date YYYY-MM-DD --lines JSON [--status draft]", invoiceCreate},
+	{"invoice set-status", "--org ORG --invoice INVOICE --status STATUS", invoiceSetStatus},
+	{"document create", "--org ORG --matter MATTER --name N --filename F --mime M --size BYTES [--folder F]", documentCreate},
+	{"document seal", "--org ORG --document DOCUMENT", documentSeal},
+	{"seed", "--org ORG [--matters N] [--entries-per-matter N]", seedOrg},
+	{"outbox parked", "[--limit N]                      events the dispatcher gave up on, with why", outboxParked},
+	{"outbox replay", "(--event EVENT | --all)          put parked events back; the next sweep sends them", outboxReplay},
+	{"enrichment resume", "[--org ORG]                   start again the enrichment of companies still pending", enrichmentResume},
+}
+
+func usage() string {
+	var b strings.Builder
+	b.WriteString("usage: admin <command> [flags]\n")
+	for _, c := range commands {
+		fmt.Fprintf(&b, "  %s %s\n", c.name, c.flags)
+	}
+	b.WriteString(`env: DYNAMODB_ENDPOINT (default http://127.0.0.1:8000; "aws" for the SDK's own), TABLE_NAME (default practice-api),
+     RATE_LIMIT_PER_MINUTE (default 120: what a key without its own limit counts for against its organisation's ceiling)`)
+	return b.String()
+}
 
 // hasCPR reports whether a JSON argument (--lines) names or holds a CPR.
 func hasCPR(v any) bool {
@@ -70,281 +168,290 @@ func hasCPR(v any) bool {
 	return removed > 0
 }
 
-func run(ctx context.Context, args []string) (any, error) {
-	if len(args) == 0 {
-		return nil, errors.New(usage)
+// run finds the command args name, parses its flags, opens the store and
+// runs it.
+func run(ctx context.Context, argv []string, open opener) (any, error) {
+	if len(argv) == 0 {
+		return nil, errors.New(usage())
 	}
 	// Every text the application writes passes the same CPR guard as the
 	// API's bodies: no name, file name, folder or invoice line may carry one.
-	for _, a := range args {
+	for _, a := range argv {
 		var v any
 		if _, removed := cpr.Scrub(a); removed > 0 || (json.Unmarshal([]byte(a), &v) == nil && hasCPR(v)) {
 			return nil, errors.New("CPR numbers are never stored, in any field or form: remove it from the arguments")
 		}
 	}
-	cmd, rest := args[0], args[1:]
-	if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") && (cmd == "org" || cmd == "key" || cmd == "kyc" || cmd == "matter" || cmd == "time-entry" || cmd == "invoice" || cmd == "document" || cmd == "outbox" || cmd == "enrichment") {
-		cmd, rest = cmd+" "+rest[0], rest[1:]
+	c, rest, ok := lookup(argv)
+	if !ok {
+		return nil, fmt.Errorf("unknown command %q\n%s", strings.Join(argv[:min(2, len(argv))], " "), usage())
 	}
-	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	var (
-		name     = fs.String("name", "", "name")
-		org      = fs.String("org", "", "organisation id")
-		scopes   = fs.String("scopes", "", "comma-separated scopes")
-		mode     = fs.String("mode", auth.ModeLive, "live or test")
-		expires  = fs.String("expires", "", "RFC 3339 expiry")
-		client   = fs.String("client", "", "API client id")
-		secret   = fs.String("secret", "", "secret id")
-		status   = fs.String("status", "", "status")
-		matterID = fs.String("matter", "", "matter id")
-		entry    = fs.String("entry", "", "time entry id")
-		invoice  = fs.String("invoice", "", "invoice id")
-		docID    = fs.String("document", "", "document id")
-		issue    = fs.String("issue-date", "", "YYYY-MM-DD")
-		lines    = fs.String("lines", "", "JSON array of lines")
-		filename = fs.String("filename", "", "file name")
-		mimeType = fs.String("mime", "", "MIME type")
-		size     = fs.Int64("size", -1, "size in bytes")
-		folder   = fs.String("folder", "", "folder")
-		matters  = fs.Int("matters", 20, "matters to create")
-		perEntry = fs.Int("entries-per-matter", 0, "time entries per matter")
-		event    = fs.String("event", "", "event id")
-		all      = fs.Bool("all", false, "every parked event")
-		limit    = fs.Int("limit", 100, "events to list")
-		rate     = fs.Int("rate-limit", 0, "requests per minute")
-		ceiling  = fs.Int("ceiling", -1, "requests per minute")
-	)
-	if err := fs.Parse(rest); err != nil {
-		return nil, fmt.Errorf("%s: %v\n%s", cmd, err, usage)
-	}
-	need := func(flags ...string) error {
-		for _, f := range flags {
-			if fs.Lookup(f).Value.String() == "" {
-				return fmt.Errorf("%s: --%s is required", cmd, f)
-			}
-		}
-		return nil
-	}
-	cfg := app.StoreConfigFromEnv()
-	if os.Getenv("DYNAMODB_ENDPOINT") == "" {
-		cfg.Endpoint = "http://127.0.0.1:8000"
-	}
-	db, err := store.New(ctx, cfg)
+	a, err := parseArgs(c.name, rest)
 	if err != nil {
 		return nil, err
 	}
-	keys := auth.NewStore(db)
-	if v := os.Getenv("RATE_LIMIT_PER_MINUTE"); v != "" {
-		if keys.DefaultLimit, err = strconv.Atoi(v); err != nil || keys.DefaultLimit < 1 {
-			return nil, fmt.Errorf("RATE_LIMIT_PER_MINUTE must be a positive integer, got %q", v)
-		}
-	}
-	if err := app.OutboxFromEnv(); err != nil {
+	e, err := open(ctx)
+	if err != nil {
 		return nil, err
 	}
-	now := time.Now()
-	switch cmd {
-	case "org create":
-		if err := need("name"); err != nil {
-			return nil, err
+	return c.run(ctx, e, a)
+}
+
+// lookup finds the command named by the first one or two words of argv.
+func lookup(argv []string) (command, []string, bool) {
+	for _, c := range commands {
+		words := strings.Fields(c.name)
+		if len(argv) >= len(words) && strings.Join(argv[:len(words)], " ") == c.name {
+			return c, argv[len(words):], true
 		}
-		return keys.CreateOrg(ctx, "", *name, now)
-	case "key create":
-		if err := need("org", "scopes"); err != nil {
-			return nil, err
-		}
-		sc, err := auth.ParseScopes(*scopes)
-		if err != nil {
-			return nil, err
-		}
-		exp, err := parseTime(*expires)
-		if err != nil {
-			return nil, err
-		}
-		if *rate < 0 {
-			return nil, fmt.Errorf("%s: --rate-limit is a positive number of requests per minute", cmd)
-		}
-		c, tok, err := keys.CreateKey(ctx, auth.KeyRequest{OrgID: *org, Name: *name, Mode: *mode, Scopes: sc, Expires: exp, RateLimit: *rate}, now)
-		if err != nil {
-			return nil, err
-		}
-		return keyOut(c.ID, tok), nil
-	case "key set-limit":
-		if err := need("client", "rate-limit"); err != nil {
-			return nil, err
-		}
-		return keys.SetLimit(ctx, *client, *rate)
-	case "key list":
-		if err := need("org"); err != nil {
-			return nil, err
-		}
-		if _, err := keys.GetOrg(ctx, *org); err != nil {
-			return nil, err
-		}
-		refs, err := keys.Keys(ctx, *org)
-		if err != nil {
-			return nil, err
-		}
-		return map[string]any{"organization_id": *org, "keys": refs, "count": len(refs)}, nil
-	case "org set-limit":
-		if err := need("org"); err != nil {
-			return nil, err
-		}
-		if *ceiling < 0 {
-			return nil, fmt.Errorf("%s: --ceiling is required (requests per minute; 0 for the default)", cmd)
-		}
-		o, err := keys.SetCeiling(ctx, *org, *ceiling)
-		if err != nil {
-			return nil, err
-		}
-		return map[string]any{"id": o.ID, "name": o.Name, "rate_ceiling": o.Ceiling()}, nil
-	case "enrichment resume":
-		started := []string{}
-		err := party.PendingCompanies(ctx, db, *org, func(org string, c party.Company) error {
-			// An outbox event the dispatcher routes to the enrichment queue,
-			// as it routes every company.created.
-			ev, err := outbox.New(org, outbox.CompanyCreated, "company", map[string]string{"id": c.ID, "cvr": c.CVR}, now)
-			if err != nil {
-				return err
-			}
-			item, err := store.Marshal(ev)
-			if err != nil {
-				return err
-			}
-			started = append(started, c.ID)
-			return db.PutNew(ctx, item)
-		})
-		if err != nil {
-			return nil, err
-		}
-		return map[string]any{"companies": started, "count": len(started)}, nil
-	case "key rotate":
-		if err := need("client"); err != nil {
-			return nil, err
-		}
-		tok, err := keys.Rotate(ctx, *client, now)
-		if err != nil {
-			return nil, err
-		}
-		return keyOut(*client, tok), nil
-	case "key revoke-secret":
-		if err := need("client", "secret"); err != nil {
-			return nil, err
-		}
-		if err := keys.RevokeSecret(ctx, *client, *secret); err != nil {
-			return nil, err
-		}
-		return map[string]any{"client_id": *client, "secret_id": *secret, "revoked": true}, nil
-	case "key revoke":
-		if err := need("client"); err != nil {
-			return nil, err
-		}
-		if err := keys.Revoke(ctx, *client, now); err != nil {
-			return nil, err
-		}
-		return map[string]any{"client_id": *client, "revoked": true}, nil
-	case "kyc set":
-		if err := need("org", "client", "status"); err != nil {
-			return nil, err
-		}
-		exp, err := parseTime(*expires)
-		if err != nil {
-			return nil, err
-		}
-		return party.NewStore(db).SetKYC(ctx, *org, *client, *status, exp, now)
-	case "matter close", "matter set-status":
-		if cmd == "matter close" {
-			*status = "closed"
-		}
-		if err := need("org", "matter", "status"); err != nil {
-			return nil, err
-		}
-		return matter.NewStore(db).SetStatus(ctx, *org, *matterID, *status, now)
-	case "time-entry set-status":
-		if err := need("org", "entry", "status"); err != nil {
-			return nil, err
-		}
-		return timeentry.NewStore(db).SetStatus(ctx, *org, *entry, *status, now)
-	case "invoice create":
-		if err := need("org", "matter", "issue-date", "lines"); err != nil {
-			return nil, err
-		}
-		var ls []billing.Line
-		dec := json.NewDecoder(strings.NewReader(*lines))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&ls); err != nil {
-			return nil, fmt.Errorf("--lines must be a JSON array of {\"description\", \"amount\" (integer minor units), \"time_entry_id\"?}: %v", err)
-		}
-		if *status == "" {
-			*status = "draft"
-		}
-		return billing.NewStore(db).Create(ctx, *org, billing.NewInvoice{MatterID: *matterID, IssueDate: *issue, Lines: ls, Status: *status}, now)
-	case "invoice set-status":
-		if err := need("org", "invoice", "status"); err != nil {
-			return nil, err
-		}
-		return billing.NewStore(db).SetStatus(ctx, *org, *invoice, *status, now)
-	case "document create":
-		if err := need("org", "matter", "name", "filename", "mime"); err != nil {
-			return nil, err
-		}
-		if *size < 0 {
-			return nil, fmt.Errorf("%s: --size is required (bytes)", cmd)
-		}
-		return document.NewStore(db).Create(ctx, *org, document.NewDocument{MatterID: *matterID, Name: *name, Filename: *filename,
-			MimeType: *mimeType, SizeBytes: *size, Folder: *folder}, now)
-	case "document seal":
-		if err := need("org", "document"); err != nil {
-			return nil, err
-		}
-		return document.NewStore(db).Seal(ctx, *org, *docID, now)
-	case "outbox parked":
-		evs, err := outbox.Parked(ctx, db, *limit)
-		if err != nil {
-			return nil, err
-		}
-		list := make([]map[string]any, 0, len(evs))
-		for _, ev := range evs {
-			list = append(list, map[string]any{"id": ev.ID, "organization_id": ev.OrgID, "type": ev.Type, "created_at": ev.CreatedAt,
-				"dispatch_attempts": ev.DispatchAttempts, "reason": ev.ParkedReason, "parked_at": ev.ParkedAt, "key": ev.PK + " " + ev.SK})
-		}
-		return map[string]any{"events": list, "count": len(list)}, nil
-	case "outbox replay":
-		if (*event == "") == !*all {
-			return nil, fmt.Errorf("%s: give --event EVENT or --all", cmd)
-		}
-		evs, err := outbox.Parked(ctx, db, 1_000_000)
-		if err != nil {
-			return nil, err
-		}
-		replayed := []string{}
-		for _, ev := range evs {
-			if !*all && ev.ID != *event {
-				continue
-			}
-			ok, err := outbox.Replay(ctx, db, ev)
-			if err != nil {
-				return nil, err
-			}
-			if ok {
-				replayed = append(replayed, ev.ID)
-			}
-		}
-		if !*all && len(replayed) == 0 {
-			return nil, fmt.Errorf("%s: no parked event %s (outbox parked lists them)", cmd, *event)
-		}
-		return map[string]any{"replayed": replayed, "count": len(replayed)}, nil
-	case "seed":
-		if err := need("org"); err != nil {
-			return nil, err
-		}
-		if _, err := keys.GetOrg(ctx, *org); err != nil {
-			return nil, err
-		}
-		return seed.Run(ctx, db, *org, seed.Options{Matters: *matters, EntriesPerMatter: *perEntry})
 	}
-	return nil, fmt.Errorf("unknown command %q\n%s", cmd, usage)
+	return command{}, nil, false
+}
+
+func orgCreate(ctx context.Context, e *env, a *args) (any, error) {
+	if err := a.need("name"); err != nil {
+		return nil, err
+	}
+	return e.keys.CreateOrg(ctx, "", a.name, e.now)
+}
+
+func orgSetLimit(ctx context.Context, e *env, a *args) (any, error) {
+	if err := a.need("org"); err != nil {
+		return nil, err
+	}
+	if a.ceiling < 0 {
+		return nil, fmt.Errorf("%s: --ceiling is required (requests per minute; 0 for the default)", a.cmd)
+	}
+	o, err := e.keys.SetCeiling(ctx, a.org, a.ceiling)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"id": o.ID, "name": o.Name, "rate_ceiling": o.Ceiling()}, nil
+}
+
+func keyCreate(ctx context.Context, e *env, a *args) (any, error) {
+	if err := a.need("org", "scopes"); err != nil {
+		return nil, err
+	}
+	sc, err := auth.ParseScopes(a.scopes)
+	if err != nil {
+		return nil, err
+	}
+	exp, err := parseTime(a.expires)
+	if err != nil {
+		return nil, err
+	}
+	if a.rate < 0 {
+		return nil, fmt.Errorf("%s: --rate-limit is a positive number of requests per minute", a.cmd)
+	}
+	c, tok, err := e.keys.CreateKey(ctx, auth.KeyRequest{OrgID: a.org, Name: a.name, Mode: a.mode, Scopes: sc, Expires: exp, RateLimit: a.rate}, e.now)
+	if err != nil {
+		return nil, err
+	}
+	return keyOut(c.ID, tok), nil
+}
+
+func keySetLimit(ctx context.Context, e *env, a *args) (any, error) {
+	if err := a.need("client", "rate-limit"); err != nil {
+		return nil, err
+	}
+	return e.keys.SetLimit(ctx, a.client, a.rate)
+}
+
+func keyList(ctx context.Context, e *env, a *args) (any, error) {
+	if err := a.need("org"); err != nil {
+		return nil, err
+	}
+	if _, err := e.keys.GetOrg(ctx, a.org); err != nil {
+		return nil, err
+	}
+	refs, err := e.keys.Keys(ctx, a.org)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"organization_id": a.org, "keys": refs, "count": len(refs)}, nil
+}
+
+func keyRotate(ctx context.Context, e *env, a *args) (any, error) {
+	if err := a.need("client"); err != nil {
+		return nil, err
+	}
+	tok, err := e.keys.Rotate(ctx, a.client, e.now)
+	if err != nil {
+		return nil, err
+	}
+	return keyOut(a.client, tok), nil
+}
+
+func keyRevokeSecret(ctx context.Context, e *env, a *args) (any, error) {
+	if err := a.need("client", "secret"); err != nil {
+		return nil, err
+	}
+	if err := e.keys.RevokeSecret(ctx, a.client, a.secret); err != nil {
+		return nil, err
+	}
+	return map[string]any{"client_id": a.client, "secret_id": a.secret, "revoked": true}, nil
+}
+
+func keyRevoke(ctx context.Context, e *env, a *args) (any, error) {
+	if err := a.need("client"); err != nil {
+		return nil, err
+	}
+	if err := e.keys.Revoke(ctx, a.client, e.now); err != nil {
+		return nil, err
+	}
+	return map[string]any{"client_id": a.client, "revoked": true}, nil
+}
+
+func kycSet(ctx context.Context, e *env, a *args) (any, error) {
+	if err := a.need("org", "client", "status"); err != nil {
+		return nil, err
+	}
+	exp, err := parseTime(a.expires)
+	if err != nil {
+		return nil, err
+	}
+	return party.NewStore(e.db).SetKYC(ctx, a.org, a.client, a.status, exp, e.now)
+}
+
+func matterClose(ctx context.Context, e *env, a *args) (any, error) {
+	a.status = "closed"
+	return matterSetStatus(ctx, e, a)
+}
+
+func matterSetStatus(ctx context.Context, e *env, a *args) (any, error) {
+	if err := a.need("org", "matter"); err != nil {
+		return nil, err
+	}
+	if a.status == "" {
+		return nil, fmt.Errorf("%s: --status is required", a.cmd)
+	}
+	return matter.NewStore(e.db).SetStatus(ctx, a.org, a.matter, a.status, e.now)
+}
+
+func timeEntrySetStatus(ctx context.Context, e *env, a *args) (any, error) {
+	if err := a.need("org", "entry", "status"); err != nil {
+		return nil, err
+	}
+	return timeentry.NewStore(e.db).SetStatus(ctx, a.org, a.entry, a.status, e.now)
+}
+
+func invoiceCreate(ctx context.Context, e *env, a *args) (any, error) {
+	if err := a.need("org", "matter", "issue-date", "lines"); err != nil {
+		return nil, err
+	}
+	var ls []billing.Line
+	dec := json.NewDecoder(strings.NewReader(a.lines))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&ls); err != nil {
+		return nil, fmt.Errorf("--lines must be a JSON array of {\"description\", \"amount\" (integer minor units), \"time_entry_id\"?}: %v", err)
+	}
+	status := cmpOr(a.status, "draft")
+	return billing.NewStore(e.db).Create(ctx, a.org, billing.NewInvoice{MatterID: a.matter, IssueDate: a.issue, Lines: ls, Status: status}, e.now)
+}
+
+func invoiceSetStatus(ctx context.Context, e *env, a *args) (any, error) {
+	if err := a.need("org", "invoice", "status"); err != nil {
+		return nil, err
+	}
+	return billing.NewStore(e.db).SetStatus(ctx, a.org, a.invoice, a.status, e.now)
+}
+
+func documentCreate(ctx context.Context, e *env, a *args) (any, error) {
+	if err := a.need("org", "matter", "name", "filename", "mime"); err != nil {
+		return nil, err
+	}
+	if a.size < 0 {
+		return nil, fmt.Errorf("%s: --size is required (bytes)", a.cmd)
+	}
+	return document.NewStore(e.db).Create(ctx, a.org, document.NewDocument{MatterID: a.matter, Name: a.name, Filename: a.filename,
+		MimeType: a.mime, SizeBytes: a.size, Folder: a.folder}, e.now)
+}
+
+func documentSeal(ctx context.Context, e *env, a *args) (any, error) {
+	if err := a.need("org", "document"); err != nil {
+		return nil, err
+	}
+	return document.NewStore(e.db).Seal(ctx, a.org, a.document, e.now)
+}
+
+func seedOrg(ctx context.Context, e *env, a *args) (any, error) {
+	if err := a.need("org"); err != nil {
+		return nil, err
+	}
+	if _, err := e.keys.GetOrg(ctx, a.org); err != nil {
+		return nil, err
+	}
+	return seed.Run(ctx, e.db, a.org, seed.Options{Matters: a.matters, EntriesPerMatter: a.perEntry})
+}
+
+func outboxParked(ctx context.Context, e *env, a *args) (any, error) {
+	evs, err := outbox.Parked(ctx, e.db, a.limit)
+	if err != nil {
+		return nil, err
+	}
+	list := make([]map[string]any, 0, len(evs))
+	for _, ev := range evs {
+		list = append(list, map[string]any{"id": ev.ID, "organization_id": ev.OrgID, "type": ev.Type, "created_at": ev.CreatedAt,
+			"dispatch_attempts": ev.DispatchAttempts, "reason": ev.ParkedReason, "parked_at": ev.ParkedAt, "key": ev.PK + " " + ev.SK})
+	}
+	return map[string]any{"events": list, "count": len(list)}, nil
+}
+
+func outboxReplay(ctx context.Context, e *env, a *args) (any, error) {
+	if (a.event == "") == !a.all {
+		return nil, fmt.Errorf("%s: give --event EVENT or --all", a.cmd)
+	}
+	evs, err := outbox.Parked(ctx, e.db, 1_000_000)
+	if err != nil {
+		return nil, err
+	}
+	replayed := []string{}
+	for _, ev := range evs {
+		if !a.all && ev.ID != a.event {
+			continue
+		}
+		ok, err := outbox.Replay(ctx, e.db, ev)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			replayed = append(replayed, ev.ID)
+		}
+	}
+	if !a.all && len(replayed) == 0 {
+		return nil, fmt.Errorf("%s: no parked event %s (outbox parked lists them)", a.cmd, a.event)
+	}
+	return map[string]any{"replayed": replayed, "count": len(replayed)}, nil
+}
+
+func enrichmentResume(ctx context.Context, e *env, a *args) (any, error) {
+	started := []string{}
+	err := party.PendingCompanies(ctx, e.db, a.org, func(org string, c party.Company) error {
+		// An outbox event the dispatcher routes to the enrichment queue,
+		// as it routes every company.created.
+		ev, err := outbox.New(org, outbox.CompanyCreated, "company", map[string]string{"id": c.ID, "cvr": c.CVR}, e.now)
+		if err != nil {
+			return err
+		}
+		item, err := store.Marshal(ev)
+		if err != nil {
+			return err
+		}
+		started = append(started, c.ID)
+		return e.db.PutNew(ctx, item)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"companies": started, "count": len(started)}, nil
+}
+
+func cmpOr(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
 }
 
 func parseTime(v string) (time.Time, error) {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/practice-api/practice-api/scripts/internal/localrun"
 	"github.com/practice-api/practice-api/shared/app"
+	"github.com/practice-api/practice-api/shared/config"
 	"github.com/practice-api/practice-api/shared/families"
 	"github.com/practice-api/practice-api/shared/party"
 	"github.com/practice-api/practice-api/shared/queue"
@@ -28,13 +29,6 @@ func main() {
 		fmt.Fprintln(os.Stderr, "devserver:", err)
 		os.Exit(1)
 	}
-}
-
-func getenv(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
 }
 
 func listen(addr string) (net.Listener, error) {
@@ -50,11 +44,17 @@ func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	apiLn, err := listen(getenv("LISTEN_ADDR", "127.0.0.1:8080"))
+	// The environment, read once; the contract's devserver default admits
+	// loopback and private webhook targets unless told otherwise.
+	conf, err := config.Load(config.With(os.LookupEnv, map[string]string{"WEBHOOK_ALLOW_PRIVATE_TARGETS": "1"}))
 	if err != nil {
 		return err
 	}
-	db, cfg, engine, err := localrun.Store(ctx)
+	apiLn, err := listen(conf.ListenAddr)
+	if err != nil {
+		return err
+	}
+	db, cfg, engine, err := localrun.Store(ctx, conf)
 	if err != nil {
 		return err
 	}
@@ -62,7 +62,7 @@ func run() error {
 	if err := db.EnsureTable(ctx); err != nil {
 		return err
 	}
-	env, err := app.Load(ctx, db)
+	env, err := app.Load(ctx, db, conf)
 	if err != nil {
 		return err
 	}
@@ -73,11 +73,8 @@ func run() error {
 	// Visibility outlasts a delivery's claim (60 s), so a job a killed
 	// process held comes back to a claim it may take over; five receives,
 	// then dead, as the AWS queues' redrive policy.
-	if os.Getenv("WEBHOOK_ALLOW_PRIVATE_TARGETS") == "" {
-		os.Setenv("WEBHOOK_ALLOW_PRIVATE_TARGETS", "1") // the contract's devserver default
-	}
 	enrichQ, deliveryQ := queue.NewTable(db, "enrichment", 90*time.Second, 5), queue.NewTable(db, "delivery", 90*time.Second, 5)
-	workers, err := app.NewWorkers(db, enrichQ, deliveryQ)
+	workers, err := app.NewWorkers(ctx, db, enrichQ, deliveryQ, conf)
 	if err != nil {
 		return err
 	}
@@ -113,13 +110,10 @@ func run() error {
 	if resumed > 0 {
 		slog.Info("resumed pending company enrichments", "companies", resumed)
 	}
-	if err := seed.DemoFromEnv(ctx, db, os.Stdout); err != nil {
+	if err := seed.DemoLine(ctx, db, os.Stdout, conf.SeedDemo); err != nil {
 		return err
 	}
-	apiSrv, err := apiServer(kickAfterWrites(handler, kick))
-	if err != nil {
-		return err
-	}
+	apiSrv := apiServer(kickAfterWrites(handler, kick), conf.RequestReadTimeout)
 	base := "http://" + apiLn.Addr().String() + "/api/v1"
 	return localrun.Serve(ctx, apiSrv, apiLn, engine, base, func() {
 		slog.Info("devserver ready", "base_url", base, "dynamodb_endpoint", cfg.Endpoint, "table", cfg.TableName)
@@ -128,20 +122,12 @@ func run() error {
 
 // apiServer is the HTTP server with the limits API Gateway would apply in
 // front of a Lambda: a whole request (headers and body) must arrive within
-// REQUEST_READ_TIMEOUT (default 30 s, API Gateway's integration timeout),
-// so a client that trickles a body cannot hold a connection; headers
-// within 10 s; idle keep-alive connections close after 2 minutes.
-func apiServer(h http.Handler) (*http.Server, error) {
-	read := 30 * time.Second
-	if v := os.Getenv("REQUEST_READ_TIMEOUT"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return nil, fmt.Errorf("REQUEST_READ_TIMEOUT must be a positive Go duration such as 30s, got %q", v)
-		}
-		read = d
-	}
+// read (REQUEST_READ_TIMEOUT, default 30 s, API Gateway's integration
+// timeout), so a client that trickles a body cannot hold a connection;
+// headers within 10 s; idle keep-alive connections close after 2 minutes.
+func apiServer(h http.Handler, read time.Duration) *http.Server {
 	return &http.Server{Handler: h, ReadTimeout: read, ReadHeaderTimeout: min(read, 10*time.Second),
-		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}, nil
+		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
 }
 
 // kickAfterWrites wakes the outbox dispatcher after every request that may

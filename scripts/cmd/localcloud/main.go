@@ -43,6 +43,7 @@ import (
 
 	"github.com/practice-api/practice-api/scripts/internal/localrun"
 	"github.com/practice-api/practice-api/shared/app"
+	"github.com/practice-api/practice-api/shared/config"
 	"github.com/practice-api/practice-api/shared/seed"
 	"github.com/practice-api/practice-api/shared/store"
 	"github.com/practice-api/practice-api/shared/store/ddblocal"
@@ -72,9 +73,15 @@ func run() error {
 	app.JSONLogs()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	ln, err := net.Listen("tcp", getenv("LISTEN_ADDR", "127.0.0.1:8080"))
+	// The settings, read and checked once (the functions get theirs from
+	// the template and the contract's pass-through below).
+	conf, err := config.FromEnv()
 	if err != nil {
-		return fmt.Errorf("cannot listen on %s for the API (is the port taken? set LISTEN_ADDR): %w", getenv("LISTEN_ADDR", "127.0.0.1:8080"), err)
+		return err
+	}
+	ln, err := net.Listen("tcp", conf.ListenAddr)
+	if err != nil {
+		return fmt.Errorf("cannot listen on %s for the API (is the port taken? set LISTEN_ADDR): %w", conf.ListenAddr, err)
 	}
 	tplPath := os.Getenv("LOCALCLOUD_TEMPLATE")
 	if tplPath == "" {
@@ -91,7 +98,7 @@ func run() error {
 	}
 
 	// The engine, as the devserver starts it, and the table the template defines.
-	db, cfg, engine, err := localrun.Store(ctx)
+	db, cfg, engine, err := localrun.Store(ctx, conf)
 	if err != nil {
 		return err
 	}
@@ -152,7 +159,7 @@ func run() error {
 	}()
 
 	// The demo organisation, as the devserver makes it.
-	if err := seed.DemoFromEnv(ctx, db, os.Stdout); err != nil {
+	if err := seed.DemoLine(ctx, db, os.Stdout, conf.SeedDemo); err != nil {
 		return err
 	}
 

@@ -5,25 +5,28 @@
 package localrun
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"time"
 
 	"github.com/practice-api/practice-api/shared/app"
+	"github.com/practice-api/practice-api/shared/config"
 	"github.com/practice-api/practice-api/shared/store"
 	"github.com/practice-api/practice-api/shared/store/ddblocal"
 )
 
-// Store opens the store the environment names: on the engine at
-// DYNAMODB_ENDPOINT, or on a DynamoDB Local it starts (engine is then
-// non-nil; the caller stops it, and engine.Stop is safe on nil).
-func Store(ctx context.Context) (*store.DB, store.Config, *ddblocal.Engine, error) {
-	cfg := app.StoreConfigFromEnv()
-	engine, err := ddblocal.StartFromEnv(ctx)
+// Store opens the store c names: on the engine at DYNAMODB_ENDPOINT, or on
+// a DynamoDB Local it starts (engine is then non-nil; the caller stops it,
+// and engine.Stop is safe on nil).
+func Store(ctx context.Context, c config.Config) (*store.DB, store.Config, *ddblocal.Engine, error) {
+	cfg := app.StoreConfig(c)
+	engine, err := startEngine(ctx, c)
 	if err != nil {
 		return nil, cfg, nil, err
 	}
@@ -62,4 +65,21 @@ func Serve(ctx context.Context, srv *http.Server, ln net.Listener, engine *ddblo
 	defer cancel()
 	_ = srv.Shutdown(shutdown)
 	return nil
+}
+
+// startEngine starts the engine as LOCAL-CONTRACT.md asks: none when c
+// names an engine already running (DYNAMODB_ENDPOINT; it returns nil),
+// else on LOCAL_DYNAMODB_ADDR with LOCAL_DYNAMODB_DIR, LOCAL_DYNAMODB_LOG
+// and LOCAL_DYNAMODB_JAR, logging where it runs.
+func startEngine(ctx context.Context, c config.Config) (*ddblocal.Engine, error) {
+	if c.DynamoDBEndpoint != "" {
+		return nil, nil
+	}
+	engine, err := ddblocal.Start(ctx, ddblocal.Options{Addr: c.LocalDynamoDBAddr, Dir: c.LocalDynamoDBDir, LogPath: c.LocalDynamoDBLog, Jar: c.LocalDynamoDBJar})
+	if err != nil {
+		return nil, err
+	}
+	slog.Info("dynamodb local started", "endpoint", engine.Endpoint, "pid", engine.Pid(), "log", engine.LogPath,
+		"data_dir", cmp.Or(c.LocalDynamoDBDir, "(in memory)"))
+	return engine, nil
 }

