@@ -430,189 +430,217 @@ func (s *Store) Delete(ctx context.Context, org, id string) error {
 
 // Handlers returns the handlers of the webhooks family.
 func Handlers(s *Store, d *Deliverer) httpapi.Handlers {
-	get := func(ctx context.Context, org, id string) (Endpoint, error) { // never the secrets
-		return store.ReadInto[Endpoint](ctx, s.db, store.OrgPK(org), endpointSK(id), "secret", "previous_secret")
-	}
+	h := &handlers{s: s, d: d}
 	return httpapi.Handlers{
-		"webhooks.list": func(w http.ResponseWriter, r *http.Request) {
-			httpapi.ServeList(w, r, "webhooks", func(url.Values) (noFilter, error) { return noFilter{}, nil }, s.list)
-		},
-		"webhooks.get": httpapi.GetHandler("id", "webhook endpoint", get),
-		"webhooks.create": func(w http.ResponseWriter, r *http.Request) {
-			raw, err := readBody(r)
-			if err != nil {
-				httpapi.WriteError(w, r, err)
-				return
-			}
-			e, err := s.Create(r.Context(), httpapi.OrgID(r.Context()), raw, httpapi.Now(r.Context()))
-			if err != nil {
-				httpapi.WriteError(w, r, err)
-				return
-			}
-			w.Header().Set("Location", httpapi.AbsoluteURL(r, "/api/v1/webhooks/"+e.ID))
-			httpapi.WriteJSON(w, http.StatusCreated, map[string]any{"data": e, "secret": e.Secret})
-		},
-		"webhooks.update": func(w http.ResponseWriter, r *http.Request) {
-			id, ok := httpapi.PathID(r.PathValue("id"))
-			raw, err := readBody(r)
-			if !ok {
-				err = httpapi.NotFound("webhook endpoint")
-			}
-			ctx, org, now := r.Context(), httpapi.OrgID(r.Context()), httpapi.Now(r.Context())
-			var p Patch
-			if err == nil {
-				p, err = s.ParsePatch(ctx, raw, now)
-			}
-			var lock *replayLock
-			if err == nil && !p.ReplaySince.IsZero() {
-				// The replay holds the endpoint before it is turned on: a
-				// second replay refused leaves the endpoint as it was.
-				lock, err = s.lockReplay(ctx, org, id, now)
-			}
-			var e Endpoint
-			if err == nil {
-				e, err = s.Update(ctx, org, id, p, now)
-				if err != nil && lock != nil {
-					s.releaseReplay(context.WithoutCancel(ctx), lock)
-				}
-			}
-			var replay *Replay
-			if err == nil && lock != nil {
-				var rp Replay
-				rp, err = d.queueReplay(ctx, lock, &e, ReplayRequest{Since: p.ReplaySince}, now)
-				replay = &rp
-			}
-			if errors.Is(err, store.ErrNotFound) {
-				err = httpapi.NotFound("webhook endpoint")
-			}
-			if err != nil {
-				httpapi.WriteError(w, r, replayError(err))
-				return
-			}
-			if replay != nil {
-				httpapi.WriteJSON(w, http.StatusOK, map[string]any{"data": e, "replay": replay})
-				return
-			}
-			httpapi.WriteJSON(w, http.StatusOK, httpapi.Data(e))
-		},
-		"webhooks.replay": func(w http.ResponseWriter, r *http.Request) {
-			id, ok := httpapi.PathID(r.PathValue("id"))
-			raw, err := readBody(r)
-			if !ok {
-				err = httpapi.NotFound("webhook endpoint")
-			}
-			ctx, now := r.Context(), httpapi.Now(r.Context())
-			var req ReplayRequest
-			if err == nil {
-				req, err = s.parseReplay(raw, now)
-				if err != nil {
-					// An endpoint that is not there answers 404, whatever
-					// the body (as every route with an id).
-					if _, gerr := get(ctx, httpapi.OrgID(ctx), id); errors.Is(gerr, store.ErrNotFound) {
-						err = gerr
-					}
-				}
-			}
-			var rp Replay
-			if err == nil {
-				rp, err = d.Replay(ctx, httpapi.OrgID(ctx), id, req, now)
-			}
-			if errors.Is(err, store.ErrNotFound) {
-				err = httpapi.NotFound("webhook endpoint")
-			}
-			if err != nil {
-				httpapi.WriteError(w, r, replayError(err))
-				return
-			}
-			httpapi.WriteJSON(w, http.StatusAccepted, httpapi.Data(rp))
-		},
-		"events.list": s.serveEvents,
-		"webhooks.test": func(w http.ResponseWriter, r *http.Request) {
-			id, ok := httpapi.PathID(r.PathValue("id"))
-			if !ok {
-				httpapi.WriteError(w, r, httpapi.NotFound("webhook endpoint"))
-				return
-			}
-			a, err := d.SendTest(r.Context(), httpapi.OrgID(r.Context()), id)
-			if err != nil {
-				httpapi.WriteError(w, r, err)
-				return
-			}
-			httpapi.WriteJSON(w, http.StatusOK, httpapi.Data(a))
-		},
-		"webhooks.rotate_secret": func(w http.ResponseWriter, r *http.Request) {
-			id, ok := httpapi.PathID(r.PathValue("id"))
-			raw, err := readBody(r)
-			grace := DefaultSecretGrace
-			if err == nil && len(bytes.TrimSpace(raw)) > 0 {
-				grace, err = parseGrace(raw)
-			}
-			if err == nil && !ok {
-				err = httpapi.NotFound("webhook endpoint")
-			}
-			var e Endpoint
-			if err == nil {
-				e, err = s.RotateSecret(r.Context(), httpapi.OrgID(r.Context()), id, httpapi.Now(r.Context()), grace)
-			}
-			switch {
-			case errors.Is(err, store.ErrNotFound):
-				err = httpapi.NotFound("webhook endpoint")
-			case errors.Is(err, ErrRotated):
-				err = &httpapi.Error{Status: http.StatusConflict, Message: "another request rotated this endpoint's secret at the same time, and its secret is the current one; " +
-					"nothing was changed by this request. Rotate again if you need a secret of your own (the one before it then stops signing after the grace period)"}
-			}
-			if err != nil {
-				httpapi.WriteError(w, r, err)
-				return
-			}
-			httpapi.WriteJSON(w, http.StatusOK, map[string]any{"data": e, "secret": e.Secret})
-		},
-		"webhooks.delete": func(w http.ResponseWriter, r *http.Request) {
-			id, ok := httpapi.PathID(r.PathValue("id"))
-			err := store.ErrNotFound
-			if ok {
-				err = s.Delete(r.Context(), httpapi.OrgID(r.Context()), id)
-			}
-			if errors.Is(err, store.ErrNotFound) {
-				err = httpapi.NotFound("webhook endpoint")
-			}
-			if err != nil {
-				httpapi.WriteError(w, r, err)
-				return
-			}
-			w.WriteHeader(http.StatusNoContent)
-		},
-		"webhooks.deliveries": func(w http.ResponseWriter, r *http.Request) {
-			id, ok := httpapi.PathID(r.PathValue("id"))
-			if !ok {
-				httpapi.WriteError(w, r, httpapi.NotFound("webhook endpoint"))
-				return
-			}
-			if _, err := s.Get(r.Context(), httpapi.OrgID(r.Context()), id); err != nil {
-				if errors.Is(err, store.ErrNotFound) {
-					err = httpapi.NotFound("webhook endpoint")
-				}
-				httpapi.WriteError(w, r, err)
-				return
-			}
-			httpapi.ServeList(w, r, "webhook_deliveries:"+id, func(url.Values) (noFilter, error) { return noFilter{}, nil },
-				func(ctx context.Context, org string, req httpapi.ListRequest[noFilter]) ([]Attempt, store.StartKey, error) {
-					return store.QueryInto[Attempt](ctx, s.db, store.ListQuery{PK: DeliveriesPK(org, id), SKPrefix: attemptSK(""),
-						Limit: req.PerPage, After: req.After, Desc: true, Project: true, Omit: []string{"envelope", "ttl"}})
-				})
-		},
-		"webhooks.retry": func(w http.ResponseWriter, r *http.Request) {
-			id, ok := httpapi.PathID(r.PathValue("id"))
-			if !ok {
-				httpapi.WriteError(w, r, httpapi.NotFound("webhook endpoint"))
-				return
-			}
-			a, err := d.Retry(r.Context(), httpapi.OrgID(r.Context()), id, r.PathValue("delivery"))
-			if err != nil {
-				httpapi.WriteError(w, r, err)
-				return
-			}
-			httpapi.WriteJSON(w, http.StatusAccepted, httpapi.Data(a))
-		},
+		"webhooks.list":          h.list,
+		"webhooks.get":           httpapi.GetHandler("id", "webhook endpoint", h.get),
+		"webhooks.create":        h.create,
+		"webhooks.update":        h.update,
+		"webhooks.replay":        h.replay,
+		"events.list":            s.serveEvents,
+		"webhooks.test":          h.test,
+		"webhooks.rotate_secret": h.rotateSecret,
+		"webhooks.delete":        h.delete,
+		"webhooks.deliveries":    h.deliveries,
+		"webhooks.retry":         h.retry,
 	}
+}
+
+// handlers are the family's operations on its store and deliverer.
+type handlers struct {
+	s *Store
+	d *Deliverer
+}
+
+// noEndpoint is the 404 of every route with an endpoint id.
+func noEndpoint() error { return httpapi.NotFound("webhook endpoint") }
+
+// endpointID is the request's {id}, or the 404 of an id that cannot be one.
+func endpointID(r *http.Request) (string, error) {
+	id, ok := httpapi.PathID(r.PathValue("id"))
+	if !ok {
+		return "", noEndpoint()
+	}
+	return id, nil
+}
+
+// notFound turns the store's not-found into the endpoint's 404.
+func notFound(err error) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return noEndpoint()
+	}
+	return err
+}
+
+// get reads an endpoint, never its secrets.
+func (h *handlers) get(ctx context.Context, org, id string) (Endpoint, error) {
+	return store.ReadInto[Endpoint](ctx, h.s.db, store.OrgPK(org), endpointSK(id), "secret", "previous_secret")
+}
+
+func (h *handlers) list(w http.ResponseWriter, r *http.Request) {
+	httpapi.ServeList(w, r, "webhooks", func(url.Values) (noFilter, error) { return noFilter{}, nil }, h.s.list)
+}
+
+func (h *handlers) create(w http.ResponseWriter, r *http.Request) {
+	raw, err := readBody(r)
+	if err != nil {
+		httpapi.WriteError(w, r, err)
+		return
+	}
+	e, err := h.s.Create(r.Context(), httpapi.OrgID(r.Context()), raw, httpapi.Now(r.Context()))
+	if err != nil {
+		httpapi.WriteError(w, r, err)
+		return
+	}
+	w.Header().Set("Location", httpapi.AbsoluteURL(r, "/api/v1/webhooks/"+e.ID))
+	httpapi.WriteJSON(w, http.StatusCreated, map[string]any{"data": e, "secret": e.Secret})
+}
+
+func (h *handlers) update(w http.ResponseWriter, r *http.Request) {
+	id, idErr := endpointID(r)
+	raw, err := readBody(r)
+	if idErr != nil {
+		err = idErr
+	}
+	ctx, org, now := r.Context(), httpapi.OrgID(r.Context()), httpapi.Now(r.Context())
+	var p Patch
+	if err == nil {
+		p, err = h.s.ParsePatch(ctx, raw, now)
+	}
+	var lock *replayLock
+	if err == nil && !p.ReplaySince.IsZero() {
+		// The replay holds the endpoint before it is turned on: a second
+		// replay refused leaves the endpoint as it was.
+		lock, err = h.s.lockReplay(ctx, org, id, now)
+	}
+	var e Endpoint
+	if err == nil {
+		e, err = h.s.Update(ctx, org, id, p, now)
+		if err != nil && lock != nil {
+			h.s.releaseReplay(context.WithoutCancel(ctx), lock)
+		}
+	}
+	var replay *Replay
+	if err == nil && lock != nil {
+		var rp Replay
+		rp, err = h.d.queueReplay(ctx, lock, &e, ReplayRequest{Since: p.ReplaySince}, now)
+		replay = &rp
+	}
+	if err != nil {
+		httpapi.WriteError(w, r, replayError(notFound(err)))
+		return
+	}
+	if replay != nil {
+		httpapi.WriteJSON(w, http.StatusOK, map[string]any{"data": e, "replay": replay})
+		return
+	}
+	httpapi.WriteJSON(w, http.StatusOK, httpapi.Data(e))
+}
+
+func (h *handlers) replay(w http.ResponseWriter, r *http.Request) {
+	id, idErr := endpointID(r)
+	raw, err := readBody(r)
+	if idErr != nil {
+		err = idErr
+	}
+	ctx, now := r.Context(), httpapi.Now(r.Context())
+	var req ReplayRequest
+	if err == nil {
+		req, err = h.s.parseReplay(raw, now)
+		if err != nil {
+			// An endpoint that is not there answers 404, whatever the body
+			// (as every route with an id).
+			if _, gerr := h.get(ctx, httpapi.OrgID(ctx), id); errors.Is(gerr, store.ErrNotFound) {
+				err = gerr
+			}
+		}
+	}
+	var rp Replay
+	if err == nil {
+		rp, err = h.d.Replay(ctx, httpapi.OrgID(ctx), id, req, now)
+	}
+	if err != nil {
+		httpapi.WriteError(w, r, replayError(notFound(err)))
+		return
+	}
+	httpapi.WriteJSON(w, http.StatusAccepted, httpapi.Data(rp))
+}
+
+func (h *handlers) test(w http.ResponseWriter, r *http.Request) {
+	id, err := endpointID(r)
+	var a Attempt
+	if err == nil {
+		a, err = h.d.SendTest(r.Context(), httpapi.OrgID(r.Context()), id)
+	}
+	if err != nil {
+		httpapi.WriteError(w, r, err)
+		return
+	}
+	httpapi.WriteJSON(w, http.StatusOK, httpapi.Data(a))
+}
+
+func (h *handlers) rotateSecret(w http.ResponseWriter, r *http.Request) {
+	id, idErr := endpointID(r)
+	raw, err := readBody(r)
+	grace := DefaultSecretGrace
+	if err == nil && len(bytes.TrimSpace(raw)) > 0 {
+		grace, err = parseGrace(raw)
+	}
+	if err == nil && idErr != nil {
+		err = idErr
+	}
+	var e Endpoint
+	if err == nil {
+		e, err = h.s.RotateSecret(r.Context(), httpapi.OrgID(r.Context()), id, httpapi.Now(r.Context()), grace)
+	}
+	if errors.Is(err, ErrRotated) {
+		err = &httpapi.Error{Status: http.StatusConflict, Message: "another request rotated this endpoint's secret at the same time, and its secret is the current one; " +
+			"nothing was changed by this request. Rotate again if you need a secret of your own (the one before it then stops signing after the grace period)"}
+	}
+	if err != nil {
+		httpapi.WriteError(w, r, notFound(err))
+		return
+	}
+	httpapi.WriteJSON(w, http.StatusOK, map[string]any{"data": e, "secret": e.Secret})
+}
+
+func (h *handlers) delete(w http.ResponseWriter, r *http.Request) {
+	id, err := endpointID(r)
+	if err == nil {
+		err = h.s.Delete(r.Context(), httpapi.OrgID(r.Context()), id)
+	}
+	if err != nil {
+		httpapi.WriteError(w, r, notFound(err))
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (h *handlers) deliveries(w http.ResponseWriter, r *http.Request) {
+	id, err := endpointID(r)
+	if err == nil {
+		_, err = h.s.Get(r.Context(), httpapi.OrgID(r.Context()), id)
+	}
+	if err != nil {
+		httpapi.WriteError(w, r, notFound(err))
+		return
+	}
+	httpapi.ServeList(w, r, "webhook_deliveries:"+id, func(url.Values) (noFilter, error) { return noFilter{}, nil },
+		func(ctx context.Context, org string, req httpapi.ListRequest[noFilter]) ([]Attempt, store.StartKey, error) {
+			return store.QueryInto[Attempt](ctx, h.s.db, store.ListQuery{PK: DeliveriesPK(org, id), SKPrefix: attemptSK(""),
+				Limit: req.PerPage, After: req.After, Desc: true, Project: true, Omit: []string{"envelope", "ttl"}})
+		})
+}
+
+func (h *handlers) retry(w http.ResponseWriter, r *http.Request) {
+	id, err := endpointID(r)
+	var a map[string]any
+	if err == nil {
+		a, err = h.d.Retry(r.Context(), httpapi.OrgID(r.Context()), id, r.PathValue("delivery"))
+	}
+	if err != nil {
+		httpapi.WriteError(w, r, err)
+		return
+	}
+	httpapi.WriteJSON(w, http.StatusAccepted, httpapi.Data(a))
 }
