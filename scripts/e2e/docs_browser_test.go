@@ -95,7 +95,7 @@ func TestDocsPageInABrowser(t *testing.T) {
 		}
 	}
 	for _, ev := range append(slices.Clone(outbox.Types), outbox.WebhookTest) {
-		if !strings.Contains(text, ev) {
+		if !strings.Contains(text, string(ev)) {
 			t.Errorf("webhook event %s is not on the page", ev)
 		}
 	}

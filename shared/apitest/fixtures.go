@@ -124,7 +124,7 @@ func ClientOf(p any, updated time.Time) *party.Client {
 }
 
 // Matter returns a matter fixture on client.
-func Matter(client *party.Client, status string, updated time.Time) *matter.Matter {
+func Matter(client *party.Client, status matter.Status, updated time.Time) *matter.Matter {
 	n := seq.Add(1)
 	rate := int64(150000)
 	return &matter.Matter{ID: uuid.NewString(), ClientID: client.ID, MatterNumber: fmt.Sprintf("SAG-%d", n),

@@ -79,7 +79,7 @@ func pendingLeft(t *testing.T, db *store.DB) int {
 func TestStreamAndScheduleDispatchEachEventOnce(t *testing.T) {
 	db := storetest.NewDB(t)
 	sink := &countingSink{sent: map[string]int{}}
-	d := &outbox.Dispatcher{DB: db, Routes: map[string][]outbox.Sink{outbox.MatterCreated: {sink}}}
+	d := &outbox.Dispatcher{DB: db, Routes: map[outbox.Type][]outbox.Sink{outbox.MatterCreated: {sink}}}
 	evs, records := pendingEvents(t, db, 200)
 	ctx := context.Background()
 	var wg sync.WaitGroup
@@ -115,7 +115,7 @@ func TestAFailingEventHoldsBackNoOther(t *testing.T) {
 	db := storetest.NewDB(t)
 	evs, _ := pendingEvents(t, db, 30)
 	sink := &countingSink{sent: map[string]int{}, failFor: evs[7].ID}
-	d := &outbox.Dispatcher{DB: db, Routes: map[string][]outbox.Sink{outbox.MatterCreated: {sink}}}
+	d := &outbox.Dispatcher{DB: db, Routes: map[outbox.Type][]outbox.Sink{outbox.MatterCreated: {sink}}}
 	n, err := d.Sweep(context.Background(), 0)
 	if n != 29 || err == nil || pendingLeft(t, db) != 1 {
 		t.Fatalf("first sweep: %d sent, err %v, %d pending", n, err, pendingLeft(t, db))
@@ -139,7 +139,7 @@ func TestPoisonedEventsArePutAside(t *testing.T) {
 	ctx := context.Background()
 	evs, _ := pendingEvents(t, db, 30)
 	sink := &countingSink{sent: map[string]int{}, failFor: evs[3].ID}
-	d := &outbox.Dispatcher{DB: db, Routes: map[string][]outbox.Sink{outbox.MatterCreated: {sink}}}
+	d := &outbox.Dispatcher{DB: db, Routes: map[outbox.Type][]outbox.Sink{outbox.MatterCreated: {sink}}}
 	// Not an event: data is a map, not JSON text; and it sits in shard 0.
 	bad := map[string]ddbtypes.AttributeValue{
 		"PK": &ddbtypes.AttributeValueMemberS{Value: "O#x"}, "SK": &ddbtypes.AttributeValueMemberS{Value: "EVT#broken"},
@@ -204,7 +204,7 @@ func TestCompanyInsertsStartTheirEnrichment(t *testing.T) {
 	db := storetest.NewDB(t)
 	enrich := &countingSink{sent: map[string]int{}}
 	events2 := &countingSink{sent: map[string]int{}}
-	d := &outbox.Dispatcher{DB: db, Routes: map[string][]outbox.Sink{outbox.CompanyCreated: {enrich}, outbox.MatterCreated: {events2}}}
+	d := &outbox.Dispatcher{DB: db, Routes: map[outbox.Type][]outbox.Sink{outbox.CompanyCreated: {enrich}, outbox.MatterCreated: {events2}}}
 	_, records := pendingEvents(t, db, 1)
 	company := func(id string) events.DynamoDBEventRecord {
 		return events.DynamoDBEventRecord{EventName: "INSERT", Change: events.DynamoDBStreamRecord{NewImage: map[string]events.DynamoDBAttributeValue{

@@ -35,7 +35,7 @@ func NewWorkers(ctx context.Context, db *store.DB, enrichment, deliveries queue.
 	if err != nil {
 		return nil, err
 	}
-	routes := map[string][]outbox.Sink{outbox.CompanyCreated: {enrichment}}
+	routes := map[outbox.Type][]outbox.Sink{outbox.CompanyCreated: {enrichment}}
 	fanout := &webhook.Fanout{Store: d.Store, Queue: deliveries}
 	for _, t := range outbox.Types {
 		routes[t] = []outbox.Sink{fanout}

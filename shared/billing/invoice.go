@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"slices"
 	"time"
 
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -22,24 +21,56 @@ import (
 	"github.com/practice-api/practice-api/shared/workflow"
 )
 
-// Statuses of an invoice.
-var Statuses = []string{"draft", "approved", "sent", "partially_paid", "overdue", "paid", "cancelled", "credited"}
+// Status is an invoice's state in its workflow (Transitions).
+type Status string
+
+// States of an invoice.
+const (
+	Draft         Status = "draft"
+	Approved      Status = "approved"
+	Sent          Status = "sent"
+	PartiallyPaid Status = "partially_paid"
+	Overdue       Status = "overdue"
+	Paid          Status = "paid"
+	Cancelled     Status = "cancelled"
+	Credited      Status = "credited"
+)
+
+// Statuses lists an invoice's states in the spec's order.
+var Statuses = []Status{Draft, Approved, Sent, PartiallyPaid, Overdue, Paid, Cancelled, Credited}
 
 // Transitions of an invoice's status. A sent invoice is withdrawn by a
 // credit note (credited), never by going back; paid never returns to draft.
-var Transitions = workflow.Transitions{
-	"draft":          {"approved", "sent", "cancelled"},
-	"approved":       {"draft", "sent", "cancelled"},
-	"sent":           {"partially_paid", "paid", "overdue", "credited"},
-	"partially_paid": {"paid", "overdue", "credited"},
-	"overdue":        {"partially_paid", "paid", "credited"},
-	"paid":           {"credited"},
-	"cancelled":      {},
-	"credited":       {},
+var Transitions = workflow.Transitions[Status]{
+	Draft:         {Approved, Sent, Cancelled},
+	Approved:      {Draft, Sent, Cancelled},
+	Sent:          {PartiallyPaid, Paid, Overdue, Credited},
+	PartiallyPaid: {Paid, Overdue, Credited},
+	Overdue:       {PartiallyPaid, Paid, Credited},
+	Paid:          {Credited},
+	Cancelled:     {},
+	Credited:      {},
 }
 
-// open is where an invoice is a receivable: sent to the client, not settled.
-var open = []string{"sent", "partially_paid", "overdue"}
+// Open reports whether an invoice in status st is a receivable: sent to
+// the client and not settled (the receivables report lists these).
+func (st Status) Open() bool { return st == Sent || st == PartiallyPaid || st == Overdue }
+
+// Creatable reports whether an invoice may be created in status st: the
+// states before it is settled, not the ones only a payment reaches.
+func (st Status) Creatable() bool { return st == Draft || st == Approved || st == Sent }
+
+// Event is the event a move into status st raises, if any: sent raises
+// invoice.issued, paid raises invoice.paid.
+func (st Status) Event() (outbox.Type, bool) {
+	switch st {
+	case Sent:
+		return outbox.InvoiceIssued, true
+	case Paid:
+		return outbox.InvoicePaid, true
+	}
+	return "", false
+}
 
 // MaxLines keeps an invoice's lines item far below DynamoDB's 400 KB.
 const MaxLines = 200
@@ -58,7 +89,7 @@ type Invoice struct {
 	Number     string `dynamodbav:"number" json:"number"`
 	MatterID   string `dynamodbav:"matter_id" json:"matter_id"`
 	ClientID   string `dynamodbav:"client_id" json:"client_id"`
-	Status     string `dynamodbav:"status" json:"status"`
+	Status     Status `dynamodbav:"status" json:"status"`
 	IssueDate  string `dynamodbav:"issue_date" json:"issue_date"`
 	DueDate    string `dynamodbav:"due_date" json:"due_date"`
 	Currency   string `dynamodbav:"currency" json:"currency"`
@@ -97,8 +128,8 @@ func (v *Invoice) SetKeys(org string) {
 		GSI1PK: store.Collection(org, "INV"), GSI1SK: seq,
 		GSI2PK: store.Collection(org, "INV", "MATTER", v.MatterID), GSI2SK: seq,
 		GSI3PK: store.Collection(org, "INV", "CLIENT", v.ClientID), GSI3SK: seq,
-		GSI5PK: store.Collection(org, "INV", "STATUS", v.Status), GSI5SK: seq}
-	if slices.Contains(open, v.Status) {
+		GSI5PK: store.Collection(org, "INV", "STATUS", string(v.Status)), GSI5SK: seq}
+	if v.Status.Open() {
 		v.GSI4PK, v.GSI4SK = OpenPK(org), store.Seq(v.DueDate, v.ID)
 	}
 }
@@ -160,7 +191,7 @@ func (s *Store) Get(ctx context.Context, org, id string) (Invoice, error) {
 type Filter struct {
 	MatterID string `json:"matter_id,omitempty"`
 	ClientID string `json:"client_id,omitempty"`
-	Status   string `json:"status,omitempty"`
+	Status   Status `json:"status,omitempty"`
 	From     string `json:"issue_date_from,omitempty"`
 	To       string `json:"issue_date_to,omitempty"`
 }
@@ -175,7 +206,7 @@ func (s *Store) List(ctx context.Context, org string, req httpapi.ListRequest[Fi
 	q.NarrowBy(org, "INV",
 		store.KeyFilter{Index: "GSI2", Attr: "matter_id", Segment: "MATTER", Value: f.MatterID},
 		store.KeyFilter{Index: "GSI3", Attr: "client_id", Segment: "CLIENT", Value: f.ClientID},
-		store.KeyFilter{Index: "GSI5", Attr: "status", Segment: "STATUS", Value: f.Status})
+		store.KeyFilter{Index: "GSI5", Attr: "status", Segment: "STATUS", Value: string(f.Status)})
 	q.Project = true // lines are not in the invoice item: only the single read has them
 	return store.QueryInto[Invoice](ctx, s.db, q)
 }
@@ -185,7 +216,7 @@ type NewInvoice struct {
 	MatterID  string
 	IssueDate string
 	Lines     []Line
-	Status    string // draft (default), approved or sent
+	Status    Status // Draft (default), Approved or Sent
 }
 
 // Create issues an invoice on a matter. Lines that bill a time entry need an
@@ -194,9 +225,9 @@ type NewInvoice struct {
 // as sent), or nothing happens.
 func (s *Store) Create(ctx context.Context, org string, in NewInvoice, now time.Time) (Invoice, error) {
 	if in.Status == "" {
-		in.Status = "draft"
+		in.Status = Draft
 	}
-	if !slices.Contains([]string{"draft", "approved", "sent"}, in.Status) {
+	if !in.Status.Creatable() {
 		return Invoice{}, fmt.Errorf("%w: an invoice is created as draft, approved or sent, not %s", workflow.ErrRefused, in.Status)
 	}
 	issue, err := time.Parse(time.DateOnly, in.IssueDate)
@@ -218,11 +249,15 @@ func (s *Store) Create(ctx context.Context, org string, in NewInvoice, now time.
 		DueDate: issue.AddDate(0, 0, 30).Format(time.DateOnly), Currency: "DKK", Lines: in.Lines,
 		CreatedAt: store.FormatTime(now)}
 	v.UpdatedAt = v.CreatedAt
-	if v.Status == "sent" {
+	if v.Status == Sent {
 		v.SentAt = v.CreatedAt
 	}
 	entries := timeentry.NewStore(s.db)
-	var billed []timeentry.TimeEntry
+	type entryWrite struct {
+		entry timeentry.TimeEntry
+		prev  string // its updated_at as read
+	}
+	var billed []entryWrite
 	for i, l := range in.Lines {
 		if l.Description == "" {
 			return Invoice{}, fmt.Errorf("line %d has no description", i+1)
@@ -238,10 +273,12 @@ func (s *Store) Create(ctx context.Context, org string, in NewInvoice, now time.
 		if err != nil {
 			return Invoice{}, err
 		}
-		if t.Status != "approved" {
-			return Invoice{}, fmt.Errorf("%w: line %d: time entry %s is %s; only approved time is invoiced", workflow.ErrRefused, i+1, t.ID, t.Status)
+		prev := t.UpdatedAt
+		if err := t.Bill(v.ID, now); err != nil {
+			return Invoice{}, fmt.Errorf("line %d: %w", i+1, err)
 		}
-		billed = append(billed, t)
+		t.SetKeys(org)
+		billed = append(billed, entryWrite{t, prev})
 	}
 	if v.Total < 0 {
 		return Invoice{}, fmt.Errorf("the lines add up to %d: an invoice's total cannot be negative (issue a credit note instead)", v.Total)
@@ -257,18 +294,15 @@ func (s *Store) Create(ctx context.Context, org string, in NewInvoice, now time.
 	tx.PutNew(linesOf(org, &v))
 	tx.PutNew(v.Guards(org)[0])
 	first := -1
-	for _, t := range billed {
-		prev := t.UpdatedAt
-		t.Status, t.InvoiceID, t.UpdatedAt = "invoiced", v.ID, store.NextUpdate(prev, now)
-		t.SetKeys(org)
-		i := tx.PutIf(t, "updated_at = :prev AND #st = :approved", map[string]string{"#st": "status"}, map[string]ddbtypes.AttributeValue{
-			":prev": &ddbtypes.AttributeValueMemberS{Value: prev}, ":approved": &ddbtypes.AttributeValueMemberS{Value: "approved"}})
+	for _, b := range billed {
+		cond, names, vals := timeentry.BilledCondition(b.prev)
+		i := tx.PutIf(b.entry, cond, names, vals)
 		if first < 0 {
 			first = i
 		}
 	}
-	if v.Status == "sent" {
-		if err := addEvent(tx, org, outbox.InvoiceIssued, &v, now); err != nil {
+	if typ, ok := v.Status.Event(); ok {
+		if err := addEvent(tx, org, typ, &v, now); err != nil {
 			return Invoice{}, err
 		}
 	}
@@ -284,7 +318,7 @@ func (s *Store) Create(ctx context.Context, org string, in NewInvoice, now time.
 
 // SetStatus moves an invoice: sent raises invoice.issued, paid raises
 // invoice.paid, cancelled gives its time entries back as approved.
-func (s *Store) SetStatus(ctx context.Context, org, id, to string, now time.Time) (Invoice, error) {
+func (s *Store) SetStatus(ctx context.Context, org, id string, to Status, now time.Time) (Invoice, error) {
 	var v Invoice
 	err := store.Optimistic("invoice "+id, func() error {
 		var err error
@@ -301,28 +335,24 @@ func (s *Store) SetStatus(ctx context.Context, org, id, to string, now time.Time
 		prev := v.UpdatedAt
 		v.Status, v.UpdatedAt = to, store.NextUpdate(prev, now)
 		switch to {
-		case "sent":
+		case Sent:
 			v.SentAt = v.UpdatedAt
-		case "paid":
+		case Paid:
 			v.PaidAt = v.UpdatedAt
 		}
 		v.SetKeys(org)
 		tx := s.db.Tx()
 		cond, vals := store.Unchanged(prev)
 		tx.PutIf(v, cond, nil, vals)
-		if to == "cancelled" {
+		if to == Cancelled {
 			if err := s.release(ctx, tx, org, &v, now); err != nil {
 				return err
 			}
 		}
-		switch to {
-		case "sent":
-			err = addEvent(tx, org, outbox.InvoiceIssued, &v, now)
-		case "paid":
-			err = addEvent(tx, org, outbox.InvoicePaid, &v, now)
-		}
-		if err != nil {
-			return err
+		if typ, ok := to.Event(); ok {
+			if err := addEvent(tx, org, typ, &v, now); err != nil {
+				return err
+			}
 		}
 		err = tx.Commit(ctx)
 		var failed *store.TxFailed
@@ -348,11 +378,10 @@ func (s *Store) release(ctx context.Context, tx *store.TxBuilder, org string, v 
 		if err != nil {
 			return err
 		}
-		if t.InvoiceID != v.ID || t.Status != "invoiced" {
+		prev := t.UpdatedAt
+		if !t.Release(v.ID, now) {
 			continue
 		}
-		prev := t.UpdatedAt
-		t.Status, t.InvoiceID, t.UpdatedAt = "approved", "", store.NextUpdate(prev, now)
 		t.SetKeys(org)
 		cond, vals := store.Unchanged(prev)
 		tx.PutIf(t, cond, nil, vals)
@@ -360,7 +389,7 @@ func (s *Store) release(ctx context.Context, tx *store.TxBuilder, org string, v 
 	return nil
 }
 
-func addEvent(tx *store.TxBuilder, org, typ string, v *Invoice, now time.Time) error {
+func addEvent(tx *store.TxBuilder, org string, typ outbox.Type, v *Invoice, now time.Time) error {
 	ev, err := outbox.New(org, typ, "invoice", Event(v), now)
 	if err != nil {
 		return err

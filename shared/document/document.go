@@ -36,14 +36,21 @@ type Document struct {
 	UpdatedAt     string `dynamodbav:"updated_at" json:"updated_at"`
 }
 
+// FlowStatus is the state of a signing flow. The application runs the
+// flow; this service records it only when it is sealed.
+type FlowStatus string
+
+// Sealed is a signing flow every party has signed.
+const Sealed FlowStatus = "sealed"
+
 // SigningFlow is a document's signing, sealed when every party has signed.
 type SigningFlow struct {
 	store.Keys `json:"-"`
-	ID         string `dynamodbav:"id" json:"id"`
-	DocumentID string `dynamodbav:"document_id" json:"document_id"`
-	MatterID   string `dynamodbav:"matter_id" json:"matter_id"`
-	Status     string `dynamodbav:"status" json:"status"`
-	SealedAt   string `dynamodbav:"sealed_at" json:"sealed_at"`
+	ID         string     `dynamodbav:"id" json:"id"`
+	DocumentID string     `dynamodbav:"document_id" json:"document_id"`
+	MatterID   string     `dynamodbav:"matter_id" json:"matter_id"`
+	Status     FlowStatus `dynamodbav:"status" json:"status"`
+	SealedAt   string     `dynamodbav:"sealed_at" json:"sealed_at"`
 }
 
 func docSK(id string) string { return "DOC#" + id }
@@ -139,7 +146,7 @@ func (s *Store) Seal(ctx context.Context, org, id string, now time.Time) (Signin
 	if d.SigningFlowID != "" {
 		return SigningFlow{}, fmt.Errorf("%w: signing flow %s sealed it at %s", ErrSealed, d.SigningFlowID, d.SignedAt)
 	}
-	f := SigningFlow{ID: uuid.NewString(), DocumentID: d.ID, MatterID: d.MatterID, Status: "sealed", SealedAt: store.FormatTime(now)}
+	f := SigningFlow{ID: uuid.NewString(), DocumentID: d.ID, MatterID: d.MatterID, Status: Sealed, SealedAt: store.FormatTime(now)}
 	f.Keys = store.Keys{PK: store.OrgPK(org), SK: "SIGN#" + f.ID, Kind: "signing_flow"}
 	prev := d.UpdatedAt
 	d.SigningFlowID, d.SignedAt, d.UpdatedAt = f.ID, f.SealedAt, store.NextUpdate(prev, now)

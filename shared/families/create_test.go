@@ -288,7 +288,7 @@ func TestKYCRule(t *testing.T) {
 	cl := im.client("company_id", im.company("11111111"))
 	parties := party.NewStore(e.DB)
 	now := time.Now()
-	set := func(status string, expires time.Time) {
+	set := func(status party.KYCStatus, expires time.Time) {
 		t.Helper()
 		if _, err := parties.SetKYC(context.Background(), org, cl, status, expires, e.Now()); err != nil {
 			t.Fatal(err)

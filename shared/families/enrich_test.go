@@ -69,7 +69,7 @@ func drain(t *testing.T, e *apitest.Env, d *outbox.Dispatcher, q *queue.Memory, 
 
 func enrichEnv(t *testing.T, register string) (*apitest.Env, string, *outbox.Dispatcher, *queue.Memory, *party.Enricher) {
 	q := queue.NewMemory(time.Minute)
-	d := &outbox.Dispatcher{Routes: map[string][]outbox.Sink{outbox.CompanyCreated: {q}}}
+	d := &outbox.Dispatcher{Routes: map[outbox.Type][]outbox.Sink{outbox.CompanyCreated: {q}}}
 	// As the devserver: a company's create starts its enrichment (AWS: the
 	// table's stream, tested in shared/app).
 	e := apitest.New(t, apitest.Options{Families: []families.Option{families.AfterCompanyCreate(func(ctx context.Context, org string, c party.Company) {

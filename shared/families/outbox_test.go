@@ -41,7 +41,7 @@ func TestStuckOutboxEventsAreSweptAgain(t *testing.T) {
 	q := queue.NewMemory(time.Minute)
 	sink := &flakySink{q: q}
 	sink.fails.Store(1)
-	d := &outbox.Dispatcher{DB: e.DB, Routes: map[string][]outbox.Sink{outbox.MatterCreated: {sink}}}
+	d := &outbox.Dispatcher{DB: e.DB, Routes: map[outbox.Type][]outbox.Sink{outbox.MatterCreated: {sink}}}
 	if _, err := d.Sweep(ctx, 0); err == nil || q.Len() != 0 {
 		t.Fatalf("first sweep: %v, %d queued", err, q.Len())
 	}

@@ -30,7 +30,7 @@ var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 func newWorld(e *apitest.Env, name string) *world {
 	w := &world{org: e.Org(name)}
 	w.key = e.Key(w.org)
-	statuses := []string{"active", "dormant", "closed", "archived", "active"}
+	statuses := []matter.Status{"active", "dormant", "closed", "archived", "active"}
 	for i := range 4 {
 		at := t0.Add(time.Duration(i) * 24 * time.Hour)
 		co, pe := apitest.Company(at), apitest.Person(at.Add(time.Hour))
@@ -201,9 +201,9 @@ func TestFilteredPagesAreFilled(t *testing.T) {
 	e.Put(org, co, cl)
 	var want []string
 	for i := range 300 { // one active matter in every ten
-		status := "closed"
+		status := matter.Closed
 		if i%10 == 0 {
-			status = "active"
+			status = matter.Active
 		}
 		m := apitest.Matter(cl, status, t0.Add(time.Duration(i)*time.Minute))
 		e.Put(org, m)

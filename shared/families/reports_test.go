@@ -19,8 +19,9 @@ func TestReportsAgainstHandComputedValues(t *testing.T) {
 	e.Put(org, co, cl, m1, m2)
 	const u1, u2 = "a1111111-1111-4111-8111-111111111111", "b2222222-2222-4222-8222-222222222222"
 	for i, x := range []struct {
-		user, matter, date, status string
-		minutes, rate              int64
+		user, matter, date string
+		status             timeentry.Status
+		minutes, rate      int64
 	}{
 		{u1, m1.ID, "2025-03-01", "draft", 60, 100000},       // 100000
 		{u2, m1.ID, "2025-03-05", "approved", 30, 100000},    // 50000
@@ -32,8 +33,9 @@ func TestReportsAgainstHandComputedValues(t *testing.T) {
 			Date: x.date, DurationMinutes: x.minutes, HourlyRate: x.rate, Currency: "DKK", Status: x.status, CreatedAt: apitest.Stamp(t0), UpdatedAt: apitest.Stamp(t0)})
 	}
 	for i, x := range []struct {
-		status, due string
-		total       int64
+		status billing.Status
+		due    string
+		total  int64
 	}{{"sent", "2025-07-15", 1000}, {"overdue", "2025-06-10", 2000}, {"partially_paid", "2025-05-01", 3000},
 		{"sent", "2025-04-15", 4000}, {"overdue", "2025-01-01", 5000}, {"paid", "2025-01-01", 9999}, {"draft", "2025-01-01", 7777}} {
 		e.Put(org, &billing.Invoice{ID: string(rune('a'+i)) + "1111111-0000-4000-8000-000000000000", Number: "T" + string(rune('a'+i)), MatterID: m1.ID, ClientID: cl.ID,

@@ -90,7 +90,7 @@ func hookEnv(t testing.TB, rc *receiver) (*apitest.Env, *outbox.Dispatcher) {
 	e.Deliverer.Client, e.Deliverer.Schedule = client, []time.Duration{0, 0, 0, 0}
 	// As the real wiring: company.created goes to enrichment (a queue no
 	// one consumes here), the webhook types to the fan-out.
-	routes := map[string][]outbox.Sink{outbox.CompanyCreated: {queue.NewMemory(time.Minute)}}
+	routes := map[outbox.Type][]outbox.Sink{outbox.CompanyCreated: {queue.NewMemory(time.Minute)}}
 	for _, typ := range outbox.Types {
 		routes[typ] = []outbox.Sink{&webhook.Fanout{Store: e.Deliverer.Store, Queue: e.Deliveries}}
 	}
@@ -140,7 +140,7 @@ func deliverAll(t testing.TB, e *apitest.Env, d *outbox.Dispatcher, workers int)
 	}
 }
 
-func subscribe(t *testing.T, e *apitest.Env, key, url string, types ...string) (id, secret string) {
+func subscribe[T ~string](t *testing.T, e *apitest.Env, key, url string, types ...T) (id, secret string) {
 	t.Helper()
 	b, _ := json.Marshal(map[string]any{"url": url, "event_types": types})
 	r := e.Do("POST", "/api/v1/webhooks", key, strings.NewReader(string(b)))
@@ -283,7 +283,7 @@ func TestEveryEventTypeArrivesSigned(t *testing.T) {
 	sort.Strings(types)
 	// Every type a change raises (webhook_endpoint.disabled has a test of
 	// its own: TestADisabledEndpointSaysSoAndCatchesUp).
-	want := slices.DeleteFunc(slices.Clone(outbox.Types), func(t string) bool { return t == outbox.WebhookEndpointDisabled })
+	want := outbox.Names(slices.DeleteFunc(slices.Clone(outbox.Types), func(t outbox.Type) bool { return t == outbox.WebhookEndpointDisabled }))
 	sort.Strings(want)
 	if !slices.Equal(types, want) {
 		t.Fatalf("delivered %v, want %v", types, want)

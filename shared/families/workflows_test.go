@@ -19,16 +19,6 @@ import (
 	"github.com/practice-api/practice-api/shared/workflow"
 )
 
-// states lists a machine's states in a fixed order.
-func states(t workflow.Transitions) []string {
-	var out []string
-	for s := range t {
-		out = append(out, s)
-	}
-	sort.Strings(out)
-	return out
-}
-
 // TestEveryTransition tries every (from, to) pair of each state machine
 // against the service, which must allow exactly the table's moves.
 func TestEveryTransition(t *testing.T) {
@@ -42,8 +32,8 @@ func TestEveryTransition(t *testing.T) {
 		t.Fatal(err)
 	}
 	matters, entries, invoices := matter.NewStore(e.DB), timeentry.NewStore(e.DB), billing.NewStore(e.DB)
-	for _, from := range states(matter.Transitions) {
-		for _, to := range states(matter.Transitions) {
+	for _, from := range matter.Transitions.States() {
+		for _, to := range matter.Transitions.States() {
 			m := apitest.Matter(cl, from, t0)
 			e.Put(org, m)
 			_, err := matters.SetStatus(ctx, org, m.ID, to, time.Now())
@@ -55,23 +45,23 @@ func TestEveryTransition(t *testing.T) {
 			}
 		}
 	}
-	m := apitest.Matter(cl, "active", t0)
+	m := apitest.Matter(cl, matter.Active, t0)
 	e.Put(org, m)
-	for _, from := range states(timeentry.Transitions) {
-		for _, to := range states(timeentry.Transitions) {
+	for _, from := range timeentry.Transitions.States() {
+		for _, to := range timeentry.Transitions.States() {
 			te := &timeentry.TimeEntry{ID: fmt.Sprintf("%s-%s", from, to), MatterID: m.ID, ClientID: cl.ID, UserID: cl.ID, Date: "2025-03-01",
 				DurationMinutes: 60, HourlyRate: 100, Currency: "DKK", Status: from, CreatedAt: apitest.Stamp(t0), UpdatedAt: apitest.Stamp(t0)}
 			e.Put(org, te)
 			_, err := entries.SetStatus(ctx, org, te.ID, to, time.Now())
 			// invoiced moves only through an invoice, never by a status change.
-			allowed := slices.Contains(timeentry.Transitions[from], to) && from != "invoiced" && to != "invoiced"
+			allowed := slices.Contains(timeentry.Transitions[from], to) && from != timeentry.Invoiced && to != timeentry.Invoiced
 			if allowed != (err == nil) {
 				t.Errorf("time entry %s → %s: allowed %v, got %v", from, to, allowed, err)
 			}
 		}
 	}
-	for _, from := range states(billing.Transitions) {
-		for _, to := range states(billing.Transitions) {
+	for _, from := range billing.Transitions.States() {
+		for _, to := range billing.Transitions.States() {
 			v := &billing.Invoice{ID: fmt.Sprintf("inv-%s-%s", from, to), Number: fmt.Sprintf("T-%s-%s", from, to), MatterID: m.ID, ClientID: cl.ID,
 				Status: from, IssueDate: "2025-03-01", DueDate: "2025-03-31", Currency: "DKK", Total: 100,
 				Lines: []billing.Line{{Description: "x", Amount: 100}}, CreatedAt: apitest.Stamp(t0), UpdatedAt: apitest.Stamp(t0)}
@@ -83,7 +73,7 @@ func TestEveryTransition(t *testing.T) {
 		}
 	}
 	// Spot checks of the rules the tables encode.
-	if slices.Contains(billing.Transitions["paid"], "draft") {
+	if slices.Contains(billing.Transitions[billing.Paid], billing.Draft) {
 		t.Fatal("a paid invoice may go back to draft")
 	}
 }
@@ -95,10 +85,10 @@ func TestWorkflowsRaiseEventsAndMoveTime(t *testing.T) {
 	key := e.Key(org)
 	co := apitest.Company(t0)
 	cl := apitest.ClientOf(co, t0)
-	m := apitest.Matter(cl, "active", t0)
+	m := apitest.Matter(cl, matter.Active, t0)
 	e.Put(org, co, cl, m)
 	var ids []string
-	for i, st := range []string{"approved", "approved", "draft"} {
+	for i, st := range []timeentry.Status{timeentry.Approved, timeentry.Approved, timeentry.Draft} {
 		te := &timeentry.TimeEntry{ID: fmt.Sprintf("00000000-0000-4000-8000-00000000000%d", i), MatterID: m.ID, ClientID: cl.ID, UserID: cl.ID,
 			Date: "2025-03-01", DurationMinutes: 30, HourlyRate: 100000, Currency: "DKK", Status: st, CreatedAt: apitest.Stamp(t0), UpdatedAt: apitest.Stamp(t0)}
 		e.Put(org, te)
@@ -110,7 +100,7 @@ func TestWorkflowsRaiseEventsAndMoveTime(t *testing.T) {
 	if !errors.Is(err, workflow.ErrRefused) || len(e.Items(org)["invoice"]) != 0 {
 		t.Fatalf("invoice on draft time: %v", err)
 	}
-	v, err := invoices.Create(ctx, org, billing.NewInvoice{MatterID: m.ID, IssueDate: "2025-03-31", Status: "sent", Lines: []billing.Line{
+	v, err := invoices.Create(ctx, org, billing.NewInvoice{MatterID: m.ID, IssueDate: "2025-03-31", Status: billing.Sent, Lines: []billing.Line{
 		{Description: "Rådgivning", Amount: 50000, TimeEntryID: ids[0]}, {Description: "Rådgivning", Amount: 50000, TimeEntryID: ids[1]},
 		{Description: "Retsafgift", Amount: 75000}}}, time.Now())
 	if err != nil {
@@ -123,10 +113,10 @@ func TestWorkflowsRaiseEventsAndMoveTime(t *testing.T) {
 	if len(te.Data()) != 2 || te.Data()[0]["invoice_id"] != v.ID {
 		t.Fatalf("invoiced entries: %s", te.Raw)
 	}
-	if _, err := invoices.SetStatus(ctx, org, v.ID, "paid", time.Now()); err != nil {
+	if _, err := invoices.SetStatus(ctx, org, v.ID, billing.Paid, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := invoices.SetStatus(ctx, org, v.ID, "draft", time.Now()); !errors.Is(err, workflow.ErrRefused) {
+	if _, err := invoices.SetStatus(ctx, org, v.ID, billing.Draft, time.Now()); !errors.Is(err, workflow.ErrRefused) {
 		t.Fatalf("paid → draft: %v", err)
 	}
 	// A cancelled invoice gives its time back as approved.
@@ -134,10 +124,10 @@ func TestWorkflowsRaiseEventsAndMoveTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := invoices.SetStatus(ctx, org, v2.ID, "cancelled", time.Now()); err != nil {
+	if _, err := invoices.SetStatus(ctx, org, v2.ID, billing.Cancelled, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := matter.NewStore(e.DB).SetStatus(ctx, org, m.ID, "closed", time.Now()); err != nil {
+	if _, err := matter.NewStore(e.DB).SetStatus(ctx, org, m.ID, matter.Closed, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	docs := document.NewStore(e.DB)
@@ -169,7 +159,7 @@ func TestInvoiceAndDocumentReads(t *testing.T) {
 	key := e.Key(org)
 	co, pe := apitest.Company(t0), apitest.Person(t0)
 	c1, c2 := apitest.ClientOf(co, t0), apitest.ClientOf(pe, t0)
-	m1, m2 := apitest.Matter(c1, "active", t0), apitest.Matter(c2, "active", t0)
+	m1, m2 := apitest.Matter(c1, matter.Active, t0), apitest.Matter(c2, matter.Active, t0)
 	e.Put(org, co, pe, c1, c2, m1, m2)
 	var all []*billing.Invoice
 	for i := range 12 {
@@ -195,9 +185,9 @@ func TestInvoiceAndDocumentReads(t *testing.T) {
 		"":                   pick(func(*billing.Invoice) bool { return true }),
 		"matter_id=" + m1.ID: pick(func(v *billing.Invoice) bool { return v.MatterID == m1.ID }),
 		"client_id=" + c2.ID: pick(func(v *billing.Invoice) bool { return v.ClientID == c2.ID }),
-		"status=paid":        pick(func(v *billing.Invoice) bool { return v.Status == "paid" }),
+		"status=paid":        pick(func(v *billing.Invoice) bool { return v.Status == billing.Paid }),
 		"issue_date_from=" + day(14) + "&issue_date_to=" + day(35): pick(func(v *billing.Invoice) bool { return v.IssueDate >= day(14) && v.IssueDate <= day(35) }),
-		"client_id=" + c1.ID + "&status=sent":                      pick(func(v *billing.Invoice) bool { return v.ClientID == c1.ID && v.Status == "sent" }),
+		"client_id=" + c1.ID + "&status=sent":                      pick(func(v *billing.Invoice) bool { return v.ClientID == c1.ID && v.Status == billing.Sent }),
 	} {
 		got := collect(t, e, "/api/v1/invoices?per_page=3&"+q, key)
 		if !slices.Equal(got, want) && !(len(got) == 0 && len(want) == 0) {

@@ -42,13 +42,18 @@ func UUIDParam(q url.Values, name string) (string, error) {
 	return id.String(), nil
 }
 
-// EnumParam validates an optional filter against its allowed values.
-func EnumParam(q url.Values, name string, allowed ...string) (string, error) {
+// EnumParam validates an optional filter against its allowed values (a
+// domain's typed states, or plain strings).
+func EnumParam[S ~string](q url.Values, name string, allowed ...S) (S, error) {
 	v, err := QueryValue(q, name)
-	if err != nil || v == "" || slices.Contains(allowed, v) {
-		return v, err
+	if err != nil || v == "" || slices.Contains(allowed, S(v)) {
+		return S(v), err
 	}
-	return "", Invalid(name, "%s must be one of %s", name, strings.Join(allowed, ", "))
+	names := make([]string, len(allowed))
+	for i, a := range allowed {
+		names[i] = string(a)
+	}
+	return "", Invalid(name, "%s must be one of %s", name, strings.Join(names, ", "))
 }
 
 // SinceParam parses updated_since: a date (midnight UTC) or an ISO 8601

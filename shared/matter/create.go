@@ -12,6 +12,7 @@ import (
 	"github.com/practice-api/practice-api/shared/outbox"
 	"github.com/practice-api/practice-api/shared/party"
 	"github.com/practice-api/practice-api/shared/store"
+	"github.com/practice-api/practice-api/shared/workflow"
 )
 
 // Key returns the primary key of a matter, for other packages that read it.
@@ -37,13 +38,15 @@ func (s *Store) Create(ctx context.Context, req *httpapi.CreateRequest) (string,
 		return "", nil, err
 	}
 	b.Forbid("it is assigned by the service", "id", "created_at", "updated_at", "closed_at")
-	m := Matter{ClientID: b.UUID("client_id", true), Status: "dormant", Currency: "DKK",
+	m := Matter{ClientID: b.UUID("client_id", true), Status: Dormant, Currency: "DKK",
 		Title: b.String("title", false, 200), HourlyRate: b.HourlyRate("hourly_rate", false),
 		MatterNumber: b.String("matter_number", false, 50), CreatedAt: store.FormatTime(req.Now)}
 	if b.Has("status") {
-		if st := b.Enum("status", false, Statuses...); st == "closed" || st == "archived" {
+		switch st := Status(b.Enum("status", false, workflow.Strings(Statuses)...)); {
+		case st == "": // not a status: refused by Enum
+		case !st.Open():
 			b.Fail("status", "a matter is imported as dormant or active; closing and archiving happen in the application")
-		} else if st != "" {
+		default:
 			m.Status = st
 		}
 	}
@@ -101,12 +104,10 @@ func (s *Store) create(ctx context.Context, req *httpapi.CreateRequest, m *Matte
 	cpk, csk := party.ClientKey(req.Org, m.ClientID)
 	cond := "attribute_exists(PK)"
 	var values map[string]ddbtypes.AttributeValue
-	if m.Status == "active" {
-		cond += " AND kyc_status = :approved AND (attribute_not_exists(kyc_expires_at) OR kyc_expires_at > :now)"
-		values = map[string]ddbtypes.AttributeValue{
-			":approved": &ddbtypes.AttributeValueMemberS{Value: party.KYCApproved},
-			":now":      &ddbtypes.AttributeValueMemberS{Value: store.FormatTime(req.Now)},
-		}
+	if m.Status == Active {
+		var inOrder string
+		inOrder, values = party.KYCInOrderCondition(req.Now)
+		cond += " AND " + inOrder
 	}
 	tx := s.db.Tx()
 	ci := tx.Check(cpk, csk, cond, nil, values)
@@ -133,7 +134,7 @@ func (s *Store) explainClient(ctx context.Context, req *httpapi.CreateRequest, m
 	if err != nil {
 		return err
 	}
-	why := "its KYC case is " + c.KYCStatus
+	why := "its KYC case is " + string(c.KYCStatus)
 	if c.KYCStatus == party.KYCApproved {
 		why = "its KYC approval expired at " + c.KYCExpiresAt
 	}

@@ -10,8 +10,25 @@ import (
 	"github.com/practice-api/practice-api/shared/store"
 )
 
-// Statuses of a matter.
-var Statuses = []string{"active", "dormant", "closed", "archived"}
+// Status is a matter's state in its workflow (Transitions).
+type Status string
+
+// States of a matter.
+const (
+	Active   Status = "active"
+	Dormant  Status = "dormant"
+	Closed   Status = "closed"
+	Archived Status = "archived"
+)
+
+// Statuses lists a matter's states in the spec's order.
+var Statuses = []Status{Active, Dormant, Closed, Archived}
+
+// Open reports whether a matter in status st is open: active or dormant.
+// Matters are imported open (closing and archiving happen in the
+// application, where matter.closed is raised), and time is logged on open
+// matters only.
+func (st Status) Open() bool { return st == Active || st == Dormant }
 
 // Matter is a case, always belonging to one client engagement.
 type Matter struct {
@@ -20,7 +37,7 @@ type Matter struct {
 	ClientID     string `dynamodbav:"client_id" json:"client_id"`
 	MatterNumber string `dynamodbav:"matter_number" json:"matter_number"`
 	Title        string `dynamodbav:"title,omitempty" json:"title,omitempty"`
-	Status       string `dynamodbav:"status" json:"status"`
+	Status       Status `dynamodbav:"status" json:"status"`
 	// HourlyRate is in minor units of Currency; null when the matter has none.
 	HourlyRate *int64 `dynamodbav:"hourly_rate,omitempty" json:"hourly_rate"`
 	Currency   string `dynamodbav:"currency" json:"currency"`
@@ -39,7 +56,7 @@ func (m *Matter) SetKeys(org string) {
 	m.Keys = store.Keys{PK: store.OrgPK(org), SK: matterSK(m.ID), Kind: "matter",
 		GSI1PK: store.Collection(org, "MATTER"), GSI1SK: seq,
 		GSI2PK: store.Collection(org, "MATTER", "CLIENT", m.ClientID), GSI2SK: seq,
-		GSI3PK: store.Collection(org, "MATTER", "STATUS", m.Status), GSI3SK: seq}
+		GSI3PK: store.Collection(org, "MATTER", "STATUS", string(m.Status)), GSI3SK: seq}
 }
 
 // ID is the id of the matter of org numbered number: derived from the
@@ -51,7 +68,7 @@ func ID(ctx context.Context, db *store.DB, org, number string) (string, error) {
 // Filter holds the /matters filters.
 type Filter struct {
 	ClientID     string `json:"client_id,omitempty"`
-	Status       string `json:"status,omitempty"`
+	Status       Status `json:"status,omitempty"`
 	UpdatedSince string `json:"updated_since,omitempty"`
 }
 
@@ -75,7 +92,7 @@ func (s *Store) List(ctx context.Context, org string, req httpapi.ListRequest[Fi
 		SKFrom: f.UpdatedSince, Limit: req.PerPage, After: req.After}
 	q.NarrowBy(org, "MATTER",
 		store.KeyFilter{Index: "GSI2", Attr: "client_id", Segment: "CLIENT", Value: f.ClientID},
-		store.KeyFilter{Index: "GSI3", Attr: "status", Segment: "STATUS", Value: f.Status})
+		store.KeyFilter{Index: "GSI3", Attr: "status", Segment: "STATUS", Value: string(f.Status)})
 	q.Project = true
 	return store.QueryInto[Matter](ctx, s.db, q)
 }

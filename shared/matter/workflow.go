@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"github.com/practice-api/practice-api/shared/outbox"
 	"github.com/practice-api/practice-api/shared/party"
 	"github.com/practice-api/practice-api/shared/store"
@@ -16,11 +14,11 @@ import (
 
 // Transitions of a matter's status, applied by the application (the API
 // only creates). Activating needs the client's KYC in order, as at import.
-var Transitions = workflow.Transitions{
-	"active":   {"dormant", "closed"},
-	"dormant":  {"active", "closed"},
-	"closed":   {"active", "archived"}, // reopened, or archived for good
-	"archived": {},
+var Transitions = workflow.Transitions[Status]{
+	Active:   {Dormant, Closed},
+	Dormant:  {Active, Closed},
+	Closed:   {Active, Archived}, // reopened, or archived for good
+	Archived: {},
 }
 
 // ErrNotFound is returned for a matter absent from the organisation.
@@ -29,7 +27,7 @@ var ErrNotFound = errors.New("matter: not found")
 // SetStatus moves a matter to status `to`, with the change and its event
 // (matter.closed) in one transaction, conditional on the matter being
 // unchanged since it was read.
-func (s *Store) SetStatus(ctx context.Context, org, id, to string, now time.Time) (Matter, error) {
+func (s *Store) SetStatus(ctx context.Context, org, id string, to Status, now time.Time) (Matter, error) {
 	var m Matter
 	err := store.Optimistic("matter "+id, func() error {
 		var err error
@@ -45,9 +43,9 @@ func (s *Store) SetStatus(ctx context.Context, org, id, to string, now time.Time
 		}
 		prev := m.UpdatedAt
 		m.Status, m.UpdatedAt = to, store.NextUpdate(prev, now)
-		if to == "closed" {
+		if to == Closed {
 			m.ClosedAt = m.UpdatedAt
-		} else if to == "active" || to == "dormant" {
+		} else if to == Active || to == Dormant {
 			m.ClosedAt = ""
 		}
 		m.SetKeys(org)
@@ -55,15 +53,12 @@ func (s *Store) SetStatus(ctx context.Context, org, id, to string, now time.Time
 		cond, vals := store.Unchanged(prev)
 		mi := tx.PutIf(m, cond, nil, vals)
 		ki := -1
-		if to == "active" {
+		if to == Active {
 			cpk, csk := party.ClientKey(org, m.ClientID)
-			ki = tx.Check(cpk, csk, "kyc_status = :approved AND (attribute_not_exists(kyc_expires_at) OR kyc_expires_at > :now)", nil,
-				map[string]ddbtypes.AttributeValue{
-					":approved": &ddbtypes.AttributeValueMemberS{Value: party.KYCApproved},
-					":now":      &ddbtypes.AttributeValueMemberS{Value: store.FormatTime(now)},
-				})
+			cond, vals := party.KYCInOrderCondition(now)
+			ki = tx.Check(cpk, csk, cond, nil, vals)
 		}
-		if to == "closed" {
+		if to == Closed {
 			ev, err := outbox.New(org, outbox.MatterClosed, "matter", Event(&m), now)
 			if err != nil {
 				return err

@@ -21,7 +21,7 @@ import (
 // Message is an event as queues carry it.
 type Message struct {
 	ID        string `json:"id"`
-	Type      string `json:"event"`
+	Type      Type   `json:"event"`
 	CreatedAt string `json:"timestamp"`
 	OrgID     string `json:"organization_id"`
 	// Sequence is the event's place in its organisation's feed (GET /events).
@@ -36,7 +36,7 @@ type Message struct {
 // stream missed); in the devserver a poller runs Sweep.
 type Dispatcher struct {
 	DB     *store.DB
-	Routes map[string][]Sink
+	Routes map[Type][]Sink
 	Now    func() time.Time
 	// Retention is how long a dispatched internal event is kept
 	// (DefaultRetention when 0), FeedRetention one of the feed
@@ -357,7 +357,7 @@ func Parked(ctx context.Context, db *store.DB, limit int) ([]Event, error) {
 				return v.Value
 			}
 			ev := Event{Keys: store.Keys{PK: s(store.AttrPK), SK: s(store.AttrSK), GSI6PK: s("GSI6PK"), GSI6SK: s("GSI6SK")},
-				ID: s("id"), OrgID: s("org_id"), Type: s("type"), CreatedAt: s("created_at"), ParkedReason: s("parked_reason"), ParkedAt: s("parked_at")}
+				ID: s("id"), OrgID: s("org_id"), Type: Type(s("type")), CreatedAt: s("created_at"), ParkedReason: s("parked_reason"), ParkedAt: s("parked_at")}
 			if n, ok := it["dispatch_attempts"].(*ddbtypes.AttributeValueMemberN); ok {
 				ev.DispatchAttempts, _ = strconv.Atoi(n.Value)
 			}
@@ -394,7 +394,7 @@ func Replay(ctx context.Context, db *store.DB, ev Event) (bool, error) {
 	return err == nil, err
 }
 
-func (d *Dispatcher) retention(typ string) time.Duration {
+func (d *Dispatcher) retention(typ Type) time.Duration {
 	switch {
 	case InFeed(typ) && d.FeedRetention > 0:
 		return d.FeedRetention

@@ -30,8 +30,8 @@ const DefaultSettle = 10 * time.Second
 // FeedQuery is one page of an organisation's feed.
 type FeedQuery struct {
 	Org   string
-	After int64    // the last sequence the reader has; 0 for the oldest kept
-	Types []string // only these types; all when empty
+	After int64  // the last sequence the reader has; 0 for the oldest kept
+	Types []Type // only these types; all when empty
 	Limit int
 	// Now, Settle and Retention bound the page: sequences older than
 	// Now-Retention are gone, those newer than Now-Settle not served yet
@@ -85,7 +85,7 @@ func Feed(ctx context.Context, db *store.DB, q FeedQuery) (FeedPage, error) {
 	filter := ""
 	for i, t := range q.Types {
 		n := fmt.Sprintf(":t%d", i)
-		values[n] = &ddbtypes.AttributeValueMemberS{Value: t}
+		values[n] = &ddbtypes.AttributeValueMemberS{Value: string(t)}
 		if filter != "" {
 			filter += ", "
 		}

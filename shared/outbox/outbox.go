@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -16,35 +17,57 @@ import (
 	"github.com/practice-api/practice-api/shared/store"
 )
 
+// Type is an event's type: the envelope's "event" and the
+// Service-Event-Type header. Only the constants below are raised.
+type Type string
+
 // Event types of the spec.
 const (
-	MatterCreated    = "matter.created"
-	MatterClosed     = "matter.closed"
-	InvoiceIssued    = "invoice.issued"
-	InvoicePaid      = "invoice.paid"
-	DocumentSigned   = "document.signed"
-	TimeEntryCreated = "time_entry.created"
+	MatterCreated    Type = "matter.created"
+	MatterClosed     Type = "matter.closed"
+	InvoiceIssued    Type = "invoice.issued"
+	InvoicePaid      Type = "invoice.paid"
+	DocumentSigned   Type = "document.signed"
+	TimeEntryCreated Type = "time_entry.created"
 )
 
 // CompanyCreated is internal: it starts the company's enrichment and is
 // never sent to webhook subscribers.
-const CompanyCreated = "company.created"
+const CompanyCreated Type = "company.created"
 
 // WebhookTest is the event POST /webhooks/{id}/test sends to one endpoint on
 // request; it is never raised by a change and never subscribed to.
-const WebhookTest = "webhook.test"
+const WebhookTest Type = "webhook.test"
 
 // WebhookEndpointDisabled is raised when an endpoint is turned off after
 // its consecutive failures (an addition to the spec's types): in the feed,
 // and delivered to the organisation's other endpoints subscribed to it.
-const WebhookEndpointDisabled = "webhook_endpoint.disabled"
+const WebhookEndpointDisabled Type = "webhook_endpoint.disabled"
 
 // Types lists every event type subscribers can choose, and the feed holds.
-var Types = []string{MatterCreated, MatterClosed, InvoiceIssued, InvoicePaid, DocumentSigned, TimeEntryCreated, WebhookEndpointDisabled}
+var Types = []Type{MatterCreated, MatterClosed, InvoiceIssued, InvoicePaid, DocumentSigned, TimeEntryCreated, WebhookEndpointDisabled}
 
 // InFeed reports whether events of typ are in the organisation's feed
 // (every type subscribers can choose; not the internal company.created).
-func InFeed(typ string) bool { return slices.Contains(Types, typ) }
+func InFeed(typ Type) bool { return slices.Contains(Types, typ) }
+
+// ParseType reads an event type an integrator names (a subscription, a
+// feed filter, a replay): one of Types, or an error listing them.
+func ParseType(name string) (Type, error) {
+	if t := Type(name); InFeed(t) {
+		return t, nil
+	}
+	return "", fmt.Errorf("unknown event type %q; known: %s", name, strings.Join(Names(Types), ", "))
+}
+
+// Names converts event types to strings, for messages and documents.
+func Names(types []Type) []string {
+	out := make([]string, len(types))
+	for i, t := range types {
+		out[i] = string(t)
+	}
+	return out
+}
 
 // Index is the global secondary index of pending and parked events.
 const Index = "GSI6"
@@ -84,7 +107,7 @@ type Event struct {
 	store.Keys
 	ID        string `dynamodbav:"id"`
 	OrgID     string `dynamodbav:"org_id"`
-	Type      string `dynamodbav:"type"`
+	Type      Type   `dynamodbav:"type"`
 	Data      string `dynamodbav:"data"` // JSON of the envelope's data object
 	CreatedAt string `dynamodbav:"created_at"`
 	// Seq is the event's place in its organisation's feed: unique, and
@@ -131,7 +154,7 @@ func Add(tx *store.TxBuilder, ev Event) int {
 
 // New builds an event of org whose data object holds key: payload; put it
 // into its change's transaction with Add.
-func New(org, typ, key string, payload any, now time.Time) (Event, error) {
+func New(org string, typ Type, key string, payload any, now time.Time) (Event, error) {
 	data, err := json.Marshal(map[string]any{key: payload})
 	if err != nil {
 		return Event{}, fmt.Errorf("outbox: %w", err)

@@ -329,7 +329,7 @@ func PendingCompanies(ctx context.Context, db *store.DB, org string, visit func(
 	filter := "kind = :company AND enrichment.#st = :pending"
 	names := map[string]string{"#st": "status"}
 	values := map[string]ddbtypes.AttributeValue{
-		":company": &ddbtypes.AttributeValueMemberS{Value: "company"}, ":pending": &ddbtypes.AttributeValueMemberS{Value: EnrichmentPending},
+		":company": &ddbtypes.AttributeValueMemberS{Value: "company"}, ":pending": &ddbtypes.AttributeValueMemberS{Value: string(EnrichmentPending)},
 	}
 	var start map[string]ddbtypes.AttributeValue
 	for {

@@ -8,15 +8,34 @@ import (
 	"strings"
 	"time"
 
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/practice-api/practice-api/shared/store"
+	"github.com/practice-api/practice-api/shared/workflow"
 )
+
+// KYCInOrder reports whether the engagement's KYC allows an active matter
+// at now: approved, and not expired (an approval without an expiry holds).
+func (c *Client) KYCInOrder(now time.Time) bool {
+	return c.KYCStatus == KYCApproved && (c.KYCExpiresAt == "" || c.KYCExpiresAt > store.FormatTime(now))
+}
+
+// KYCInOrderCondition is KYCInOrder as a condition on the client's item,
+// for a transaction that must not commit past a concurrent KYC change.
+func KYCInOrderCondition(now time.Time) (string, map[string]ddbtypes.AttributeValue) {
+	return "kyc_status = :approved AND (attribute_not_exists(kyc_expires_at) OR kyc_expires_at > :now)",
+		map[string]ddbtypes.AttributeValue{
+			":approved": &ddbtypes.AttributeValueMemberS{Value: string(KYCApproved)},
+			":now":      &ddbtypes.AttributeValueMemberS{Value: store.FormatTime(now)},
+		}
+}
 
 // SetKYC records the outcome of a client's KYC case, as the application's
 // KYC workflow does. expires (optional) ends an approval; a status without
 // expires clears any earlier expiry.
-func (s *Store) SetKYC(ctx context.Context, org, clientID, status string, expires time.Time, now time.Time) (Client, error) {
+func (s *Store) SetKYC(ctx context.Context, org, clientID string, status KYCStatus, expires time.Time, now time.Time) (Client, error) {
 	if !slices.Contains(KYCStatuses, status) {
-		return Client{}, fmt.Errorf("unknown KYC status %q (known: %s)", status, strings.Join(KYCStatuses, ", "))
+		return Client{}, fmt.Errorf("unknown KYC status %q (known: %s)", status, strings.Join(workflow.Strings(KYCStatuses), ", "))
 	}
 	var c Client
 	err := store.Optimistic("client "+clientID, func() error {

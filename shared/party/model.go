@@ -40,18 +40,21 @@ type Company struct {
 	UpdatedAt  string      `dynamodbav:"updated_at" json:"updated_at"`
 }
 
+// EnrichmentStatus is the state of a company's enrichment.
+type EnrichmentStatus string
+
 // Enrichment states of a company.
 const (
-	EnrichmentPending = "pending" // queued or being retried
-	EnrichmentDone    = "done"
-	EnrichmentFailed  = "failed"  // gave up after the last retry
-	EnrichmentSkipped = "skipped" // no company register is configured
+	EnrichmentPending EnrichmentStatus = "pending" // queued or being retried
+	EnrichmentDone    EnrichmentStatus = "done"
+	EnrichmentFailed  EnrichmentStatus = "failed"  // gave up after the last retry
+	EnrichmentSkipped EnrichmentStatus = "skipped" // no company register is configured
 )
 
 // Enrichment is what the background job fetched from the company register.
 type Enrichment struct {
-	Status   string `dynamodbav:"status" json:"status"`
-	Attempts int    `dynamodbav:"attempts,omitempty" json:"attempts,omitempty"`
+	Status   EnrichmentStatus `dynamodbav:"status" json:"status"`
+	Attempts int              `dynamodbav:"attempts,omitempty" json:"attempts,omitempty"`
 	// Register is the register's snapshot of the company, as it answered.
 	Register  json.RawMessage `dynamodbav:"register,omitempty" json:"register,omitempty"`
 	Logo      *Logo           `dynamodbav:"logo,omitempty" json:"logo,omitempty"`
@@ -69,14 +72,14 @@ type Logo struct {
 // Client is an engagement on exactly one party; it has no party data of its own.
 type Client struct {
 	store.Keys   `json:"-"`
-	ID           string `dynamodbav:"id" json:"id"`
-	Type         string `dynamodbav:"type" json:"type"`
-	CompanyID    string `dynamodbav:"company_id,omitempty" json:"company_id,omitempty"`
-	PersonID     string `dynamodbav:"person_id,omitempty" json:"person_id,omitempty"`
-	KYCStatus    string `dynamodbav:"kyc_status" json:"kyc_status"`
-	KYCExpiresAt string `dynamodbav:"kyc_expires_at,omitempty" json:"kyc_expires_at,omitempty"`
-	CreatedAt    string `dynamodbav:"created_at" json:"created_at"`
-	UpdatedAt    string `dynamodbav:"updated_at" json:"updated_at"`
+	ID           string    `dynamodbav:"id" json:"id"`
+	Type         string    `dynamodbav:"type" json:"type"`
+	CompanyID    string    `dynamodbav:"company_id,omitempty" json:"company_id,omitempty"`
+	PersonID     string    `dynamodbav:"person_id,omitempty" json:"person_id,omitempty"`
+	KYCStatus    KYCStatus `dynamodbav:"kyc_status" json:"kyc_status"`
+	KYCExpiresAt string    `dynamodbav:"kyc_expires_at,omitempty" json:"kyc_expires_at,omitempty"`
+	CreatedAt    string    `dynamodbav:"created_at" json:"created_at"`
+	UpdatedAt    string    `dynamodbav:"updated_at" json:"updated_at"`
 }
 
 // PartyID is the id of the engaged party, whichever kind it is.
@@ -87,17 +90,20 @@ func (c *Client) PartyID() string {
 	return c.PersonID
 }
 
+// KYCStatus is the state of an engagement's KYC case.
+type KYCStatus string
+
 // KYC statuses of an engagement. Imports open at pending; the application
 // (scripts/admin kyc set) moves them.
 const (
-	KYCPending    = "pending"
-	KYCInProgress = "in_progress"
-	KYCApproved   = "approved"
-	KYCRejected   = "rejected"
+	KYCPending    KYCStatus = "pending"
+	KYCInProgress KYCStatus = "in_progress"
+	KYCApproved   KYCStatus = "approved"
+	KYCRejected   KYCStatus = "rejected"
 )
 
 // KYCStatuses lists every KYC status.
-var KYCStatuses = []string{KYCPending, KYCInProgress, KYCApproved, KYCRejected}
+var KYCStatuses = []KYCStatus{KYCPending, KYCInProgress, KYCApproved, KYCRejected}
 
 // ClientKey returns the primary key of an engagement, for other packages.
 func ClientKey(org, id string) (pk, sk string) { return store.OrgPK(org), clientSK(id) }

@@ -123,7 +123,7 @@ func (s *Store) TimeSummary(ctx context.Context, org, from, to string) (TimeSumm
 		err := store.Each(ctx, s.db, q,
 			func(e timeentry.TimeEntry) {
 				r.Totals.add(e)
-				bump(byStatus, e.Status, e)
+				bump(byStatus, string(e.Status), e)
 				bump(byUser, e.UserID, e)
 				bump(byMatter, e.MatterID, e)
 			})
@@ -135,15 +135,12 @@ func (s *Store) TimeSummary(ctx context.Context, org, from, to string) (TimeSumm
 	return r, nil
 }
 
-// unbilled are the statuses of work in progress.
-var unbilled = []string{"draft", "submitted", "approved"}
-
 // WIP: one Query of GSI1 "O#org#TE#S#<s>" per unbilled status; its work
 // follows the unbilled entries, not the organisation's history.
 func (s *Store) WIP(ctx context.Context, org string) (WIP, error) {
 	r := WIP{Type: "wip", Currency: "DKK"}
 	byMatter := map[string]*WIPMatter{}
-	for _, st := range unbilled {
+	for _, st := range timeentry.WorkInProgress {
 		err := store.Each(ctx, s.db, store.ListQuery{Index: "GSI1", PK: timeentry.StatusPK(org, st), Project: true},
 			func(e timeentry.TimeEntry) {
 				m := byMatter[e.MatterID]
@@ -152,7 +149,7 @@ func (s *Store) WIP(ctx context.Context, org string) (WIP, error) {
 					byMatter[e.MatterID] = m
 				}
 				m.add(e)
-				m.ByStatus[e.Status] += e.Amount
+				m.ByStatus[string(e.Status)] += e.Amount
 				m.OldestDate = min(m.OldestDate, e.Date)
 				r.Totals.add(e)
 			})

@@ -47,10 +47,11 @@ var (
 	firmWords  = []string{"Nordlys", "Havbris", "Kystlinje", "Egetræ", "Fjordby", "Skovsø", "Granit", "Lærkely", "Bølge", "Solsikke"}
 	firmForms  = []string{"ApS", "A/S", "I/S", "IVS"}
 	subjects   = []string{"Lejekontrakt", "Ansættelsessag", "Generationsskifte", "Erhvervsoverdragelse", "Inkasso", "Skilsmisse", "Dødsbo", "Voldgift", "Persondata", "Franchiseaftale"}
-	statuses   = []string{"active", "active", "active", "dormant", "dormant", "closed", "archived"}
+	statuses   = []matter.Status{matter.Active, matter.Active, matter.Active, matter.Dormant, matter.Dormant, matter.Closed, matter.Archived}
 	// entryStatuses weights the statuses of seeded time as a practice sees them.
-	entryStatuses = []string{"draft", "submitted", "approved", "approved", "invoiced", "invoiced", "invoiced", "written_off"}
-	invoiceStates = []string{"sent", "paid", "paid", "overdue", "partially_paid", "draft", "approved"}
+	entryStatuses = []timeentry.Status{timeentry.Draft, timeentry.Submitted, timeentry.Approved, timeentry.Approved,
+		timeentry.Invoiced, timeentry.Invoiced, timeentry.Invoiced, timeentry.WrittenOff}
+	invoiceStates = []billing.Status{billing.Sent, billing.Paid, billing.Paid, billing.Overdue, billing.PartiallyPaid, billing.Draft, billing.Approved}
 	folders       = []string{"Korrespondance", "Kontrakter", "Processkrifter", "Notater"}
 	tasks         = []string{"Møde med klient", "Udarbejdelse af processkrift", "Telefonmøde", "Gennemgang af kontrakt", "Korrespondance", "Retsmøde", "Research"}
 )
@@ -93,7 +94,7 @@ func Run(ctx context.Context, db *store.DB, org string, opt Options) (Counts, er
 	runID := uuid.NewString()[:8] // keeps e-mails and CVRs of repeated runs apart
 	for i := range nClients {
 		created := stamp()
-		cl := party.Client{KYCStatus: "pending", CreatedAt: created, UpdatedAt: created}
+		cl := party.Client{KYCStatus: party.KYCPending, CreatedAt: created, UpdatedAt: created}
 		if i%2 == 0 {
 			co := party.Company{
 				Name: firmWords[r.IntN(len(firmWords))] + " " + firmWords[r.IntN(len(firmWords))] + " " + firmForms[r.IntN(len(firmForms))],
@@ -156,7 +157,7 @@ func Run(ctx context.Context, db *store.DB, org string, opt Options) (Counts, er
 			if m.ID, err = matter.ID(ctx, db, org, m.MatterNumber); err != nil {
 				return c, err
 			}
-			if m.Status == "closed" || m.Status == "archived" {
+			if !m.Status.Open() {
 				m.ClosedAt = updated
 			}
 			m.SetKeys(org)
@@ -171,7 +172,7 @@ func Run(ctx context.Context, db *store.DB, org string, opt Options) (Counts, er
 					UserID: users[r.IntN(len(users))], Date: day, DurationMinutes: int64(6 * (1 + r.IntN(40))),
 					HourlyRate: rate, Currency: "DKK", Status: entryStatuses[r.IntN(len(entryStatuses))],
 					Description: tasks[r.IntN(len(tasks))], CreatedAt: updated, UpdatedAt: updated}
-				if t.Status == "invoiced" {
+				if t.Status == timeentry.Invoiced {
 					billed = append(billed, t) // added once its invoice is known
 					continue
 				}

@@ -14,8 +14,24 @@ import (
 	"github.com/practice-api/practice-api/shared/store"
 )
 
-// Statuses of a time entry.
-var Statuses = []string{"draft", "submitted", "approved", "invoiced", "written_off"}
+// Status is a time entry's state in its workflow (Transitions).
+type Status string
+
+// States of a time entry.
+const (
+	Draft      Status = "draft"
+	Submitted  Status = "submitted"
+	Approved   Status = "approved"
+	Invoiced   Status = "invoiced"
+	WrittenOff Status = "written_off"
+)
+
+// Statuses lists a time entry's states in the spec's order.
+var Statuses = []Status{Draft, Submitted, Approved, Invoiced, WrittenOff}
+
+// WorkInProgress are the states of unbilled work (the WIP report): logged
+// and not yet invoiced or written off.
+var WorkInProgress = []Status{Draft, Submitted, Approved}
 
 // TimeEntry is logged time on a matter. Amount is derived on every save.
 type TimeEntry struct {
@@ -29,7 +45,7 @@ type TimeEntry struct {
 	HourlyRate      int64  `dynamodbav:"hourly_rate" json:"hourly_rate"`
 	Amount          int64  `dynamodbav:"amount" json:"amount"`
 	Currency        string `dynamodbav:"currency" json:"currency"`
-	Status          string `dynamodbav:"status" json:"status"`
+	Status          Status `dynamodbav:"status" json:"status"`
 	Description     string `dynamodbav:"description,omitempty" json:"description,omitempty"`
 	InvoiceID       string `dynamodbav:"invoice_id,omitempty" json:"invoice_id,omitempty"`
 	CreatedAt       string `dynamodbav:"created_at" json:"created_at"`
@@ -59,11 +75,13 @@ func entrySK(matterID, id string) string { return "TE#M#" + matterID + "#" + id 
 func Key(org, matterID, id string) (pk, sk string) { return store.OrgPK(org), entrySK(matterID, id) }
 
 // StatusPK is the GSI1 partition of an organisation's entries in status.
-func StatusPK(org, status string) string { return store.Collection(org, "TE", "S", status) }
+func StatusPK(org string, status Status) string {
+	return store.Collection(org, "TE", "S", string(status))
+}
 
 // StatusPKs are the GSI1 partitions of every status: all of an
 // organisation's entries.
-func StatusPKs(org string, statuses ...string) []string {
+func StatusPKs(org string, statuses ...Status) []string {
 	if len(statuses) == 0 {
 		statuses = Statuses
 	}
@@ -132,7 +150,7 @@ func (s *Store) Create(ctx context.Context, req *httpapi.CreateRequest) (string,
 	b.Forbid("it is taken from the matter", "client_id", "currency")
 	t := TimeEntry{MatterID: b.UUID("matter_id", true), Date: b.Date("date", true),
 		UserID: b.UUID("user_id", false), Description: b.String("description", false, 2000),
-		Status: "draft", Currency: "DKK", CreatedAt: store.FormatTime(req.Now)}
+		Status: Draft, Currency: "DKK", CreatedAt: store.FormatTime(req.Now)}
 	t.DurationMinutes, _ = b.Int("duration_minutes", true, 1, 24*60, " (whole minutes; 1440 is a day)")
 	rate := b.HourlyRate("hourly_rate", false)
 	if t.Date != "" && (t.Date < "1900-01-01" || t.Date > "2100-12-31") {
@@ -149,7 +167,7 @@ func (s *Store) Create(ctx context.Context, req *httpapi.CreateRequest) (string,
 	if err != nil {
 		return "", nil, err
 	}
-	if m.Status != "active" && m.Status != "dormant" {
+	if !m.Status.Open() {
 		return "", nil, httpapi.Invalid("matter_id", "matter %s is %s; time can be logged on active and dormant matters only", m.ID, m.Status)
 	}
 	switch {
@@ -189,7 +207,7 @@ type Filter struct {
 	UserID   string `json:"user_id,omitempty"`
 	DateFrom string `json:"date_from,omitempty"`
 	DateTo   string `json:"date_to,omitempty"`
-	Status   string `json:"status,omitempty"`
+	Status   Status `json:"status,omitempty"`
 }
 
 // List picks the key of the most selective filter, in the order matter
@@ -228,9 +246,9 @@ func (s *Store) List(ctx context.Context, org string, req httpapi.ListRequest[Fi
 }
 
 // equals is the filter expression of the filters that no key answers.
-func equals(client, user, status string) map[string]string {
+func equals(client, user string, status Status) map[string]string {
 	eq := map[string]string{}
-	for attr, v := range map[string]string{"client_id": client, "user_id": user, "status": status} {
+	for attr, v := range map[string]string{"client_id": client, "user_id": user, "status": string(status)} {
 		if v != "" {
 			eq[attr] = v
 		}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/practice-api/practice-api/shared/store"
 	"github.com/practice-api/practice-api/shared/workflow"
 )
@@ -13,12 +15,54 @@ import (
 // Transitions of a time entry's status. invoiced is entered and left only
 // through an invoice (created on approved entries; cancelled invoices give
 // their entries back as approved), never by a status change of its own.
-var Transitions = workflow.Transitions{
-	"draft":       {"submitted", "written_off"},
-	"submitted":   {"draft", "approved", "written_off"},
-	"approved":    {"submitted", "written_off", "invoiced"},
-	"invoiced":    {"approved"},
-	"written_off": {},
+var Transitions = workflow.Transitions[Status]{
+	Draft:      {Submitted, WrittenOff},
+	Submitted:  {Draft, Approved, WrittenOff},
+	Approved:   {Submitted, WrittenOff, Invoiced},
+	Invoiced:   {Approved},
+	WrittenOff: {},
+}
+
+// CheckManual refuses a status change of the entry's own (the approval
+// flow) that the workflow does not allow: invoiced is entered and left
+// only through an invoice (Bill, Release).
+func CheckManual(from, to Status) error {
+	if to == Invoiced || from == Invoiced {
+		return fmt.Errorf("%w: a time entry becomes invoiced, and stops being invoiced, only through an invoice (create one with its time_entry_id, or cancel that invoice)", workflow.ErrRefused)
+	}
+	return Transitions.Check("time entry", from, to)
+}
+
+// Bill marks an approved entry as invoiced by invoiceID, as of now. Only
+// approved time is invoiced; the caller writes the entry on condition
+// BilledCondition, so that a concurrent change refuses the invoice.
+func (t *TimeEntry) Bill(invoiceID string, now time.Time) error {
+	if t.Status != Approved {
+		return fmt.Errorf("%w: time entry %s is %s; only approved time is invoiced", workflow.ErrRefused, t.ID, t.Status)
+	}
+	t.Status, t.InvoiceID, t.UpdatedAt = Invoiced, invoiceID, store.NextUpdate(t.UpdatedAt, now)
+	return nil
+}
+
+// BilledCondition is the condition on an entry's item under which Bill's
+// change is written: unchanged since it was read at prev, and approved.
+func BilledCondition(prev string) (string, map[string]string, map[string]ddbtypes.AttributeValue) {
+	return "updated_at = :prev AND #st = :approved", map[string]string{"#st": "status"},
+		map[string]ddbtypes.AttributeValue{
+			":prev":     &ddbtypes.AttributeValueMemberS{Value: prev},
+			":approved": &ddbtypes.AttributeValueMemberS{Value: string(Approved)},
+		}
+}
+
+// Release gives an entry invoiced by invoiceID back as approved (its
+// invoice was cancelled), as of now. It reports false, changing nothing,
+// for an entry that invoice does not hold.
+func (t *TimeEntry) Release(invoiceID string, now time.Time) bool {
+	if t.InvoiceID != invoiceID || t.Status != Invoiced {
+		return false
+	}
+	t.Status, t.InvoiceID, t.UpdatedAt = Approved, "", store.NextUpdate(t.UpdatedAt, now)
+	return true
 }
 
 // ErrNotFound is returned for an entry absent from the organisation.
@@ -26,7 +70,7 @@ var ErrNotFound = errors.New("time entry: not found")
 
 // SetStatus moves an entry through the workflow (the application's approval
 // flow), recomputing its amount as every save does.
-func (s *Store) SetStatus(ctx context.Context, org, id, to string, now time.Time) (TimeEntry, error) {
+func (s *Store) SetStatus(ctx context.Context, org, id string, to Status, now time.Time) (TimeEntry, error) {
 	var t TimeEntry
 	matterID := ""
 	err := store.Optimistic("time entry "+id, func() error {
@@ -43,10 +87,7 @@ func (s *Store) SetStatus(ctx context.Context, org, id, to string, now time.Time
 		if err != nil {
 			return err
 		}
-		if to == "invoiced" || t.Status == "invoiced" {
-			return fmt.Errorf("%w: a time entry becomes invoiced, and stops being invoiced, only through an invoice (create one with its time_entry_id, or cancel that invoice)", workflow.ErrRefused)
-		}
-		if err := Transitions.Check("time entry", t.Status, to); err != nil {
+		if err := CheckManual(t.Status, to); err != nil {
 			return err
 		}
 		prev := t.UpdatedAt

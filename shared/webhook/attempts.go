@@ -268,10 +268,10 @@ func (s *Store) Delivered(ctx context.Context, org, endpoint, event string) (boo
 // reports whether this call did.
 func (s *Store) disableIfDue(ctx context.Context, org, id string, now time.Time) (bool, error) {
 	e, err := store.ReadInto[struct {
-		URL                 string   `dynamodbav:"url"`
-		EventTypes          []string `dynamodbav:"event_types"`
-		ConsecutiveFailures int      `dynamodbav:"consecutive_failures"`
-		IsActive            bool     `dynamodbav:"is_active"`
+		URL                 string        `dynamodbav:"url"`
+		EventTypes          []outbox.Type `dynamodbav:"event_types"`
+		ConsecutiveFailures int           `dynamodbav:"consecutive_failures"`
+		IsActive            bool          `dynamodbav:"is_active"`
 	}](ctx, s.db, store.OrgPK(org), endpointSK(id))
 	if errors.Is(err, store.ErrNotFound) {
 		return false, nil
@@ -315,9 +315,9 @@ func (s *Store) disableIfDue(ctx context.Context, org, id string, now time.Time)
 // DisabledEndpoint is the data of webhook_endpoint.disabled: the endpoint
 // as it was turned off (never its secret).
 type DisabledEndpoint struct {
-	ID                  string   `json:"id"`
-	URL                 string   `json:"url"`
-	EventTypes          []string `json:"event_types"`
-	ConsecutiveFailures int      `json:"consecutive_failures"`
-	DisabledAt          string   `json:"disabled_at"`
+	ID                  string        `json:"id"`
+	URL                 string        `json:"url"`
+	EventTypes          []outbox.Type `json:"event_types"`
+	ConsecutiveFailures int           `json:"consecutive_failures"`
+	DisabledAt          string        `json:"disabled_at"`
 }

@@ -82,16 +82,16 @@ func (f *Fanout) Send(ctx context.Context, body []byte, _ time.Duration) error {
 // Attempt is the record of one delivery attempt, kept 30 days.
 type Attempt struct {
 	store.Keys  `json:"-"`
-	ID          string `dynamodbav:"id" json:"id"`
-	EndpointID  string `dynamodbav:"endpoint_id" json:"endpoint_id"`
-	EventID     string `dynamodbav:"event_id" json:"event_id"`
-	EventType   string `dynamodbav:"event_type" json:"event_type"`
-	Attempt     int    `dynamodbav:"attempt" json:"attempt"`
-	Succeeded   bool   `dynamodbav:"succeeded" json:"succeeded"`
-	StatusCode  int    `dynamodbav:"status_code,omitempty" json:"status_code,omitempty"`
-	Error       string `dynamodbav:"error,omitempty" json:"error,omitempty"`
-	DurationMS  int64  `dynamodbav:"duration_ms" json:"duration_ms"`
-	AttemptedAt string `dynamodbav:"attempted_at" json:"attempted_at"`
+	ID          string      `dynamodbav:"id" json:"id"`
+	EndpointID  string      `dynamodbav:"endpoint_id" json:"endpoint_id"`
+	EventID     string      `dynamodbav:"event_id" json:"event_id"`
+	EventType   outbox.Type `dynamodbav:"event_type" json:"event_type"`
+	Attempt     int         `dynamodbav:"attempt" json:"attempt"`
+	Succeeded   bool        `dynamodbav:"succeeded" json:"succeeded"`
+	StatusCode  int         `dynamodbav:"status_code,omitempty" json:"status_code,omitempty"`
+	Error       string      `dynamodbav:"error,omitempty" json:"error,omitempty"`
+	DurationMS  int64       `dynamodbav:"duration_ms" json:"duration_ms"`
+	AttemptedAt string      `dynamodbav:"attempted_at" json:"attempted_at"`
 	// Manual marks an attempt a manual retry made (POST …/retry).
 	Manual bool `dynamodbav:"manual,omitempty" json:"manual,omitempty"`
 	// ReplayID marks an attempt of a replay (POST …/replay, or PATCH with
@@ -296,7 +296,7 @@ func (d *Deliverer) post(ctx context.Context, e *Endpoint, body []byte, job Job)
 	secrets := e.SigningSecrets(now)
 	req.Header.Set(signature.Header, signature.SignAll(secrets, now, body))
 	req.Header.Set("Service-Event-Id", job.Event.ID)
-	req.Header.Set("Service-Event-Type", job.Event.Type)
+	req.Header.Set("Service-Event-Type", string(job.Event.Type))
 	req.Header.Set("Service-Delivery-Attempt", strconv.Itoa(job.Attempt))
 	if job.Event.Sequence != 0 {
 		req.Header.Set("Service-Event-Sequence", strconv.FormatInt(job.Event.Sequence, 10))

@@ -38,16 +38,16 @@ type EventsPage struct {
 }
 
 // feedTypesParam reads event_types: a comma-separated list of known types.
-func feedTypesParam(q url.Values) ([]string, error) {
+func feedTypesParam(q url.Values) ([]outbox.Type, error) {
 	v, err := httpapi.QueryValue(q, "event_types")
 	if err != nil || v == "" {
 		return nil, err
 	}
-	var types []string
-	for _, t := range strings.Split(v, ",") {
-		t = strings.TrimSpace(t)
-		if !slices.Contains(outbox.Types, t) {
-			return nil, httpapi.Invalid("event_types", "unknown event type %q; event_types is a comma-separated list of %s", t, strings.Join(outbox.Types, ", "))
+	var types []outbox.Type
+	for _, n := range strings.Split(v, ",") {
+		t, err := outbox.ParseType(strings.TrimSpace(n))
+		if err != nil {
+			return nil, httpapi.Invalid("event_types", "%s (event_types is a comma-separated list)", err.Error())
 		}
 		if !slices.Contains(types, t) {
 			types = append(types, t)
@@ -74,7 +74,7 @@ func (s *Store) serveEvents(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	perPage, err := httpapi.PerPageParam(q)
 	var after int64
-	var types []string
+	var types []outbox.Type
 	if err == nil {
 		after, err = afterParam(q)
 	}
@@ -101,7 +101,7 @@ func (s *Store) serveEvents(w http.ResponseWriter, r *http.Request) {
 			next.Set("per_page", strconv.Itoa(perPage))
 		}
 		if len(types) > 0 {
-			next.Set("event_types", strings.Join(types, ","))
+			next.Set("event_types", strings.Join(outbox.Names(types), ","))
 		}
 		link := httpapi.AbsoluteURL(r, r.URL.Path) + "?" + next.Encode()
 		resp.Links.Next = &link
@@ -114,7 +114,7 @@ func (s *Store) serveEvents(w http.ResponseWriter, r *http.Request) {
 // Types (the endpoint's subscriptions when empty).
 type ReplayRequest struct {
 	Since, Until time.Time
-	Types        []string
+	Types        []outbox.Type
 }
 
 // parseReplay reads a replay body.
@@ -127,13 +127,7 @@ func (s *Store) parseReplay(raw []byte, now time.Time) (ReplayRequest, error) {
 	req.Since, _ = b.Time("since", true)
 	req.Until, _ = b.Time("until", false)
 	if ts, ok := b.Strings("event_types", false); ok {
-		for _, t := range ts {
-			if !slices.Contains(outbox.Types, t) {
-				b.Fail("event_types", "unknown event type %q; known: %v", t, outbox.Types)
-			} else if !slices.Contains(req.Types, t) {
-				req.Types = append(req.Types, t)
-			}
-		}
+		req.Types = eventTypes(b, ts)
 	}
 	s.checkWindow(b, "since", req.Since, now)
 	if !req.Until.IsZero() && !req.Since.IsZero() && !req.Until.After(req.Since) {

@@ -48,11 +48,11 @@ const replaySK = "REPLAY"
 
 // Replay is a replay as the API answers it.
 type Replay struct {
-	ID         string   `json:"id"`
-	EndpointID string   `json:"endpoint_id"`
-	Since      string   `json:"since"`
-	Until      string   `json:"until"`
-	EventTypes []string `json:"event_types"`
+	ID         string        `json:"id"`
+	EndpointID string        `json:"endpoint_id"`
+	Since      string        `json:"since"`
+	Until      string        `json:"until"`
+	EventTypes []outbox.Type `json:"event_types"`
 	// Queued counts the events queued (each a new delivery).
 	Queued int `json:"queued"`
 	// Truncated: the window held more than ReplayMax events; NextSince is
@@ -186,18 +186,18 @@ func (d *Deliverer) Replay(ctx context.Context, org, endpointID string, req Repl
 }
 
 // unsubscribed refuses types the endpoint does not take.
-func unsubscribed(e *Endpoint, types []string) error {
+func unsubscribed(e *Endpoint, types []outbox.Type) error {
 	var not []string
 	for _, t := range types {
 		if !slices.Contains(e.EventTypes, t) {
-			not = append(not, t)
+			not = append(not, string(t))
 		}
 	}
 	if len(not) == 0 {
 		return nil
 	}
 	return httpapi.Invalid("event_types", "the endpoint is not subscribed to %s, so its deliveries would be dropped; "+
-		"replay the types it takes (%s), or PATCH its event_types first", strings.Join(not, ", "), strings.Join(e.EventTypes, ", "))
+		"replay the types it takes (%s), or PATCH its event_types first", strings.Join(not, ", "), strings.Join(outbox.Names(e.EventTypes), ", "))
 }
 
 // queueReplay reads the window from the feed and queues its events to e,

@@ -41,12 +41,12 @@ const MaxEndpoints = 50
 // returned once, beside data, at creation.
 type Endpoint struct {
 	store.Keys          `json:"-"`
-	ID                  string   `dynamodbav:"id" json:"id"`
-	URL                 string   `dynamodbav:"url" json:"url"`
-	EventTypes          []string `dynamodbav:"event_types" json:"event_types"`
-	IsActive            bool     `dynamodbav:"is_active" json:"is_active"`
-	ConsecutiveFailures int      `dynamodbav:"consecutive_failures" json:"consecutive_failures"`
-	Secret              string   `dynamodbav:"secret" json:"-"`
+	ID                  string        `dynamodbav:"id" json:"id"`
+	URL                 string        `dynamodbav:"url" json:"url"`
+	EventTypes          []outbox.Type `dynamodbav:"event_types" json:"event_types"`
+	IsActive            bool          `dynamodbav:"is_active" json:"is_active"`
+	ConsecutiveFailures int           `dynamodbav:"consecutive_failures" json:"consecutive_failures"`
+	Secret              string        `dynamodbav:"secret" json:"-"`
 	// PreviousSecret still signs deliveries, beside Secret, until
 	// PreviousSecretExpiresAt: a rotation's grace period.
 	PreviousSecret          string `dynamodbav:"previous_secret,omitempty" json:"-"`
@@ -169,7 +169,7 @@ func (s *Store) list(ctx context.Context, org string, req httpapi.ListRequest[no
 		Project: true, Omit: []string{"secret", "previous_secret"}}) // never returned, so never read here
 }
 
-func (s *Store) validate(ctx context.Context, b *httpapi.Body, required bool) (urlStr string, types []string) {
+func (s *Store) validate(ctx context.Context, b *httpapi.Body, required bool) (urlStr string, types []outbox.Type) {
 	urlStr = b.String("url", required || b.Has("url"), 2048) // a PATCH of "" is refused, not ignored
 	if urlStr != "" {
 		if err := CheckURL(ctx, urlStr, s.AllowPrivate, nil); err != nil {
@@ -177,15 +177,24 @@ func (s *Store) validate(ctx context.Context, b *httpapi.Body, required bool) (u
 		}
 	}
 	if ts, ok := b.Strings("event_types", required); ok {
-		for _, t := range ts {
-			if !slices.Contains(outbox.Types, t) {
-				b.Fail("event_types", "unknown event type %q; known: %v", t, outbox.Types)
-			} else if !slices.Contains(types, t) {
-				types = append(types, t)
-			}
-		}
+		types = eventTypes(b, ts)
 	}
 	return urlStr, types
+}
+
+// eventTypes reads the event types of a body's event_types, each once,
+// failing the field on an unknown one.
+func eventTypes(b *httpapi.Body, names []string) []outbox.Type {
+	var types []outbox.Type
+	for _, n := range names {
+		t, err := outbox.ParseType(n)
+		if err != nil {
+			b.Fail("event_types", "%s", err.Error())
+		} else if !slices.Contains(types, t) {
+			types = append(types, t)
+		}
+	}
+	return types
 }
 
 // Create registers an endpoint with a fresh secret.
@@ -258,7 +267,7 @@ func (s *Store) count(org string, delta int) ddbtypes.TransactWriteItem {
 // then are queued to the endpoint once it is on).
 type Patch struct {
 	URL         string
-	Types       []string
+	Types       []outbox.Type
 	Active      *bool
 	ReplaySince time.Time
 }
@@ -304,7 +313,7 @@ func (s *Store) Update(ctx context.Context, org, id string, p Patch, now time.Ti
 	if types != nil {
 		list := make([]ddbtypes.AttributeValue, len(types))
 		for i, t := range types {
-			list[i] = &ddbtypes.AttributeValueMemberS{Value: t}
+			list[i] = &ddbtypes.AttributeValueMemberS{Value: string(t)}
 		}
 		set, values[":types"] = append(set, "event_types = :types"), &ddbtypes.AttributeValueMemberL{Value: list}
 	}

@@ -311,11 +311,11 @@ func kycSet(ctx context.Context, e *env, a *args) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return party.NewStore(e.db).SetKYC(ctx, a.org, a.client, a.status, exp, e.now)
+	return party.NewStore(e.db).SetKYC(ctx, a.org, a.client, party.KYCStatus(a.status), exp, e.now)
 }
 
 func matterClose(ctx context.Context, e *env, a *args) (any, error) {
-	a.status = "closed"
+	a.status = string(matter.Closed)
 	return matterSetStatus(ctx, e, a)
 }
 
@@ -326,14 +326,14 @@ func matterSetStatus(ctx context.Context, e *env, a *args) (any, error) {
 	if a.status == "" {
 		return nil, fmt.Errorf("%s: --status is required", a.cmd)
 	}
-	return matter.NewStore(e.db).SetStatus(ctx, a.org, a.matter, a.status, e.now)
+	return matter.NewStore(e.db).SetStatus(ctx, a.org, a.matter, matter.Status(a.status), e.now)
 }
 
 func timeEntrySetStatus(ctx context.Context, e *env, a *args) (any, error) {
 	if err := a.need("org", "entry", "status"); err != nil {
 		return nil, err
 	}
-	return timeentry.NewStore(e.db).SetStatus(ctx, a.org, a.entry, a.status, e.now)
+	return timeentry.NewStore(e.db).SetStatus(ctx, a.org, a.entry, timeentry.Status(a.status), e.now)
 }
 
 func invoiceCreate(ctx context.Context, e *env, a *args) (any, error) {
@@ -346,7 +346,7 @@ func invoiceCreate(ctx context.Context, e *env, a *args) (any, error) {
 	if err := dec.Decode(&ls); err != nil {
 		return nil, fmt.Errorf("--lines must be a JSON array of {\"description\", \"amount\" (integer minor units), \"time_entry_id\"?}: %v", err)
 	}
-	status := cmpOr(a.status, "draft")
+	status := billing.Status(cmpOr(a.status, string(billing.Draft)))
 	return billing.NewStore(e.db).Create(ctx, a.org, billing.NewInvoice{MatterID: a.matter, IssueDate: a.issue, Lines: ls, Status: status}, e.now)
 }
 
@@ -354,7 +354,7 @@ func invoiceSetStatus(ctx context.Context, e *env, a *args) (any, error) {
 	if err := a.need("org", "invoice", "status"); err != nil {
 		return nil, err
 	}
-	return billing.NewStore(e.db).SetStatus(ctx, a.org, a.invoice, a.status, e.now)
+	return billing.NewStore(e.db).SetStatus(ctx, a.org, a.invoice, billing.Status(a.status), e.now)
 }
 
 func documentCreate(ctx context.Context, e *env, a *args) (any, error) {

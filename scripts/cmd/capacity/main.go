@@ -41,6 +41,7 @@ import (
 	"github.com/practice-api/practice-api/scripts/internal/ddbproxy"
 	"github.com/practice-api/practice-api/shared/auth"
 	"github.com/practice-api/practice-api/shared/httpapi/routes"
+	"github.com/practice-api/practice-api/shared/matter"
 	"github.com/practice-api/practice-api/shared/seed"
 	"github.com/practice-api/practice-api/shared/store"
 	"github.com/practice-api/practice-api/shared/store/ddblocal"
@@ -220,7 +221,7 @@ func (t *tenant) load(ctx context.Context, base string) error {
 			return err
 		}
 		for _, d := range page.Data {
-			if l.path != "/matters" || d.Status == "active" || d.Status == "dormant" {
+			if l.path != "/matters" || matter.Status(d.Status).Open() {
 				*l.ids = append(*l.ids, d.ID)
 			}
 		}

@@ -316,7 +316,7 @@ func TestPendingEnrichmentsResumeAtStart(t *testing.T) {
 		if data, ok := body["data"].(map[string]any); ok {
 			status, _ = data["enrichment"].(map[string]any)["status"].(string)
 		}
-		if code == 200 && status == party.EnrichmentSkipped {
+		if code == 200 && status == string(party.EnrichmentSkipped) {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -67,7 +67,7 @@ func TestDocumentIsValid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(hookDoc.Paths.Map()); n != len(outbox.Types)+1 || hookDoc.Paths.Value("/"+outbox.WebhookTest) == nil {
+	if n := len(hookDoc.Paths.Map()); n != len(outbox.Types)+1 || hookDoc.Paths.Value("/"+string(outbox.WebhookTest)) == nil {
 		t.Fatalf("%d webhooks documented; want the %d event types and %s", n, len(outbox.Types), outbox.WebhookTest)
 	}
 	nullableAs30(hookDoc)

@@ -17,6 +17,7 @@ import (
 	"github.com/practice-api/practice-api/shared/report"
 	"github.com/practice-api/practice-api/shared/timeentry"
 	"github.com/practice-api/practice-api/shared/webhook"
+	"github.com/practice-api/practice-api/shared/workflow"
 )
 
 // op is the documentation of one operation beyond what the route table says.
@@ -184,8 +185,8 @@ func uuidFilter(name, desc string) M {
 	return filter(name, desc+" Another organisation's id gives an empty page.", M{"type": "string", "format": "uuid"})
 }
 
-func enumFilter(name string, values ...string) M {
-	return filter(name, "", M{"type": "string", "enum": values})
+func enumFilter[S ~string](name string, values ...S) M {
+	return filter(name, "", M{"type": "string", "enum": workflow.Strings(values)})
 }
 
 func dateFilter(name, desc string) M {
@@ -340,7 +341,7 @@ func operations() map[string]func(routes.Route) []op {
 func eventNames() string {
 	var names []string
 	for _, e := range events {
-		names = append(names, "`"+e.name+"`")
+		names = append(names, "`"+string(e.name)+"`")
 	}
 	return strings.Join(names, ", ")
 }
@@ -498,17 +499,18 @@ func webhooks() M {
 			replay["required"] = false
 			params = append(params, seq, replay)
 		}
-		out[ev.name] = M{"post": M{
+		name := string(ev.name)
+		out[name] = M{"post": M{
 			"summary":     ev.summary,
-			"description": "Delivered to every active endpoint subscribed to `" + ev.name + "`. At least once and unordered, as the spec says: deduplicate on the event id, and order by `sequence` where order matters (a gap is an event still to come, or one to fetch from `GET /events`). Up to 5 attempts, pauses 30 s, 2 min, 8 min, 30 min; 5 s to connect, 10 s for the answer.",
-			"operationId": "webhook." + ev.name,
+			"description": "Delivered to every active endpoint subscribed to `" + name + "`. At least once and unordered, as the spec says: deduplicate on the event id, and order by `sequence` where order matters (a gap is an event still to come, or one to fetch from `GET /events`). Up to 5 attempts, pauses 30 s, 2 min, 8 min, 30 min; 5 s to connect, 10 s for the answer.",
+			"operationId": "webhook." + name,
 			// No bearer key: the Service-Signature header authenticates.
 			"security": []M{},
 			"parameters": append([]M{
 				hdr("Service-Signature", "`t=<unix seconds>,v1=<hex HMAC-SHA256 of \"{t}.{raw body}\" keyed with the endpoint's secret>`. Hash the raw bytes; compare in constant time; reject t more than 300 s from your clock. During a secret rotation's grace period a second `,v1=` follows, made with the previous secret: accept the delivery when any `v1` matches the secret you hold.",
 					M{"type": "string", "pattern": "^t=[0-9]+(,v1=[0-9a-f]{64}){1,2}$"}),
 				hdr("Service-Event-Id", "Equal to the body's `id`; the same on every attempt.", M{"type": "string", "format": "uuid"}),
-				hdr("Service-Event-Type", "The event name.", M{"type": "string", "enum": []string{ev.name}}),
+				hdr("Service-Event-Type", "The event name.", M{"type": "string", "enum": []string{name}}),
 				hdr("Service-Delivery-Attempt", "Attempt number, from 1.", M{"type": "integer", "minimum": 1, "maximum": 5}),
 				hdr("User-Agent", "", M{"type": "string", "enum": []string{"Service-Webhook/1.0"}}),
 				hdr("webhook-id", "Standard Webhooks: the event id (equal to `Service-Event-Id`).", M{"type": "string", "format": "uuid"}),

@@ -9,6 +9,7 @@ import (
 	"github.com/practice-api/practice-api/shared/outbox"
 	"github.com/practice-api/practice-api/shared/party"
 	"github.com/practice-api/practice-api/shared/timeentry"
+	"github.com/practice-api/practice-api/shared/workflow"
 )
 
 // M is a JSON object of the document.
@@ -31,8 +32,8 @@ func boolean(desc string) M  { return withDesc(M{"type": "boolean"}, desc) }
 func uuidS(desc string) M    { return withDesc(M{"type": "string", "format": "uuid"}, desc) }
 func date(desc string) M     { return withDesc(M{"type": "string", "format": "date"}, desc) }
 func dateTime(desc string) M { return withDesc(M{"type": "string", "format": "date-time"}, desc) }
-func enum(desc string, v ...string) M {
-	return withDesc(M{"type": "string", "enum": v}, desc)
+func enum[S ~string](desc string, v ...S) M {
+	return withDesc(M{"type": "string", "enum": workflow.Strings(v)}, desc)
 }
 func array(items M, desc string) M { return withDesc(M{"type": "array", "items": items}, desc) }
 
@@ -491,12 +492,15 @@ func eventSchemas(s M) {
 				"The event's place in the organisation's feed (`GET /events`): unique, and increasing in the order the feed lists events. "+
 					"Deliveries may arrive out of this order; compare sequences to order them, and look for a gap in the feed.")
 		}
-		s[ev.schema] = object("The body of a `"+ev.name+"` delivery.", required, props)
+		s[ev.schema] = object("The body of a `"+string(ev.name)+"` delivery.", required, props)
 	}
 }
 
 // events are the webhook event types and their data keys.
-var events = []struct{ name, key, payload, schema, summary string }{
+var events = []struct {
+	name                          outbox.Type
+	key, payload, schema, summary string
+}{
 	{outbox.MatterCreated, "matter", "MatterEvent", "MatterCreatedEvent", "A matter was created."},
 	{outbox.MatterClosed, "matter", "MatterEvent", "MatterClosedEvent", "A matter was closed."},
 	{outbox.InvoiceIssued, "invoice", "InvoiceEvent", "InvoiceIssuedEvent", "An invoice was issued or sent."},
