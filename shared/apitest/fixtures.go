@@ -2,15 +2,19 @@ package apitest
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/uuid"
 
 	"github.com/practice-api/practice-api/shared/billing"
+	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/matter"
 	"github.com/practice-api/practice-api/shared/party"
 	"github.com/practice-api/practice-api/shared/store"
@@ -129,4 +133,22 @@ func Matter(client *party.Client, status matter.Status, updated time.Time) *matt
 	rate := int64(150000)
 	return &matter.Matter{ID: uuid.NewString(), ClientID: client.ID, MatterNumber: fmt.Sprintf("SAG-%d", n),
 		Title: "Sag", Status: status, HourlyRate: &rate, Currency: "DKK", CreatedAt: Stamp(updated), UpdatedAt: Stamp(updated)}
+}
+
+// WantInvalid fails t unless err is the 422 of a domain package's
+// validation naming field, with says in that field's message: the check
+// of the table-driven tests beside the domain packages.
+func WantInvalid(t testing.TB, err error, field, says string) {
+	t.Helper()
+	var he *httpapi.Error
+	if !errors.As(err, &he) || he.Status != http.StatusUnprocessableEntity {
+		t.Errorf("got %v, want a 422 on %s", err, field)
+		return
+	}
+	for _, fe := range he.Errors {
+		if fe.Field == field && strings.Contains(fe.Message, says) {
+			return
+		}
+	}
+	t.Errorf("got %+v, want %s: …%s…", he.Errors, field, says)
 }

@@ -97,7 +97,7 @@ func (s *Store) CreateClient(ctx context.Context, req *httpapi.CreateRequest) (s
 	b.Forbid(assigned, "id", "created_at", "updated_at")
 	b.Forbid("it is derived from the party", "type")
 	b.Forbid("every imported engagement opens at pending; KYC is managed in the application", "kyc_status", "kyc_expires_at")
-	c := Client{KYCStatus: "pending", CreatedAt: store.FormatTime(req.Now),
+	c := Client{KYCStatus: KYCPending, CreatedAt: store.FormatTime(req.Now),
 		CompanyID: b.UUID("company_id", false), PersonID: b.UUID("person_id", false)}
 	field, sk := "company_id", companySK(c.CompanyID)
 	c.Type = TypeCompany

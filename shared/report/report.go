@@ -175,6 +175,22 @@ func (s *Store) WIP(ctx context.Context, org string) (WIP, error) {
 // AgingBuckets are the age buckets, by days past the due date.
 var AgingBuckets = []string{"current", "1-30", "31-60", "61-90", "90+"}
 
+// AgeBucket is the index in AgingBuckets of an invoice daysPastDue days
+// past its due date (0 or less: not yet due).
+func AgeBucket(daysPastDue int) int {
+	switch {
+	case daysPastDue <= 0:
+		return 0
+	case daysPastDue <= 30:
+		return 1
+	case daysPastDue <= 60:
+		return 2
+	case daysPastDue <= 90:
+		return 3
+	}
+	return 4
+}
+
 // ReceivablesAging: one Query of the sparse GSI4 "O#org#INV#OPEN" (sent,
 // partially paid and overdue invoices only). An open invoice counts at its
 // full total: part payments are not recorded per amount.
@@ -189,19 +205,7 @@ func (s *Store) ReceivablesAging(ctx context.Context, org string, asOf time.Time
 		if err != nil {
 			return
 		}
-		days := int(asOf.Sub(due).Hours() / 24)
-		i := 0
-		switch {
-		case days <= 0:
-		case days <= 30:
-			i = 1
-		case days <= 60:
-			i = 2
-		case days <= 90:
-			i = 3
-		default:
-			i = 4
-		}
+		i := AgeBucket(int(asOf.Sub(due).Hours() / 24))
 		totals[i].Invoices++
 		totals[i].Total += v.Total
 		r.Invoices++

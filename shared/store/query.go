@@ -75,6 +75,9 @@ type Page struct {
 // items returned. The continuation is built from the last item returned, not
 // from LastEvaluatedKey, so nothing read past the page is skipped.
 func (db *DB) Query(ctx context.Context, q ListQuery) (Page, error) {
+	if q.Limit < 1 {
+		return Page{}, fmt.Errorf("store: a query of %s needs a Limit (its page size) of at least 1, not %d", q.PK, q.Limit)
+	}
 	pkAttr, skAttr := AttrPK, AttrSK
 	if q.Index != "" {
 		pkAttr, skAttr = GSIKeyAttrs(q.Index)

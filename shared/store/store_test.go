@@ -233,3 +233,14 @@ func TestProjectedReadsReadOnlyWhatTheyDecode(t *testing.T) {
 		t.Fatalf("ReadInto of nothing: %v", err)
 	}
 }
+
+// TestQueryNeedsAPageSize: a Query without a Limit is a caller's mistake,
+// refused before any read (it once indexed an empty page).
+func TestQueryNeedsAPageSize(t *testing.T) {
+	t.Parallel()
+	for _, limit := range []int{0, -1} {
+		if _, err := (&store.DB{}).Query(context.Background(), store.ListQuery{PK: "O#x", Limit: limit}); err == nil || !strings.Contains(err.Error(), "Limit") {
+			t.Errorf("Limit %d: %v", limit, err)
+		}
+	}
+}

@@ -1,0 +1,79 @@
+package document_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/practice-api/practice-api/shared/apitest"
+	"github.com/practice-api/practice-api/shared/document"
+	"github.com/practice-api/practice-api/shared/matter"
+)
+
+var t0 = time.Date(2025, 3, 1, 9, 0, 0, 0, time.UTC)
+
+func TestCreateRefusesBadMetadata(t *testing.T) {
+	t.Parallel()
+	ok := document.NewDocument{MatterID: "m", Name: "Forlig", Filename: "forlig.pdf", MimeType: "application/pdf", SizeBytes: 10}
+	for _, c := range []struct {
+		change func(*document.NewDocument)
+		says   string
+	}{
+		{func(d *document.NewDocument) { d.Name = "  " }, "needs a name and a filename"},
+		{func(d *document.NewDocument) { d.Filename = "" }, "needs a name and a filename"},
+		{func(d *document.NewDocument) { d.MimeType = "pdf" }, "not a type/subtype"},
+		{func(d *document.NewDocument) { d.SizeBytes = -1 }, "cannot be negative"},
+	} {
+		in := ok
+		c.change(&in)
+		if _, err := document.NewStore(nil).Create(context.Background(), "org", in, t0); err == nil || !strings.Contains(err.Error(), c.says) {
+			t.Errorf("%+v: %v, want …%s…", in, err, c.says)
+		}
+	}
+}
+
+// TestConcurrentSealsSealOnce: signing flows completing one document at
+// once; one seals it and raises document.signed, the others get ErrSealed.
+func TestConcurrentSealsSealOnce(t *testing.T) {
+	e := apitest.New(t, apitest.Options{})
+	org := e.Org("A")
+	co := apitest.Company(t0)
+	cl := apitest.ClientOf(co, t0)
+	m := apitest.Matter(cl, matter.Active, t0)
+	e.Put(org, co, cl, m)
+	s := document.NewStore(e.DB)
+	if _, err := s.Create(context.Background(), org, document.NewDocument{MatterID: "0b0f6e3c-4a51-4d1c-9d3e-2f1a8c6b7e10", Name: "x", Filename: "x.pdf", MimeType: "application/pdf"}, t0); err == nil ||
+		!strings.Contains(err.Error(), "no matter") {
+		t.Fatalf("a document on an unknown matter: %v", err)
+	}
+	d, err := s.Create(context.Background(), org, document.NewDocument{MatterID: m.ID, Name: "Forlig", Filename: "forlig.pdf", MimeType: "application/pdf", Folder: "Kontrakter"}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flows := make([]document.SigningFlow, 6)
+	errs := make([]error, len(flows))
+	var wg sync.WaitGroup
+	for i := range flows {
+		wg.Go(func() { flows[i], errs[i] = s.Seal(context.Background(), org, d.ID, time.Now()) })
+	}
+	wg.Wait()
+	var won []document.SigningFlow
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			won = append(won, flows[i])
+		case !errors.Is(err, document.ErrSealed):
+			t.Errorf("a losing seal: %v", err)
+		}
+	}
+	got, err := s.Get(context.Background(), org, d.ID)
+	if len(won) != 1 || err != nil || got.SigningFlowID != won[0].ID || won[0].Status != document.Sealed || got.SignedAt != won[0].SealedAt {
+		t.Fatalf("%d seals won; document %+v %v", len(won), got, err)
+	}
+	if n := len(e.Items(org)["event"]); n != 1 {
+		t.Fatalf("%d events, want one document.signed", n)
+	}
+}
