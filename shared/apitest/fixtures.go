@@ -152,3 +152,21 @@ func WantInvalid(t testing.TB, err error, field, says string) {
 	}
 	t.Errorf("got %+v, want %s: …%s…", he.Errors, field, says)
 }
+
+// Engagement puts a company of org engaged as a client whose KYC is kyc,
+// as of at: where most domain tests start.
+func (e *Env) Engagement(org string, kyc party.KYCStatus, at time.Time) *party.Client {
+	e.t.Helper()
+	co := Company(at)
+	cl := ClientOf(co, at)
+	cl.KYCStatus = kyc
+	e.Put(org, co, cl)
+	return cl
+}
+
+// Entry returns an hour's time entry fixture on m in status st, at
+// 1,000 kr. an hour; its id is made from n.
+func Entry(m *matter.Matter, st timeentry.Status, n int, at time.Time) *timeentry.TimeEntry {
+	return &timeentry.TimeEntry{ID: fmt.Sprintf("entry-%d", n), MatterID: m.ID, ClientID: m.ClientID, UserID: m.ClientID, Date: at.Format(time.DateOnly),
+		DurationMinutes: 60, HourlyRate: 100000, Currency: "DKK", Status: st, CreatedAt: Stamp(at), UpdatedAt: Stamp(at)}
+}

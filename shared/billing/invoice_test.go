@@ -12,6 +12,7 @@ import (
 	"github.com/practice-api/practice-api/shared/billing"
 	"github.com/practice-api/practice-api/shared/matter"
 	"github.com/practice-api/practice-api/shared/outbox"
+	"github.com/practice-api/practice-api/shared/party"
 	"github.com/practice-api/practice-api/shared/timeentry"
 	"github.com/practice-api/practice-api/shared/workflow"
 )
@@ -89,13 +90,10 @@ type fixture struct {
 func newFixture(t *testing.T, statuses ...timeentry.Status) *fixture {
 	e := apitest.New(t, apitest.Options{})
 	f := &fixture{e: e, org: e.Org("A")}
-	co := apitest.Company(t0)
-	cl := apitest.ClientOf(co, t0)
-	f.m = apitest.Matter(cl, matter.Active, t0)
-	e.Put(f.org, co, cl, f.m)
+	f.m = apitest.Matter(e.Engagement(f.org, party.KYCPending, t0), matter.Active, t0)
+	e.Put(f.org, f.m)
 	for i, st := range statuses {
-		te := &timeentry.TimeEntry{ID: string(rune('a'+i)) + "-entry", MatterID: f.m.ID, ClientID: cl.ID, UserID: cl.ID, Date: "2025-03-01",
-			DurationMinutes: 60, HourlyRate: 100000, Currency: "DKK", Status: st, CreatedAt: apitest.Stamp(t0), UpdatedAt: apitest.Stamp(t0)}
+		te := apitest.Entry(f.m, st, i, t0)
 		e.Put(f.org, te)
 		f.entries = append(f.entries, te)
 	}
@@ -114,6 +112,7 @@ func (f *fixture) entry(t *testing.T, i int) timeentry.TimeEntry {
 // TestInvoicesBillOnlyApprovedTime, line by line: nothing is written for a
 // refused invoice, and a cancelled invoice gives its time back.
 func TestInvoicesBillOnlyApprovedTime(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, timeentry.Approved, timeentry.Draft, timeentry.WrittenOff)
 	s := billing.NewStore(f.e.DB)
 	for i, says := range map[int]string{1: "time entry " + f.entries[1].ID + " is draft", 2: "is written_off"} {
@@ -151,6 +150,7 @@ func TestInvoicesBillOnlyApprovedTime(t *testing.T) {
 // TestConcurrentInvoicesBillAnEntryOnce: invoices racing for the same
 // approved time; one bills it, the others are refused and write nothing.
 func TestConcurrentInvoicesBillAnEntryOnce(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, timeentry.Approved)
 	s := billing.NewStore(f.e.DB)
 	invs := make([]billing.Invoice, 6)

@@ -11,6 +11,7 @@ import (
 	"github.com/practice-api/practice-api/shared/apitest"
 	"github.com/practice-api/practice-api/shared/document"
 	"github.com/practice-api/practice-api/shared/matter"
+	"github.com/practice-api/practice-api/shared/party"
 )
 
 var t0 = time.Date(2025, 3, 1, 9, 0, 0, 0, time.UTC)
@@ -38,12 +39,11 @@ func TestCreateRefusesBadMetadata(t *testing.T) {
 // TestConcurrentSealsSealOnce: signing flows completing one document at
 // once; one seals it and raises document.signed, the others get ErrSealed.
 func TestConcurrentSealsSealOnce(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{})
 	org := e.Org("A")
-	co := apitest.Company(t0)
-	cl := apitest.ClientOf(co, t0)
-	m := apitest.Matter(cl, matter.Active, t0)
-	e.Put(org, co, cl, m)
+	m := apitest.Matter(e.Engagement(org, party.KYCPending, t0), matter.Active, t0)
+	e.Put(org, m)
 	s := document.NewStore(e.DB)
 	if _, err := s.Create(context.Background(), org, document.NewDocument{MatterID: "0b0f6e3c-4a51-4d1c-9d3e-2f1a8c6b7e10", Name: "x", Filename: "x.pdf", MimeType: "application/pdf"}, t0); err == nil ||
 		!strings.Contains(err.Error(), "no matter") {

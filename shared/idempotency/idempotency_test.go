@@ -75,6 +75,7 @@ func TestRecordOf(t *testing.T) {
 // winner's record (or a conflict, when they overlapped it). The key is
 // honoured 24 hours, then free.
 func TestOneKeyBindsOnce(t *testing.T) {
+	t.Parallel()
 	db := storetest.NewDB(t)
 	s := NewStore(db, []byte("secret"))
 	ctx := context.Background()

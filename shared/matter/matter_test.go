@@ -68,6 +68,7 @@ func TestCreateRefusesBadBodies(t *testing.T) {
 // TestActivatingChecksKYC: a matter becomes active only while its client's
 // KYC is approved and unexpired, decided by the transaction's condition.
 func TestActivatingChecksKYC(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{})
 	org := e.Org("A")
 	now := time.Now()
@@ -105,13 +106,11 @@ func TestActivatingChecksKYC(t *testing.T) {
 // TestConcurrentClosesCloseOnce: operators closing one matter at once; one
 // close wins, the others are refused (closed → closed), one event.
 func TestConcurrentClosesCloseOnce(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{})
 	org := e.Org("A")
-	co := apitest.Company(t0)
-	cl := apitest.ClientOf(co, t0)
-	cl.KYCStatus = party.KYCApproved // so that it may be reopened
-	m := apitest.Matter(cl, matter.Active, t0)
-	e.Put(org, co, cl, m)
+	m := apitest.Matter(e.Engagement(org, party.KYCApproved, t0), matter.Active, t0) // approved: it may be reopened
+	e.Put(org, m)
 	s := matter.NewStore(e.DB)
 	var wg sync.WaitGroup
 	errs := make([]error, 8)

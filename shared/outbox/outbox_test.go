@@ -136,6 +136,7 @@ func (s *sink) Send(_ context.Context, body []byte, _ time.Duration) error {
 // distinct sequences, and each is dispatched once or parked when no queue
 // takes its type.
 func TestFeedOrderUnderConcurrentCommits(t *testing.T) {
+	t.Parallel()
 	db := storetest.NewDB(t)
 	ctx := context.Background()
 	var wg sync.WaitGroup

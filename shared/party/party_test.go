@@ -47,6 +47,7 @@ func TestKYCInOrder(t *testing.T) {
 // (DynamoDB decides it) says what the Go rule says, case by case, with
 // the cases checked at once.
 func TestKYCConditionAgreesWithKYCInOrder(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{})
 	org := e.Org("A")
 	var wg sync.WaitGroup
@@ -78,11 +79,10 @@ func TestSetKYC(t *testing.T) {
 }
 
 func TestSetKYCOnTheTable(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{})
 	org := e.Org("A")
-	co := apitest.Company(now)
-	cl := apitest.ClientOf(co, now)
-	e.Put(org, co, cl)
+	cl := e.Engagement(org, party.KYCPending, now)
 	s := party.NewStore(e.DB)
 	got, err := s.SetKYC(context.Background(), org, cl.ID, party.KYCApproved, now.Add(time.Hour), now)
 	if err != nil || !got.KYCInOrder(now) || got.KYCInOrder(now.Add(time.Hour)) {

@@ -11,6 +11,7 @@ import (
 	"github.com/practice-api/practice-api/shared/apitest"
 	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/matter"
+	"github.com/practice-api/practice-api/shared/party"
 	"github.com/practice-api/practice-api/shared/timeentry"
 	"github.com/practice-api/practice-api/shared/workflow"
 )
@@ -111,11 +112,10 @@ func TestCreateRefusesBadBodies(t *testing.T) {
 // TestTimeGoesOnOpenMattersWithARate: the refusals the matter decides,
 // read from the table.
 func TestTimeGoesOnOpenMattersWithARate(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{})
 	org := e.Org("A")
-	co := apitest.Company(t0)
-	cl := apitest.ClientOf(co, t0)
-	e.Put(org, co, cl)
+	cl := e.Engagement(org, party.KYCPending, t0)
 	s := timeentry.NewStore(e.DB)
 	for _, c := range []struct {
 		status      matter.Status
@@ -145,14 +145,12 @@ func TestTimeGoesOnOpenMattersWithARate(t *testing.T) {
 // entry; one approval lands, the others are refused, the entry's index
 // entry moves once.
 func TestConcurrentApprovalsApproveOnce(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{})
 	org := e.Org("A")
-	co := apitest.Company(t0)
-	cl := apitest.ClientOf(co, t0)
-	m := apitest.Matter(cl, matter.Active, t0)
-	te := &timeentry.TimeEntry{ID: "te-1", MatterID: m.ID, ClientID: cl.ID, UserID: cl.ID, Date: "2025-03-01", DurationMinutes: 30,
-		HourlyRate: 100000, Currency: "DKK", Status: timeentry.Submitted, CreatedAt: apitest.Stamp(t0), UpdatedAt: apitest.Stamp(t0)}
-	e.Put(org, co, cl, m, te)
+	m := apitest.Matter(e.Engagement(org, party.KYCPending, t0), matter.Active, t0)
+	te := apitest.Entry(m, timeentry.Submitted, 1, t0)
+	e.Put(org, m, te)
 	s := timeentry.NewStore(e.DB)
 	errs := make([]error, 6)
 	var wg sync.WaitGroup
@@ -169,7 +167,7 @@ func TestConcurrentApprovalsApproveOnce(t *testing.T) {
 		}
 	}
 	got, err := s.Get(context.Background(), org, m.ID, te.ID)
-	if won != 1 || err != nil || got.Status != timeentry.Approved || got.Amount != 50000 {
+	if won != 1 || err != nil || got.Status != timeentry.Approved || got.Amount != 100000 {
 		t.Fatalf("%d approvals won; entry %+v %v", won, got, err)
 	}
 	if _, err := s.SetStatus(context.Background(), org, te.ID, timeentry.Invoiced, time.Now()); !errors.Is(err, workflow.ErrRefused) {
