@@ -114,7 +114,11 @@ func TestAManualRetryCancelsTheScheduledAttempt(t *testing.T) {
 		t.Fatal(err)
 	}
 	failed := e.Get("/api/v1/webhooks/"+id+"/deliveries", key).Data()[0]["id"].(string)
-	mustStatus(t, e.Do("POST", "/api/v1/webhooks/"+id+"/deliveries/"+failed+"/retry", key, nil), 202)
+	r := e.Do("POST", "/api/v1/webhooks/"+id+"/deliveries/"+failed+"/retry", key, nil)
+	mustStatus(t, r, 202)
+	if r.Body["data"].(map[string]any)["attempt"] != 2.0 {
+		t.Fatalf("the retry after one attempt is numbered %v, want 2", r.Body["data"])
+	}
 	msgs, _ := e.Deliveries.Receive(context.Background(), 10, time.Second) // the manual job; attempt 2 is an hour away
 	if len(msgs) != 1 {
 		t.Fatalf("%d jobs visible", len(msgs))
@@ -127,7 +131,7 @@ func TestAManualRetryCancelsTheScheduledAttempt(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := rc.deliveries()
-	if len(got) != 2 || got[1].header.Get("Service-Event-Id") != job.Event.ID {
+	if len(got) != 2 || got[1].header.Get("Service-Event-Id") != job.Event.ID || got[1].header.Get("Service-Delivery-Attempt") != "2" {
 		t.Fatalf("the receiver got %d deliveries, want 2 (the failure and the manual retry)", len(got))
 	}
 	log := e.Get("/api/v1/webhooks/"+id+"/deliveries", key).Data()

@@ -252,13 +252,30 @@ func (s *Store) markQueued(ctx context.Context, c *claim) error {
 
 // Delivered reports whether an attempt of event to endpoint succeeded.
 func (s *Store) Delivered(ctx context.Context, org, endpoint, event string) (bool, error) {
-	v, err := store.ReadInto[struct {
-		DeliveredAt string `dynamodbav:"delivered_at"`
-	}](ctx, s.db, DeliveriesPK(org, endpoint), eventSK(event))
+	delivered, _, err := s.deliveries(ctx, org, endpoint, event)
+	return delivered, err
+}
+
+// deliveries reads what the event's item says of its deliveries to the
+// endpoint: whether it was delivered, and how many attempts were claimed
+// (one s_<slot> each: automatic, manual and replayed alike), so that a
+// manual retry is numbered after them.
+func (s *Store) deliveries(ctx context.Context, org, endpoint, event string) (delivered bool, attempts int, err error) {
+	var item map[string]any
+	err = s.db.Get(ctx, DeliveriesPK(org, endpoint), eventSK(event), &item)
 	if errors.Is(err, store.ErrNotFound) {
-		return false, nil
+		return false, 0, nil
 	}
-	return v.DeliveredAt != "", err
+	if err != nil {
+		return false, 0, err
+	}
+	for k := range item {
+		if strings.HasPrefix(k, "s_") {
+			attempts++
+		}
+	}
+	at, _ := item["delivered_at"].(string)
+	return at != "", attempts, nil
 }
 
 // disableIfDue turns an endpoint off when its count of consecutive

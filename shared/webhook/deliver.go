@@ -448,7 +448,8 @@ func (d *Deliverer) Retry(ctx context.Context, org, endpointID, deliveryID strin
 	case !e.IsActive:
 		return nil, &httpapi.Error{Status: http.StatusConflict, Message: "the endpoint is disabled; PATCH it with is_active true first"}
 	}
-	switch done, err := d.Store.Delivered(ctx, org, e.ID, a.EventID); {
+	done, before, err := d.Store.deliveries(ctx, org, e.ID, a.EventID)
+	switch {
 	case err != nil:
 		return nil, err
 	case done:
@@ -458,10 +459,13 @@ func (d *Deliverer) Retry(ctx context.Context, org, endpointID, deliveryID strin
 	if err := json.Unmarshal([]byte(a.Envelope), &ev); err != nil {
 		return nil, err
 	}
-	if err := d.enqueue(ctx, Job{Event: ev, EndpointID: e.ID, Attempt: 1, Manual: a.ID}, 0); err != nil {
+	// Numbered after every attempt of the event before it (at least
+	// after the one it resends), so a receiver's log reads in order.
+	n := max(before, a.Attempt) + 1
+	if err := d.enqueue(ctx, Job{Event: ev, EndpointID: e.ID, Attempt: n, Manual: a.ID}, 0); err != nil {
 		return nil, err
 	}
-	return map[string]any{"event_id": ev.ID, "endpoint_id": e.ID, "status": "queued"}, nil
+	return map[string]any{"event_id": ev.ID, "endpoint_id": e.ID, "status": "queued", "attempt": n}, nil
 }
 
 // timeOrderedID is store.TimeID (a UUIDv7 with microsecond order): its

@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -147,3 +148,24 @@ func TestEveryRouteIsDocumented(t *testing.T) {
 }
 
 func reportTypes() []string { return report.Types }
+
+// TestSubscribableTypesAreTheOnesListed: POST /webhooks names the types an
+// endpoint may subscribe to, and says webhook.test is not one of them
+// (subscribing to it answers 422).
+func TestSubscribableTypesAreTheOnesListed(t *testing.T) {
+	t.Parallel()
+	doc, err := openapi3.NewLoader().LoadFromData(openapi.Document)
+	if err != nil {
+		t.Fatal(err)
+	}
+	desc := doc.Paths.Value("/webhooks").Post.Description
+	list, note, _ := strings.Cut(desc, " (`webhook.test`")
+	for _, typ := range outbox.Types {
+		if !strings.Contains(list, "`"+string(typ)+"`") {
+			t.Errorf("POST /webhooks does not list %s", typ)
+		}
+	}
+	if strings.Contains(list, string(outbox.WebhookTest)) || !strings.Contains(note, "cannot be subscribed to") {
+		t.Fatalf("POST /webhooks lists webhook.test as a type to subscribe to: %s", desc)
+	}
+}

@@ -84,7 +84,7 @@ func recordExamples() M {
 		"Matter":      matter, "Client": client, "Person": person, "Company": company, "Enrichment": enrichment, "Logo": logo,
 		"TimeEntry": entry, "Invoice": invoice, "InvoiceDetail": detail, "InvoiceLine": line, "Document": document,
 		"WebhookEndpoint": endpoint, "WebhookDelivery": delivery,
-		"DeliveryRetry": M{"event_id": exEvent, "endpoint_id": exEndpoint, "status": "queued"},
+		"DeliveryRetry": M{"event_id": exEvent, "endpoint_id": exEndpoint, "status": "queued", "attempt": 3},
 		"ReportTotals":  totals, "ReportGroup": group,
 		"TimeSummaryReport": M{"type": "time-summary", "date_from": "2025-03-01", "date_to": "2025-03-31", "currency": "DKK", "totals": totals,
 			"by_status": []any{group}, "by_user": []any{M{"key": exUser, "entries": 42, "minutes": 3150, "amount": 9712500}},

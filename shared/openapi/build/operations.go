@@ -307,7 +307,7 @@ func operations() map[string]func(routes.Route) []op {
 		},
 		"webhooks.retry": func(routes.Route) []op {
 			return []op{{summary: "Resend a failed attempt's event",
-				description: "Sends the event again, once, now (with `Service-Delivery-Attempt: 1`), outside the automatic series. Any success of the event, this one or an automatic attempt's, cancels the attempts still scheduled for it, so the event does not arrive twice. 409 when the attempt succeeded, the event has been delivered since, the endpoint is disabled, or the attempt was a `webhook.test` (send a new test instead).",
+				description: "Sends the event again, once, now, outside the automatic series, numbered after the attempts before it (`Service-Delivery-Attempt` one more than the event's attempts to this endpoint so far; the answer's `attempt`). Any success of the event, this one or an automatic attempt's, cancels the attempts still scheduled for it, so the event does not arrive twice. 409 when the attempt succeeded, the event has been delivered since, the endpoint is disabled, or the attempt was a `webhook.test` (send a new test instead).",
 				ok:          []resp{{202, "Queued.", "DeliveryRetryResponse", nil}}, errs: []int{404, 409}}}
 		},
 
@@ -338,12 +338,14 @@ func operations() map[string]func(routes.Route) []op {
 	}
 }
 
+// eventNames are the types an endpoint may subscribe to (not webhook.test,
+// which is sent on request only).
 func eventNames() string {
 	var names []string
-	for _, e := range events {
-		names = append(names, "`"+string(e.name)+"`")
+	for _, t := range outbox.Types {
+		names = append(names, "`"+string(t)+"`")
 	}
-	return strings.Join(names, ", ")
+	return strings.Join(names, ", ") + " (`webhook.test` is sent on request, by `POST /webhooks/{id}/test`, and cannot be subscribed to)"
 }
 
 // reports documents each report type as its own path, so each gets its
@@ -511,7 +513,7 @@ func webhooks() M {
 					M{"type": "string", "pattern": "^t=[0-9]+(,v1=[0-9a-f]{64}){1,2}$"}),
 				hdr("Service-Event-Id", "Equal to the body's `id`; the same on every attempt.", M{"type": "string", "format": "uuid"}),
 				hdr("Service-Event-Type", "The event name.", M{"type": "string", "enum": []string{name}}),
-				hdr("Service-Delivery-Attempt", "Attempt number, from 1.", M{"type": "integer", "minimum": 1, "maximum": 5}),
+				hdr("Service-Delivery-Attempt", "Attempt number, from 1: the automatic series is 1 to 5; a manual retry is numbered after every attempt of the event to the endpoint before it, so it may be higher.", M{"type": "integer", "minimum": 1}),
 				hdr("User-Agent", "", M{"type": "string", "enum": []string{"Service-Webhook/1.0"}}),
 				hdr("webhook-id", "Standard Webhooks: the event id (equal to `Service-Event-Id`).", M{"type": "string", "format": "uuid"}),
 				hdr("webhook-timestamp", "Standard Webhooks: Unix seconds of the attempt (the `t` of `Service-Signature`).", M{"type": "string", "pattern": "^[0-9]+$"}),

@@ -291,10 +291,11 @@ func schemas() M {
 		"replay": schemaRef("Replay"),
 	})
 	s["DeliveryRetry"] = object("A resend of a failed attempt's event: one attempt, queued now, outside the automatic series (which stops once any attempt of the event succeeds).",
-		[]string{"event_id", "endpoint_id", "status"}, M{
+		[]string{"event_id", "endpoint_id", "status", "attempt"}, M{
 			"event_id":    uuidS(""),
 			"endpoint_id": uuidS(""),
 			"status":      enum("", "queued"),
+			"attempt":     withDesc(M{"type": "integer", "minimum": 2}, "Its `Service-Delivery-Attempt`: numbered after every attempt of the event to this endpoint before it."),
 		})
 
 	s["ReportTotals"] = object("", []string{"entries", "minutes", "amount"}, M{

@@ -147,7 +147,7 @@ func TestCheckerChecksDeliveries(t *testing.T) {
 		{"no signature", func(h http.Header) string { h.Del("Service-Signature"); return body }, "Service-Signature"},
 		{"no sequence", func(http.Header) string { return strings.Replace(body, `"sequence":1740830400000001,`, "", 1) }, "sequence"},
 		{"no Standard Webhooks signature", func(h http.Header) string { h.Del("Webhook-Signature"); return body }, "webhook-signature"},
-		{"sixth attempt", func(h http.Header) string { h.Set("Service-Delivery-Attempt", "6"); return body }, "Service-Delivery-Attempt"},
+		{"attempt zero", func(h http.Header) string { h.Set("Service-Delivery-Attempt", "0"); return body }, "Service-Delivery-Attempt"},
 		{"unknown event", func(h http.Header) string { h.Set("Service-Event-Type", "matter.deleted"); return body }, "matter.deleted"},
 		{"undocumented field", func(http.Header) string { return strings.Replace(body, `"SAG-1"`, `"SAG-1","title":"x"`, 1) }, "title"},
 		{"wrong data key", func(http.Header) string { return strings.Replace(body, `"matter":`, `"case":`, 1) }, "matter"},
