@@ -293,3 +293,52 @@ func TestImportKeepsCPRSourceIDsAndLinksOut(t *testing.T) {
 		t.Errorf("the input was overwritten")
 	}
 }
+
+// TestImportReadsDanishExcel: a file as a Danish Excel saves "CSV UTF-8"
+// (a byte-order mark, semicolons, CRLF, æøå) imports as it is, the
+// importer saying how it read it. A refused row and the row that refers
+// to it go to a CSV report in the same layout, the second saying it was
+// not sent because of the first; fixed in place, the report imports.
+func TestImportReadsDanishExcel(t *testing.T) {
+	_, key, _ := newOrg(t, "parties:write,clients:write,matters:write,time:write")
+	dir := t.TempDir()
+	run := time.Now().UnixNano() % 1000000
+	file := filepath.Join(dir, "eksport.csv")
+	rows := []string{
+		"kind;source_id;name;cvr;party;client;hourly_rate;title",
+		fmt.Sprintf("company;F1;Ærø Søfart ApS;%08d;;;;", run*100+1),
+		"client;K1;;;F1;;;",
+		"matter;S1;;;;K1;125000;Lejekontrakt, Åbenrå",
+		"company;F2;Østerbro Vinhandel I/S;1234;;;;", // a CVR of four digits
+		"client;K2;;;F2;;;",
+	}
+	raw := "\ufeff" + strings.Join(rows, "\r\n") + "\r\n"
+	if err := os.WriteFile(file, []byte(raw), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := importCmd(file, key).CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 3 || !strings.Contains(string(out), "semicolons (as a Danish Excel saves), UTF-8 with a byte-order mark") ||
+		!strings.Contains(string(out), "done: 3 imported, 0 already done, 2 refused") || !strings.Contains(string(out), "refused rows: "+filepath.Join(dir, "eksport.refused.csv")) {
+		t.Fatalf("want 3 imported, 2 refused, and how the file was read: %v\n%s", err, out)
+	}
+	report, err := os.ReadFile(filepath.Join(dir, "eksport.refused.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(report)
+	for _, want := range []string{"\ufeffkind;source_id;name;cvr;party;client;hourly_rate;title;refused_line;refused_status;refused_field;refused_reason\r\n",
+		"company;F2;Østerbro Vinhandel I/S;1234;;;;;5;422;cvr;", "client;K2;;;F2;;;;6;;party;\"not sent: its company F2 was refused"} {
+		if !strings.Contains(text, want) {
+			t.Fatalf("the report lacks %q:\n%s", want, text)
+		}
+	}
+	fixed := filepath.Join(dir, "rettet.csv")
+	if err := os.WriteFile(fixed, []byte(strings.Replace(text, ";1234;", fmt.Sprintf(";%08d;", run*100+2), 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err = importCmd(fixed, key).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "done: 2 imported, 0 already done, 0 refused") {
+		t.Fatalf("the fixed report: %v\n%s", err, out)
+	}
+}

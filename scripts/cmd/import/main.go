@@ -22,18 +22,15 @@ import (
 	"cmp"
 	"context"
 	"crypto/sha256"
-	"encoding/csv"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -61,7 +58,7 @@ func main() {
 	base := flag.String("base-url", envOr("PRACTICE_API_URL", "http://127.0.0.1:8080/api/v1"), "API base URL")
 	key := flag.String("key", os.Getenv("PRACTICE_API_KEY"), "API key (or PRACTICE_API_KEY)")
 	state := flag.String("state", "", "state file (default: <file>.state)")
-	report := flag.String("report", "", "refused rows of this run, JSON lines (default: <file>.refused)")
+	report := flag.String("report", "", "refused rows of this run (default: <file>.refused, JSON lines; for NAME.csv, NAME.refused.csv in its layout)")
 	flag.Usage = func() {
 		fmt.Fprint(os.Stderr, usage)
 		flag.PrintDefaults()
@@ -75,7 +72,7 @@ func main() {
 		*state = *file + ".state"
 	}
 	if *report == "" {
-		*report = *file + ".refused"
+		*report = defaultReport(*file)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -121,10 +118,23 @@ duration_minutes are read as integers (minor units, minutes):
   matter,case-7,,,,crm-42,125000,Lejekontrakt,,,
   time_entry,hours-991,,,,,,,case-7,2025-03-14,90
 
-It paces itself under the rate limit and prints progress. Rows the API
+A spreadsheet's CSV reads as it is saved: separated by commas,
+semicolons (a Danish Excel's default) or tabs, in UTF-8 with or without a
+byte-order mark (Excel's "CSV UTF-8") or in Windows-1252 (an older
+Excel's), with CRLF line ends; the importer says in one line how it read
+the file.
+
+It paces itself under the rate limit and prints progress, its ETA at the
+pace the limit allows. Rows the API
 refuses go, with its message, to the report (this run's only); the state
 file lists finished rows, so a run that is stopped resumes where it was.
-Each report line names its row's line in the file. A source_id that holds
+Each report line names its row's line in the file, and whether the API
+refused the row, the importer did (no kind, an unknown reference), or it
+was not sent because the row it refers to was refused. For a CSV input the
+report is a CSV in the input's layout (NAME.refused.csv): the refused rows
+as they were, plus refused_line, refused_status, refused_field and
+refused_reason; fix it in the spreadsheet and import it again (the
+refused_ columns are ignored). A source_id that holds
 a CPR-like number is never written to the state or the report, nor sent:
 such a row is named by its line (line-12). The state file and the report
 must not be the input or each other, and are never written through a
@@ -133,6 +143,15 @@ Exit status: 0 every row imported, 3 some rows refused, 1 the run stopped
 (the service failed: run it again), 2 a usage error.
 
 `
+
+// defaultReport is <file>.refused (JSON lines), or for a CSV input
+// <name>.refused.csv, in the input's layout.
+func defaultReport(file string) string {
+	if isCSV(file) {
+		return strings.TrimSuffix(file, filepath.Ext(file)) + ".refused.csv"
+	}
+	return file + ".refused"
+}
 
 func envOr(k, d string) string {
 	if v := os.Getenv(k); v != "" {
@@ -146,7 +165,7 @@ func run(ctx context.Context, file, base, key, statePath, reportPath string) (in
 	if err := distinctPaths(file, statePath, reportPath); err != nil {
 		return 0, err
 	}
-	rows, err := load(file)
+	layout, rows, err := load(file)
 	if err != nil {
 		return 0, err
 	}
@@ -167,11 +186,15 @@ func run(ctx context.Context, file, base, key, statePath, reportPath string) (in
 	defer st.Close()
 	// The report is this run's: rows refused before and imported since
 	// must not linger in it.
-	rep, err := openNoFollow(reportPath, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, "report")
+	rf, err := openNoFollow(reportPath, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, "report")
 	if err != nil {
 		return 0, err
 	}
-	defer rep.Close()
+	defer rf.Close()
+	var rep reporter = jsonReport{rf}
+	if layout != nil {
+		rep = &csvReport{w: rf, layout: layout}
+	}
 	c := client.New(base, key)
 	// A row whose key is still held (the request a killed run left in
 	// flight, or a crashed one until its 30 s lock lapses) is retried, not
@@ -191,14 +214,14 @@ func run(ctx context.Context, file, base, key, statePath, reportPath string) (in
 		}
 		path, ok := paths[kind]
 		if kind == "" || src == "" || !ok {
-			refuse(rep, r, line, 0, "", "each row needs kind (company, person, client, matter, time_entry) and source_id")
+			rep.refuse(e, refusal{cause: "row", reason: "each row needs kind (company, person, client, matter, time_entry) and source_id"})
 			p.refused++
 			continue
 		}
 		body, why := resolve(r, done, refused, alias)
-		if why != "" {
-			refuse(rep, r, line, 0, "", why)
-			refused[id] = why
+		if why.reason != "" {
+			rep.refuse(e, why)
+			refused[id] = why.reason
 			p.refused++
 			continue
 		}
@@ -211,7 +234,7 @@ func run(ctx context.Context, file, base, key, statePath, reportPath string) (in
 		var apiErr *client.Error
 		switch {
 		case errors.As(err, &apiErr) && apiErr.Status < 500 && apiErr.RetryAfter == 0:
-			refuse(rep, r, line, apiErr.Status, apiErr.Field, apiErr.Message)
+			rep.refuse(e, refusal{cause: "api", status: apiErr.Status, field: apiErr.Field, reason: apiErr.Message})
 			refused[id] = apiErr.Message
 			p.refused++
 			continue
@@ -223,6 +246,7 @@ func run(ctx context.Context, file, base, key, statePath, reportPath string) (in
 			return p.refused, err
 		}
 		p.imported++
+		p.limit = resp.RateLimit.Limit
 		// Pace under the limit instead of running into 429s.
 		if rl := resp.RateLimit; rl.Limit > 0 && rl.Remaining == 0 {
 			if wait := time.Until(rl.Reset); wait > 0 {
@@ -237,13 +261,16 @@ func run(ctx context.Context, file, base, key, statePath, reportPath string) (in
 			return p.refused, ctx.Err()
 		}
 	}
+	if err := rep.flush(); err != nil {
+		return p.refused, err
+	}
 	p.finish(reportPath, statePath)
 	return p.refused, nil
 }
 
 // resolve builds the body: the row without kind/source_id, its reference
 // replaced by the id the earlier row got.
-func resolve(r row, done map[string]string, refused map[string]string, alias map[string]string) (map[string]any, string) {
+func resolve(r row, done map[string]string, refused map[string]string, alias map[string]string) (map[string]any, refusal) {
 	kind := r.str("kind")
 	body := map[string]any{}
 	for k, v := range r {
@@ -253,12 +280,12 @@ func resolve(r row, done map[string]string, refused map[string]string, alias map
 	}
 	ref, ok := refs[kind]
 	if !ok {
-		return body, ""
+		return body, refusal{}
 	}
 	target := r.str(ref.from)
 	delete(body, ref.from)
 	if target == "" {
-		return nil, fmt.Sprintf("%s needs %s (the source_id of a %s row)", kind, ref.from, ref.kinds)
+		return nil, refusal{cause: "row", field: ref.from, reason: fmt.Sprintf("%s needs %s (the source_id of a %s row)", kind, ref.from, ref.kinds)}
 	}
 	shown := cpr.Redact(target)
 	for _, k := range strings.Split(ref.kinds, ",") {
@@ -274,13 +301,14 @@ func resolve(r row, done map[string]string, refused map[string]string, alias map
 			default:
 				body["matter_id"] = id
 			}
-			return body, ""
+			return body, refusal{}
 		}
 		if why, ok := refused[key]; ok {
-			return nil, fmt.Sprintf("its %s %s was refused: %s", k, shown, why)
+			return nil, refusal{cause: "parent", field: ref.from, parent: k + " " + shown,
+				reason: fmt.Sprintf("not sent: its %s %s was refused (%s); fix that row and run again", k, shown, why)}
 		}
 	}
-	return nil, fmt.Sprintf("no %s row with source_id %s", ref.kinds, shown)
+	return nil, refusal{cause: "row", field: ref.from, reason: fmt.Sprintf("no %s row with source_id %s", ref.kinds, shown)}
 }
 
 // sourceRef names a row in the state file, the report and its
@@ -343,17 +371,6 @@ func idempotencyKey(kind, src string) string {
 	return k
 }
 
-// refuse writes a report line: the row's kind, source_id (a CPR-like one
-// redacted: its line names the row), line, and the reason.
-func refuse(w io.Writer, r row, lineNo, status int, field, msg string) {
-	src := r["source_id"]
-	if s, ok := src.(string); ok {
-		src = cpr.Redact(s)
-	}
-	line, _ := json.Marshal(map[string]any{"kind": r["kind"], "source_id": src, "line": lineNo, "status": status, "field": field, "message": cpr.Redact(msg)})
-	fmt.Fprintln(w, string(line))
-}
-
 func loadState(path string) (map[string]string, error) {
 	done := map[string]string{}
 	f, err := os.Open(path)
@@ -374,50 +391,29 @@ func loadState(path string) (map[string]string, error) {
 	return done, sc.Err()
 }
 
-// entry is a row and its line in the file (CSV: counting the header).
+// entry is a row and its line in the file (CSV: counting the header),
+// and a CSV row's cells as read, for the report.
 type entry struct {
-	r    row
-	line int
+	r     row
+	line  int
+	cells []string
 }
 
-// load reads JSONL, or CSV with a header row (numbers stay numbers).
-func load(path string) ([]entry, error) {
+// load reads JSONL, or CSV with a header row (numbers stay numbers; the
+// CSV's layout is returned, for a report in it).
+func load(path string) (*csvLayout, []entry, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
 	var rows []entry
-	if strings.HasSuffix(strings.ToLower(path), ".csv") {
-		cr := csv.NewReader(f)
-		header, err := cr.Read()
-		if err != nil {
-			return nil, fmt.Errorf("%s: no header row: %w", path, err)
+	if isCSV(path) {
+		l, rows, err := readCSV(path, f)
+		if err == nil {
+			fmt.Fprintf(os.Stderr, "%s: %s\n", path, l.describe())
 		}
-		for {
-			rec, err := cr.Read()
-			if err == io.EOF {
-				return rows, nil
-			}
-			if err != nil {
-				return nil, err
-			}
-			r := row{}
-			lineNo, _ := cr.FieldPos(0)
-			for i, h := range header {
-				if i >= len(rec) || rec[i] == "" {
-					continue
-				}
-				if h == "hourly_rate" || h == "duration_minutes" {
-					if n, err := strconv.ParseInt(rec[i], 10, 64); err == nil {
-						r[h] = n
-						continue
-					}
-				}
-				r[h] = rec[i]
-			}
-			rows = append(rows, entry{r, lineNo})
-		}
+		return l, rows, err
 	}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
@@ -429,16 +425,17 @@ func load(path string) ([]entry, error) {
 		dec.UseNumber() // 1250.00 reaches the API as written, to be refused there
 		var r row
 		if err := dec.Decode(&r); err != nil {
-			return nil, fmt.Errorf("%s line %d: %w", path, n, err)
+			return nil, nil, fmt.Errorf("%s line %d: %w", path, n, err)
 		}
-		rows = append(rows, entry{r, n})
+		rows = append(rows, entry{r: r, line: n})
 	}
-	return rows, sc.Err()
+	return nil, rows, sc.Err()
 }
 
 // progress prints rows done, rate and ETA to stderr.
 type progress struct {
 	total, n, imported, skipped, refused int
+	limit                                int // the key's requests a minute, once an answer said
 	start, last                          time.Time
 	tty                                  bool
 }
@@ -453,14 +450,28 @@ func (p *progress) step() {
 func (p *progress) print() {
 	p.last = time.Now()
 	rate := float64(p.n) / max(time.Since(p.start).Seconds(), 0.001)
-	eta := time.Duration(float64(p.total-p.n)/max(rate, 0.001)) * time.Second
-	line := fmt.Sprintf("%d/%d rows  %.0f rows/s  ETA %s  imported %d  skipped %d  refused %d",
-		p.n, p.total, rate, eta.Round(time.Second), p.imported, p.skipped, p.refused)
+	eta, limited := p.eta(rate), ""
+	if p.limit > 0 {
+		limited = fmt.Sprintf(" (rate limit %d/min)", p.limit)
+	}
+	line := fmt.Sprintf("%d/%d rows  %.0f rows/s  ETA %s%s  imported %d  skipped %d  refused %d",
+		p.n, p.total, rate, eta.Round(time.Second), limited, p.imported, p.skipped, p.refused)
 	if p.tty {
 		fmt.Fprintf(os.Stderr, "\r%s   ", line)
 	} else {
 		fmt.Fprintln(os.Stderr, line)
 	}
+}
+
+// eta is the time the rows left take at the rate so far, or at the rate
+// limit when that is slower: the first minute runs at full speed until
+// the limit's window is spent, and the rest no faster than the limit.
+func (p *progress) eta(rate float64) time.Duration {
+	left := float64(p.total - p.n)
+	if p.limit > 0 {
+		rate = min(rate, float64(p.limit)/60)
+	}
+	return time.Duration(left / max(rate, 0.001) * float64(time.Second))
 }
 
 func (p *progress) finish(report, state string) {
