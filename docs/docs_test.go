@@ -4,11 +4,14 @@
 package docs
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/practice-api/practice-api/shared/httpapi"
 )
 
 func TestTheREADMEIsReadToTheEnd(t *testing.T) {
@@ -52,6 +55,20 @@ func TestLinksResolve(t *testing.T) {
 			if _, err := os.Stat(abs); err != nil {
 				t.Errorf("%s links to %s, which does not exist", page, target)
 			}
+		}
+	}
+}
+
+// TestEveryErrorCodeIsDocumented: api.md's table of error codes lists
+// every code the API answers with, with its status.
+func TestEveryErrorCodeIsDocumented(t *testing.T) {
+	raw, err := os.ReadFile("api.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range httpapi.Codes {
+		if row := fmt.Sprintf("| `%s` | %d |", c.Code, c.Status); !strings.Contains(string(raw), row) {
+			t.Errorf("api.md lacks the row %s", row)
 		}
 	}
 }

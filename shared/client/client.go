@@ -46,12 +46,20 @@ type FieldError struct {
 
 // Error is an API error answer.
 type Error struct {
-	Status        int          `json:"-"`
+	Status int `json:"-"`
+	// Code is the stable kind of problem (the reference page lists them:
+	// invalid_request, already_exists, not_found, rate_limited, …): branch
+	// on it, not on Message.
+	Code          string       `json:"code"`
 	Message       string       `json:"message"`
 	Field         string       `json:"field,omitempty"`
 	Errors        []FieldError `json:"errors,omitempty"`
 	RequiredScope string       `json:"required_scope,omitempty"`
-	RetryAfter    time.Duration
+	// ExistingID is, for already_exists, the record that holds the unique
+	// value (a duplicate CVR's company, e-mail's person, party's
+	// engagement, matter number's matter).
+	ExistingID string `json:"existing_id,omitempty"`
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string {

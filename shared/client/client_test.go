@@ -35,8 +35,13 @@ func TestImportChainErrorsAndIteration(t *testing.T) {
 	}
 	_, _, err = c.CreateCompany(ctx, "crm-1", "Another name", "12345678")
 	var apiErr *client.Error
-	if !errors.As(err, &apiErr) || apiErr.Status != 409 || apiErr.RetryAfter != 0 {
+	if !errors.As(err, &apiErr) || apiErr.Status != 409 || apiErr.RetryAfter != 0 || apiErr.Code != "idempotency_key_reused" {
 		t.Fatalf("same key, other body: %v", err)
+	}
+	// The CVR is taken: the answer names the company that holds it.
+	_, _, err = c.CreateCompany(ctx, "crm-9", "Nordlys Kopi ApS", "12345678")
+	if !errors.As(err, &apiErr) || apiErr.Status != 422 || apiErr.Code != "already_exists" || apiErr.ExistingID != co.ID || apiErr.Field != "cvr" {
+		t.Fatalf("duplicate CVR: %+v", apiErr)
 	}
 	cl, _, err := c.CreateEngagement(ctx, "crm-1", "company_id", co.ID)
 	if err != nil || cl.Type != "company" || cl.KYCStatus != "pending" {
@@ -48,7 +53,7 @@ func TestImportChainErrorsAndIteration(t *testing.T) {
 		t.Fatalf("matter: %+v %v", m, err)
 	}
 	_, _, err = c.CreateMatter(ctx, "case-2", map[string]any{"client_id": cl.ID, "status": "active"})
-	if !errors.As(err, &apiErr) || apiErr.Status != 422 || apiErr.Field != "status" || len(apiErr.Errors) != 1 {
+	if !errors.As(err, &apiErr) || apiErr.Status != 422 || apiErr.Field != "status" || len(apiErr.Errors) != 1 || apiErr.Code != "invalid_request" {
 		t.Fatalf("active without KYC: %v", err)
 	}
 	if got, err := c.Matter(ctx, m.ID); err != nil || got.ID != m.ID {
@@ -84,7 +89,7 @@ func TestImportChainErrorsAndIteration(t *testing.T) {
 	}
 
 	reader := client.New(e.Server.URL+"/api/v1", e.Key(org, "matters:read"))
-	if _, _, err := reader.CreateCompany(ctx, "x", "X", "87654321"); !errors.As(err, &apiErr) || apiErr.Status != 403 || apiErr.RequiredScope != "parties:write" {
+	if _, _, err := reader.CreateCompany(ctx, "x", "X", "87654321"); !errors.As(err, &apiErr) || apiErr.Status != 403 || apiErr.RequiredScope != "parties:write" || apiErr.Code != "insufficient_scope" {
 		t.Fatalf("missing scope: %v", err)
 	}
 }

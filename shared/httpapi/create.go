@@ -66,13 +66,13 @@ func ServeCreate(w http.ResponseWriter, r *http.Request, endpoint, locationPath 
 	key := r.Header.Get("Idempotency-Key")
 	switch {
 	case key == "":
-		WriteError(w, r, Invalid("Idempotency-Key", "the Idempotency-Key header is required on every create: send a unique string (at most %d characters) per record, and the same one when you retry", MaxIdempotencyKey))
+		WriteError(w, r, keyProblem("Idempotency-Key", "the Idempotency-Key header is required on every create: send a unique string (at most %d characters) per record, and the same one when you retry", MaxIdempotencyKey))
 		return
 	case utf8.RuneCountInString(key) > MaxIdempotencyKey:
-		WriteError(w, r, Invalid("Idempotency-Key", "the Idempotency-Key header is longer than %d characters", MaxIdempotencyKey))
+		WriteError(w, r, keyProblem("Idempotency-Key", "the Idempotency-Key header is longer than %d characters", MaxIdempotencyKey))
 		return
 	case cpr.InKey(key): // random hex keys are never read as one (cpr.InKey)
-		WriteError(w, r, Invalid("Idempotency-Key", "CPR numbers are never accepted, in any field or form; the Idempotency-Key header holds one: key the create with your record's id instead"))
+		WriteError(w, r, keyProblem("Idempotency-Key", "CPR numbers are never accepted, in any field or form; the Idempotency-Key header holds one: key the create with your record's id instead"))
 		return
 	}
 	raw, err := io.ReadAll(r.Body)
@@ -105,7 +105,7 @@ func ServeCreate(w http.ResponseWriter, r *http.Request, endpoint, locationPath 
 			answerBound(w, r, rec, b.BodyHash)
 		default:
 			// Its transaction is still running: once it ends, a retry replays.
-			WriteError(w, r, &Error{Status: http.StatusConflict, RetryAfter: 1, Message: "a request with this Idempotency-Key is still being processed; retry after it finishes"})
+			WriteError(w, r, &Error{Status: http.StatusConflict, Code: CodeIdempotencyKeyInUse, RetryAfter: 1, Message: "a request with this Idempotency-Key is still being processed; retry after it finishes"})
 		}
 		return
 	}
@@ -140,7 +140,7 @@ func ServeCreate(w http.ResponseWriter, r *http.Request, endpoint, locationPath 
 // answer for the same body, 409 for another.
 func answerBound(w http.ResponseWriter, r *http.Request, rec *idempotency.Record, hash string) {
 	if rec.BodyHash != hash {
-		WriteError(w, r, &Error{Status: http.StatusConflict, Message: "this Idempotency-Key was already used with a different request body; use a new key for a different record"})
+		WriteError(w, r, &Error{Status: http.StatusConflict, Code: CodeIdempotencyKeyReused, Message: "this Idempotency-Key was already used with a different request body; use a new key for a different record"})
 		return
 	}
 	if rec.Location != "" {
@@ -242,6 +242,13 @@ func (c *CreateRequest) Commit(ctx context.Context, tx *store.TxBuilder, id stri
 			time.Sleep(time.Duration(attempt*attempt) * 20 * time.Millisecond)
 			continue
 		}
-		return &Error{Status: http.StatusConflict, RetryAfter: 1, Message: "other requests were changing the same records; nothing was created: retry the request"}
+		return &Error{Status: http.StatusConflict, Code: CodeConcurrentChange, RetryAfter: 1, Message: "other requests were changing the same records; nothing was created: retry the request"}
 	}
+}
+
+// keyProblem is the 422 of a missing or unusable Idempotency-Key.
+func keyProblem(field, format string, args ...any) *Error {
+	e := Invalid(field, format, args...)
+	e.Code = CodeIdempotencyKeyRequired
+	return e
 }

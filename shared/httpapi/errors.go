@@ -25,7 +25,10 @@ type FieldError struct {
 // return. Anything else reaching WriteError is logged and answered with a
 // generic 500.
 type Error struct {
-	Status  int          `json:"-"`
+	Status int `json:"-"`
+	// Code is the kind of problem (Codes); WriteError fills in the
+	// status's general kind when it is empty.
+	Code    Code         `json:"code"`
 	Message string       `json:"message"`
 	Field   string       `json:"field,omitempty"`
 	Errors  []FieldError `json:"errors,omitempty"`
@@ -34,6 +37,8 @@ type Error struct {
 	// not make a 6 MB error).
 	ErrorsTotal   int    `json:"errors_total,omitempty"`
 	RequiredScope string `json:"required_scope,omitempty"`
+	// ExistingID names the record that holds a unique value (already_exists).
+	ExistingID string `json:"existing_id,omitempty"`
 	// RetryAfter, in seconds, is sent as Retry-After: the request may
 	// succeed as sent once the condition it met has passed.
 	RetryAfter int `json:"-"`
@@ -77,7 +82,7 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
-		WriteJSON(w, http.StatusRequestEntityTooLarge, &Error{Message: fmt.Sprintf("request body exceeds the limit of %d bytes", tooBig.Limit)})
+		WriteJSON(w, http.StatusRequestEntityTooLarge, &Error{Code: CodePayloadTooLarge, Message: fmt.Sprintf("request body exceeds the limit of %d bytes", tooBig.Limit)})
 		return
 	}
 	var opErr *smithy.OperationError
@@ -86,15 +91,18 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) {
 		// and the same request, with the same Idempotency-Key, can be retried.
 		Logger(r.Context()).ErrorContext(r.Context(), "store unavailable", "err", err, "method", r.Method, "path", r.URL.Path, "request_id", RequestID(r.Context()))
 		w.Header().Set("Retry-After", "1")
-		WriteJSON(w, http.StatusServiceUnavailable, &Error{Message: "the data store is temporarily unavailable; retry the request (with the same Idempotency-Key for a create); request id " + RequestID(r.Context())})
+		WriteJSON(w, http.StatusServiceUnavailable, &Error{Code: CodeServiceUnavailable, Message: "the data store is temporarily unavailable; retry the request (with the same Idempotency-Key for a create); request id " + RequestID(r.Context())})
 		return
 	}
 	Logger(r.Context()).ErrorContext(r.Context(), "internal error", "err", err, "method", r.Method, "path", r.URL.Path, "request_id", RequestID(r.Context()))
-	WriteJSON(w, http.StatusInternalServerError, &Error{Message: "internal error; quote request id " + RequestID(r.Context()) + " to support"})
+	WriteJSON(w, http.StatusInternalServerError, &Error{Code: CodeInternalError, Message: "internal error; quote request id " + RequestID(r.Context()) + " to support"})
 }
 
 func (e *Error) redacted() *Error {
 	out := *e
+	if out.Code == "" {
+		out.Code = defaultCode(e.Status)
+	}
 	out.Message, out.Field = cpr.Redact(e.Message), cpr.Redact(e.Field)
 	if len(e.Errors) > 0 {
 		out.Errors = make([]FieldError, len(e.Errors))

@@ -184,7 +184,7 @@ func NewHandler(cfg Config, families map[string]Handlers) (http.Handler, error) 
 		allowed := methods[path]
 		mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
 			if slices.Contains(allowed, r.Method) { // another function's route: not reachable through API Gateway
-				WriteError(w, r, &Error{Status: http.StatusNotFound, Message: fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path)})
+				WriteError(w, r, &Error{Status: http.StatusNotFound, Code: CodeNoSuchEndpoint, Message: fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path)})
 				return
 			}
 			w.Header().Set("Allow", strings.Join(allowed, ", "))
@@ -192,7 +192,7 @@ func NewHandler(cfg Config, families map[string]Handlers) (http.Handler, error) 
 		})
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		WriteError(w, r, &Error{Status: http.StatusNotFound, Message: fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path)})
+		WriteError(w, r, &Error{Status: http.StatusNotFound, Code: CodeNoSuchEndpoint, Message: fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path)})
 	})
 	return cfg.edge(mux), nil
 }

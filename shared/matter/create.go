@@ -84,7 +84,7 @@ func (s *Store) Create(ctx context.Context, req *httpapi.CreateRequest) (string,
 			if auto && attempt+1 < maxNumberAttempts {
 				continue
 			}
-			return "", nil, httpapi.Invalid("matter_number", "the matter number %s is already used in your organisation", m.MatterNumber)
+			return "", nil, httpapi.AlreadyExists("matter_number", m.ID, "the matter number %s is already used in your organisation (matter %s)", m.MatterNumber, m.ID)
 		}
 		return m.ID, m, err
 	}

@@ -40,7 +40,7 @@ func (s *Store) CreatePerson(ctx context.Context, req *httpapi.CreateRequest) (s
 	pi := tx.PutNew(p)
 	err = req.Commit(ctx, tx, p.ID, p, func(f *store.TxFailed) error {
 		if f.Has(pi) {
-			return httpapi.Invalid("email", "another person in your organisation already has the e-mail %s (person %s); e-mail addresses are unique among people", p.Email, p.ID)
+			return httpapi.AlreadyExists("email", p.ID, "another person in your organisation already has the e-mail %s (person %s); e-mail addresses are unique among people", p.Email, p.ID)
 		}
 		return nil
 	})
@@ -77,7 +77,7 @@ func (s *Store) CreateCompany(ctx context.Context, req *httpapi.CreateRequest) (
 	ci := tx.PutNew(c)
 	err = req.Commit(ctx, tx, c.ID, c, func(f *store.TxFailed) error {
 		if f.Has(ci) {
-			return httpapi.Invalid("cvr", "the CVR %s is already held by company %s in your organisation; CVRs are unique among companies", c.CVR, c.ID)
+			return httpapi.AlreadyExists("cvr", c.ID, "the CVR %s is already held by company %s in your organisation; CVRs are unique among companies", c.CVR, c.ID)
 		}
 		return nil
 	})
@@ -125,7 +125,7 @@ func (s *Store) CreateClient(ctx context.Context, req *httpapi.CreateRequest) (s
 		case f.Has(pi):
 			return httpapi.Invalid(field, "no %s with id %s exists in your organisation; import the party first", c.Type, c.PartyID())
 		case f.Has(ci):
-			return httpapi.Invalid(field, "this %s is already engaged as client %s; a party can have one engagement", c.Type, c.ID)
+			return httpapi.AlreadyExists(field, c.ID, "this %s is already engaged as client %s; a party can have one engagement", c.Type, c.ID)
 		}
 		return nil
 	})

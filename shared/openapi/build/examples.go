@@ -73,11 +73,11 @@ func recordExamples() M {
 		"amount_by_status": M{"draft": 277500, "submitted": 555000, "approved": 1295000}}
 	bucket := func(name string, n, total int) M { return M{"bucket": name, "invoices": n, "total": total} }
 	return M{
-		"Error":      M{"message": "matter not found"},
+		"Error":      M{"code": "not_found", "message": "matter not found"},
 		"FieldError": M{"field": "duration_minutes", "message": "duration_minutes must be from 1 to 1440 (whole minutes; 1440 is a day)"},
-		"ValidationError": M{"message": "date is not a calendar date: 2025-13-01 has no month 13 (months are 01 to 12)", "field": "date",
+		"ValidationError": M{"code": "invalid_request", "message": "date is not a calendar date: 2025-13-01 has no month 13 (months are 01 to 12)", "field": "date",
 			"errors": []any{M{"field": "date", "message": "date is not a calendar date: 2025-13-01 has no month 13 (months are 01 to 12)"}}},
-		"ScopeError": M{"message": "this key lacks the scope matters:read, which GET /api/v1/matters requires; scopes are fixed when a key is created, so ask for a new key",
+		"ScopeError": M{"code": "insufficient_scope", "message": "this key lacks the scope matters:read, which GET /api/v1/matters requires; scopes are fixed when a key is created, so ask for a new key",
 			"required_scope": "matters:read"},
 		"CursorMeta":  M{"per_page": 50, "count": 50, "has_more": true, "next_cursor": exCursor},
 		"CursorLinks": M{"next": exBase + "/matters?cursor=" + exCursor},
@@ -152,18 +152,18 @@ func addExamples(s M) {
 
 // errorExamples are the body each error status carries: exactly its fields.
 var errorExamples = map[string]any{
-	"BadRequest": M{"message": "the request body could not be read in full (it ended before its Content-Length, or its encoding is broken); send it again"},
-	"Conflict":   M{"message": "this Idempotency-Key was already used with a different request body; use a new key for a different record"},
-	"Forbidden": M{"message": "this key lacks the scope matters:read, which GET /api/v1/matters requires; scopes are fixed when a key is created, so ask for a new key",
+	"BadRequest": M{"code": "malformed_body", "message": "the request body could not be read in full (it ended before its Content-Length, or its encoding is broken); send it again"},
+	"Conflict":   M{"code": "idempotency_key_reused", "message": "this Idempotency-Key was already used with a different request body; use a new key for a different record"},
+	"Forbidden": M{"code": "insufficient_scope", "message": "this key lacks the scope matters:read, which GET /api/v1/matters requires; scopes are fixed when a key is created, so ask for a new key",
 		"required_scope": "matters:read"},
-	"InternalError":   M{"message": "internal error; quote request id 7f3c2a1e-9b8d-4c6e-a5f4-3e2d1c0b9a8f to support"},
-	"NotFound":        M{"message": "matter not found"},
-	"NotFoundPublic":  M{"message": "no such endpoint: GET /api/v1/docs/nope.js"},
-	"PayloadTooLarge": M{"message": "request body exceeds the limit of 1048576 bytes"},
-	"ServiceUnavailable": M{"message": "the data store is temporarily unavailable; retry the request (with the same Idempotency-Key for a create); " +
+	"InternalError":   M{"code": "internal_error", "message": "internal error; quote request id 7f3c2a1e-9b8d-4c6e-a5f4-3e2d1c0b9a8f to support"},
+	"NotFound":        M{"code": "not_found", "message": "matter not found"},
+	"NotFoundPublic":  M{"code": "no_such_endpoint", "message": "no such endpoint: GET /api/v1/docs/nope.js"},
+	"PayloadTooLarge": M{"code": "payload_too_large", "message": "request body exceeds the limit of 1048576 bytes"},
+	"ServiceUnavailable": M{"code": "service_unavailable", "message": "the data store is temporarily unavailable; retry the request (with the same Idempotency-Key for a create); " +
 		"request id 7f3c2a1e-9b8d-4c6e-a5f4-3e2d1c0b9a8f"},
-	"TooManyRequests": M{"message": "rate limit of 120 requests per minute exceeded; retry after 17 seconds"},
-	"Unauthorized":    M{"message": "the API key is unknown, revoked or expired"},
-	"Unprocessable": M{"message": "status must be one of active, dormant, closed, archived", "field": "status",
+	"TooManyRequests": M{"code": "rate_limited", "message": "rate limit of 120 requests per minute exceeded; retry after 17 seconds"},
+	"Unauthorized":    M{"code": "unauthenticated", "message": "the API key is unknown, revoked or expired"},
+	"Unprocessable": M{"code": "invalid_request", "message": "status must be one of active, dormant, closed, archived", "field": "status",
 		"errors": []any{M{"field": "status", "message": "status must be one of active, dormant, closed, archived"}}},
 }

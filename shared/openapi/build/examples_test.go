@@ -79,7 +79,7 @@ func TestExamplesMatchTheirSchemas(t *testing.T) {
 	t.Logf("%d schemas and %d documented JSON answers, each with a valid example", len(doc.Components.Schemas), answers)
 	// The 401's example carries only what a 401 carries.
 	unauth := doc.Components.Responses["Unauthorized"].Value.Content.Get("application/json").Example.(map[string]any)
-	if len(unauth) != 1 || unauth["message"] == nil {
+	if len(unauth) != 2 || unauth["message"] == nil || unauth["code"] != "unauthenticated" {
 		t.Errorf("the 401 example: %v", unauth)
 	}
 }

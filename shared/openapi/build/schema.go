@@ -1,10 +1,12 @@
 package build
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 
 	"github.com/practice-api/practice-api/shared/billing"
+	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/matter"
 	"github.com/practice-api/practice-api/shared/outbox"
 	"github.com/practice-api/practice-api/shared/party"
@@ -84,11 +86,24 @@ const currencyDesc = "ISO 4217 currency of every amount of the record; `DKK`."
 
 func currency() M { return enum(currencyDesc, "DKK") }
 
+// errorCode is every error's code: the stable list of httpapi.Codes.
+func errorCode() M {
+	var codes []httpapi.Code
+	desc := "The kind of problem, stable (new codes may be added; none is renamed or reused):\n\n| code | status | meaning |\n|---|---|---|\n"
+	for _, c := range httpapi.Codes {
+		codes = append(codes, c.Code)
+		desc += fmt.Sprintf("| `%s` | %d | %s |\n", c.Code, c.Status, c.Meaning)
+	}
+	return enum(desc, codes...)
+}
+
 // schemas are the document's named schemas.
 func schemas() M {
 	s := M{}
-	s["Error"] = object("Every error answer. 422s add `field` and `errors`; 403s add `required_scope`.",
-		[]string{"message"}, M{
+	s["Error"] = object("Every error answer: a stable `code` to branch on and a `message` to read. 422s add `field` and `errors` (and `existing_id` for `already_exists`); 403s add `required_scope`.",
+		[]string{"code", "message"}, M{
+			"code":           errorCode(),
+			"existing_id":    uuidS("`already_exists`: the record that holds the unique value."),
 			"message":        str("What went wrong and, where the caller can act, what to do."),
 			"field":          str("422: the first field at fault (repeats `errors[0].field`)."),
 			"errors":         array(schemaRef("FieldError"), "422: the problems found in the request, at once (at most 50)."),
@@ -100,14 +115,17 @@ func schemas() M {
 		"message": str("What is wrong with it."),
 	})
 	s["ValidationError"] = object("422: invalid filters or body; every problem is listed.",
-		[]string{"message", "field", "errors"}, M{
+		[]string{"code", "message", "field", "errors"}, M{
+			"code":         errorCode(),
+			"existing_id":  uuidS("`already_exists`: the record that holds the unique value, as its id (a duplicate CVR's company, e-mail's person, party's engagement, matter number's matter)."),
 			"message":      str("The first problem (and how many more there are)."),
 			"field":        str("The field of the first problem."),
 			"errors":       withDesc(M{"type": "array", "items": schemaRef("FieldError"), "minItems": 1, "maxItems": 50}, "Every problem found, up to 50."),
 			"errors_total": integer("How many problems there were, present when `errors` lists only the first 50."),
 		})
 	s["ScopeError"] = object("403: the key lacks the operation's scope. Scopes are fixed when a key is minted: ask for a new key.",
-		[]string{"message", "required_scope"}, M{
+		[]string{"code", "message", "required_scope"}, M{
+			"code":           errorCode(),
 			"message":        str(""),
 			"required_scope": str("The missing scope."),
 		})

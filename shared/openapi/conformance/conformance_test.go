@@ -12,7 +12,7 @@ const (
 	id      = "0b0f6e3c-4a51-4d1c-9d3e-2f1a8c6b7e10"
 	matter  = `{"data":{"id":"` + id + `","client_id":"` + id + `","matter_number":"SAG-1","status":"dormant","hourly_rate":null,"currency":"DKK","created_at":"2025-03-01T12:00:00.000000Z","updated_at":"2025-03-01T12:00:00.000000Z"}}`
 	etag    = `"0123456789abcdef0123456789abcdef"`
-	invalid = `{"message":"status must be one of active, dormant, closed, archived","field":"status","errors":[{"field":"status","message":"status must be one of active, dormant, closed, archived"}]}`
+	invalid = `{"code":"invalid_request","message":"status must be one of active, dormant, closed, archived","field":"status","errors":[{"field":"status","message":"status must be one of active, dormant, closed, archived"}]}`
 )
 
 // counted sets what every counted answer carries.
@@ -53,8 +53,8 @@ func TestCheckerCatchesDrift(t *testing.T) {
 			h.Del("X-RateLimit-Remaining")
 		}, matter, "X-RateLimit-Remaining"},
 		{"missing ETag", "GET", "/api/v1/matters/" + id, "", true, 200, counted, matter, "ETag"},
-		{"undocumented status", "GET", "/api/v1/matters/" + id, "", true, 418, counted, `{"message":"teapot"}`, "status not documented"},
-		{"422 without errors", "GET", "/api/v1/matters?status=bogus", "", true, 422, counted, `{"message":"bad"}`, "field"},
+		{"undocumented status", "GET", "/api/v1/matters/" + id, "", true, 418, counted, `{"code":"internal_error","message":"teapot"}`, "status not documented"},
+		{"422 without errors", "GET", "/api/v1/matters?status=bogus", "", true, 422, counted, `{"code":"invalid_request","message":"bad"}`, "field"},
 		{"conforming 422", "GET", "/api/v1/matters?status=bogus", "", true, 422, counted, invalid, ""},
 		{"invalid filter accepted", "GET", "/api/v1/matters?status=bogus", "", true, 200, counted,
 			`{"data":[],"meta":{"per_page":50,"count":0,"has_more":false,"next_cursor":null},"links":{"next":null}}`, "the document refuses the request"},
@@ -72,14 +72,16 @@ func TestCheckerCatchesDrift(t *testing.T) {
 		{"conforming 401", "GET", "/api/v1/matters", "", false, 401, func(h http.Header) {
 			h.Set("X-Request-Id", "r")
 			h.Set("WWW-Authenticate", `Bearer realm="api"`)
-		}, `{"message":"missing Authorization header"}`, ""},
+		}, `{"code":"unauthenticated","message":"missing Authorization header"}`, ""},
 		{"401 without WWW-Authenticate", "GET", "/api/v1/matters", "", false, 401, func(h http.Header) { h.Set("X-Request-Id", "r") },
-			`{"message":"missing Authorization header"}`, "WWW-Authenticate"},
+			`{"code":"unauthenticated","message":"missing Authorization header"}`, "WWW-Authenticate"},
 		{"unknown path answered", "GET", "/api/v1/secrets", "", true, 200, counted, `{}`, "not in the document"},
-		{"unknown path 404", "GET", "/api/v1/secrets", "", true, 404, counted, `{"message":"no such endpoint: GET /api/v1/secrets"}`, ""},
+		{"unknown path 404", "GET", "/api/v1/secrets", "", true, 404, counted, `{"code":"no_such_endpoint","message":"no such endpoint: GET /api/v1/secrets"}`, ""},
 		{"body on a 204", "DELETE", "/api/v1/webhooks/" + id, "", true, 204, counted, `{"deleted":true}`, "no body"},
 		{"304 without ETag", "GET", "/api/v1/matters/" + id, "", true, 304, counted, "", "ETag"},
-		{"unknown report type", "GET", "/api/v1/reports/nope", "", true, 404, counted, `{"message":"no report nope"}`, ""},
+		{"unknown report type", "GET", "/api/v1/reports/nope", "", true, 404, counted, `{"code":"not_found","message":"no report nope"}`, ""},
+		{"error without a code", "GET", "/api/v1/reports/nope", "", true, 404, counted, `{"message":"no report nope"}`, "code"},
+		{"error with an unknown code", "GET", "/api/v1/reports/nope", "", true, 404, counted, `{"code":"nope","message":"no report nope"}`, "code"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
