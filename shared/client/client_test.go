@@ -22,37 +22,37 @@ func TestImportChainErrorsAndIteration(t *testing.T) {
 	c := client.New(e.Server.URL+"/api/v1", e.Key(org))
 	ctx := context.Background()
 
-	co, r, err := c.CreateCompany(ctx, "crm-1", "Nordlys ApS", "12 34 56 78")
+	co, r, err := c.CreateCompany(ctx, "crm-1", client.NewCompany{Name: "Nordlys ApS", CVR: "12 34 56 78"})
 	if err != nil || r.Status != 201 || r.Replayed || co.CVR != "12345678" || r.Location == "" {
 		t.Fatalf("company: %+v %+v %v", co, r, err)
 	}
-	again, r, err := c.CreateCompany(ctx, "crm-1", "Nordlys ApS", "12 34 56 78")
+	again, r, err := c.CreateCompany(ctx, "crm-1", client.NewCompany{Name: "Nordlys ApS", CVR: "12 34 56 78"})
 	if err != nil || r.Status != 200 || !r.Replayed || again.ID != co.ID {
 		t.Fatalf("replay: %+v %+v %v", again, r, err)
 	}
 	if r.RateLimit.Limit != 1000 || r.RateLimit.Remaining != 998 || r.RateLimit.Reset.IsZero() {
 		t.Fatalf("rate limit %+v", r.RateLimit)
 	}
-	_, _, err = c.CreateCompany(ctx, "crm-1", "Another name", "12345678")
+	_, _, err = c.CreateCompany(ctx, "crm-1", client.NewCompany{Name: "Another name", CVR: "12345678"})
 	var apiErr *client.Error
 	if !errors.As(err, &apiErr) || apiErr.Status != 409 || apiErr.RetryAfter != 0 || apiErr.Code != "idempotency_key_reused" {
 		t.Fatalf("same key, other body: %v", err)
 	}
 	// The CVR is taken: the answer names the company that holds it.
-	_, _, err = c.CreateCompany(ctx, "crm-9", "Nordlys Kopi ApS", "12345678")
+	_, _, err = c.CreateCompany(ctx, "crm-9", client.NewCompany{Name: "Nordlys Kopi ApS", CVR: "12345678"})
 	if !errors.As(err, &apiErr) || apiErr.Status != 422 || apiErr.Code != "already_exists" || apiErr.ExistingID != co.ID || apiErr.Field != "cvr" {
 		t.Fatalf("duplicate CVR: %+v", apiErr)
 	}
-	cl, _, err := c.CreateEngagement(ctx, "crm-1", "company_id", co.ID)
+	cl, _, err := c.CreateClient(ctx, "crm-1", client.NewClient{CompanyID: co.ID})
 	if err != nil || cl.Type != "company" || cl.KYCStatus != "pending" {
 		t.Fatalf("engagement: %+v %v", cl, err)
 	}
 	rate := int64(100000)
-	m, _, err := c.CreateMatter(ctx, "case-1", map[string]any{"client_id": cl.ID, "hourly_rate": rate})
+	m, _, err := c.CreateMatter(ctx, "case-1", client.NewMatter{ClientID: cl.ID, HourlyRate: &rate})
 	if err != nil || m.HourlyRate == nil || *m.HourlyRate != rate {
 		t.Fatalf("matter: %+v %v", m, err)
 	}
-	_, _, err = c.CreateMatter(ctx, "case-2", map[string]any{"client_id": cl.ID, "status": "active"})
+	_, _, err = c.CreateMatter(ctx, "case-2", client.NewMatter{ClientID: cl.ID, Status: "active"})
 	if !errors.As(err, &apiErr) || apiErr.Status != 422 || apiErr.Field != "status" || len(apiErr.Errors) != 1 || apiErr.Code != "invalid_request" {
 		t.Fatalf("active without KYC: %v", err)
 	}
@@ -62,7 +62,7 @@ func TestImportChainErrorsAndIteration(t *testing.T) {
 
 	want := map[string]bool{}
 	for i := range 7 {
-		te, _, err := c.CreateTimeEntry(ctx, "hours-"+strconv.Itoa(i), map[string]any{"matter_id": m.ID, "date": "2025-03-1" + strconv.Itoa(i), "duration_minutes": 30})
+		te, _, err := c.CreateTimeEntry(ctx, "hours-"+strconv.Itoa(i), client.NewTimeEntry{MatterID: m.ID, Date: "2025-03-1" + strconv.Itoa(i), DurationMinutes: 30})
 		if err != nil || te.Amount != 50000 || te.Status != "draft" {
 			t.Fatalf("entry %d: %+v %v", i, te, err)
 		}
@@ -89,7 +89,7 @@ func TestImportChainErrorsAndIteration(t *testing.T) {
 	}
 
 	reader := client.New(e.Server.URL+"/api/v1", e.Key(org, "matters:read"))
-	if _, _, err := reader.CreateCompany(ctx, "x", "X", "87654321"); !errors.As(err, &apiErr) || apiErr.Status != 403 || apiErr.RequiredScope != "parties:write" || apiErr.Code != "insufficient_scope" {
+	if _, _, err := reader.CreateCompany(ctx, "x", client.NewCompany{Name: "X", CVR: "87654321"}); !errors.As(err, &apiErr) || apiErr.Status != 403 || apiErr.RequiredScope != "parties:write" || apiErr.Code != "insufficient_scope" {
 		t.Fatalf("missing scope: %v", err)
 	}
 }
@@ -145,7 +145,7 @@ func TestEventsAndReplay(t *testing.T) {
 	c := client.New(e.Server.URL+"/api/v1", e.Key(org))
 	ctx := context.Background()
 	since := time.Now().Add(-time.Minute)
-	co, _, err := c.CreateCompany(ctx, "", "Fjord ApS", "44556677")
+	co, _, err := c.CreateCompany(ctx, "", client.NewCompany{Name: "Fjord ApS", CVR: "44556677"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func TestEventsAndReplay(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 5 {
-		if _, _, err := c.CreateMatter(ctx, "", map[string]any{"client_id": cl.ID}); err != nil {
+		if _, _, err := c.CreateMatter(ctx, "", client.NewMatter{ClientID: cl.ID}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -46,15 +46,15 @@ func TestGoClient(t *testing.T) {
 	if active != 4 {
 		t.Fatalf("%d active matters", active)
 	}
-	co, r, err := c.CreateCompany(ctx, "crm-1", "Nordlys ApS", "12 34 56 78")
+	co, r, err := c.CreateCompany(ctx, "crm-1", client.NewCompany{Name: "Nordlys ApS", CVR: "12 34 56 78"})
 	if err != nil || r.Status != 201 || r.Replayed || co.CVR != "12345678" {
 		t.Fatalf("%v %+v %v", co, r, err)
 	}
-	again, r, err := c.CreateCompany(ctx, "crm-1", "Nordlys ApS", "12 34 56 78")
+	again, r, err := c.CreateCompany(ctx, "crm-1", client.NewCompany{Name: "Nordlys ApS", CVR: "12 34 56 78"})
 	if err != nil || r.Status != 200 || !r.Replayed || again.ID != co.ID {
 		t.Fatalf("replay %v %+v %v", again, r, err)
 	}
-	_, _, err = c.CreateCompany(ctx, "", "Kopi ApS", "12345678")
+	_, _, err = c.CreateCompany(ctx, "", client.NewCompany{Name: "Kopi ApS", CVR: "12345678"})
 	var apiErr *client.Error
 	if !errors.As(err, &apiErr) || apiErr.Status != 422 || apiErr.Field != "cvr" {
 		t.Fatalf("duplicate CVR: %v", err)
