@@ -117,7 +117,7 @@ func TestImportIsResumableAfterAKill(t *testing.T) {
 	if n := count(t, c.Companies(ctx, page)) + count(t, c.People(ctx, page)); n != 200 {
 		t.Errorf("%d parties, want 200", n)
 	}
-	if n := count(t, c.Engagements(ctx, page)); n != 200 {
+	if n := count(t, c.Clients(ctx, page)); n != 200 {
 		t.Errorf("%d clients, want 200", n)
 	}
 	if n := count(t, c.Matters(ctx, page)); n != 400 {

@@ -149,7 +149,7 @@ func TestEventsAndReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cl, _, err := c.CreateEngagement(ctx, "", "company_id", co.ID)
+	cl, _, err := c.CreateClient(ctx, "", client.NewClient{CompanyID: co.ID})
 	if err != nil {
 		t.Fatal(err)
 	}
