@@ -36,7 +36,9 @@ func TestWebhookManagement(t *testing.T) {
 }
 
 func webhookLife(ctx context.Context, c *client.Client) error {
-	fail := func(what string, v any, err error) error { return errors.New(what + ": " + strings.TrimSpace(jsonOf(v)) + " " + errString(err)) }
+	fail := func(what string, v any, err error) error {
+		return errors.New(what + ": " + strings.TrimSpace(jsonOf(v)) + " " + errString(err))
+	}
 	var apiErr *client.Error
 	if _, _, err := c.CreateWebhook(ctx, client.NewWebhook{URL: "https://127.0.0.1:9/hooks", EventTypes: []string{"webhook.test"}}); !errors.As(err, &apiErr) || apiErr.Field != "event_types" {
 		return fail("subscribing to webhook.test", nil, err)
