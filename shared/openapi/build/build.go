@@ -49,7 +49,7 @@ func Document() ([]byte, error) {
 			"securitySchemes": M{"bearerAuth": M{
 				"type": "http", "scheme": "bearer", "bearerFormat": "pa_<live|test>_<client>_<secret id>_<secret>",
 				"description": "`Authorization: Bearer <API key>`; no other place (a key in the query string is refused). " +
-					"Each operation requires exactly one scope, listed in its security requirement and in `x-required-scope`.",
+					"Each operation requires exactly one scope, named in its description and in `x-required-scope`.",
 			}},
 			"schemas":    schemas(),
 			"parameters": parameters(),
@@ -77,6 +77,7 @@ func Document() ([]byte, error) {
 func info() M {
 	return M{
 		"title":   "Practice API",
+		"contact": M{"name": "Practice API integrations", "url": "https://github.com/practice-api/practice-api/issues"},
 		"version": Version,
 		"summary": "Organisation-scoped, read-mostly API of the practice-management system.",
 		"description": strings.Join([]string{

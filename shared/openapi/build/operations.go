@@ -62,8 +62,16 @@ func (o op) render(rt routes.Route) M {
 		id = rt.Name
 	}
 	out := M{"operationId": id, "summary": o.summary, "tags": []string{familyTag[rt.Family]}}
-	if o.description != "" {
-		out["description"] = o.description
+	desc := o.description
+	if !rt.Public {
+		// The scope is said in words and in x-required-scope: an http
+		// bearer scheme has no scopes to list, and client generators
+		// trip on a requirement naming some (Spectral's
+		// oas3-operation-security-defined).
+		desc = strings.TrimSpace(desc + " Requires the scope `" + rt.Scope + "`.")
+	}
+	if desc != "" {
+		out["description"] = desc
 	}
 	path := o.path
 	if path == "" {
@@ -113,7 +121,7 @@ func (o op) render(rt routes.Route) M {
 	if rt.Public {
 		out["security"] = []M{}
 	} else {
-		out["security"] = []M{{"bearerAuth": []string{rt.Scope}}}
+		out["security"] = []M{{"bearerAuth": []string{}}}
 		out["x-required-scope"] = rt.Scope
 		errs = append(errs, 401, 403, 429, 503)
 	}
