@@ -21,6 +21,21 @@ import (
 // MetricNamespace holds the service's own metrics (EMF log lines).
 const MetricNamespace = metrics.Namespace
 
+// Severities of the alarms, in the runbook's words.
+const (
+	critical = "critical" // integrators are failing now: act at once, day or night
+	high     = "high"     // work is piling up or failing unseen: act within the hour
+	warning  = "warning"  // one integrator's problem, or headroom running out: next working day
+)
+
+// runbook is an alarm's section of docs/operations.md and its severity.
+type runbook struct{ anchor, severity string }
+
+// describe ends an alarm's description with its severity and runbook.
+func (r runbook) describe(desc string) string {
+	return fmt.Sprintf("%s. Severity: %s. Runbook: docs/operations.md#%s", strings.TrimSuffix(desc, "."), r.severity, r.anchor)
+}
+
 // newAlarms raises to one SNS topic, and says OK there too when a
 // condition clears: the API's 5xx rate and p99 latency, every function's
 // errors, throttles and duration near its timeout, the queues' oldest
@@ -43,9 +58,11 @@ func newAlarms(s *Stack, p *Props) {
 	awscdk.NewCfnOutput(s.Stack, jsii.String("AlarmTopicArn"), &awscdk.CfnOutputProps{Value: topic.TopicArn(),
 		Description: jsii.String("SNS topic of the stage's alarms: subscribe the on-call tool")})
 	action := awscloudwatchactions.NewSnsAction(topic)
-	alarm := func(id, desc string, metric awscloudwatch.IMetric, threshold, datapoints, periods float64) {
+	// Every alarm says how urgent it is and where its runbook section is
+	// (docs/operations.md; a test holds the two in step).
+	alarm := func(id string, rb runbook, desc string, metric awscloudwatch.IMetric, threshold, datapoints, periods float64) {
 		a := awscloudwatch.NewAlarm(s.Stack, jsii.String(id), &awscloudwatch.AlarmProps{
-			AlarmDescription:   jsii.String(desc),
+			AlarmDescription:   jsii.String(rb.describe(desc)),
 			Metric:             metric,
 			Threshold:          jsii.Number(threshold),
 			DatapointsToAlarm:  jsii.Number(datapoints),
@@ -68,13 +85,13 @@ func newAlarms(s *Stack, p *Props) {
 		},
 		Period: five, Label: jsii.String("5xx %"),
 	})
-	alarm("api-5xx-rate", "more than 1% of API requests answered 5xx, in 2 of 3 five-minute periods (20+ requests)", rate, 1, 2, 3)
+	alarm("api-5xx-rate", runbook{"api-5xx-rate", critical}, "more than 1% of API requests answered 5xx, in 2 of 3 five-minute periods (20+ requests)", rate, 1, 2, 3)
 	// Latency per route, each on its own threshold: a report may take
 	// seconds where a read takes milliseconds, so one API-wide alarm would
 	// either page on every report or miss a slow read.
 	for _, rt := range routes.Table {
 		threshold := RouteLatencyThresholdMS(rt)
-		alarm("latency-"+routeAlarmID(rt), fmt.Sprintf("%s %s: p99 latency over %.0f ms in 3 of 5 minutes", rt.Method, routes.Prefix+rt.Path, threshold),
+		alarm("latency-"+routeAlarmID(rt), runbook{"route-latency", high}, fmt.Sprintf("%s %s: p99 latency over %.0f ms in 3 of 5 minutes", rt.Method, routes.Prefix+rt.Path, threshold),
 			awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: jsii.String("AWS/ApiGateway"), MetricName: jsii.String("Latency"),
 				DimensionsMap: &map[string]*string{"ApiId": s.API.ApiId(), "Stage": jsii.String("$default"),
 					"Method": jsii.String(rt.Method), "Resource": jsii.String(routes.Prefix + rt.Path)},
@@ -82,42 +99,42 @@ func newAlarms(s *Stack, p *Props) {
 	}
 	for _, fn := range Functions {
 		f := s.Functions[fn.Name]
-		alarm(fn.Name+"-errors", fn.Name+": invocation errors in 2 of 3 five-minute periods", f.MetricErrors(sum(five)), 0, 2, 3)
-		alarm(fn.Name+"-throttles", fn.Name+": throttled invocations in 2 of 3 five-minute periods", f.MetricThrottles(sum(five)), 0, 2, 3)
-		alarm(fn.Name+"-duration", fn.Name+": p99 duration above 80% of its timeout in 3 of 5 minutes",
+		alarm(fn.Name+"-errors", runbook{"function-errors", high}, fn.Name+": invocation errors in 2 of 3 five-minute periods", f.MetricErrors(sum(five)), 0, 2, 3)
+		alarm(fn.Name+"-throttles", runbook{"function-throttles", high}, fn.Name+": throttled invocations in 2 of 3 five-minute periods", f.MetricThrottles(sum(five)), 0, 2, 3)
+		alarm(fn.Name+"-duration", runbook{"function-duration", warning}, fn.Name+": p99 duration above 80% of its timeout in 3 of 5 minutes",
 			f.MetricDuration(&awscloudwatch.MetricOptions{Period: minute, Statistic: jsii.String("p99")}), 0.8*fn.TimeoutS*1000, 3, 5)
 	}
 	for _, name := range []string{"enrichment", "delivery"} {
-		alarm(name+"-queue-age", name+": the oldest message has waited over 15 minutes (workers stuck or too few), 3 of 5 minutes",
+		alarm(name+"-queue-age", runbook{"queue-age", high}, name+": the oldest message has waited over 15 minutes (workers stuck or too few), 3 of 5 minutes",
 			s.Queues[name].MetricApproximateAgeOfOldestMessage(&awscloudwatch.MetricOptions{Period: minute, Statistic: jsii.String("Maximum")}), 900, 3, 5)
 	}
 	for name, dlq := range s.DLQs {
-		alarm(name+"-dlq-depth", name+": messages in the dead-letter queue (inspect and redrive)",
+		alarm(name+"-dlq-depth", runbook{"dead-letter-queue", high}, name+": messages in the dead-letter queue (inspect and redrive)",
 			dlq.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Maximum")}), 0, 1, 1)
 	}
-	alarm("dynamodb-throttles", "DynamoDB throttled requests on the table in 2 of 3 five-minute periods",
+	alarm("dynamodb-throttles", runbook{"dynamodb-throttles", high}, "DynamoDB throttled requests on the table in 2 of 3 five-minute periods",
 		s.Table.MetricThrottledRequestsForOperations(&awsdynamodb.OperationsMetricOptions{Period: five, Operations: tableOps}), 0, 2, 3)
-	alarm("dynamodb-system-errors", "DynamoDB system errors on the table in 2 of 3 five-minute periods",
+	alarm("dynamodb-system-errors", runbook{"dynamodb-system-errors", high}, "DynamoDB system errors on the table in 2 of 3 five-minute periods",
 		s.Table.MetricSystemErrorsForOperations(&awsdynamodb.SystemErrorsForOperationsMetricOptions{Period: five, Operations: tableOps}), 0, 2, 3)
-	alarm("outbox-stream-iterator-age", "the outbox stream is over 5 minutes behind (dispatcher failing or throttled), 3 of 5 minutes",
+	alarm("outbox-stream-iterator-age", runbook{"outbox-stream-behind", high}, "the outbox stream is over 5 minutes behind (dispatcher failing or throttled), 3 of 5 minutes",
 		s.Functions["dispatcher"].Metric(jsii.String("IteratorAge"), &awscloudwatch.MetricOptions{Period: minute, Statistic: jsii.String("Maximum")}), 300_000, 3, 5)
 	stage := &map[string]*string{"Stage": jsii.String(p.Stage)}
-	alarm("outbox-dispatch-failures", "outbox events failed to dispatch in 3 of 5 minutes (they stay pending: the backlog grows)",
+	alarm("outbox-dispatch-failures", runbook{"outbox-dispatch-failures", high}, "outbox events failed to dispatch in 3 of 5 minutes (they stay pending: the backlog grows)",
 		awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: jsii.String(MetricNamespace), MetricName: jsii.String("OutboxDispatchFailures"),
 			DimensionsMap: stage, Period: minute, Statistic: jsii.String("Sum")}), 0, 3, 5)
-	alarm("outbox-events-parked", "outbox events were parked: their sends failed 10 times, their type is unknown, or the item is not an event; `scripts/admin outbox parked` lists them with the reason, `outbox replay` sends them",
+	alarm("outbox-events-parked", runbook{"outbox-events-parked", high}, "outbox events were parked: their sends failed 10 times, their type is unknown, or the item is not an event; `scripts/admin outbox parked` lists them with the reason, `outbox replay` sends them",
 		awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: jsii.String(MetricNamespace), MetricName: jsii.String("OutboxEventsParked"),
 			DimensionsMap: stage, Period: five, Statistic: jsii.String("Sum")}), 0, 1, 1)
-	alarm("dispatch-failures-depth", "the dispatcher's triggers failed: stream batches past their retries or age, or crashed sweeps (their events stay pending; inspect the queue's messages)",
+	alarm("dispatch-failures-depth", runbook{"dispatch-failures", high}, "the dispatcher's triggers failed: stream batches past their retries or age, or crashed sweeps (their events stay pending; inspect the queue's messages)",
 		s.DispatchFailures.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Maximum")}), 0, 1, 1)
 	if s.AlarmDeliveryFailures != nil {
 		// The topic's other subscribers (an on-call tool) hear this one even
 		// when the e-mail is what fails.
-		alarm("alarm-delivery-failures-depth", "alarm notifications SNS could not deliver to alarmEmail are waiting in the alarm-delivery-failures queue "+
+		alarm("alarm-delivery-failures-depth", runbook{"alarm-delivery-failures", warning}, "alarm notifications SNS could not deliver to alarmEmail are waiting in the alarm-delivery-failures queue "+
 			"(an unconfirmed or bouncing address): read them there, and fix the subscription",
 			s.AlarmDeliveryFailures.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Maximum")}), 0, 1, 1)
 	}
-	alarm("webhook-endpoints-disabled", "a webhook endpoint was disabled after 20 consecutive failed deliveries",
+	alarm("webhook-endpoints-disabled", runbook{"webhook-endpoint-disabled", warning}, "a webhook endpoint was disabled after 20 consecutive failed deliveries",
 		awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: jsii.String(MetricNamespace), MetricName: jsii.String("WebhookEndpointsDisabled"),
 			DimensionsMap: stage, Period: five, Statistic: jsii.String("Sum")}), 0, 1, 1)
 	// What the gateway refuses itself (a route's throttle, from the traffic
@@ -125,11 +142,11 @@ func newAlarms(s *Stack, p *Props) {
 	// come from the functions and are counted apart, for the dashboard.
 	gatewayThrottled := s.accessLogMetric("GatewayThrottled", `{ ($.status = "429") && ($.integrationStatus = "-") }`, stage)
 	s.accessLogMetric("ClientRateLimited", `{ ($.status = "429") && ($.integrationStatus != "-") }`, stage)
-	alarm("api-gateway-throttles", "the gateway refused requests over a route's throttle (the traffic model's peak, docs/cost-model.md), more than 100 in 2 of 3 five-minute periods",
+	alarm("api-gateway-throttles", runbook{"gateway-throttles", warning}, "the gateway refused requests over a route's throttle (the traffic model's peak, docs/cost-model.md), more than 100 in 2 of 3 five-minute periods",
 		gatewayThrottled, 100, 2, 3)
 	// The account's Lambda concurrency is shared by every function (and
 	// every other service of the account): near its limit, throttles begin.
-	alarm("account-concurrency", fmt.Sprintf("the account's Lambda concurrency is above 80%% of its limit of %d (accountConcurrency) in 3 of 5 minutes", p.AccountConcurrency),
+	alarm("account-concurrency", runbook{"account-concurrency", high}, fmt.Sprintf("the account's Lambda concurrency is above 80%% of its limit of %d (accountConcurrency) in 3 of 5 minutes", p.AccountConcurrency),
 		awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: jsii.String("AWS/Lambda"), MetricName: jsii.String("ConcurrentExecutions"),
 			Period: minute, Statistic: jsii.String("Maximum")}), 0.8*float64(p.AccountConcurrency), 3, 5)
 	newDashboard(s, p)

@@ -183,7 +183,7 @@ func TestCustomDomainCloudFrontAndBackupCopy(t *testing.T) {
 	})})
 	// alarmEmail's dead-letter queue has its alarm, and is on the dashboard.
 	tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), &map[string]any{
-		"AlarmDescription": assertions.Match_StringLikeRegexp(jsii.String("alarm-delivery-failures queue")),
+		"AlarmDescription": assertions.Match_StringLikeRegexp(jsii.String("alarm-delivery-failures queue.*Severity: warning. Runbook: docs/operations.md#alarm-delivery-failures$")),
 		"Dimensions": []any{map[string]any{"Name": "QueueName", "Value": map[string]any{"Fn::GetAtt": []any{
 			assertions.Match_StringLikeRegexp(jsii.String("^alarmdeliveryfailures")), "QueueName"}}}},
 	})
@@ -258,5 +258,45 @@ func TestLocalDeployChecksLocalStackFirst(t *testing.T) {
 	mk, _ := os.ReadFile("../Makefile")
 	if !strings.Contains(string(mk), "local-deploy: $(CDK_BIN)/cdklocal\n\t@scripts/lib/check-localstack $(LOCALSTACK)\n\t$(MAKE) build") {
 		t.Fatal("make local-deploy does not check LocalStack before it builds")
+	}
+}
+
+// TestEveryAlarmHasItsRunbook: each alarm of each stage says its severity
+// and names a section of docs/operations.md that exists, and every
+// section of the runbook's alarms is named by an alarm (no stale one).
+func TestEveryAlarmHasItsRunbook(t *testing.T) {
+	raw, err := os.ReadFile("../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sections := map[string]bool{}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if h, ok := strings.CutPrefix(line, "## "); ok && h != "Before you start" {
+			sections[strings.TrimSpace(h)] = false
+		}
+	}
+	tail := regexp.MustCompile(`\. Severity: (critical|high|warning)\. Runbook: docs/operations\.md#([a-z0-9-]+)$`)
+	for _, stage := range []string{"dev", "prod"} {
+		for id, a := range resources(stage, "AWS::CloudWatch::Alarm") {
+			desc, _ := props(a)["AlarmDescription"].(string)
+			m := tail.FindStringSubmatch(desc)
+			if m == nil {
+				t.Errorf("%s alarm %s does not end with its severity and runbook: %q", stage, id, desc)
+				continue
+			}
+			if _, ok := sections[m[2]]; !ok {
+				t.Errorf("%s alarm %s names docs/operations.md#%s, which has no such section", stage, id, m[2])
+				continue
+			}
+			sections[m[2]] = true
+		}
+	}
+	// That alarm exists only with an alarm address:
+	// TestCustomDomainCloudFrontAndBackupCopy checks its runbook.
+	sections["alarm-delivery-failures"] = true
+	for s, used := range sections {
+		if !used {
+			t.Errorf("docs/operations.md's section %q is named by no alarm", s)
+		}
 	}
 }
