@@ -27,6 +27,16 @@ type sqsServer struct {
 	base   string // http://127.0.0.1:port
 	mu     sync.Mutex
 	queues map[string]*sqsQueue // by name
+	moves  []moveTask           // StartMessageMoveTask's, newest last
+}
+
+// moveTask is a redrive from a dead-letter queue (StartMessageMoveTask):
+// localcloud moves the messages at once, so a task is COMPLETED when its
+// start answers, and ListMessageMoveTasks reports it as SQS does.
+type moveTask struct {
+	handle, source, destination string
+	moved                       int
+	started                     time.Time
 }
 
 type sqsQueue struct {
@@ -70,6 +80,54 @@ func (s *sqsServer) byURL(url string) *sqsQueue {
 	defer s.mu.Unlock()
 	name := url[strings.LastIndexByte(url, '/')+1:]
 	return s.queues[name]
+}
+
+func (s *sqsServer) byARN(arn string) *sqsQueue {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, q := range s.queues {
+		if q.arn == arn {
+			return q
+		}
+	}
+	return nil
+}
+
+// startMove moves every message of the dead-letter queue at source to
+// destination, or (no destination) back to the queue whose dead-letter
+// queue it is, as SQS's redrive does: visible at once, receive count
+// reset. As SQS, the source must be some queue's dead-letter queue.
+func (s *sqsServer) startMove(source, destination string) (moveTask, string, string) {
+	src := s.byARN(source)
+	if src == nil {
+		return moveTask{}, "ResourceNotFoundException", "The resource that you specified for the SourceArn parameter doesn't exist."
+	}
+	var dst *sqsQueue
+	s.mu.Lock()
+	for _, q := range s.queues {
+		if q.deadLetter == src && (destination == "" || q.arn == destination) {
+			dst = q
+		}
+	}
+	s.mu.Unlock()
+	if dst == nil && destination != "" {
+		dst = s.byARN(destination)
+	}
+	if dst == nil {
+		return moveTask{}, "InvalidParameterValue", "Source queue must be configured as a Dead Letter Queue."
+	}
+	src.mu.Lock()
+	msgs := src.msgs
+	src.msgs = nil
+	src.mu.Unlock()
+	for _, m := range msgs {
+		dst.send(m.body, 0)
+	}
+	t := moveTask{handle: uuid.NewString(), source: src.arn, destination: dst.arn, moved: len(msgs), started: time.Now()}
+	s.mu.Lock()
+	s.moves = append(s.moves, t)
+	s.mu.Unlock()
+	return t, "", ""
 }
 
 func md5Hex(s string) string {
@@ -335,6 +393,25 @@ func (s *sqsServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			attrs["RedrivePolicy"] = string(rp)
 		}
 		out["Attributes"] = attrs
+	case "StartMessageMoveTask":
+		t, code, msg := s.startMove(str("SourceArn"), str("DestinationArn"))
+		if code != "" {
+			sqsError(w, code, msg)
+			return
+		}
+		out["TaskHandle"] = t.handle
+	case "ListMessageMoveTasks":
+		s.mu.Lock()
+		results := []map[string]any{}
+		for i := len(s.moves) - 1; i >= 0 && len(results) < min(max(num("MaxResults", 1), 1), 10); i-- {
+			if t := s.moves[i]; t.source == str("SourceArn") {
+				results = append(results, map[string]any{"Status": "COMPLETED", "SourceArn": t.source, "DestinationArn": t.destination,
+					"ApproximateNumberOfMessagesMoved": t.moved, "ApproximateNumberOfMessagesToMove": t.moved,
+					"StartedTimestamp": t.started.UnixMilli()})
+			}
+		}
+		s.mu.Unlock()
+		out["Results"] = results
 	default:
 		sqsError(w, "UnsupportedOperation", "localcloud's SQS does not implement "+action)
 		return

@@ -104,3 +104,58 @@ func TestFilterPatterns(t *testing.T) {
 		}
 	}
 }
+
+// TestRedriveFromADeadLetterQueue rehearses the runbook's redrive
+// (docs/operations.md#dead-letter-queue) with the SDK's own calls:
+// StartMessageMoveTask puts a dead-letter queue's messages back on the
+// queue they failed on, visible and with fresh receive counts, and
+// ListMessageMoveTasks reports the task; a queue that is no one's
+// dead-letter queue is refused, as SQS refuses it.
+func TestRedriveFromADeadLetterQueue(t *testing.T) {
+	srv := httptest.NewServer(nil)
+	defer srv.Close()
+	s := newSQSServer(srv.URL)
+	srv.Config.Handler = s
+	dlq := s.create(&queueSpec{name: "jobs-dlq", visibility: time.Second, retention: time.Hour}, nil)
+	jobs := s.create(&queueSpec{name: "jobs", visibility: time.Second, retention: time.Hour, maxReceives: 1}, dlq)
+	client := sqs.New(sqs.Options{Region: localRegion, BaseEndpoint: aws.String(srv.URL), Credentials: credentials.NewStaticCredentialsProvider("x", "x", "")})
+	ctx := context.Background()
+	q := queue.NewSQS(client, jobs.url)
+	for i := range 3 {
+		if err := q.Send(ctx, fmt.Appendf(nil, `{"n":%d}`, i), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Each is received once and not deleted (its worker failed): the next
+	// receive moves it to the dead-letter queue.
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+		if _, err := q.Receive(ctx, 10, 1500*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		if v, _, _ := dlq.counts(); v == 3 {
+			break
+		}
+	}
+	if v, _, _ := dlq.counts(); v != 3 {
+		t.Fatalf("%d messages in the dead-letter queue, want 3", v)
+	}
+	if _, err := client.StartMessageMoveTask(ctx, &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(jobs.arn)}); err == nil {
+		t.Fatal("a move from a queue that is no one's dead-letter queue was accepted")
+	}
+	start, err := client.StartMessageMoveTask(ctx, &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(dlq.arn)})
+	if err != nil || aws.ToString(start.TaskHandle) == "" {
+		t.Fatalf("start: %v", err)
+	}
+	list, err := client.ListMessageMoveTasks(ctx, &sqs.ListMessageMoveTasksInput{SourceArn: aws.String(dlq.arn)})
+	if err != nil || len(list.Results) != 1 || aws.ToString(list.Results[0].Status) != "COMPLETED" ||
+		list.Results[0].ApproximateNumberOfMessagesMoved != 3 || aws.ToString(list.Results[0].DestinationArn) != jobs.arn {
+		t.Fatalf("tasks: %+v %v", list, err)
+	}
+	got, err := q.Receive(ctx, 10, time.Second)
+	if err != nil || len(got) != 3 || got[0].ReceiveCount != 1 {
+		t.Fatalf("after the redrive: %+v %v", got, err)
+	}
+	if v, f, d := dlq.counts(); v+f+d != 0 {
+		t.Fatalf("the dead-letter queue still holds %d", v+f+d)
+	}
+}
