@@ -71,13 +71,14 @@ func TestAJobReceivedTwiceIsSentOnce(t *testing.T) {
 	}
 }
 
-// TestAWorkerThatStopsAfterThePOSTDoesNotSendTwice: the store fails when
-// the attempt is recorded (the POST went out): the message comes back, and
-// while the claim's lease runs it is sent back again; after the lease the
-// attempt is recorded as failed without a second POST, and the next
-// attempt is queued.
-func TestAWorkerThatStopsAfterThePOSTDoesNotSendTwice(t *testing.T) {
-	rc := newReceiver(t, 200)
+// TestAnAttemptWhoseOutcomeIsUnknownIsSentAgainUncounted: the store fails
+// when the attempt is recorded (the POST went out): the message comes
+// back, and while the claim's lease runs it is sent back again; after the
+// lease the same attempt is sent again (its outcome was unknown: it is
+// not a failure and does not use up an attempt), and its real outcome is
+// recorded: no failure counted, nothing more queued.
+func TestAnAttemptWhoseOutcomeIsUnknownIsSentAgainUncounted(t *testing.T) {
+	rc := newReceiver(t, 200, 200)
 	e, d := hookEnv(t, rc)
 	key, id, job := oneEvent(t, e, d, rc)
 	e.SetNow(time.Now())
@@ -93,12 +94,14 @@ func TestAWorkerThatStopsAfterThePOSTDoesNotSendTwice(t *testing.T) {
 	if err := handle(t, e, "m1", job); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(rc.deliveries()); n != 1 {
-		t.Fatalf("the receiver got attempt 1 %d times", n)
+	got := rc.deliveries()
+	if len(got) != 2 || got[1].header.Get("Service-Delivery-Attempt") != "1" || got[1].header.Get("Service-Event-Id") != got[0].header.Get("Service-Event-Id") {
+		t.Fatalf("the receiver got %d sends; want attempt 1 twice, the same event", len(got))
 	}
 	log := e.Get("/api/v1/webhooks/"+id+"/deliveries", key).Data()
-	if len(log) != 1 || log[0]["succeeded"] != false || e.Deliveries.Len() != 1 {
-		t.Fatalf("log %v, %d queued", log, e.Deliveries.Len())
+	ep := e.Get("/api/v1/webhooks/"+id, key).Body["data"].(map[string]any)
+	if len(log) != 1 || log[0]["succeeded"] != true || log[0]["attempt"] != 1.0 || ep["consecutive_failures"] != 0.0 || e.Deliveries.Len() != 0 {
+		t.Fatalf("log %v, failures %v, %d queued", log, ep["consecutive_failures"], e.Deliveries.Len())
 	}
 }
 

@@ -35,8 +35,9 @@ import (
 // ClaimLease bounds how long an attempt may take from claim to record
 // (connect and answer are bounded at 15 s, a worker invocation at 30 s).
 // A claim older than this belongs to a worker that stopped: the next
-// receive of the job takes it over, and records the attempt as failed
-// without sending, as its outcome is unknown.
+// receive of the job takes it over and sends the same attempt again (its
+// outcome is unknown, so it neither counts as a failure nor uses up an
+// attempt).
 const ClaimLease = 60 * time.Second
 
 // EventRetention is how long the per-event item is kept: longer than the
@@ -80,7 +81,7 @@ type claimOutcome int
 
 const (
 	claimed        claimOutcome = iota // the attempt is ours to send
-	takenOver                          // ours, from a worker that stopped mid-attempt: do not send
+	takenOver                          // ours, from a worker that stopped mid-attempt: its outcome is unknown, send it again
 	inFlight                           // another worker is sending it now
 	inFlightHere                       // this very message is being handled by another worker
 	alreadyDone                        // it was sent and recorded

@@ -199,17 +199,17 @@ func (d *Deliverer) Handle(ctx context.Context, m queue.Message) error {
 		}
 		return d.scheduleNext(ctx, c, job, now)
 	}
-	var a Attempt
-	if c.outcome == takenOver {
-		// A worker claimed this attempt and stopped before recording it:
-		// whether it was sent is unknown, and it is never sent twice. It
-		// counts as failed; the next attempt follows on the schedule.
-		a = d.newAttempt(&e, job, now, 0, errors.New("the delivery worker stopped before it recorded this attempt's outcome; the next attempt follows on the schedule"), 0, nil)
-	} else {
-		a, err = d.attempt(ctx, &e, job, now)
-		if err != nil {
-			return err
-		}
+	// A claim taken over (outcome takenOver) is an attempt whose worker
+	// stopped before recording it: whether the receiver got it is unknown.
+	// An unknown outcome is not a failure: it is not counted towards the
+	// endpoint's consecutive failures, and it does not use up one of the
+	// event's attempts. The same attempt is sent again, now (its lease has
+	// delayed it already), and its real outcome is recorded; a receiver
+	// that did get the first send sees the event twice, as at-least-once
+	// delivery allows, and deduplicates it on the event id.
+	a, err := d.attempt(ctx, &e, job, now)
+	if err != nil {
+		return err
 	}
 	// What follows the attempt is bookkeeping that must finish even when the
 	// receiver used up the caller's time: recording and counting it, and
