@@ -37,6 +37,7 @@ var roundThreeSpellings = []string{
 // webhook URLs, and expects a 422 each time with nothing created; the
 // date-and-time-range text the old detector refused is accepted.
 func TestCPRFormsAreRefused(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{RateLimit: 100000})
 	org := e.Org("A")
 	key := e.Key(org)
@@ -101,6 +102,7 @@ func TestCPRFormsAreRefused(t *testing.T) {
 // get one 200 and five 409s; the secret handed out signs, beside the one
 // it replaced (the creation's), and no secret nobody was given does.
 func TestConcurrentRotationsHandOutOnlySigningSecrets(t *testing.T) {
+	t.Parallel()
 	rc := newReceiver(t, 200)
 	e, d := hookEnv(t, rc)
 	org := e.Org("A")
@@ -173,6 +175,7 @@ func headerTime(h string) int64 {
 // TestRetryOfATestDeliveryIsRefused: a webhook.test attempt is not queued
 // again (it would be dropped: nothing subscribes to webhook.test): 409.
 func TestRetryOfATestDeliveryIsRefused(t *testing.T) {
+	t.Parallel()
 	failing := newReceiver(t, 500)
 	e, _ := hookEnv(t, failing)
 	key := e.Key(e.Org("A"))
@@ -191,6 +194,7 @@ func TestRetryOfATestDeliveryIsRefused(t *testing.T) {
 // access log names the client and key but never a CPR from the path, a
 // body cut short is a 400, and a repeated filter is a 422.
 func TestTheEdgeAnswersAndLogsCarefully(t *testing.T) {
+	t.Parallel()
 	var logs bytes.Buffer
 	var logMu sync.Mutex
 	e := apitest.New(t, apitest.Options{AccessLog: slog.New(slog.NewJSONHandler(lockedWriter{&logMu, &logs}, nil))})
@@ -278,6 +282,7 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 // HMAC under a secret of the table, not a bare SHA-256 of the key that
 // anyone holding a table export could test guesses against.
 func TestIdempotencyKeysAreStoredUnderTheStagesSecret(t *testing.T) {
+	t.Parallel()
 	var sks []string
 	for range 2 { // two stages: two tables, two secrets
 		e := apitest.New(t, apitest.Options{})

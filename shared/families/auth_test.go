@@ -22,6 +22,7 @@ import (
 )
 
 func TestAuthentication(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{})
 	org := e.Org("A")
 	good, clientID := e.KeyWith(auth.KeyRequest{OrgID: org})
@@ -94,6 +95,7 @@ func TestAuthentication(t *testing.T) {
 }
 
 func TestRevocationAndExpiryApplyToTheNextRequest(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{})
 	ctx := context.Background()
 	org := e.Org("A")
@@ -129,6 +131,7 @@ func TestRevocationAndExpiryApplyToTheNextRequest(t *testing.T) {
 }
 
 func TestScopes(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{})
 	org := e.Org("A")
 	settingsOnly := e.Key(org, "settings:read", "settings:write")
@@ -173,6 +176,7 @@ func TestScopes(t *testing.T) {
 }
 
 func TestRateLimit(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{RateLimit: 3})
 	org := e.Org("A")
 	minuteStart := time.Now().Truncate(time.Minute).Add(time.Minute)
@@ -216,6 +220,7 @@ func TestRateLimit(t *testing.T) {
 }
 
 func TestConcurrentRequestsAreCountedExactly(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{RateLimit: 25})
 	org := e.Org("A")
 	e.SetNow(time.Now().Truncate(time.Minute).Add(time.Minute + 10*time.Second))
@@ -248,6 +253,7 @@ var _ = slices.Contains[[]string]
 // keys are made, given limits or revoked, also when many such changes
 // race (the losers are refused, never let through).
 func TestPerClientLimitsAndOrganisationCeiling(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{RateLimit: 5})
 	ctx := context.Background()
 	e.Keys.DefaultLimit = 5

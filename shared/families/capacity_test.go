@@ -225,6 +225,7 @@ func docsAsset(tb testing.TB, e *apitest.Env) string {
 // TestCapacityPerRoute holds every route to its budget: the capacity it
 // consumes per request, as DynamoDB bills it, may not grow.
 func TestCapacityPerRoute(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("needs DynamoDB Local")
 	}

@@ -12,6 +12,7 @@ import (
 )
 
 func TestGoClient(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{RateLimit: 3})
 	start := time.Now().Truncate(time.Minute).Add(time.Minute)
 	e.SetNow(start.Add(30 * time.Second))

@@ -15,6 +15,7 @@ import (
 // kind (and the conformance check holds each to the documented list), a
 // duplicate names the record that holds the value.
 func TestEveryErrorKindHasItsCode(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{RateLimit: 5})
 	type want struct {
 		status int

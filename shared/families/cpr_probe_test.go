@@ -23,6 +23,7 @@ var roundFourSpellings = []string{
 // and random idempotency keys create; an array-style query parameter is a
 // 422 that names it. Nothing refused is written; everything accepted is.
 func TestCPRProbeInputsAreRefusedOrRead(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{RateLimit: 100000})
 	type tenant struct {
 		org, key, matter string

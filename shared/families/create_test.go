@@ -53,6 +53,7 @@ func (im *importer) matter(client, extra string) map[string]any {
 }
 
 func TestImportChainAndShapes(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{})
 	org := e.Org("A")
 	key := e.Key(org)
@@ -123,6 +124,7 @@ func TestImportChainAndShapes(t *testing.T) {
 }
 
 func TestIdempotencyKeyStates(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{})
 	org := e.Org("A")
 	key := e.Key(org)
@@ -172,6 +174,7 @@ func TestIdempotencyKeyStates(t *testing.T) {
 }
 
 func TestImportRules(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{})
 	org := e.Org("A")
 	key := e.Key(org)
@@ -233,6 +236,7 @@ func TestImportRules(t *testing.T) {
 }
 
 func TestMoneyIsIntegerMinorUnits(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{})
 	org := e.Org("A")
 	key := e.Key(org)
@@ -254,6 +258,7 @@ func TestMoneyIsIntegerMinorUnits(t *testing.T) {
 }
 
 func TestCPRIsNeverAccepted(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{})
 	org := e.Org("A")
 	key := e.Key(org)
@@ -281,6 +286,7 @@ func TestCPRIsNeverAccepted(t *testing.T) {
 }
 
 func TestKYCRule(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{})
 	org := e.Org("A")
 	key := e.Key(org)
@@ -323,6 +329,7 @@ func TestKYCRule(t *testing.T) {
 }
 
 func TestMatterNumbers(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{})
 	org := e.Org("A")
 	key := e.Key(org)
@@ -351,6 +358,7 @@ func TestMatterNumbers(t *testing.T) {
 }
 
 func TestTimeEntryDerivations(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{})
 	org := e.Org("A")
 	key, clientID := e.KeyWith(auth.KeyRequest{OrgID: org})
@@ -393,6 +401,7 @@ func TestTimeEntryDerivations(t *testing.T) {
 }
 
 func TestRoundTripsOfCreates(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{})
 	org := e.Org("A")
 	key := e.Key(org)
@@ -438,6 +447,7 @@ func TestRoundTripsOfCreates(t *testing.T) {
 }
 
 func TestConcurrentIdenticalCreates(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{RateLimit: 1000})
 	org := e.Org("A")
 	key := e.Key(org)
@@ -466,6 +476,7 @@ func TestConcurrentIdenticalCreates(t *testing.T) {
 }
 
 func TestConcurrentSameEmailUnderDifferentKeys(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{RateLimit: 1000})
 	org := e.Org("A")
 	key := e.Key(org)
@@ -493,6 +504,7 @@ func TestConcurrentSameEmailUnderDifferentKeys(t *testing.T) {
 // key then yields exactly one record, at once: nothing holds a key but a
 // committed create.
 func TestFaultsLeaveNothingHalfWritten(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{RateLimit: 100000})
 	now := time.Now()
 	e.SetNow(now)
@@ -553,6 +565,7 @@ func TestFaultsLeaveNothingHalfWritten(t *testing.T) {
 }
 
 func TestCrashBeforeTheTransactionLeavesTheKeyFree(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{})
 	e.SetNow(time.Now())
 	org := e.Org("A")
@@ -596,6 +609,7 @@ func attrS(item map[string]ddbtypes.AttributeValue, name string) string {
 }
 
 func TestInProgressConflictSaysWhenToRetry(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{})
 	e.SetNow(time.Now())
 	key := e.Key(e.Org("A"))

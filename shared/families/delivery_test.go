@@ -47,6 +47,7 @@ func handle(t *testing.T, e *apitest.Env, msgID string, job webhook.Job) error {
 // retried halfway), reaches the receiver once, is logged and counted once,
 // and queues one retry.
 func TestAJobReceivedTwiceIsSentOnce(t *testing.T) {
+	t.Parallel()
 	rc := newReceiver(t, 500)
 	e, d := hookEnv(t, rc)
 	key, id, job := oneEvent(t, e, d, rc)
@@ -78,6 +79,7 @@ func TestAJobReceivedTwiceIsSentOnce(t *testing.T) {
 // not a failure and does not use up an attempt), and its real outcome is
 // recorded: no failure counted, nothing more queued.
 func TestAnAttemptWhoseOutcomeIsUnknownIsSentAgainUncounted(t *testing.T) {
+	t.Parallel()
 	rc := newReceiver(t, 200, 200)
 	e, d := hookEnv(t, rc)
 	key, id, job := oneEvent(t, e, d, rc)
@@ -109,6 +111,7 @@ func TestAnAttemptWhoseOutcomeIsUnknownIsSentAgainUncounted(t *testing.T) {
 // 2 is scheduled; a manual retry succeeds; when attempt 2 comes due it
 // sends nothing, so the event arrives once after the failure.
 func TestAManualRetryCancelsTheScheduledAttempt(t *testing.T) {
+	t.Parallel()
 	rc := newReceiver(t, 500, 200)
 	e, d := hookEnv(t, rc)
 	e.Deliverer.Schedule = []time.Duration{time.Hour, time.Hour, time.Hour, time.Hour}

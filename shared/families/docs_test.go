@@ -19,6 +19,7 @@ import (
 // TestDocsPage: GET /api/v1/docs and its files are public, uncounted,
 // cacheable with ETags, and come from this server.
 func TestDocsPage(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{})
 	resp, err := http.Get(e.Server.URL + "/api/v1/docs")
 	if err != nil {
@@ -92,6 +93,7 @@ func TestDocsPage(t *testing.T) {
 // in scripts/docs-viewer, byte for byte when the package is installed
 // (make docs-assets refreshes them).
 func TestDocsAssetsMatchThePin(t *testing.T) {
+	t.Parallel()
 	root := filepath.Join("..", "..")
 	var pkg struct{ Dependencies map[string]string }
 	raw, err := os.ReadFile(filepath.Join(root, "scripts", "docs-viewer", "package.json"))
@@ -124,6 +126,7 @@ func TestDocsAssetsMatchThePin(t *testing.T) {
 // TestMetaBootstrapSize: the public Lambda serving the document and the
 // reference page stays at or below 12 MB, built as make build builds it.
 func TestMetaBootstrapSize(t *testing.T) {
+	t.Parallel()
 	out := filepath.Join(t.TempDir(), "bootstrap")
 	cmd := exec.Command("go", "build", "-trimpath", "-tags", "lambda.norpc", "-ldflags", "-s -w", "-o", out, "../../functions/meta")
 	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=0")

@@ -13,6 +13,7 @@ import (
 // Every operation answers the edge's errors (401, 503, 413, 429) as the
 // OpenAPI document describes them: apitest checks each exchange against it.
 func TestEveryOperationAnswersTheEdgeErrors(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{RateLimit: 2})
 	org := e.Org("A")
 	wildcard := regexp.MustCompile(`\{[a-z]+\}`)

@@ -31,6 +31,7 @@ func listPaths() []string {
 }
 
 func TestListsAnswerAfterAFailedTransaction(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{})
 	orgA, orgB := e.Org("A"), e.Org("B")
 	writer := e.Key(orgA)
@@ -137,6 +138,7 @@ func (c *loadClient) walk(path, key string) []string {
 // once; about a third of the creates fail inside their transaction or on
 // their key, while other goroutines page through the lists.
 func TestMixedLoadAcrossOrganisations(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{RateLimit: 1_000_000})
 	lc := &loadClient{base: e.Server.URL + routes.Prefix}
 	const orgs, chains = 6, 12

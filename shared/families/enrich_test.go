@@ -85,6 +85,7 @@ func enrichEnv(t *testing.T, register string) (*apitest.Env, string, *outbox.Dis
 }
 
 func TestCompanyEnrichment(t *testing.T) {
+	t.Parallel()
 	reg, calls := fakeRegister(t, 2) // two failures, then the snapshot
 	e, org, d, q, en := enrichEnv(t, reg.URL)
 	key := e.Key(org)
@@ -128,6 +129,7 @@ func TestCompanyEnrichment(t *testing.T) {
 }
 
 func TestEnrichmentGivesUpAndSkips(t *testing.T) {
+	t.Parallel()
 	reg, _ := fakeRegister(t, 100) // always busy
 	e, org, d, q, en := enrichEnv(t, reg.URL)
 	key := e.Key(org)
@@ -157,6 +159,7 @@ func TestEnrichmentGivesUpAndSkips(t *testing.T) {
 // with a path, a query key and a user name; it answers with an owner's CPR
 // in several spellings, and then fails in the ways a register does.
 func TestRegisterDataIsScrubbedAndErrorsLeakNothing(t *testing.T) {
+	t.Parallel()
 	var paths, queries []string
 	var mode atomic.Int32 // 0 ok, 1 refused, 2 unreachable body
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -245,6 +248,7 @@ func TestRegisterDataIsScrubbedAndErrorsLeakNothing(t *testing.T) {
 // connect to a register on a private address, and reads at most the
 // snapshot limit.
 func TestRegisterFollowsNoOne(t *testing.T) {
+	t.Parallel()
 	var targetHits atomic.Int64
 	var referers []string
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -62,6 +62,7 @@ func isFeedEvent(it ddbtypes.TransactWriteItem) bool {
 // agree), filters by type, keeps to its organisation and scope, refuses
 // bad parameters by name, and forgets events past their retention.
 func TestTheFeedListsEveryEventInSequence(t *testing.T) {
+	t.Parallel()
 	rc := newReceiver(t, 200)
 	e, d := hookEnv(t, rc)
 	org := e.Org("A")
@@ -184,6 +185,7 @@ func TestTheFeedListsEveryEventInSequence(t *testing.T) {
 // each reader has read every event its organisation's partition holds,
 // once each, in increasing sequence.
 func TestAFeedReaderMissesNothingWhileEventsAreWritten(t *testing.T) {
+	t.Parallel()
 	const settle = 2 * time.Second
 	e := apitest.New(t, apitest.Options{RateLimit: 100000, FeedSettle: settle})
 	type tenant struct {
@@ -295,6 +297,7 @@ func TestAFeedReaderMissesNothingWhileEventsAreWritten(t *testing.T) {
 // truncated replay says where to go on, and going on covers the rest
 // exactly once), and refuses what it cannot do by field.
 func TestReplayQueuesAWindowAgain(t *testing.T) {
+	t.Parallel()
 	rc := newReceiver(t, 200)
 	e, d := hookEnv(t, rc)
 	org := e.Org("A")
@@ -434,6 +437,7 @@ func toStrings(v any) []string {
 // Webhooks' library too); what it misses while off is queued by turning it
 // back on with replay_since, and arrives.
 func TestADisabledEndpointSaysSoAndCatchesUp(t *testing.T) {
+	t.Parallel()
 	down := newReceiver(t, 500)
 	watcher := newReceiver(t, 200)
 	e, d := hookEnv(t, down)
@@ -536,6 +540,7 @@ func TestADisabledEndpointSaysSoAndCatchesUp(t *testing.T) {
 // library verifies a delivery with the old secret and with the new one
 // during a rotation's grace period, and with neither a wrong one.
 func TestStandardWebhooksSignaturesDuringARotation(t *testing.T) {
+	t.Parallel()
 	rc := newReceiver(t, 200)
 	e, _ := hookEnv(t, rc)
 	key := e.Key(e.Org("A"))

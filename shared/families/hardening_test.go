@@ -28,6 +28,7 @@ var cprSpellings = []string{
 // says why, with nothing created (the harness also fails on any CPR in a
 // response).
 func TestCPRIsRefusedInEveryWriteBody(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{RateLimit: 100000})
 	org := e.Org("A")
 	key := e.Key(org)
@@ -99,6 +100,7 @@ func TestCPRIsRefusedInEveryWriteBody(t *testing.T) {
 // TestValidationAnswersAreBounded: a 1 MiB body of unknown fields gets a
 // 422 that lists 50 problems and counts them all, far under Lambda's 6 MB.
 func TestValidationAnswersAreBounded(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{})
 	key := e.Key(e.Org("A"))
 	var b strings.Builder
@@ -123,6 +125,7 @@ func TestValidationAnswersAreBounded(t *testing.T) {
 // TestAbsoluteURLsIgnoreTheHostHeader: links.next and Location, also when
 // replayed from the idempotency record, name the API's own address.
 func TestAbsoluteURLsIgnoreTheHostHeader(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{})
 	key := e.Key(e.Org("A"))
 	send := func(method, path, idem, body string) *http.Response {
@@ -159,6 +162,7 @@ func TestAbsoluteURLsIgnoreTheHostHeader(t *testing.T) {
 
 // TestSecurityHeaders: nosniff on every answer, no-store on every error.
 func TestSecurityHeaders(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{})
 	key := e.Key(e.Org("A"))
 	for _, c := range []struct {
@@ -185,6 +189,7 @@ func TestSecurityHeaders(t *testing.T) {
 
 // TestEndpointLimitHoldsUnderConcurrentCreates: 60 creates at once, 50 win.
 func TestEndpointLimitHoldsUnderConcurrentCreates(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{RateLimit: 100000})
 	key := e.Key(e.Org("A"))
 	var created, refused atomic.Int32
@@ -232,6 +237,7 @@ func TestEndpointLimitHoldsUnderConcurrentCreates(t *testing.T) {
 // every failed attempt since the last success, and the disable at 20
 // happened exactly once and stayed.
 func TestConcurrentPatchesKeepDeliveryState(t *testing.T) {
+	t.Parallel()
 	rc := newReceiver(t, 503)
 	e, d := hookEnv(t, rc)
 	e.Deliverer.Schedule = []time.Duration{} // one attempt per event
@@ -286,6 +292,7 @@ func TestConcurrentPatchesKeepDeliveryState(t *testing.T) {
 // TestSecretRotation: the new secret is shown once; for the grace period
 // deliveries carry two v1 signatures, one per secret; then only the new.
 func TestSecretRotation(t *testing.T) {
+	t.Parallel()
 	rc := newReceiver(t, 200)
 	e, d := hookEnv(t, rc)
 	org := e.Org("A")
@@ -350,6 +357,7 @@ func TestSecretRotation(t *testing.T) {
 // through the delivery path and answers the attempt; it is logged, never
 // counted as a failure, and works on an inactive endpoint.
 func TestTestEvent(t *testing.T) {
+	t.Parallel()
 	good, failing := newReceiver(t, 200), newReceiver(t, 500)
 	e, _ := hookEnv(t, good)
 	tr := trust(e, good.srv, failing.srv)

@@ -14,6 +14,7 @@ import (
 )
 
 func TestConditionalReads(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{})
 	w := newWorld(e, "A")
 	path := "/api/v1/matters/" + w.matters[0].ID
@@ -56,6 +57,7 @@ func TestConditionalReads(t *testing.T) {
 }
 
 func TestRateLimitDraftHeaders(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{RateLimit: 10})
 	org := e.Org("A")
 	start := time.Now().Truncate(time.Minute).Add(time.Minute)
@@ -68,6 +70,7 @@ func TestRateLimitDraftHeaders(t *testing.T) {
 }
 
 func TestDeprecationHeaders(t *testing.T) {
+	t.Parallel()
 	since := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
 	e := apitest.New(t, apitest.Options{Deprecation: &httpapi.Deprecation{Since: since, Sunset: since.AddDate(0, 6, 0), Link: "https://example.com/migrate-to-v2"}})
 	key := e.Key(e.Org("A"))
@@ -88,6 +91,7 @@ func matterStore(e *apitest.Env) *matter.Store { return matter.NewStore(e.DB) }
 
 // Every single read (and the document) answers If-None-Match with 304.
 func TestEverySingleReadIsConditional(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{})
 	org, tok, err := seed.Demo(t.Context(), e.DB, time.Now())
 	if err != nil {

@@ -22,6 +22,7 @@ import (
 // routes.Indexes grants its Lambda (infra), no more (a Query its role may
 // not make) and no fewer (a grant nothing needs).
 func TestEachFamilyQueriesExactlyItsGrantedIndexes(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{RateLimit: 100000})
 	key := e.Key(e.Org("A"))
 	var doc struct {

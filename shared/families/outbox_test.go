@@ -31,6 +31,7 @@ func (f *flakySink) Send(ctx context.Context, body []byte, d time.Duration) erro
 // leaves the event pending, and the next sweep sends it; a dispatch that
 // dies after the send but before marking sends it again (at least once).
 func TestStuckOutboxEventsAreSweptAgain(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{})
 	ctx := context.Background()
 	org := e.Org("A")

@@ -75,6 +75,7 @@ func collect(t *testing.T, e *apitest.Env, path, key string) []string {
 }
 
 func TestRoundTripsPerRead(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{})
 	w := newWorld(e, "A")
 	page1 := e.Get("/api/v1/matters?per_page=3", w.key)
@@ -104,6 +105,7 @@ func TestRoundTripsPerRead(t *testing.T) {
 }
 
 func TestPerPage(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{})
 	w := newWorld(e, "A")
 	r := e.Get("/api/v1/matters", w.key)
@@ -125,6 +127,7 @@ func TestPerPage(t *testing.T) {
 }
 
 func TestPaginationVisitsEveryItemOnce(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{})
 	w := newWorld(e, "A")
 	for _, per := range []int{1, 3, 10, 11} {
@@ -140,6 +143,7 @@ func TestPaginationVisitsEveryItemOnce(t *testing.T) {
 }
 
 func TestFilters(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{})
 	w := newWorld(e, "A")
 	matterIDs := func(keep func(m *matter.Matter) bool) []string {
@@ -193,6 +197,7 @@ func TestFilters(t *testing.T) {
 func dashed(cvr string) string { return cvr[:2] + "-" + cvr[2:4] + "-" + cvr[4:6] + "-" + cvr[6:] }
 
 func TestFilteredPagesAreFilled(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{})
 	org := e.Org("A")
 	key := e.Key(org)
@@ -223,6 +228,7 @@ func TestFilteredPagesAreFilled(t *testing.T) {
 }
 
 func TestInvalidFilters(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{})
 	w := newWorld(e, "A")
 	cases := []struct{ path, field, msg string }{
@@ -247,6 +253,7 @@ func TestInvalidFilters(t *testing.T) {
 }
 
 func TestCursors(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{})
 	a, b := newWorld(e, "A"), newWorld(e, "B")
 	first := e.Get("/api/v1/matters?status=active&per_page=1", a.key)
@@ -288,6 +295,7 @@ func TestCursors(t *testing.T) {
 }
 
 func TestIsolation(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{})
 	a, b := newWorld(e, "A"), newWorld(e, "B")
 	cases := []struct {
@@ -336,6 +344,7 @@ func TestIsolation(t *testing.T) {
 }
 
 func TestSingleReadsAndShapes(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{})
 	w := newWorld(e, "A")
 	r := e.Get("/api/v1/matters/"+strings.ToUpper(w.matters[0].ID), w.key) // ids are case-insensitive
@@ -369,6 +378,7 @@ func TestSingleReadsAndShapes(t *testing.T) {
 }
 
 func TestErrorsAreJSON(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{})
 	w := newWorld(e, "A")
 	r := e.Get("/api/v1/nothing-here", w.key)

@@ -10,6 +10,7 @@ import (
 )
 
 func TestReportsAgainstHandComputedValues(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{})
 	org := e.Org("A")
 	key := e.Key(org)

@@ -11,6 +11,7 @@ import (
 )
 
 func TestTimeEntryFilters(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{})
 	org := e.Org("A")
 	key := e.Key(org)

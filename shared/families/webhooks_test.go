@@ -149,6 +149,7 @@ func subscribe[T ~string](t *testing.T, e *apitest.Env, key, url string, types .
 }
 
 func TestWebhookManagement(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{})
 	org := e.Org("A")
 	key := e.Key(org, "webhooks:manage")
@@ -204,6 +205,7 @@ func TestWebhookManagement(t *testing.T) {
 }
 
 func TestEveryEventTypeArrivesSigned(t *testing.T) {
+	t.Parallel()
 	rc := newReceiver(t, 200)
 	e, d := hookEnv(t, rc)
 	org := e.Org("A")
@@ -291,6 +293,7 @@ func TestEveryEventTypeArrivesSigned(t *testing.T) {
 }
 
 func TestRetriesKeepTheEventIDAndStop(t *testing.T) {
+	t.Parallel()
 	rc := newReceiver(t, 500, 500, 200)
 	e, d := hookEnv(t, rc)
 	org := e.Org("A")
@@ -338,6 +341,7 @@ func TestRetriesKeepTheEventIDAndStop(t *testing.T) {
 }
 
 func TestTwentyConcurrentFailuresDisable(t *testing.T) {
+	t.Parallel()
 	rc := newReceiver(t, 503)
 	e, d := hookEnv(t, rc)
 	e.Deliverer.Schedule = []time.Duration{} // one attempt per event: failures come from many events
@@ -374,6 +378,7 @@ func TestTwentyConcurrentFailuresDisable(t *testing.T) {
 }
 
 func TestEventsStayInTheirOrganisation(t *testing.T) {
+	t.Parallel()
 	rcA, rcB := newReceiver(t, 200), newReceiver(t, 200)
 	e, d := hookEnv(t, rcA)
 	trust(e, rcA.srv, rcB.srv)
@@ -389,6 +394,7 @@ func TestEventsStayInTheirOrganisation(t *testing.T) {
 }
 
 func TestSSRFGuard(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, u := range []string{
 		"http://example.com/hook", "https://127.0.0.1/hook", "https://[::1]/hook", "https://10.0.0.1/hook",
@@ -445,6 +451,7 @@ func TestSSRFGuard(t *testing.T) {
 // 15 minutes' delay and a not-before time; a job received before that time
 // hops again without delivering.
 func TestLongPausesHopThroughTheQueue(t *testing.T) {
+	t.Parallel()
 	rc := newReceiver(t, 500)
 	e, d := hookEnv(t, rc)
 	now := time.Now()
@@ -516,6 +523,7 @@ func (q *recordingQueue) Delete(context.Context, queue.Message) error { return n
 // required. A receiver whose certificate the server does not trust gets
 // an attempt whose error says what to do (WEBHOOK_CA_FILE, or http://).
 func TestLocalReceiversOverHTTP(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	for _, u := range []string{"http://127.0.0.1:9000/hooks", "http://localhost/hooks", "http://[::1]:8080/x"} {
 		if err := webhook.CheckURL(ctx, u, true, nil); err != nil {

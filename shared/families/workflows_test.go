@@ -22,6 +22,7 @@ import (
 // TestEveryTransition tries every (from, to) pair of each state machine
 // against the service, which must allow exactly the table's moves.
 func TestEveryTransition(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{})
 	ctx := context.Background()
 	org := e.Org("A")
@@ -79,6 +80,7 @@ func TestEveryTransition(t *testing.T) {
 }
 
 func TestWorkflowsRaiseEventsAndMoveTime(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{})
 	ctx := context.Background()
 	org := e.Org("A")
@@ -154,6 +156,7 @@ func TestWorkflowsRaiseEventsAndMoveTime(t *testing.T) {
 }
 
 func TestInvoiceAndDocumentReads(t *testing.T) {
+	t.Parallel()
 	e := apitest.New(t, apitest.Options{})
 	org := e.Org("A")
 	key := e.Key(org)
