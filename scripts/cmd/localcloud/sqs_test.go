@@ -19,13 +19,7 @@ import (
 // visibility timeouts and receive counts, batches, and the redrive of a
 // message received maxReceiveCount times to its dead-letter queue.
 func TestSQSServerKeepsSQSSemantics(t *testing.T) {
-	srv := httptest.NewServer(nil)
-	defer srv.Close()
-	s := newSQSServer(srv.URL)
-	srv.Config.Handler = s
-	dlq := s.create(&queueSpec{name: "jobs-dlq", visibility: time.Second, retention: time.Hour}, nil)
-	jobs := s.create(&queueSpec{name: "jobs", visibility: time.Second, retention: time.Hour, maxReceives: 2}, dlq)
-	client := sqs.New(sqs.Options{Region: localRegion, BaseEndpoint: aws.String(srv.URL), Credentials: credentials.NewStaticCredentialsProvider("x", "x", "")})
+	jobs, dlq, client := jobsQueue(t, 2)
 	q := queue.NewSQS(client, jobs.url)
 	ctx := context.Background()
 
@@ -112,13 +106,7 @@ func TestFilterPatterns(t *testing.T) {
 // ListMessageMoveTasks reports the task; a queue that is no one's
 // dead-letter queue is refused, as SQS refuses it.
 func TestRedriveFromADeadLetterQueue(t *testing.T) {
-	srv := httptest.NewServer(nil)
-	defer srv.Close()
-	s := newSQSServer(srv.URL)
-	srv.Config.Handler = s
-	dlq := s.create(&queueSpec{name: "jobs-dlq", visibility: time.Second, retention: time.Hour}, nil)
-	jobs := s.create(&queueSpec{name: "jobs", visibility: time.Second, retention: time.Hour, maxReceives: 1}, dlq)
-	client := sqs.New(sqs.Options{Region: localRegion, BaseEndpoint: aws.String(srv.URL), Credentials: credentials.NewStaticCredentialsProvider("x", "x", "")})
+	jobs, dlq, client := jobsQueue(t, 1)
 	ctx := context.Background()
 	q := queue.NewSQS(client, jobs.url)
 	for i := range 3 {
@@ -158,4 +146,17 @@ func TestRedriveFromADeadLetterQueue(t *testing.T) {
 	if v, f, d := dlq.counts(); v+f+d != 0 {
 		t.Fatalf("the dead-letter queue still holds %d", v+f+d)
 	}
+}
+
+// jobsQueue serves a queue "jobs" whose messages go to "jobs-dlq" after
+// maxReceives receives, and returns them with an SDK client of the server.
+func jobsQueue(t *testing.T, maxReceives int) (jobs, dlq *sqsQueue, client *sqs.Client) {
+	srv := httptest.NewServer(nil)
+	t.Cleanup(srv.Close)
+	s := newSQSServer(srv.URL)
+	srv.Config.Handler = s
+	dlq = s.create(&queueSpec{name: "jobs-dlq", visibility: time.Second, retention: time.Hour}, nil)
+	jobs = s.create(&queueSpec{name: "jobs", visibility: time.Second, retention: time.Hour, maxReceives: maxReceives}, dlq)
+	client = sqs.New(sqs.Options{Region: localRegion, BaseEndpoint: aws.String(srv.URL), Credentials: credentials.NewStaticCredentialsProvider("x", "x", "")})
+	return jobs, dlq, client
 }
