@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -30,6 +31,10 @@ import (
 )
 
 func main() {
+	if text, ok := help(os.Args[1:]); ok {
+		fmt.Print(text)
+		return
+	}
 	out, err := run(context.Background(), os.Args[1:], openFromEnv)
 	if err != nil {
 		b, _ := json.Marshal(map[string]string{"error": err.Error()})
@@ -195,6 +200,22 @@ func run(ctx context.Context, argv []string, open opener) (any, error) {
 		return nil, err
 	}
 	return c.run(ctx, e, a)
+}
+
+// help is the text an operator asking for help reads (admin --help, -h or
+// help; admin <command> --help), as text rather than a JSON error: the
+// commands, or the one named with its flags.
+func help(argv []string) (string, bool) {
+	flagHelp := func(a string) bool { return a == "--help" || a == "-h" }
+	switch c, rest, ok := lookup(argv); {
+	case len(argv) == 0:
+		return "", false
+	case ok && slices.ContainsFunc(rest, flagHelp):
+		return fmt.Sprintf("usage: admin %s %s\n", c.name, c.flags), true
+	case flagHelp(argv[0]) || argv[0] == "help":
+		return usage() + "\n", true
+	}
+	return "", false
 }
 
 // lookup finds the command named by the first one or two words of argv.

@@ -217,3 +217,26 @@ func TestOperatorsAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestHelpIsText: an operator asking for help reads text, not a JSON
+// error; a flag's value that happens to be "help" is a value.
+func TestHelpIsText(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		argv []string
+		want string // "" when it is not a request for help
+	}{
+		{[]string{"--help"}, "usage: admin <command> [flags]\n  org create --name NAME\n"},
+		{[]string{"-h"}, "outbox replay"},
+		{[]string{"help"}, "env: DYNAMODB_ENDPOINT"},
+		{[]string{"key", "create", "--help"}, "usage: admin key create --org ORG --scopes"},
+		{[]string{"org", "create", "--name", "help"}, ""},
+		{[]string{"org", "create", "--name", "x"}, ""},
+		{nil, ""},
+	} {
+		text, ok := help(c.argv)
+		if ok != (c.want != "") || !strings.Contains(text, c.want) || (ok && strings.HasPrefix(text, "{")) {
+			t.Errorf("%q: %v %q", c.argv, ok, text)
+		}
+	}
+}
