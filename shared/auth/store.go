@@ -135,6 +135,10 @@ func (s *Store) CreateOrg(ctx context.Context, id, name string, now time.Time) (
 	o := Org{ID: id, Name: name, CreatedAt: store.FormatTime(now)}
 	o.PK, o.SK = orgKey(id)
 	o.Kind = "org"
+	// GSI1 "ORGS" lists every organisation by creation, for operators
+	// (scripts/admin org list): one partition, written only when an
+	// organisation is made or its keys change, never by a request.
+	o.GSI1PK, o.GSI1SK = OrgsPK, store.Seq(o.CreatedAt, id)
 	item, err := store.Marshal(o)
 	if err != nil {
 		return Org{}, err
@@ -143,6 +147,16 @@ func (s *Store) CreateOrg(ctx context.Context, id, name string, now time.Time) (
 		return Org{}, fmt.Errorf("create org: %w", err)
 	}
 	return o, nil
+}
+
+// OrgsPK is the GSI1 partition listing every organisation.
+const OrgsPK = "ORGS"
+
+// Orgs lists organisations by creation, oldest first: up to limit of them
+// after the cursor after (nil for the first), and the cursor to go on
+// from (nil at the end).
+func (s *Store) Orgs(ctx context.Context, limit int, after store.StartKey) ([]Org, store.StartKey, error) {
+	return store.QueryInto[Org](ctx, s.db, store.ListQuery{Index: "GSI1", PK: OrgsPK, Limit: limit, After: after})
 }
 
 // GetOrg reads an organisation; ErrNoSuchOrg when absent.

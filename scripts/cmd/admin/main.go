@@ -135,6 +135,7 @@ type command struct {
 
 var commands = []command{
 	{"org create", "--name NAME", orgCreate},
+	{"org list", "[--limit N]                               organisations, oldest first (at most N, default 100)", orgList},
 	{"org set-limit", "--org ORG --ceiling N             requests/minute all its keys' limits may add up to (0: the default, 18000)", orgSetLimit},
 	{"key create", "--org ORG --scopes s1,s2 [--mode live|test] [--expires RFC3339] [--name N] [--rate-limit N]", keyCreate},
 	{"key set-limit", "--client CLIENT --rate-limit N     the key's own requests/minute (0: the stage's RATE_LIMIT_PER_MINUTE)", keySetLimit},
@@ -234,6 +235,33 @@ func orgCreate(ctx context.Context, e *env, a *args) (any, error) {
 		return nil, err
 	}
 	return e.keys.CreateOrg(ctx, "", a.name, e.now)
+}
+
+func orgList(ctx context.Context, e *env, a *args) (any, error) {
+	if a.limit < 1 {
+		return nil, fmt.Errorf("%s: --limit must be at least 1", a.cmd)
+	}
+	type row struct {
+		ID          string `json:"id"`
+		Name        string `json:"name"`
+		CreatedAt   string `json:"created_at"`
+		RateCeiling int    `json:"rate_ceiling"`
+	}
+	orgs := []row{}
+	var after store.StartKey
+	for len(orgs) < a.limit {
+		page, next, err := e.keys.Orgs(ctx, min(a.limit-len(orgs), 1000), after)
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range page {
+			orgs = append(orgs, row{o.ID, o.Name, o.CreatedAt, o.Ceiling()})
+		}
+		if after = next; next == nil {
+			return map[string]any{"organizations": orgs, "count": len(orgs), "more": false}, nil
+		}
+	}
+	return map[string]any{"organizations": orgs, "count": len(orgs), "more": true}, nil
 }
 
 func orgSetLimit(ctx context.Context, e *env, a *args) (any, error) {

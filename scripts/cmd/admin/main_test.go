@@ -78,6 +78,16 @@ func TestEveryCommand(t *testing.T) {
 	tl := newTool(t)
 	org := id(tl.must("org", "create", "--name", "Advokat A/S"))
 	tl.must("org", "set-limit", "--org", org, "--ceiling", "600")
+	second := id(tl.must("org", "create", "--name", "Advokat B/S"))
+	all := tl.must("org", "list", "--limit", "1000")
+	listed := fmt.Sprint(all["organizations"])
+	if !strings.Contains(listed, org) || !strings.Contains(listed, second) || !strings.Contains(listed, "rate_ceiling:600") || all["more"] != false {
+		t.Fatalf("org list: %v", all)
+	}
+	if one := tl.must("org", "list", "--limit", "1"); one["count"] != 1.0 || one["more"] != true {
+		t.Fatalf("org list --limit 1: %v", one)
+	}
+	tl.refused("--limit must be at least 1", "org", "list", "--limit", "0")
 	k := tl.must("key", "create", "--org", org, "--scopes", "matters:read,matters:write,clients:read,clients:write,parties:write,time:read,time:write", "--mode", "test")
 	client, key := k["client_id"].(string), k["key"].(string)
 	if !strings.HasPrefix(key, "pa_test_") {
