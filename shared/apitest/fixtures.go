@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -169,4 +170,43 @@ func (e *Env) Engagement(org string, kyc party.KYCStatus, at time.Time) *party.C
 func Entry(m *matter.Matter, st timeentry.Status, n int, at time.Time) *timeentry.TimeEntry {
 	return &timeentry.TimeEntry{ID: fmt.Sprintf("entry-%d", n), MatterID: m.ID, ClientID: m.ClientID, UserID: m.ClientID, Date: at.Format(time.DateOnly),
 		DurationMinutes: 60, HourlyRate: 100000, Currency: "DKK", Status: st, CreatedAt: Stamp(at), UpdatedAt: Stamp(at)}
+}
+
+// BodyCase is a body a create must refuse: the field it names, and a
+// fragment of why.
+type BodyCase struct{ Body, Field, Says string }
+
+// RefusesBodies checks that create refuses each body, for organisation
+// "org" at now, with a 422 naming its field (WantInvalid). A domain's
+// refusals come before its store is read, so create may be a store's on
+// nothing.
+func RefusesBodies(t testing.TB, create httpapi.CreateFunc, now time.Time, cases ...BodyCase) {
+	t.Helper()
+	for _, c := range cases {
+		_, _, err := create(context.Background(), &httpapi.CreateRequest{Org: "org", Body: []byte(c.Body), Now: now})
+		WantInvalid(t, err, c.Field, c.Says)
+	}
+}
+
+// Race runs do n times at once and returns the calls that succeeded, by
+// index, failing t for any error that is not the loss a race may end in
+// (lost reports which errors are).
+func Race(t testing.TB, n int, do func(i int) error, lost func(error) bool) []int {
+	t.Helper()
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { errs[i] = do(i) })
+	}
+	wg.Wait()
+	var won []int
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			won = append(won, i)
+		case !lost(err):
+			t.Errorf("call %d of the race: %v, which is not a loss", i, err)
+		}
+	}
+	return won
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -154,23 +153,13 @@ func TestConcurrentInvoicesBillAnEntryOnce(t *testing.T) {
 	f := newFixture(t, timeentry.Approved)
 	s := billing.NewStore(f.e.DB)
 	invs := make([]billing.Invoice, 6)
-	errs := make([]error, len(invs))
-	var wg sync.WaitGroup
-	for i := range invs {
-		wg.Go(func() {
-			invs[i], errs[i] = s.Create(context.Background(), f.org, billing.NewInvoice{MatterID: f.m.ID, IssueDate: "2025-03-31",
-				Lines: []billing.Line{{Description: "a", Amount: 100000, TimeEntryID: f.entries[0].ID}}}, time.Now())
-		})
-	}
-	wg.Wait()
 	var won []billing.Invoice
-	for i, err := range errs {
-		switch {
-		case err == nil:
-			won = append(won, invs[i])
-		case !errors.Is(err, workflow.ErrRefused):
-			t.Errorf("a losing invoice: %v", err)
-		}
+	for _, i := range apitest.Race(t, len(invs), func(i int) (err error) {
+		invs[i], err = s.Create(context.Background(), f.org, billing.NewInvoice{MatterID: f.m.ID, IssueDate: "2025-03-31",
+			Lines: []billing.Line{{Description: "a", Amount: 100000, TimeEntryID: f.entries[0].ID}}}, time.Now())
+		return err
+	}, func(err error) bool { return errors.Is(err, workflow.ErrRefused) }) {
+		won = append(won, invs[i])
 	}
 	if len(won) != 1 || len(f.e.Items(f.org)["invoice"]) != 1 || f.entry(t, 0).InvoiceID != won[0].ID {
 		t.Fatalf("%d invoices won, %d stored; entry billed by %s", len(won), len(f.e.Items(f.org)["invoice"]), f.entry(t, 0).InvoiceID)

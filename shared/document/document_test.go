@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -54,20 +53,12 @@ func TestConcurrentSealsSealOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	flows := make([]document.SigningFlow, 6)
-	errs := make([]error, len(flows))
-	var wg sync.WaitGroup
-	for i := range flows {
-		wg.Go(func() { flows[i], errs[i] = s.Seal(context.Background(), org, d.ID, time.Now()) })
-	}
-	wg.Wait()
 	var won []document.SigningFlow
-	for i, err := range errs {
-		switch {
-		case err == nil:
-			won = append(won, flows[i])
-		case !errors.Is(err, document.ErrSealed):
-			t.Errorf("a losing seal: %v", err)
-		}
+	for _, i := range apitest.Race(t, len(flows), func(i int) (err error) {
+		flows[i], err = s.Seal(context.Background(), org, d.ID, time.Now())
+		return err
+	}, func(err error) bool { return errors.Is(err, document.ErrSealed) }) {
+		won = append(won, flows[i])
 	}
 	got, err := s.Get(context.Background(), org, d.ID)
 	if len(won) != 1 || err != nil || got.SigningFlowID != won[0].ID || won[0].Status != document.Sealed || got.SignedAt != won[0].SealedAt {

@@ -3,12 +3,10 @@ package matter_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/practice-api/practice-api/shared/apitest"
-	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/matter"
 	"github.com/practice-api/practice-api/shared/party"
 	"github.com/practice-api/practice-api/shared/store"
@@ -47,22 +45,19 @@ func TestCreateRefusesBadBodies(t *testing.T) {
 	t.Parallel()
 	const client = `"client_id":"0b0f6e3c-4a51-4d1c-9d3e-2f1a8c6b7e10"`
 	s := matter.NewStore(nil)
-	for _, c := range []struct{ body, field, says string }{
-		{`{}`, "client_id", "required"},
-		{`{"client_id":"nope"}`, "client_id", "UUID"},
-		{`{` + client + `,"status":"closed"}`, "status", "imported as dormant or active"},
-		{`{` + client + `,"status":"archived"}`, "status", "imported as dormant or active"},
-		{`{` + client + `,"status":"open"}`, "status", "must be one of active, dormant, closed, archived"},
-		{`{` + client + `,"matter_number":"-1"}`, "matter_number", "starting with a letter or digit"},
-		{`{` + client + `,"currency":"EUR"}`, "currency", "DKK"},
-		{`{` + client + `,"id":"x"}`, "id", "assigned by the service"},
-		{`{` + client + `,"closed_at":"2025-01-01T00:00:00Z"}`, "closed_at", "assigned by the service"},
-		{`{` + client + `,"colour":"red"}`, "colour", "unknown field"},
-		{`{` + client + `,"hourly_rate":-1}`, "hourly_rate", ""},
-	} {
-		_, _, err := s.Create(context.Background(), &httpapi.CreateRequest{Org: "org", Body: []byte(c.body), Now: t0})
-		apitest.WantInvalid(t, err, c.field, c.says)
-	}
+	apitest.RefusesBodies(t, s.Create, t0, []apitest.BodyCase{
+		{Body: `{}`, Field: "client_id", Says: "required"},
+		{Body: `{"client_id":"nope"}`, Field: "client_id", Says: "UUID"},
+		{Body: `{` + client + `,"status":"closed"}`, Field: "status", Says: "imported as dormant or active"},
+		{Body: `{` + client + `,"status":"archived"}`, Field: "status", Says: "imported as dormant or active"},
+		{Body: `{` + client + `,"status":"open"}`, Field: "status", Says: "must be one of active, dormant, closed, archived"},
+		{Body: `{` + client + `,"matter_number":"-1"}`, Field: "matter_number", Says: "starting with a letter or digit"},
+		{Body: `{` + client + `,"currency":"EUR"}`, Field: "currency", Says: "DKK"},
+		{Body: `{` + client + `,"id":"x"}`, Field: "id", Says: "assigned by the service"},
+		{Body: `{` + client + `,"closed_at":"2025-01-01T00:00:00Z"}`, Field: "closed_at", Says: "assigned by the service"},
+		{Body: `{` + client + `,"colour":"red"}`, Field: "colour", Says: "unknown field"},
+		{Body: `{` + client + `,"hourly_rate":-1}`, Field: "hourly_rate", Says: ""},
+	}...)
 }
 
 // TestActivatingChecksKYC: a matter becomes active only while its client's
@@ -112,21 +107,10 @@ func TestConcurrentClosesCloseOnce(t *testing.T) {
 	m := apitest.Matter(e.Engagement(org, party.KYCApproved, t0), matter.Active, t0) // approved: it may be reopened
 	e.Put(org, m)
 	s := matter.NewStore(e.DB)
-	var wg sync.WaitGroup
-	errs := make([]error, 8)
-	for i := range errs {
-		wg.Go(func() { _, errs[i] = s.SetStatus(context.Background(), org, m.ID, matter.Closed, time.Now()) })
-	}
-	wg.Wait()
-	won := 0
-	for _, err := range errs {
-		switch {
-		case err == nil:
-			won++
-		case !errors.Is(err, workflow.ErrRefused):
-			t.Errorf("a losing close: %v, want a refusal", err)
-		}
-	}
+	won := len(apitest.Race(t, 8, func(int) error {
+		_, err := s.SetStatus(context.Background(), org, m.ID, matter.Closed, time.Now())
+		return err
+	}, refused))
 	if got, _ := s.Get(context.Background(), org, m.ID); won != 1 || got.Status != matter.Closed || got.ClosedAt == "" {
 		t.Fatalf("%d closes won; matter %s closed at %q", won, got.Status, got.ClosedAt)
 	}
@@ -141,3 +125,5 @@ func TestConcurrentClosesCloseOnce(t *testing.T) {
 		t.Fatalf("unknown matter: %v", err)
 	}
 }
+
+func refused(err error) bool { return errors.Is(err, workflow.ErrRefused) }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/practice-api/practice-api/shared/apitest"
-	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/party"
 	"github.com/practice-api/practice-api/shared/store"
 )
@@ -115,24 +114,18 @@ func TestCreatesRefuseBadBodies(t *testing.T) {
 	t.Parallel()
 	s := party.NewStore(nil)
 	const uuid = `"0b0f6e3c-4a51-4d1c-9d3e-2f1a8c6b7e10"`
-	for _, c := range []struct {
-		create      func(context.Context, *httpapi.CreateRequest) (string, any, error)
-		body        string
-		field, says string
-	}{
-		{s.CreatePerson, `{"email":"a@b.dk"}`, "name", "required"},
-		{s.CreatePerson, `{"name":"Anne","email":"Anne <a@b.dk>"}`, "email", "plain address"},
-		{s.CreatePerson, `{"name":"Anne","email":"a@b.dk","id":"x"}`, "id", "assigned by the service"},
-		{s.CreateCompany, `{"name":"Nordlys ApS","cvr":"1234567"}`, "cvr", "8 digits"},
-		{s.CreateCompany, `{"name":"Nordlys ApS","cvr":"12345678","enrichment":{}}`, "enrichment", "fetches the register snapshot"},
-		{s.CreateCompany, `{"cvr":"12345678"}`, "name", "required"},
-		{s.CreateClient, `{}`, "company_id", "exactly one of company_id and person_id"},
-		{s.CreateClient, `{"company_id":` + uuid + `,"person_id":` + uuid + `}`, "company_id", "not both"},
-		{s.CreateClient, `{"company_id":` + uuid + `,"kyc_status":"approved"}`, "kyc_status", "opens at pending"},
-		{s.CreateClient, `{"person_id":` + uuid + `,"type":"person"}`, "type", "derived from the party"},
-		{s.CreateClient, `{"person_id":"p-1"}`, "person_id", "UUID"},
-	} {
-		_, _, err := c.create(context.Background(), &httpapi.CreateRequest{Org: "org", Body: []byte(c.body), Now: now})
-		apitest.WantInvalid(t, err, c.field, c.says)
-	}
+	apitest.RefusesBodies(t, s.CreatePerson, now,
+		apitest.BodyCase{Body: `{"email":"a@b.dk"}`, Field: "name", Says: "required"},
+		apitest.BodyCase{Body: `{"name":"Anne","email":"Anne <a@b.dk>"}`, Field: "email", Says: "plain address"},
+		apitest.BodyCase{Body: `{"name":"Anne","email":"a@b.dk","id":"x"}`, Field: "id", Says: "assigned by the service"})
+	apitest.RefusesBodies(t, s.CreateCompany, now,
+		apitest.BodyCase{Body: `{"name":"Nordlys ApS","cvr":"1234567"}`, Field: "cvr", Says: "8 digits"},
+		apitest.BodyCase{Body: `{"name":"Nordlys ApS","cvr":"12345678","enrichment":{}}`, Field: "enrichment", Says: "fetches the register snapshot"},
+		apitest.BodyCase{Body: `{"cvr":"12345678"}`, Field: "name", Says: "required"})
+	apitest.RefusesBodies(t, s.CreateClient, now,
+		apitest.BodyCase{Body: `{}`, Field: "company_id", Says: "exactly one of company_id and person_id"},
+		apitest.BodyCase{Body: `{"company_id":` + uuid + `,"person_id":` + uuid + `}`, Field: "company_id", Says: "not both"},
+		apitest.BodyCase{Body: `{"company_id":` + uuid + `,"kyc_status":"approved"}`, Field: "kyc_status", Says: "opens at pending"},
+		apitest.BodyCase{Body: `{"person_id":` + uuid + `,"type":"person"}`, Field: "type", Says: "derived from the party"},
+		apitest.BodyCase{Body: `{"person_id":"p-1"}`, Field: "person_id", Says: "UUID"})
 }

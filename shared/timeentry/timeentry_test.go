@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -91,22 +90,19 @@ func TestCreateRefusesBadBodies(t *testing.T) {
 	t.Parallel()
 	const m = `"matter_id":"0b0f6e3c-4a51-4d1c-9d3e-2f1a8c6b7e10","date":"2025-03-01"`
 	s := timeentry.NewStore(nil)
-	for _, c := range []struct{ body, field, says string }{
-		{`{"date":"2025-03-01","duration_minutes":30}`, "matter_id", "required"},
-		{`{` + m + `}`, "duration_minutes", "required"},
-		{`{` + m + `,"duration_minutes":0}`, "duration_minutes", ""},
-		{`{` + m + `,"duration_minutes":1441}`, "duration_minutes", "1440 is a day"},
-		{`{` + m + `,"duration_minutes":1.5}`, "duration_minutes", ""},
-		{`{"matter_id":"0b0f6e3c-4a51-4d1c-9d3e-2f1a8c6b7e10","date":"1899-12-31","duration_minutes":30}`, "date", "between 1900-01-01 and 2100-12-31"},
-		{`{"matter_id":"0b0f6e3c-4a51-4d1c-9d3e-2f1a8c6b7e10","date":"2025-02-30","duration_minutes":30}`, "date", ""},
-		{`{` + m + `,"duration_minutes":30,"status":"approved"}`, "status", "opens at draft"},
-		{`{` + m + `,"duration_minutes":30,"amount":5}`, "amount", "derived on every save"},
-		{`{` + m + `,"duration_minutes":30,"client_id":"0b0f6e3c-4a51-4d1c-9d3e-2f1a8c6b7e10"}`, "client_id", "taken from the matter"},
-		{`{` + m + `,"duration_minutes":30,"user_id":"me"}`, "user_id", "UUID"},
-	} {
-		_, _, err := s.Create(context.Background(), &httpapi.CreateRequest{Org: "org", Body: []byte(c.body), Now: t0})
-		apitest.WantInvalid(t, err, c.field, c.says)
-	}
+	apitest.RefusesBodies(t, s.Create, t0, []apitest.BodyCase{
+		{Body: `{"date":"2025-03-01","duration_minutes":30}`, Field: "matter_id", Says: "required"},
+		{Body: `{` + m + `}`, Field: "duration_minutes", Says: "required"},
+		{Body: `{` + m + `,"duration_minutes":0}`, Field: "duration_minutes", Says: ""},
+		{Body: `{` + m + `,"duration_minutes":1441}`, Field: "duration_minutes", Says: "1440 is a day"},
+		{Body: `{` + m + `,"duration_minutes":1.5}`, Field: "duration_minutes", Says: ""},
+		{Body: `{"matter_id":"0b0f6e3c-4a51-4d1c-9d3e-2f1a8c6b7e10","date":"1899-12-31","duration_minutes":30}`, Field: "date", Says: "between 1900-01-01 and 2100-12-31"},
+		{Body: `{"matter_id":"0b0f6e3c-4a51-4d1c-9d3e-2f1a8c6b7e10","date":"2025-02-30","duration_minutes":30}`, Field: "date", Says: ""},
+		{Body: `{` + m + `,"duration_minutes":30,"status":"approved"}`, Field: "status", Says: "opens at draft"},
+		{Body: `{` + m + `,"duration_minutes":30,"amount":5}`, Field: "amount", Says: "derived on every save"},
+		{Body: `{` + m + `,"duration_minutes":30,"client_id":"0b0f6e3c-4a51-4d1c-9d3e-2f1a8c6b7e10"}`, Field: "client_id", Says: "taken from the matter"},
+		{Body: `{` + m + `,"duration_minutes":30,"user_id":"me"}`, Field: "user_id", Says: "UUID"},
+	}...)
 }
 
 // TestTimeGoesOnOpenMattersWithARate: the refusals the matter decides,
@@ -152,20 +148,10 @@ func TestConcurrentApprovalsApproveOnce(t *testing.T) {
 	te := apitest.Entry(m, timeentry.Submitted, 1, t0)
 	e.Put(org, m, te)
 	s := timeentry.NewStore(e.DB)
-	errs := make([]error, 6)
-	var wg sync.WaitGroup
-	for i := range errs {
-		wg.Go(func() { _, errs[i] = s.SetStatus(context.Background(), org, te.ID, timeentry.Approved, time.Now()) })
-	}
-	wg.Wait()
-	won := 0
-	for _, err := range errs {
-		if err == nil {
-			won++
-		} else if !errors.Is(err, workflow.ErrRefused) {
-			t.Errorf("a losing approval: %v", err)
-		}
-	}
+	won := len(apitest.Race(t, 6, func(int) error {
+		_, err := s.SetStatus(context.Background(), org, te.ID, timeentry.Approved, time.Now())
+		return err
+	}, func(err error) bool { return errors.Is(err, workflow.ErrRefused) }))
 	got, err := s.Get(context.Background(), org, m.ID, te.ID)
 	if won != 1 || err != nil || got.Status != timeentry.Approved || got.Amount != 100000 {
 		t.Fatalf("%d approvals won; entry %+v %v", won, got, err)
