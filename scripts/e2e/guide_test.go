@@ -2,12 +2,15 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/json"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestTheGuidesPythonWalkthroughRuns runs docs/guide.md as a reader
@@ -69,4 +72,76 @@ func shBlock(t *testing.T, doc, marker string) string {
 	}
 	t.Fatalf("no sh block of the guide holds %q", marker)
 	return ""
+}
+
+// TestTheGuidesCatchUpRuns runs the guide's catch-up loop as written
+// after its import block, from a mark before the imports: every record the
+// import made must come out of its list, the time entry and the matter
+// among them, and nothing of another organisation. Then, from a mark after
+// them, the lists hold nothing that did not change since.
+func TestTheGuidesCatchUpRuns(t *testing.T) {
+	for _, tool := range []string{"bash", "curl", "jq"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed here: the guide's catch-up loop is not run", tool)
+		}
+	}
+	raw, err := os.ReadFile(filepath.Join(api.root, "docs", "guide.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	imports := shBlock(t, string(raw), `H="Authorization: Bearer $KEY"`)
+	catchUp := shBlock(t, string(raw), "MARK=")
+	mark, _, ok := strings.Cut(catchUp, "\n")
+	if !strings.HasPrefix(mark, "MARK=") || !ok {
+		t.Fatalf("the catch-up block does not begin with its MARK line: %q", mark)
+	}
+	_, key, _ := newOrg(t, "parties:write,clients:write,matters:write,time:write,clients:read,matters:read,time:read,invoices:read,documents:read")
+	_, otherKey, _ := newOrg(t, "parties:write,clients:write,matters:write,time:write")
+	run := func(script string) string {
+		t.Helper()
+		var stdout, stderr bytes.Buffer
+		cmd := exec.Command("bash", "-c", "set -euo pipefail\n"+script)
+		cmd.Dir, cmd.Stdout, cmd.Stderr = api.root, &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("the guide's block failed: %v\n%s", err, stderr.String())
+		}
+		return stdout.String()
+	}
+	env := func(k string) string { return "KEY=" + k + "\nBASE=" + api.base + "\n" }
+	before := time.Now().UTC().Add(-time.Second).Format(time.RFC3339)
+	run(env(otherKey) + imports) // another organisation's records must not come out
+	run(env(key) + imports)
+	lines := strings.Split(strings.TrimSpace(run(env(key)+`H="Authorization: Bearer $KEY"`+"\nMARK="+before+"\n"+strings.TrimPrefix(catchUp, mark+"\n"))), "\n")
+	kinds := map[string]int{}
+	for _, l := range lines {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(l), &rec); err != nil {
+			t.Fatalf("the loop printed %q, not a record: %v", l, err)
+		}
+		switch {
+		case rec["cvr"] != nil:
+			kinds["company"]++
+		case rec["company_id"] != nil || rec["person_id"] != nil:
+			kinds["client"]++
+		case rec["matter_number"] != nil:
+			kinds["matter"]++
+		case rec["duration_minutes"] != nil:
+			kinds["time_entry"]++
+		}
+	}
+	// /clients lists engagements, /companies the company: one of each, a
+	// matter and a time entry, and nothing twice.
+	want := map[string]int{"company": 1, "client": 1, "matter": 1, "time_entry": 1}
+	if !maps.Equal(kinds, want) || len(lines) != 4 {
+		t.Fatalf("catching up from before the imports gave %v in %d lines, want %v:\n%s", kinds, len(lines), want, strings.Join(lines, "\n"))
+	}
+	// From after them, nothing: but the company, whose enrichment (the
+	// register's answer or its failure) may land later and is a change.
+	after := time.Now().UTC().Add(time.Second).Format(time.RFC3339)
+	out := run(env(key) + `H="Authorization: Bearer $KEY"` + "\nMARK=" + after + "\n" + strings.TrimPrefix(catchUp, mark+"\n"))
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if l != "" && !strings.Contains(l, `"cvr"`) {
+			t.Fatalf("catching up from after the imports gave a record that did not change:\n%s", l)
+		}
+	}
 }

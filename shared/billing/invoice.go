@@ -121,14 +121,16 @@ func linesOf(org string, v *Invoice) linesItem {
 }
 
 // SetKeys fills the keys: GSI1 all by issue date, GSI2 by matter, GSI3 by
-// client, GSI5 by status; GSI4 only while open, by due date (receivables).
+// client, GSI5 by status, GSI7 all by last change (updated_since); GSI4
+// only while open, by due date (receivables).
 func (v *Invoice) SetKeys(org string) {
 	seq := store.Seq(v.IssueDate, v.ID)
 	v.Keys = store.Keys{PK: store.OrgPK(org), SK: invoiceSK(v.ID), Kind: "invoice",
 		GSI1PK: store.Collection(org, "INV"), GSI1SK: seq,
 		GSI2PK: store.Collection(org, "INV", "MATTER", v.MatterID), GSI2SK: seq,
 		GSI3PK: store.Collection(org, "INV", "CLIENT", v.ClientID), GSI3SK: seq,
-		GSI5PK: store.Collection(org, "INV", "STATUS", string(v.Status)), GSI5SK: seq}
+		GSI5PK: store.Collection(org, "INV", "STATUS", string(v.Status)), GSI5SK: seq,
+		GSI7PK: store.Collection(org, "INV"), GSI7SK: store.Seq(v.UpdatedAt, v.ID)}
 	if v.Status.Open() {
 		v.GSI4PK, v.GSI4SK = OpenPK(org), store.Seq(v.DueDate, v.ID)
 	}
@@ -194,19 +196,32 @@ type Filter struct {
 	Status   Status `json:"status,omitempty"`
 	From     string `json:"issue_date_from,omitempty"`
 	To       string `json:"issue_date_to,omitempty"`
+	// UpdatedSince: invoices changed at or after it (store.FormatTime).
+	UpdatedSince string `json:"updated_since,omitempty"`
 }
 
-// List picks the index by priority matter, client, status (the rest become
-// filter expressions); the issue-date range is the sort-key range. Lines are
-// left out.
+// List picks the index by priority matter, client, updated_since, status
+// (the rest become filter expressions). The issue-date range is the
+// sort-key range of every index but GSI7, which orders by last change:
+// there the issue dates are a filter expression, as updated_since is on
+// the others. Lines are left out.
 func (s *Store) List(ctx context.Context, org string, req httpapi.ListRequest[Filter]) ([]Invoice, store.StartKey, error) {
 	f := req.Filter
 	q := store.ListQuery{Index: "GSI1", PK: store.Collection(org, "INV"), Limit: req.PerPage, After: req.After}
-	q.Dates(f.From, f.To)
-	q.NarrowBy(org, "INV",
-		store.KeyFilter{Index: "GSI2", Attr: "matter_id", Segment: "MATTER", Value: f.MatterID},
-		store.KeyFilter{Index: "GSI3", Attr: "client_id", Segment: "CLIENT", Value: f.ClientID},
-		store.KeyFilter{Index: "GSI5", Attr: "status", Segment: "STATUS", Value: string(f.Status)})
+	if f.UpdatedSince != "" && f.MatterID == "" && f.ClientID == "" {
+		q.Index, q.SKFrom = "GSI7", f.UpdatedSince
+		if f.Status != "" {
+			q.Equal = map[string]string{"status": string(f.Status)}
+		}
+		q.Between("issue_date", f.From, f.To)
+	} else {
+		q.Dates(f.From, f.To)
+		q.NarrowBy(org, "INV",
+			store.KeyFilter{Index: "GSI2", Attr: "matter_id", Segment: "MATTER", Value: f.MatterID},
+			store.KeyFilter{Index: "GSI3", Attr: "client_id", Segment: "CLIENT", Value: f.ClientID},
+			store.KeyFilter{Index: "GSI5", Attr: "status", Segment: "STATUS", Value: string(f.Status)})
+		q.Between("updated_at", f.UpdatedSince, "")
+	}
 	q.Project = true // lines are not in the invoice item: only the single read has them
 	return store.QueryInto[Invoice](ctx, s.db, q)
 }
@@ -420,6 +435,9 @@ func parseFilter(q url.Values) (Filter, error) {
 	if f.Status, err = httpapi.EnumParam(q, "status", Statuses...); err != nil {
 		return Filter{}, err
 	}
-	f.From, f.To, err = httpapi.DateRangeParams(q, "issue_date_from", "issue_date_to")
+	if f.From, f.To, err = httpapi.DateRangeParams(q, "issue_date_from", "issue_date_to"); err != nil {
+		return Filter{}, err
+	}
+	f.UpdatedSince, err = httpapi.SinceParam(q, "updated_since")
 	return f, err
 }

@@ -208,17 +208,20 @@ func (c *Client) Companies(ctx context.Context, f url.Values) iter.Seq2[Company,
 	return List[Company](ctx, c, "/companies", f)
 }
 
-// TimeEntries lists time entries (filters: matter_id, client_id, user_id, date_from, date_to, status).
+// TimeEntries lists time entries (filters: matter_id, client_id, user_id,
+// date_from, date_to, status, updated_since).
 func (c *Client) TimeEntries(ctx context.Context, f url.Values) iter.Seq2[TimeEntry, error] {
 	return List[TimeEntry](ctx, c, "/time-entries", f)
 }
 
-// Invoices lists invoices (lines omitted).
+// Invoices lists invoices, lines omitted (filters: matter_id, client_id,
+// status, issue_date_from, issue_date_to, updated_since).
 func (c *Client) Invoices(ctx context.Context, f url.Values) iter.Seq2[Invoice, error] {
 	return List[Invoice](ctx, c, "/invoices", f)
 }
 
-// Documents lists document metadata.
+// Documents lists document metadata (filters: matter_id, folder,
+// updated_since).
 func (c *Client) Documents(ctx context.Context, f url.Values) iter.Seq2[Document, error] {
 	return List[Document](ctx, c, "/documents", f)
 }

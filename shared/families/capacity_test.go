@@ -34,50 +34,52 @@ import (
 // same create again; "?filter": a list with that filter). The reads are
 // measured on an organisation of 120 matters with 10 time entries each.
 var capacityBudget = map[string][2]float64{
-	"clients.create":                {11, 0},
-	"clients.create (replay)":       {1, 0},
-	"clients.get":                   {1, 1},
-	"clients.list":                  {1, 4},
-	"companies.create":              {7, 0},
-	"companies.create (replay)":     {1, 0},
-	"companies.get":                 {1, 1},
-	"companies.list":                {1, 1.5},
-	"companies.list?cvr":            {1, 1},
-	"docs":                          {0, 0},
-	"events.list":                   {1, 12},
-	"events.list?event_types":       {1, 12},
-	"docs.asset":                    {0, 0},
-	"documents.get":                 {1, 1},
-	"documents.list":                {1, 10},
-	"invoices.get":                  {1, 1},
-	"invoices.list":                 {1, 11.5},
-	"matters.create":                {18, 0.5},
-	"matters.create (replay)":       {1, 0.5},
-	"matters.get":                   {1, 1},
-	"matters.list":                  {1, 9.5},
-	"matters.list?client_id":        {1, 0.5},
-	"openapi":                       {0, 0},
-	"people.create":                 {7, 0},
-	"people.create (replay)":        {1, 0},
-	"people.get":                    {1, 1},
-	"people.list":                   {1, 1.5},
-	"reports.get receivables-aging": {1, 5.5},
-	"reports.get time-summary":      {1, 86.5},
-	"reports.get wip":               {1, 65.5},
-	"time_entries.create":           {15, 1},
-	"time_entries.create (replay)":  {1, 1},
-	"time_entries.list":             {1, 23},
-	"time_entries.list?matter_id":   {1, 1.5},
-	"webhooks.create":               {5, 0},
-	"webhooks.delete":               {5, 0},
-	"webhooks.deliveries":           {1, 2.5},
-	"webhooks.get":                  {1, 1},
-	"webhooks.list":                 {1, 0.5},
-	"webhooks.replay":               {3, 14},
-	"webhooks.retry":                {1, 3},
-	"webhooks.rotate_secret":        {2, 1},
-	"webhooks.test":                 {2, 1},
-	"webhooks.update":               {2, 0},
+	"clients.create":                  {11, 0},
+	"clients.create (replay)":         {1, 0},
+	"clients.get":                     {1, 1},
+	"clients.list":                    {1, 4},
+	"companies.create":                {7, 0},
+	"companies.create (replay)":       {1, 0},
+	"companies.get":                   {1, 1},
+	"companies.list":                  {1, 1.5},
+	"companies.list?cvr":              {1, 1},
+	"docs":                            {0, 0},
+	"events.list":                     {1, 12},
+	"events.list?event_types":         {1, 12},
+	"docs.asset":                      {0, 0},
+	"documents.get":                   {1, 1},
+	"documents.list":                  {1, 10},
+	"invoices.get":                    {1, 1},
+	"invoices.list":                   {1, 13},
+	"invoices.list?updated_since":     {1, 13},
+	"matters.create":                  {18, 0.5},
+	"matters.create (replay)":         {1, 0.5},
+	"matters.get":                     {1, 1},
+	"matters.list":                    {1, 9.5},
+	"matters.list?client_id":          {1, 0.5},
+	"openapi":                         {0, 0},
+	"people.create":                   {7, 0},
+	"people.create (replay)":          {1, 0},
+	"people.get":                      {1, 1},
+	"people.list":                     {1, 1.5},
+	"reports.get receivables-aging":   {1, 6.5},
+	"reports.get time-summary":        {1, 98.5},
+	"reports.get wip":                 {1, 74},
+	"time_entries.create":             {17, 1},
+	"time_entries.create (replay)":    {1, 1},
+	"time_entries.list":               {1, 25.5},
+	"time_entries.list?matter_id":     {1, 1.5},
+	"time_entries.list?updated_since": {1, 13},
+	"webhooks.create":                 {5, 0},
+	"webhooks.delete":                 {5, 0},
+	"webhooks.deliveries":             {1, 2.5},
+	"webhooks.get":                    {1, 1},
+	"webhooks.list":                   {1, 0.5},
+	"webhooks.replay":                 {3, 14},
+	"webhooks.retry":                  {1, 3},
+	"webhooks.rotate_secret":          {2, 1},
+	"webhooks.test":                   {2, 1},
+	"webhooks.update":                 {2, 0},
 }
 
 var updateDoc = flag.Bool("update", false, "rewrite docs/cost-model.md's capacity table from the measurement")
@@ -136,6 +138,8 @@ func measureRoutes(tb testing.TB) map[string]store.Capacity {
 	sample := first("/matters")
 	get("matters.list?client_id", "/matters?per_page=100&client_id="+sample["client_id"].(string))
 	get("time_entries.list?matter_id", "/time-entries?per_page=100&matter_id="+sample["id"].(string))
+	get("time_entries.list?updated_since", "/time-entries?per_page=100&updated_since=2000-01-01")
+	get("invoices.list?updated_since", "/invoices?per_page=100&updated_since=2000-01-01")
 	get("companies.list?cvr", "/companies?cvr=31415926")
 	for _, g := range []struct{ name, list string }{
 		{"matters.get", "/matters"}, {"clients.get", "/clients"}, {"people.get", "/people"}, {"companies.get", "/companies"},
@@ -257,8 +261,11 @@ func TestCapacityPerRoute(t *testing.T) {
 			t.Errorf("budget %s names nothing measured", name)
 		}
 	}
-	// The issue's own ceilings (#24): a read or a replay writes at most one
-	// unit, a company create eight, a time-entry create sixteen.
+	// The issues' own ceilings: a read or a replay writes at most one unit,
+	// a company create eight (#24), a time-entry create seventeen: #24's
+	// sixteen plus the two of the index by last change that #30 asks for
+	// (updated_since on time entries). Every way to list by last change
+	// without a fourth index entry costs more elsewhere: docs/data-model.md.
 	for name, c := range got {
 		if (strings.HasSuffix(name, "(replay)") || strings.Contains(name, ".get") || strings.Contains(name, ".list")) && c.WRU > 1 {
 			t.Errorf("%s writes %v units", name, c.WRU)
@@ -267,7 +274,7 @@ func TestCapacityPerRoute(t *testing.T) {
 	if c := got["companies.create"]; c.WRU > 8 {
 		t.Errorf("a company create writes %v units", c.WRU)
 	}
-	if c := got["time_entries.create"]; c.WRU > 16 {
+	if c := got["time_entries.create"]; c.WRU > 17 {
 		t.Errorf("a time-entry create writes %v units", c.WRU)
 	}
 	checkCostModel(t, got)

@@ -29,6 +29,8 @@ type Keys struct {
 	GSI5SK string `dynamodbav:"GSI5SK,omitempty"`
 	GSI6PK string `dynamodbav:"GSI6PK,omitempty"`
 	GSI6SK string `dynamodbav:"GSI6SK,omitempty"`
+	GSI7PK string `dynamodbav:"GSI7PK,omitempty"`
+	GSI7SK string `dynamodbav:"GSI7SK,omitempty"`
 	// Kind names the item type, for operators reading the table.
 	Kind string `dynamodbav:"kind"`
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -240,6 +241,38 @@ func (q *ListQuery) NarrowBy(org, typ string, filters ...KeyFilter) {
 			q.Equal[f.Attr] = f.Value
 		}
 	}
+}
+
+// Between narrows q to items whose attribute attr lies in the inclusive
+// range [from, to] (either may be "", not both), as a filter expression:
+// for a range on a value that q's key does not order by (an entry's date
+// when its list is read by last change, a last change when it is read by
+// date). It is ANDed with q's other filters.
+func (q *ListQuery) Between(attr, from, to string) {
+	if from == "" && to == "" {
+		return
+	}
+	f := q.Filter
+	if f == nil {
+		f = &Filter{Names: map[string]string{}, Values: map[string]ddbtypes.AttributeValue{}}
+		q.Filter = f
+	}
+	n := fmt.Sprintf("#b%d", len(f.Names))
+	f.Names[n] = attr
+	var conds []string
+	for _, b := range []struct{ op, v string }{{">=", from}, {"<=", to}} {
+		if b.v == "" {
+			continue
+		}
+		v := fmt.Sprintf(":b%d", len(f.Values))
+		f.Values[v] = &ddbtypes.AttributeValueMemberS{Value: b.v}
+		conds = append(conds, n+" "+b.op+" "+v)
+	}
+	expr := strings.Join(conds, " AND ")
+	if f.Expression != "" {
+		expr = f.Expression + " AND " + expr
+	}
+	f.Expression = expr
 }
 
 // Dates bounds q's sort key to the inclusive date range [from, to] (either

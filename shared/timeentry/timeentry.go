@@ -59,16 +59,17 @@ func Amount(durationMinutes, hourlyRate int64) int64 {
 }
 
 // An entry's id is a store.DateID of its date, so ids sort by entry date.
-// Its item lives under its matter, and three indexes list it:
+// Its item lives under its matter, and four indexes list it:
 //
 //	base  O#<org>  TE#M#<matter>#<id>    by matter (and a date range)
 //	GSI1  O#<org>#TE#S#<status>  <id>    by status; all entries are the five
 //	                                     status partitions merged (store.Merge)
 //	GSI2  O#<org>#TE#C#<client>  <id>    by client
 //	GSI3  O#<org>#TE#U#<user>    <id>    by user
+//	GSI4  O#<org>#TE  <updated_at>#<id>  by last change (updated_since)
 //
-// so an entry is written with three index entries, not five, and every
-// filter is still a key.
+// so an entry is written with four index entries, not five (status and
+// "all" share GSI1), and every filter is still a key.
 func entrySK(matterID, id string) string { return "TE#M#" + matterID + "#" + id }
 
 // Key returns the primary key of an entry of a matter.
@@ -98,8 +99,13 @@ func (t *TimeEntry) SetKeys(org string) {
 	t.Keys = store.Keys{PK: store.OrgPK(org), SK: entrySK(t.MatterID, t.ID), Kind: "time_entry",
 		GSI1PK: StatusPK(org, t.Status), GSI1SK: t.ID,
 		GSI2PK: store.Collection(org, "TE", "C", t.ClientID), GSI2SK: t.ID,
-		GSI3PK: store.Collection(org, "TE", "U", t.UserID), GSI3SK: t.ID}
+		GSI3PK: store.Collection(org, "TE", "U", t.UserID), GSI3SK: t.ID,
+		GSI4PK: ChangedPK(org), GSI4SK: store.Seq(t.UpdatedAt, t.ID)}
 }
+
+// ChangedPK is the GSI4 partition of an organisation's entries by last
+// change.
+func ChangedPK(org string) string { return store.Collection(org, "TE") }
 
 // Guards: a time entry holds no unique values.
 func (t *TimeEntry) Guards(string) []store.Guard { return nil }
@@ -208,13 +214,18 @@ type Filter struct {
 	DateFrom string `json:"date_from,omitempty"`
 	DateTo   string `json:"date_to,omitempty"`
 	Status   Status `json:"status,omitempty"`
+	// UpdatedSince: entries changed at or after it (store.FormatTime).
+	UpdatedSince string `json:"updated_since,omitempty"`
 }
 
 // List picks the key of the most selective filter, in the order matter
-// (the base table), client (GSI2), user (GSI3), status (GSI1), and applies
-// the others as filter expressions; with none, it merges the five status
-// partitions of GSI1. The date range is always a key condition: ids begin
-// with their entry's date.
+// (the base table), client (GSI2), user (GSI3), updated_since (GSI4),
+// status (GSI1), and applies the others as filter expressions; with none,
+// it merges the five status partitions of GSI1. The date range is a key
+// condition on every key but GSI4 (ids begin with their entry's date), and
+// a filter expression there; updated_since is a filter expression on the
+// keys that order by date. So a list is ordered by entry date, or by last
+// change when updated_since picks the key.
 func (s *Store) List(ctx context.Context, org string, req httpapi.ListRequest[Filter]) ([]TimeEntry, store.StartKey, error) {
 	f := req.Filter
 	q := store.ListQuery{Index: "GSI1", Limit: req.PerPage, After: req.After, Project: true}
@@ -227,6 +238,10 @@ func (s *Store) List(ctx context.Context, org string, req httpapi.ListRequest[Fi
 		q.Index, q.PK, q.Equal = "GSI2", store.Collection(org, "TE", "C", f.ClientID), equals("", f.UserID, f.Status)
 	case f.UserID != "":
 		q.Index, q.PK, q.Equal = "GSI3", store.Collection(org, "TE", "U", f.UserID), equals("", "", f.Status)
+	case f.UpdatedSince != "":
+		q.Index, q.PK, q.Equal, q.SKFrom = "GSI4", ChangedPK(org), equals("", "", f.Status), f.UpdatedSince
+		q.Between("date", f.DateFrom, f.DateTo)
+		return store.QueryInto[TimeEntry](ctx, s.db, q)
 	case f.Status != "":
 		q.PK = StatusPK(org, f.Status)
 	}
@@ -239,6 +254,7 @@ func (s *Store) List(ctx context.Context, org string, req httpapi.ListRequest[Fi
 	} else if prefix != "" {
 		q.SKTo = prefix + "~"
 	}
+	q.Between("updated_at", f.UpdatedSince, "")
 	if q.PK == "" {
 		return store.MergeInto[TimeEntry](ctx, s.db, q, StatusPKs(org))
 	}
@@ -274,6 +290,9 @@ func parseFilter(q url.Values) (Filter, error) {
 		return Filter{}, err
 	}
 	if f.Status, err = httpapi.EnumParam(q, "status", Statuses...); err != nil {
+		return Filter{}, err
+	}
+	if f.UpdatedSince, err = httpapi.SinceParam(q, "updated_since"); err != nil {
 		return Filter{}, err
 	}
 	return f, nil

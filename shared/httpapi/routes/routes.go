@@ -95,8 +95,8 @@ var Table = []Route{
 var Indexes = map[string][]string{
 	Matters:     {"GSI1", "GSI2", "GSI3"},
 	Parties:     {"GSI1", "GSI2"},
-	TimeEntries: {"GSI1", "GSI2", "GSI3"},
-	Invoices:    {"GSI1", "GSI2", "GSI3", "GSI5"},
+	TimeEntries: {"GSI1", "GSI2", "GSI3", "GSI4"},
+	Invoices:    {"GSI1", "GSI2", "GSI3", "GSI5", "GSI7"},
 	Documents:   {"GSI1", "GSI2", "GSI3"},
 	Reports:     {"GSI1", "GSI4"},
 }

@@ -226,16 +226,16 @@ func operations() map[string]func(routes.Route) []op {
 		"companies.create": create("Import a company",
 			"The first import step for a company party. The register snapshot and logo are fetched in the background (`enrichment`).", "Company", true),
 
-		"time_entries.list": list("List time entries", "Ordered by entry date, then id. A created entry is found again with `matter_id` and a date range.", "TimeEntry",
+		"time_entries.list": list("List time entries", "Ordered by entry date, then id; with `updated_since` and no `matter_id`, `client_id` or `user_id`, by last change, then id (catch up after a gap: docs/guide.md). A created entry is found again with `matter_id` and a date range.", "TimeEntry",
 			uuidFilter("matter_id", ""), uuidFilter("client_id", "Entries on the matters of this engagement."),
 			uuidFilter("user_id", ""), dateFilter("date_from", "Inclusive."), dateFilter("date_to", "Inclusive; before `date_from` is 422."),
-			enumFilter("status", timeentry.Statuses...)),
+			enumFilter("status", timeentry.Statuses...), updatedSince()),
 		"time_entries.create": create("Import a time entry",
 			"Opens at `draft`; `amount` is derived. No `Location`: there is no single-entry read; find it with `matter_id` and a date range. Raises `time_entry.created`.", "TimeEntry", false),
 
-		"invoices.list": list("List invoices", "Without `lines`; ordered by issue date, then id.", "Invoice",
+		"invoices.list": list("List invoices", "Without `lines`; ordered by issue date, then id; with `updated_since` and no `matter_id` or `client_id`, by last change, then id (catch up after a gap: docs/guide.md).", "Invoice",
 			uuidFilter("client_id", ""), uuidFilter("matter_id", ""), enumFilter("status", billing.Statuses...),
-			dateFilter("issue_date_from", "Inclusive."), dateFilter("issue_date_to", "Inclusive; before `issue_date_from` is 422.")),
+			dateFilter("issue_date_from", "Inclusive."), dateFilter("issue_date_to", "Inclusive; before `issue_date_from` is 422."), updatedSince()),
 		"invoices.get": get("Read an invoice with its lines", "InvoiceDetail"),
 
 		"documents.list": list("List document metadata", "Metadata only, never bytes, URLs or previews; ordered by last change.", "Document",
