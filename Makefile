@@ -44,7 +44,7 @@ $(DDB_LOCAL_STAMP): $(DDB_LOCAL)/package.json $(DDB_LOCAL)/package-lock.json
 	@cd $(DDB_LOCAL) && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error >&2
 	@touch $@
 
-## oas-lint: Spectral (pinned in scripts/oas-lint) on shared/openapi/openapi.json with spectral:oas: no finding allowed; exceptions, each with its reason, in scripts/oas-lint/.spectral.yaml
+## oas-lint: Spectral (pinned in scripts/oas-lint) on shared/openapi/openapi.json: spectral:oas with no finding allowed, and the OWASP API Security ruleset with no error allowed; exceptions, each with its reason, in scripts/oas-lint/.spectral.yaml and .spectral-owasp.yaml
 OAS_LINT := scripts/oas-lint
 $(OAS_LINT)/node_modules/.package-lock.json: $(OAS_LINT)/package.json $(OAS_LINT)/package-lock.json
 	@command -v npm >/dev/null || { echo "npm is missing: install Node.js and npm" >&2; exit 1; }
@@ -52,6 +52,7 @@ $(OAS_LINT)/node_modules/.package-lock.json: $(OAS_LINT)/package.json $(OAS_LINT
 	@touch $@
 oas-lint: $(OAS_LINT)/node_modules/.package-lock.json
 	cd $(OAS_LINT) && node_modules/.bin/spectral lint ../../shared/openapi/openapi.json --ruleset .spectral.yaml --fail-severity=hint
+	cd $(OAS_LINT) && node_modules/.bin/spectral lint ../../shared/openapi/openapi.json --ruleset .spectral-owasp.yaml --fail-severity=error --display-only-failures
 
 ## check: gofmt, go vet, staticcheck (pinned in go.mod as a tool) and go mod tidy -diff
 check:

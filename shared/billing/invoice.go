@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"time"
+	"unicode/utf8"
 
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/uuid"
@@ -74,6 +75,9 @@ func (st Status) Event() (outbox.Type, bool) {
 
 // MaxLines keeps an invoice's lines item far below DynamoDB's 400 KB.
 const MaxLines = 200
+
+// MaxLineDescription bounds a line's description, in characters.
+const MaxLineDescription = 500
 
 // Line is one invoice line in minor units; it may bill a time entry.
 type Line struct {
@@ -252,6 +256,14 @@ func (s *Store) Create(ctx context.Context, org string, in NewInvoice, now time.
 	if len(in.Lines) == 0 || len(in.Lines) > MaxLines {
 		return Invoice{}, fmt.Errorf("an invoice needs 1 to %d lines", MaxLines)
 	}
+	for i, l := range in.Lines {
+		switch {
+		case l.Description == "":
+			return Invoice{}, fmt.Errorf("line %d has no description", i+1)
+		case utf8.RuneCountInString(l.Description) > MaxLineDescription:
+			return Invoice{}, fmt.Errorf("line %d: a description is at most %d characters", i+1, MaxLineDescription)
+		}
+	}
 	mpk, msk := matter.Key(org, in.MatterID)
 	m, err := store.ReadInto[matter.Matter](ctx, s.db, mpk, msk)
 	if errors.Is(err, store.ErrNotFound) {
@@ -274,9 +286,6 @@ func (s *Store) Create(ctx context.Context, org string, in NewInvoice, now time.
 	}
 	var billed []entryWrite
 	for i, l := range in.Lines {
-		if l.Description == "" {
-			return Invoice{}, fmt.Errorf("line %d has no description", i+1)
-		}
 		v.Total += l.Amount
 		if l.TimeEntryID == "" {
 			continue

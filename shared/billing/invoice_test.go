@@ -72,6 +72,8 @@ func TestCreateRefusesBadInput(t *testing.T) {
 		{billing.NewInvoice{IssueDate: "01-03-2025", Lines: line}, "is not YYYY-MM-DD"},
 		{billing.NewInvoice{IssueDate: "2025-03-01"}, "needs 1 to 200 lines"},
 		{billing.NewInvoice{IssueDate: "2025-03-01", Lines: many}, "needs 1 to 200 lines"},
+		{billing.NewInvoice{IssueDate: "2025-03-01", Lines: []billing.Line{{Amount: 1}}}, "line 1 has no description"},
+		{billing.NewInvoice{IssueDate: "2025-03-01", Lines: []billing.Line{line[0], {Description: strings.Repeat("ø", billing.MaxLineDescription+1)}}}, "line 2: a description is at most 500"},
 	} {
 		if _, err := s.Create(context.Background(), "org", c.in, t0); err == nil || !strings.Contains(err.Error(), c.says) {
 			t.Errorf("%+v: %v, want …%s…", c.in.Status, err, c.says)

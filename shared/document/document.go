@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -96,6 +97,14 @@ func (s *Store) List(ctx context.Context, org string, req httpapi.ListRequest[Fi
 	return store.QueryInto[Document](ctx, s.db, q)
 }
 
+// A document's name, filename and folder are at most MaxName characters,
+// its media type MaxMediaType (RFC 6838: a type and a subtype of at most
+// 127 each, and the slash).
+const (
+	MaxName      = 200
+	MaxMediaType = 255
+)
+
 // NewDocument describes a register entry the application records.
 type NewDocument struct {
 	MatterID, Name, Filename, MimeType, Folder string
@@ -111,6 +120,10 @@ func (s *Store) Create(ctx context.Context, org string, in NewDocument, now time
 		return Document{}, fmt.Errorf("mime type %q is not a type/subtype such as application/pdf", in.MimeType)
 	case in.SizeBytes < 0:
 		return Document{}, errors.New("size cannot be negative")
+	case utf8.RuneCountInString(in.Name) > MaxName || utf8.RuneCountInString(in.Filename) > MaxName || utf8.RuneCountInString(in.Folder) > MaxName:
+		return Document{}, fmt.Errorf("a document's name, filename and folder are at most %d characters", MaxName)
+	case len(in.MimeType) > MaxMediaType:
+		return Document{}, fmt.Errorf("mime type is longer than %d characters", MaxMediaType)
 	}
 	pk, sk := matter.Key(org, in.MatterID)
 	if _, err := store.ReadInto[matter.Matter](ctx, s.db, pk, sk); err != nil {
@@ -191,8 +204,8 @@ func parseFilter(q url.Values) (Filter, error) {
 	if f.Folder, err = httpapi.QueryValue(q, "folder"); err != nil {
 		return Filter{}, err
 	}
-	if len(f.Folder) > 200 {
-		return Filter{}, httpapi.Invalid("folder", "folder is longer than 200 characters")
+	if utf8.RuneCountInString(f.Folder) > MaxName {
+		return Filter{}, httpapi.Invalid("folder", "folder is longer than %d characters", MaxName)
 	}
 	f.UpdatedSince, err = httpapi.SinceParam(q, "updated_since")
 	return f, err

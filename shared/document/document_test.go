@@ -26,6 +26,9 @@ func TestCreateRefusesBadMetadata(t *testing.T) {
 		{func(d *document.NewDocument) { d.Filename = "" }, "needs a name and a filename"},
 		{func(d *document.NewDocument) { d.MimeType = "pdf" }, "not a type/subtype"},
 		{func(d *document.NewDocument) { d.SizeBytes = -1 }, "cannot be negative"},
+		{func(d *document.NewDocument) { d.Name = strings.Repeat("å", document.MaxName+1) }, "at most 200 characters"},
+		{func(d *document.NewDocument) { d.Folder = strings.Repeat("x", document.MaxName+1) }, "at most 200 characters"},
+		{func(d *document.NewDocument) { d.MimeType = "application/" + strings.Repeat("x", 250) }, "longer than 255"},
 	} {
 		in := ok
 		c.change(&in)

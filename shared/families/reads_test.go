@@ -241,6 +241,12 @@ func TestInvalidFilters(t *testing.T) {
 		{"/api/v1/people?updated_since=2025-03-01T10:00:00 02:00", "updated_since", "%2B"},
 		{"/api/v1/companies?cvr=abc", "cvr", "digits"},
 		{"/api/v1/companies?updated_since=0", "updated_since", "date"},
+		// The bounds the OpenAPI document gives each parameter.
+		{"/api/v1/companies?cvr=" + strings.Repeat("1", 41), "cvr", "longer than 40"},
+		{"/api/v1/documents?folder=" + strings.Repeat("æ", 201), "folder", "longer than 200"},
+		{"/api/v1/matters?cursor=" + strings.Repeat("A", 8193), "cursor", "invalid"},
+		{"/api/v1/events?event_types=" + strings.Repeat("matter.created,", 67), "event_types", "longer than 1000"},
+		{"/api/v1/time-entries?updated_since=" + strings.Repeat("1", 36), "updated_since", "date"},
 	}
 	for _, c := range cases {
 		r := e.Get(strings.ReplaceAll(c.path, " ", "%20"), w.key)

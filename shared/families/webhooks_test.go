@@ -161,6 +161,8 @@ func TestWebhookManagement(t *testing.T) {
 		`{"url":"https://example.com/hook","event_types":"matter.created"}`:                   "event_types",
 		`{"url":"https://example.com/hook","event_types":["matter.created"],"secret":"mine"}`: "secret",
 		`{"event_types":["matter.created"]}`:                                                  "url",
+		// More names than there are types: the document's maxItems.
+		`{"url":"https://example.com/hook","event_types":["matter.created"` + strings.Repeat(`,"matter.created"`, len(outbox.Types)) + `]}`: "event_types",
 	} {
 		r := e.Do("POST", "/api/v1/webhooks", key, strings.NewReader(body))
 		if r.Status != 422 || r.Body["field"] != field {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/aws/smithy-go"
 
@@ -103,14 +104,32 @@ func (e *Error) redacted() *Error {
 	if out.Code == "" {
 		out.Code = defaultCode(e.Status)
 	}
-	out.Message, out.Field = cpr.Redact(e.Message), cpr.Redact(e.Field)
+	out.Message, out.Field = Clip(cpr.Redact(e.Message), MaxMessage), Clip(cpr.Redact(e.Field), MaxField)
 	if len(e.Errors) > 0 {
 		out.Errors = make([]FieldError, len(e.Errors))
 		for i, fe := range e.Errors {
-			out.Errors[i] = FieldError{Field: cpr.Redact(fe.Field), Message: cpr.Redact(fe.Message)}
+			out.Errors[i] = FieldError{Field: Clip(cpr.Redact(fe.Field), MaxField), Message: Clip(cpr.Redact(fe.Message), MaxMessage)}
 		}
 	}
 	return &out
+}
+
+// An error's message and field are at most this many characters: the
+// document says so (OWASP API4), and a message that quotes what the caller
+// sent (an unknown field's name, a value) cannot grow with it.
+const (
+	MaxMessage = 2000
+	MaxField   = 200
+)
+
+// Clip shortens s to at most max characters (runes), ending it with "…"
+// when it was longer.
+func Clip(s string, max int) string {
+	if utf8.RuneCountInString(s) <= max {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:max-1]) + "…"
 }
 
 // Data wraps a single resource as {"data": ...}.

@@ -107,3 +107,35 @@ func FuzzCursorOpen(f *testing.F) {
 		_, _ = s.open(v) // must not panic
 	})
 }
+
+// TestErrorsStayWithinTheirBounds: a message that quotes what the caller
+// sent (an unknown field's name, here 5,000 characters of it) is cut to
+// MaxMessage characters and the field to MaxField, ending with "…", as
+// the OpenAPI document promises; short ones are left alone.
+func TestErrorsStayWithinTheirBounds(t *testing.T) {
+	t.Parallel()
+	long := strings.Repeat("å", 5000)
+	b, err := DecodeBody([]byte(`{"` + long + `":1}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.String("name", false, 10)
+	w := httptest.NewRecorder()
+	WriteError(w, httptest.NewRequest("POST", "/", nil), b.Err())
+	var got struct {
+		Message string `json:"message"`
+		Field   string `json:"field"`
+		Errors  []struct{ Field, Message string }
+	}
+	if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil || w.Code != 422 {
+		t.Fatalf("%d %s", w.Code, w.Body)
+	}
+	runes := func(s string) int { return len([]rune(s)) }
+	if runes(got.Message) != MaxMessage || runes(got.Field) != MaxField || !strings.HasSuffix(got.Field, "…") ||
+		runes(got.Errors[0].Field) != MaxField || runes(got.Errors[0].Message) != MaxMessage {
+		t.Fatalf("message %d, field %d, errors[0] %d/%d characters", runes(got.Message), runes(got.Field), runes(got.Errors[0].Field), runes(got.Errors[0].Message))
+	}
+	if Clip("kort", 10) != "kort" || Clip("abcdef", 4) != "abc…" {
+		t.Fatal("Clip changed a short string or cut a long one wrong")
+	}
+}

@@ -69,6 +69,10 @@ func ServeList[F comparable, T any](w http.ResponseWriter, r *http.Request, reso
 		WriteError(w, r, err)
 		return
 	}
+	if len(raw) > MaxCursor {
+		WriteError(w, r, Invalid("cursor", "cursor is invalid; use links.next of a previous page of this list unchanged"))
+		return
+	}
 	if raw != "" {
 		c, err := env.sealer.open(raw)
 		if err != nil || c.Org != env.client.OrgID || c.Resource != resource {
@@ -130,6 +134,11 @@ func PerPageParam(q url.Values) (int, error) {
 }
 
 // nextURL is the absolute URL of the next page.
+// MaxCursor bounds a cursor's length: every cursor the service makes is
+// shorter (its filters and key are bounded), and a longer one is refused
+// before it is opened.
+const MaxCursor = 8192
+
 func nextURL(r *http.Request, cursor string, perPage int) string {
 	q := url.Values{"cursor": {cursor}}
 	if perPage != DefaultPerPage {

@@ -15,7 +15,14 @@ import (
 	"github.com/practice-api/practice-api/shared/workflow"
 )
 
+// A matter's title and number are at most this many characters.
+const (
+	MaxTitle  = 200
+	MaxNumber = 50
+)
+
 // Key returns the primary key of a matter, for other packages that read it.
+
 func Key(org, id string) (pk, sk string) { return store.OrgPK(org), matterSK(id) }
 
 var numberPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/-]{0,49}$`)
@@ -39,8 +46,8 @@ func (s *Store) Create(ctx context.Context, req *httpapi.CreateRequest) (string,
 	}
 	b.Forbid("it is assigned by the service", "id", "created_at", "updated_at", "closed_at")
 	m := Matter{ClientID: b.UUID("client_id", true), Status: Dormant, Currency: "DKK",
-		Title: b.String("title", false, 200), HourlyRate: b.HourlyRate("hourly_rate", false),
-		MatterNumber: b.String("matter_number", false, 50), CreatedAt: store.FormatTime(req.Now)}
+		Title: b.String("title", false, MaxTitle), HourlyRate: b.HourlyRate("hourly_rate", false),
+		MatterNumber: b.String("matter_number", false, MaxNumber), CreatedAt: store.FormatTime(req.Now)}
 	if b.Has("status") {
 		switch st := Status(b.Enum("status", false, workflow.Strings(Statuses)...)); {
 		case st == "": // not a status: refused by Enum

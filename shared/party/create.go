@@ -10,19 +10,29 @@ import (
 
 const assigned = "it is assigned by the service"
 
+// A party's name and phone are at most this many characters.
+const (
+	MaxName  = 200
+	MaxPhone = 40
+	// MaxCVRParam bounds a CVR as sent (the body's cvr, the ?cvr= filter),
+	// formatting included.
+	MaxCVRParam = 40
+)
+
 // CreatePerson imports a person. The e-mail is unique among the
 // organisation's people (case-insensitive): the person's id is derived from
 // it, so a second person with it collides with the first. A CPR is refused
 // wherever and however it appears, as in every write body
 // (httpapi.DecodeBody).
+
 func (s *Store) CreatePerson(ctx context.Context, req *httpapi.CreateRequest) (string, any, error) {
 	b, err := httpapi.DecodeBody(req.Body)
 	if err != nil {
 		return "", nil, err
 	}
 	b.Forbid(assigned, "id", "created_at", "updated_at")
-	p := Person{Name: b.String("name", true, 200), Email: b.String("email", true, 254),
-		Phone: b.String("phone", false, 40), CreatedAt: store.FormatTime(req.Now)}
+	p := Person{Name: b.String("name", true, MaxName), Email: b.String("email", true, 254),
+		Phone: b.String("phone", false, MaxPhone), CreatedAt: store.FormatTime(req.Now)}
 	if p.Email != "" {
 		if a, err := mail.ParseAddress(p.Email); err != nil || a.Address != p.Email {
 			b.Fail("email", "email must be a plain address such as anne@example.dk")
@@ -58,8 +68,8 @@ func (s *Store) CreateCompany(ctx context.Context, req *httpapi.CreateRequest) (
 	}
 	b.Forbid(assigned, "id", "created_at", "updated_at")
 	b.Forbid("the service fetches the register snapshot and logo itself", "enrichment")
-	c := Company{Name: b.String("name", true, 200), CreatedAt: store.FormatTime(req.Now)}
-	if raw := b.String("cvr", true, 40); raw != "" {
+	c := Company{Name: b.String("name", true, MaxName), CreatedAt: store.FormatTime(req.Now)}
+	if raw := b.String("cvr", true, MaxCVRParam); raw != "" {
 		if c.CVR = DigitsOnly(raw); len(c.CVR) != 8 {
 			b.Fail("cvr", "cvr must hold 8 digits (formatting characters are ignored), e.g. 12345678")
 		}

@@ -22,6 +22,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/practice-api/practice-api/shared/cpr"
+	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/netguard"
 	"github.com/practice-api/practice-api/shared/outbox"
 	"github.com/practice-api/practice-api/shared/queue"
@@ -31,7 +32,7 @@ import (
 // Limits on what the register may send.
 const (
 	maxSnapshotBytes = 64 << 10
-	maxLogoBytes     = 256 << 10
+	maxLogoBytes     = MaxLogoBytes
 )
 
 // DefaultEnrichSchedule is the pause before each retry of a failed
@@ -155,14 +156,20 @@ const (
 func publicError(err error) string {
 	var re *registerError
 	if errors.As(err, &re) {
-		return re.public
+		return httpapi.Clip(re.public, MaxEnrichmentError)
 	}
 	var perm errPermanent
 	if errors.As(err, &perm) {
-		return perm.msg
+		return httpapi.Clip(perm.msg, MaxEnrichmentError)
 	}
 	return registerUnavailable
 }
+
+// MaxEnrichmentError bounds enrichment.error; MaxLogoBytes the stored logo.
+const (
+	MaxEnrichmentError = 300
+	MaxLogoBytes       = 256 << 10
+)
 
 func (e *Enricher) now() time.Time {
 	if e.Now != nil {

@@ -1,6 +1,8 @@
 package party
 
 import (
+	"unicode/utf8"
+
 	"context"
 	"net/http"
 	"net/url"
@@ -56,6 +58,9 @@ func parseCompanyFilter(q url.Values) (CompanyFilter, error) {
 	raw, err := httpapi.QueryValue(q, "cvr")
 	if err != nil {
 		return CompanyFilter{}, err
+	}
+	if utf8.RuneCountInString(raw) > MaxCVRParam {
+		return CompanyFilter{}, httpapi.Invalid("cvr", "cvr is longer than %d characters", MaxCVRParam)
 	}
 	if raw != "" {
 		f.CVR = DigitsOnly(raw)

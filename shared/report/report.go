@@ -22,6 +22,12 @@ import (
 // MaxSpanDays bounds a time summary's date range.
 const MaxSpanDays = 366
 
+// MaxGroups bounds the groups of a report (a summary's users and matters,
+// the WIP's matters): one answer must fit Lambda's 6 MB, which holds about
+// 30,000 of the largest. A report that would hold more is refused with a
+// 422 saying so, not cut short.
+const MaxGroups = 20_000
+
 // Types lists the reports.
 var Types = []string{"time-summary", "wip", "receivables-aging"}
 
@@ -131,6 +137,9 @@ func (s *Store) TimeSummary(ctx context.Context, org, from, to string) (TimeSumm
 			return TimeSummary{}, err
 		}
 	}
+	if n := max(len(byUser), len(byMatter)); n > MaxGroups {
+		return TimeSummary{}, httpapi.Invalid("date_to", "the range holds time of %d matters or users; a report answers at most %d: ask for a shorter range", n, MaxGroups)
+	}
 	r.ByStatus, r.ByUser, r.ByMatter = groups(byStatus), groups(byUser), groups(byMatter)
 	return r, nil
 }
@@ -156,6 +165,9 @@ func (s *Store) WIP(ctx context.Context, org string) (WIP, error) {
 		if err != nil {
 			return WIP{}, err
 		}
+	}
+	if len(byMatter) > MaxGroups {
+		return WIP{}, httpapi.Invalid("type", "%d matters hold unbilled time; the report answers at most %d: list them with /time-entries?status=… instead", len(byMatter), MaxGroups)
 	}
 	for _, m := range byMatter {
 		r.Matters = append(r.Matters, *m)

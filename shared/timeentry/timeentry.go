@@ -52,6 +52,9 @@ type TimeEntry struct {
 	UpdatedAt       string `dynamodbav:"updated_at" json:"updated_at"`
 }
 
+// MaxDescription bounds an entry's description, in characters.
+const MaxDescription = 2000
+
 // Amount is duration × hourly rate / 60 in minor units, rounded half up to
 // a whole øre (rates and durations are never negative).
 func Amount(durationMinutes, hourlyRate int64) int64 {
@@ -155,7 +158,7 @@ func (s *Store) Create(ctx context.Context, req *httpapi.CreateRequest) (string,
 	b.Forbid("it is assigned by the service", "id", "created_at", "updated_at")
 	b.Forbid("it is taken from the matter", "client_id", "currency")
 	t := TimeEntry{MatterID: b.UUID("matter_id", true), Date: b.Date("date", true),
-		UserID: b.UUID("user_id", false), Description: b.String("description", false, 2000),
+		UserID: b.UUID("user_id", false), Description: b.String("description", false, MaxDescription),
 		Status: Draft, Currency: "DKK", CreatedAt: store.FormatTime(req.Now)}
 	t.DurationMinutes, _ = b.Int("duration_minutes", true, 1, 24*60, " (whole minutes; 1440 is a day)")
 	rate := b.HourlyRate("hourly_rate", false)

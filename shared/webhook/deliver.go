@@ -342,7 +342,7 @@ func (d *Deliverer) newAttempt(e *Endpoint, job Job, now time.Time, status int, 
 		StatusCode: status, DurationMS: took.Milliseconds(), AttemptedAt: store.FormatTime(now), Envelope: string(body),
 		TTL: now.Add(30 * 24 * time.Hour).Unix(), Manual: job.Manual != "", ReplayID: job.Replay}
 	if derr != nil {
-		a.Error = derr.Error()
+		a.Error = httpapi.Clip(derr.Error(), MaxAttemptError)
 	} else if !ok {
 		a.Error = fmt.Sprintf("receiver answered %d", status)
 	}

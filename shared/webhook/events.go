@@ -37,11 +37,17 @@ type EventsPage struct {
 	Links httpapi.Links    `json:"links"`
 }
 
+// MaxTypesParam bounds ?event_types= as sent: every type, once, fits.
+const MaxTypesParam = 1000
+
 // feedTypesParam reads event_types: a comma-separated list of known types.
 func feedTypesParam(q url.Values) ([]outbox.Type, error) {
 	v, err := httpapi.QueryValue(q, "event_types")
 	if err != nil || v == "" {
 		return nil, err
+	}
+	if len(v) > MaxTypesParam {
+		return nil, httpapi.Invalid("event_types", "event_types is longer than %d characters: name each type once", MaxTypesParam)
 	}
 	var types []outbox.Type
 	for _, n := range strings.Split(v, ",") {

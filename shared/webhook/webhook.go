@@ -37,6 +37,15 @@ const DisableAfter = 20
 // MaxEndpoints bounds an organisation's endpoints (fan-out reads them all).
 const MaxEndpoints = 50
 
+// MaxURL bounds an endpoint's URL; MaxSecret is the length of the secrets
+// it issues ("whsec_" and the base64 of 32 bytes); MaxAttemptError bounds
+// a delivery attempt's error.
+const (
+	MaxURL          = 2048
+	MaxSecret       = len("whsec_") + 44
+	MaxAttemptError = 1000
+)
+
 // Endpoint is a subscriber. Secret is stored to sign deliveries and is
 // returned once, beside data, at creation.
 type Endpoint struct {
@@ -170,7 +179,7 @@ func (s *Store) list(ctx context.Context, org string, req httpapi.ListRequest[no
 }
 
 func (s *Store) validate(ctx context.Context, b *httpapi.Body, required bool) (urlStr string, types []outbox.Type) {
-	urlStr = b.String("url", required || b.Has("url"), 2048) // a PATCH of "" is refused, not ignored
+	urlStr = b.String("url", required || b.Has("url"), MaxURL) // a PATCH of "" is refused, not ignored
 	if urlStr != "" {
 		if err := CheckURL(ctx, urlStr, s.AllowPrivate, nil); err != nil {
 			b.Fail("url", "%s", err.Error())
@@ -185,6 +194,10 @@ func (s *Store) validate(ctx context.Context, b *httpapi.Body, required bool) (u
 // eventTypes reads the event types of a body's event_types, each once,
 // failing the field on an unknown one.
 func eventTypes(b *httpapi.Body, names []string) []outbox.Type {
+	if len(names) > len(outbox.Types) {
+		b.Fail("event_types", "event_types lists at most %d types, each once", len(outbox.Types))
+		return nil
+	}
 	var types []outbox.Type
 	for _, n := range names {
 		t, err := outbox.ParseType(n)

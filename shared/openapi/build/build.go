@@ -29,6 +29,20 @@ func Document() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	hooks, comps := webhooks(), M{
+		"securitySchemes": M{"bearerAuth": M{
+			"type": "http", "scheme": "bearer", "bearerFormat": "pa_<live|test>_<client>_<secret id>_<secret>",
+			"description": "`Authorization: Bearer <API key>`; no other place (a key in the query string is refused). " +
+				"Each operation requires exactly one scope, named in its description and in `x-required-scope`.",
+		}},
+		"schemas":    schemas(),
+		"parameters": parameters(),
+		"headers":    headers(),
+		"responses":  responses(),
+	}
+	for _, part := range []M{paths, hooks, comps} {
+		bound(part)
+	}
 	// Top-level keys in the customary order (encoding/json sorts map keys).
 	top := []struct {
 		key string
@@ -38,24 +52,14 @@ func Document() ([]byte, error) {
 		{"info", info()},
 		{"jsonSchemaDialect", "https://spec.openapis.org/oas/3.1/dialect/base"},
 		{"servers", []M{
-			{"url": routes.Prefix, "description": "The deployment that served this document (relative to its origin)."},
-			{"url": "http://127.0.0.1:8080" + routes.Prefix, "description": "Local devserver (`make run`)."},
+			{"url": routes.Prefix, "description": "The deployment that served this document, production or another stage (relative to its origin).", "x-internal": false},
+			{"url": "http://127.0.0.1:8080" + routes.Prefix, "description": "Local devserver (`make run`), on loopback.", "x-internal": true},
 		}},
 		{"security", []M{{"bearerAuth": []string{}}}},
 		{"tags", tags()},
 		{"paths", paths},
-		{"webhooks", webhooks()},
-		{"components", M{
-			"securitySchemes": M{"bearerAuth": M{
-				"type": "http", "scheme": "bearer", "bearerFormat": "pa_<live|test>_<client>_<secret id>_<secret>",
-				"description": "`Authorization: Bearer <API key>`; no other place (a key in the query string is refused). " +
-					"Each operation requires exactly one scope, named in its description and in `x-required-scope`.",
-			}},
-			"schemas":    schemas(),
-			"parameters": parameters(),
-			"headers":    headers(),
-			"responses":  responses(),
-		}},
+		{"webhooks", hooks},
+		{"components", comps},
 	}
 	var buf bytes.Buffer
 	buf.WriteString("{\n")

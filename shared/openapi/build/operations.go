@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/practice-api/practice-api/shared/billing"
+	"github.com/practice-api/practice-api/shared/document"
 	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/httpapi/routes"
 	"github.com/practice-api/practice-api/shared/matter"
@@ -111,7 +112,7 @@ func (o op) render(rt routes.Route) M {
 		if r.schema == "" && r.status < 300 && len(o.media) > 0 {
 			content := M{}
 			for _, m := range o.media {
-				content[m] = M{"schema": M{"type": "string"}}
+				content[m] = M{"schema": M{"type": "string", "maxLength": maxPageFile}}
 			}
 			body["content"] = content
 		}
@@ -221,7 +222,7 @@ func operations() map[string]func(routes.Route) []op {
 		"people.get":    get("Read a person", "Person"),
 		"people.create": create("Import a person", "The first import step for a person party.", "Person", true),
 		"companies.list": list("List companies", "Ordered by last change.", "Company", updatedSince(),
-			filter("cvr", "Exact match after removing non-digits; a value without digits is 422.", M{"type": "string", "pattern": "[0-9]"})),
+			filter("cvr", "Exact match after removing non-digits; a value without digits is 422.", M{"type": "string", "pattern": "[0-9]", "maxLength": party.MaxCVRParam})),
 		"companies.get": get("Read a company", "Company"),
 		"companies.create": create("Import a company",
 			"The first import step for a company party. The register snapshot and logo are fetched in the background (`enrichment`).", "Company", true),
@@ -239,7 +240,7 @@ func operations() map[string]func(routes.Route) []op {
 		"invoices.get": get("Read an invoice with its lines", "InvoiceDetail"),
 
 		"documents.list": list("List document metadata", "Metadata only, never bytes, URLs or previews; ordered by last change.", "Document",
-			uuidFilter("matter_id", ""), filter("folder", "Exact folder name.", M{"type": "string"}), updatedSince()),
+			uuidFilter("matter_id", ""), filter("folder", "Exact folder name.", M{"type": "string", "maxLength": document.MaxName}), updatedSince()),
 		"documents.get": get("Read a document's metadata", "Document"),
 
 		"reports.get": reports,
@@ -286,7 +287,7 @@ func operations() map[string]func(routes.Route) []op {
 					M{"name": "after", "in": "query", "description": "Resume after this sequence (exclusive); absent or 0: the oldest event kept.",
 						"schema": M{"type": "integer", "format": "int64", "minimum": 0}},
 					ref("parameters", "per_page"),
-					withExample(filter("event_types", "Comma-separated event names: only these.", M{"type": "string"}), "matter.created,invoice.paid"),
+					withExample(filter("event_types", "Comma-separated event names: only these.", M{"type": "string", "maxLength": webhook.MaxTypesParam}), "matter.created,invoice.paid"),
 				},
 				ok:   []resp{{200, "A page.", "EventList", nil}},
 				errs: []int{422}}}
@@ -330,7 +331,7 @@ func operations() map[string]func(routes.Route) []op {
 		"docs.asset": func(routes.Route) []op {
 			return []op{{summary: "A file of the reference page",
 				description: "`swagger-ui-bundle.js`, `swagger-ui.css`, `docs.js`, `docs.css` or `LICENSE-swagger-ui`. The page names them with a content hash, so they are cached for a year.",
-				pathParam:   M{"file": M{"name": "file", "in": "path", "required": true, "schema": M{"type": "string"}}},
+				pathParam:   M{"file": M{"name": "file", "in": "path", "required": true, "schema": M{"type": "string", "maxLength": 100}}},
 				params:      []M{ref("parameters", "If-None-Match")},
 				media:       []string{"text/javascript", "text/css", "text/plain"},
 				ok: []resp{{200, "The file.", "", []string{"ETag", "Cache-Control", "Vary", "Content-Encoding"}},
@@ -388,7 +389,7 @@ func reports(routes.Route) []op {
 	// The route is one pattern: a key is checked before the type is.
 	return append(out, op{path: "/reports/{type}", id: "reports.unknown", summary: "Any other report type",
 		description: "There is no such report: 404 naming the known types (after the key and its scope are checked).",
-		pathParam: M{"type": M{"name": "type", "in": "path", "required": true, "schema": M{"type": "string"},
+		pathParam: M{"type": M{"name": "type", "in": "path", "required": true, "schema": M{"type": "string", "maxLength": 100},
 			"description": "Known: " + strings.Join(report.Types, ", ") + "."}},
 		errs: []int{404}})
 }
@@ -403,16 +404,16 @@ func parameters() M {
 			"schema": M{"type": "integer", "minimum": 1, "maximum": httpapi.MaxPerPage, "default": httpapi.DefaultPerPage}},
 		"cursor": M{"name": "cursor", "in": "query", "allowEmptyValue": true,
 			"description": "Opaque, from the previous page's `links.next`. Send it alone or with the same filters (other filters are 422); a tampered cursor is 422. Empty: the first page.",
-			"schema":      M{"type": "string"}},
+			"schema":      M{"type": "string", "maxLength": httpapi.MaxCursor}},
 		"updated_since": M{"name": "updated_since", "in": "query", "allowEmptyValue": true,
 			"description": "Inclusive (>=). A date (midnight UTC) or a date-time with `Z` or an offset; send `+` as `%2B` (an unencoded `+` arrives as a space and is 422). An empty value is the same as none.",
-			"schema":      M{"type": "string", "pattern": `^[0-9]{4}-[0-9]{2}-[0-9]{2}([Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2}))?$`}},
+			"schema":      M{"type": "string", "maxLength": maxDateTime, "pattern": `^[0-9]{4}-[0-9]{2}-[0-9]{2}([Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2}))?$`}},
 		"Idempotency-Key": M{"name": "Idempotency-Key", "in": "header", "required": true,
 			"description": "Your key for this create, e.g. derived from the source row id. Missing, empty or longer than 255 characters is 422.",
 			"schema":      M{"type": "string", "minLength": 1, "maxLength": httpapi.MaxIdempotencyKey}},
 		"If-None-Match": M{"name": "If-None-Match", "in": "header",
 			"description": "An `ETag` from an earlier read (or `*`): 304 without a body when it still matches.",
-			"schema":      M{"type": "string"}},
+			"schema":      M{"type": "string", "maxLength": maxHeader}},
 	}
 }
 
@@ -426,28 +427,28 @@ func header(desc string, schema M, required bool) M {
 
 func headers() M {
 	intS := M{"type": "integer", "minimum": 0}
-	strS := M{"type": "string"}
+	strS := func(max int) M { return M{"type": "string", "maxLength": max} }
 	return M{
-		"X-Request-Id":                header("Id of this request in the service's logs; quote it when reporting a problem.", strS, true),
+		"X-Request-Id":                header("Id of this request in the service's logs; quote it when reporting a problem.", strS(128), true),
 		"X-RateLimit-Limit":           header("Requests allowed per minute to this API client.", intS, true),
 		"X-RateLimit-Remaining":       header("Requests left in the current window.", intS, true),
 		"X-RateLimit-Reset":           header("Unix time (seconds) when the current window ends and the count starts again.", intS, true),
-		"RateLimit-Policy":            header("IETF draft: `\"default\";q=<limit>;w=60`.", M{"type": "string", "pattern": `^"default";q=[0-9]+;w=60$`}, true),
-		"RateLimit":                   header("IETF draft: `\"default\";r=<remaining>;t=<seconds until the reset>`.", M{"type": "string", "pattern": `^"default";r=[0-9]+;t=[0-9]+$`}, true),
+		"RateLimit-Policy":            header("IETF draft: `\"default\";q=<limit>;w=60`.", M{"type": "string", "pattern": `^"default";q=[0-9]+;w=60$`, "maxLength": 100}, true),
+		"RateLimit":                   header("IETF draft: `\"default\";r=<remaining>;t=<seconds until the reset>`.", M{"type": "string", "pattern": `^"default";r=[0-9]+;t=[0-9]+$`, "maxLength": 100}, true),
 		"Retry-After":                 header("Seconds to wait before retrying.", M{"type": "integer", "minimum": 1}, true),
 		"Retry-After-Optional":        header("On a 409 for a request still running: seconds after which retrying may succeed. Absent when the body differs: not retryable as sent.", M{"type": "integer", "minimum": 1}, false),
-		"WWW-Authenticate":            header("`Bearer realm=\"api\"`.", strS, true),
-		"ETag":                        header("Strong validator of the representation.", M{"type": "string", "pattern": `^"[0-9a-f]{32}"$`}, true),
-		"Location":                    header("URL of the created resource.", M{"type": "string", "format": "uri-reference"}, true),
+		"WWW-Authenticate":            header("`Bearer realm=\"api\"`.", M{"type": "string", "enum": []string{`Bearer realm="api"`}}, true),
+		"ETag":                        header("Strong validator of the representation.", M{"type": "string", "pattern": `^"[0-9a-f]{32}"$`, "maxLength": 34}, true),
+		"Location":                    header("URL of the created resource.", M{"type": "string", "format": "uri-reference", "maxLength": 2048}, true),
 		"Idempotent-Replayed":         header("`true` on a replay; absent on the original 201.", M{"type": "string", "enum": []string{"true"}}, true),
-		"Cache-Control":               header("How the answer may be cached: `no-store` on every answer to a key (it holds the organisation's data) and on every error; the public documents say how long they keep.", strS, true),
-		"Content-Security-Policy":     header("The reference page runs only this server's scripts and talks only to this server.", strS, true),
-		"Vary":                        header("`Accept-Encoding`: the file is sent gzipped to clients that accept it.", strS, true),
-		"Content-Encoding":            header("`gzip` when the client accepts it.", strS, false),
-		"Access-Control-Allow-Origin": header("`*`: documentation tools on other origins may fetch the document.", strS, true),
-		"Deprecation":                 header("RFC 9745, `@<unix seconds>`: this version is deprecated since then. Absent while the version is current.", M{"type": "string", "pattern": "^@[0-9]+$"}, false),
-		"Sunset":                      header("RFC 8594 HTTP-date when this version will be removed; at least six months after `Deprecation`.", strS, false),
-		"Link":                        header("`<url>; rel=\"deprecation\"`: migration notes, with `Deprecation`.", strS, false),
+		"Cache-Control":               header("How the answer may be cached: `no-store` on every answer to a key (it holds the organisation's data) and on every error; the public documents say how long they keep.", strS(100), true),
+		"Content-Security-Policy":     header("The reference page runs only this server's scripts and talks only to this server.", strS(1000), true),
+		"Vary":                        header("`Accept-Encoding`: the file is sent gzipped to clients that accept it.", M{"type": "string", "enum": []string{"Accept-Encoding"}}, true),
+		"Content-Encoding":            header("`gzip` when the client accepts it.", M{"type": "string", "enum": []string{"gzip"}}, false),
+		"Access-Control-Allow-Origin": header("`*`: documentation tools on other origins may fetch the document.", M{"type": "string", "const": "*"}, true),
+		"Deprecation":                 header("RFC 9745, `@<unix seconds>`: this version is deprecated since then. Absent while the version is current.", M{"type": "string", "pattern": "^@[0-9]+$", "maxLength": 21}, false),
+		"Sunset":                      header("RFC 8594 HTTP-date when this version will be removed; at least six months after `Deprecation`.", strS(29), false),
+		"Link":                        header("`<url>; rel=\"deprecation\"`: migration notes, with `Deprecation`.", strS(2100), false),
 	}
 }
 
@@ -504,7 +505,7 @@ func webhooks() M {
 	for _, ev := range events {
 		params := []M{}
 		if ev.name != outbox.WebhookTest {
-			seq := hdr("Service-Event-Sequence", "The body's `sequence`: the event's place in the organisation's feed (`GET /events`), for ordering and spotting gaps.", M{"type": "string", "pattern": "^[0-9]+$"})
+			seq := hdr("Service-Event-Sequence", "The body's `sequence`: the event's place in the organisation's feed (`GET /events`), for ordering and spotting gaps.", M{"type": "string", "pattern": "^[0-9]+$", "maxLength": 16})
 			replay := hdr("Service-Replay-Id", "Present on a replay's delivery (`POST /webhooks/{id}/replay`): the replay's id.", M{"type": "string", "format": "uuid"})
 			replay["required"] = false
 			params = append(params, seq, replay)
@@ -518,15 +519,15 @@ func webhooks() M {
 			"security": []M{},
 			"parameters": append([]M{
 				hdr("Service-Signature", "`t=<unix seconds>,v1=<hex HMAC-SHA256 of \"{t}.{raw body}\" keyed with the endpoint's secret>`. Hash the raw bytes; compare in constant time; reject t more than 300 s from your clock. During a secret rotation's grace period a second `,v1=` follows, made with the previous secret: accept the delivery when any `v1` matches the secret you hold.",
-					M{"type": "string", "pattern": "^t=[0-9]+(,v1=[0-9a-f]{64}){1,2}$"}),
+					M{"type": "string", "pattern": "^t=[0-9]+(,v1=[0-9a-f]{64}){1,2}$", "maxLength": 160}),
 				hdr("Service-Event-Id", "Equal to the body's `id`; the same on every attempt.", M{"type": "string", "format": "uuid"}),
 				hdr("Service-Event-Type", "The event name.", M{"type": "string", "enum": []string{name}}),
 				hdr("Service-Delivery-Attempt", "Attempt number, from 1: the automatic series is 1 to 5; a manual retry is numbered after every attempt of the event to the endpoint before it, so it may be higher.", M{"type": "integer", "minimum": 1}),
 				hdr("User-Agent", "", M{"type": "string", "enum": []string{"Service-Webhook/1.0"}}),
 				hdr("webhook-id", "Standard Webhooks: the event id (equal to `Service-Event-Id`).", M{"type": "string", "format": "uuid"}),
-				hdr("webhook-timestamp", "Standard Webhooks: Unix seconds of the attempt (the `t` of `Service-Signature`).", M{"type": "string", "pattern": "^[0-9]+$"}),
+				hdr("webhook-timestamp", "Standard Webhooks: Unix seconds of the attempt (the `t` of `Service-Signature`).", M{"type": "string", "pattern": "^[0-9]+$", "maxLength": 20}),
 				hdr("webhook-signature", "Standard Webhooks: `v1,<base64 HMAC-SHA256 of \"{webhook-id}.{webhook-timestamp}.{raw body}\">`, one per signing secret (two during a rotation's grace period), space-separated. The key is the secret's part after `whsec_`, base64-decoded: any Standard Webhooks library verifies it with the secret as shown.",
-					M{"type": "string", "pattern": "^v1,[A-Za-z0-9+/=]{44}( v1,[A-Za-z0-9+/=]{44})?$"}),
+					M{"type": "string", "pattern": "^v1,[A-Za-z0-9+/=]{44}( v1,[A-Za-z0-9+/=]{44})?$", "maxLength": 100}),
 			}, params...),
 			"requestBody": M{"required": true, "content": M{"application/json": M{"schema": schemaRef(ev.schema)}}},
 			"responses": M{

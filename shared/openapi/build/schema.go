@@ -6,11 +6,14 @@ import (
 	"slices"
 
 	"github.com/practice-api/practice-api/shared/billing"
+	"github.com/practice-api/practice-api/shared/document"
 	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/matter"
 	"github.com/practice-api/practice-api/shared/outbox"
 	"github.com/practice-api/practice-api/shared/party"
+	"github.com/practice-api/practice-api/shared/report"
 	"github.com/practice-api/practice-api/shared/timeentry"
+	"github.com/practice-api/practice-api/shared/webhook"
 	"github.com/practice-api/practice-api/shared/workflow"
 )
 
@@ -28,7 +31,9 @@ func withDesc(s M, desc string) M {
 	return out
 }
 
-func str(desc string) M      { return withDesc(M{"type": "string"}, desc) }
+func str(max int, desc string) M {
+	return withDesc(M{"type": "string", "maxLength": max}, desc)
+}
 func integer(desc string) M  { return withDesc(M{"type": "integer"}, desc) }
 func boolean(desc string) M  { return withDesc(M{"type": "boolean"}, desc) }
 func uuidS(desc string) M    { return withDesc(M{"type": "string", "format": "uuid"}, desc) }
@@ -37,7 +42,9 @@ func dateTime(desc string) M { return withDesc(M{"type": "string", "format": "da
 func enum[S ~string](desc string, v ...S) M {
 	return withDesc(M{"type": "string", "enum": workflow.Strings(v)}, desc)
 }
-func array(items M, desc string) M { return withDesc(M{"type": "array", "items": items}, desc) }
+func array(items M, max int, desc string) M {
+	return withDesc(M{"type": "array", "items": items, "maxItems": max}, desc)
+}
 
 // money is an amount in minor units (øre): never a decimal.
 func money(desc string) M {
@@ -104,36 +111,36 @@ func schemas() M {
 		[]string{"code", "message"}, M{
 			"code":           errorCode(),
 			"existing_id":    uuidS("`already_exists`: the record that holds the unique value."),
-			"message":        str("What went wrong and, where the caller can act, what to do."),
-			"field":          str("422: the first field at fault (repeats `errors[0].field`)."),
-			"errors":         array(schemaRef("FieldError"), "422: the problems found in the request, at once (at most 50)."),
+			"message":        str(httpapi.MaxMessage, "What went wrong and, where the caller can act, what to do."),
+			"field":          str(httpapi.MaxField, "422: the first field at fault (repeats `errors[0].field`)."),
+			"errors":         array(schemaRef("FieldError"), httpapi.MaxProblems, "422: the problems found in the request, at once (at most 50)."),
 			"errors_total":   integer("422: how many problems there were, when `errors` lists only the first 50."),
-			"required_scope": str("403: the scope the operation requires and the key lacks."),
+			"required_scope": str(maxScope, "403: the scope the operation requires and the key lacks."),
 		})
 	s["FieldError"] = object("One problem with one field, header or parameter.", []string{"field", "message"}, M{
-		"field":   str("Body field, query parameter or header (`Idempotency-Key`) at fault; `body` for a body that is not one JSON object."),
-		"message": str("What is wrong with it."),
+		"field":   str(httpapi.MaxField, "Body field, query parameter or header (`Idempotency-Key`) at fault; `body` for a body that is not one JSON object."),
+		"message": str(httpapi.MaxMessage, "What is wrong with it."),
 	})
 	s["ValidationError"] = object("422: invalid filters or body; every problem is listed.",
 		[]string{"code", "message", "field", "errors"}, M{
 			"code":         errorCode(),
 			"existing_id":  uuidS("`already_exists`: the record that holds the unique value, as its id (a duplicate CVR's company, e-mail's person, party's engagement, matter number's matter)."),
-			"message":      str("The first problem (and how many more there are)."),
-			"field":        str("The field of the first problem."),
+			"message":      str(httpapi.MaxMessage, "The first problem (and how many more there are)."),
+			"field":        str(httpapi.MaxField, "The field of the first problem."),
 			"errors":       withDesc(M{"type": "array", "items": schemaRef("FieldError"), "minItems": 1, "maxItems": 50}, "Every problem found, up to 50."),
 			"errors_total": integer("How many problems there were, present when `errors` lists only the first 50."),
 		})
 	s["ScopeError"] = object("403: the key lacks the operation's scope. Scopes are fixed when a key is minted: ask for a new key.",
 		[]string{"code", "message", "required_scope"}, M{
 			"code":           errorCode(),
-			"message":        str(""),
-			"required_scope": str("The missing scope."),
+			"message":        str(httpapi.MaxMessage, ""),
+			"required_scope": str(maxScope, "The missing scope."),
 		})
 	s["CursorMeta"] = object("Page metadata.", []string{"per_page", "count", "has_more", "next_cursor"}, M{
-		"per_page":    integer("The page size asked for (default 50)."),
-		"count":       integer("Items on this page."),
+		"per_page":    perPage(),
+		"count":       pageCount("Items on this page."),
 		"has_more":    boolean("Whether another page follows; keep following `links.next` until it is null."),
-		"next_cursor": orNull(str("Opaque cursor of the next page (the `cursor` in `links.next`); null on the last page.")),
+		"next_cursor": orNull(str(httpapi.MaxCursor, "Opaque cursor of the next page (the `cursor` in `links.next`); null on the last page.")),
 	})
 	s["CursorLinks"] = object("Continuation links.", []string{"next"}, M{
 		"next": orNull(withDesc(M{"type": "string", "format": "uri"},
@@ -145,8 +152,8 @@ func schemas() M {
 		timestamps(M{
 			"id":            uuidS(""),
 			"client_id":     uuidS("The client engagement the matter belongs to."),
-			"matter_number": str("Unique in the organisation: the one imported, or `SAG-<n>` assigned by the service (numbers may have gaps)."),
-			"title":         str("Present when set."),
+			"matter_number": str(matter.MaxNumber, "Unique in the organisation: the one imported, or `SAG-<n>` assigned by the service (numbers may have gaps)."),
+			"title":         str(matter.MaxTitle, "Present when set."),
 			"status":        enum("", matter.Statuses...),
 			"hourly_rate":   orNull(rate("Default rate of the matter's time entries; null when the matter has none.")),
 			"currency":      currency(),
@@ -166,16 +173,16 @@ func schemas() M {
 		[]string{"id", "name", "email", "created_at", "updated_at"},
 		timestamps(M{
 			"id":    uuidS(""),
-			"name":  str(""),
+			"name":  str(party.MaxName, ""),
 			"email": withDesc(M{"type": "string", "format": "email"}, "Unique among the organisation's people (case-insensitive)."),
-			"phone": str("Present when set."),
+			"phone": str(party.MaxPhone, "Present when set."),
 		}))
 	s["Company"] = object("A company party. After creation the service fetches its register snapshot and logo in the background (`enrichment`).",
 		[]string{"id", "name", "cvr", "created_at", "updated_at"},
 		timestamps(M{
 			"id":         uuidS(""),
-			"name":       str(""),
-			"cvr":        withDesc(M{"type": "string", "pattern": "^[0-9]{8}$"}, "Danish CVR number, digits only; unique in the organisation."),
+			"name":       str(party.MaxName, ""),
+			"cvr":        withDesc(M{"type": "string", "pattern": "^[0-9]{8}$", "minLength": 8, "maxLength": 8}, "Danish CVR number, digits only; unique in the organisation."),
 			"enrichment": schemaRef("Enrichment"),
 		}))
 	s["Enrichment"] = object("Outcome of the background fetch from the company register. Each change moves the company's `updated_at`.",
@@ -185,13 +192,13 @@ func schemas() M {
 			"attempts":   integer("Fetch attempts made so far."),
 			"register":   M{"type": "object", "description": "The register's snapshot of the company, as the register answered."},
 			"logo":       schemaRef("Logo"),
-			"error":      str("Why the last attempt failed."),
+			"error":      str(party.MaxEnrichmentError, "Why the last attempt failed."),
 			"updated_at": dateTime("When the enrichment last changed."),
 		})
 	s["Logo"] = object("The stored logo (its bytes are not served).", []string{"content_type", "size", "sha256"}, M{
-		"content_type": str("An `image/*` media type."),
-		"size":         integer("Bytes."),
-		"sha256":       withDesc(M{"type": "string", "pattern": "^[0-9a-f]{64}$"}, "Hex SHA-256 of the bytes."),
+		"content_type": str(maxMediaType, "An `image/*` media type."),
+		"size":         withDesc(M{"type": "integer", "minimum": 0, "maximum": party.MaxLogoBytes}, "Bytes."),
+		"sha256":       withDesc(M{"type": "string", "pattern": "^[0-9a-f]{64}$", "minLength": 64, "maxLength": 64}, "Hex SHA-256 of the bytes."),
 	})
 	s["TimeEntry"] = object("Time logged on a matter. `amount` is derived on every save: duration_minutes × hourly_rate / 60, rounded half up to whole øre.",
 		[]string{"id", "matter_id", "client_id", "user_id", "date", "duration_minutes", "hourly_rate", "amount", "currency", "status", "created_at", "updated_at"},
@@ -206,13 +213,13 @@ func schemas() M {
 			"amount":           money("Derived: duration_minutes × hourly_rate / 60, rounded half up."),
 			"currency":         currency(),
 			"status":           enum("Opens at `draft`; the application moves it (`invoiced` only through an invoice).", timeentry.Statuses...),
-			"description":      str("Present when set."),
+			"description":      str(timeentry.MaxDescription, "Present when set."),
 			"invoice_id":       uuidS("Present while the entry is billed by an invoice."),
 		}))
 	invoiceProps := func() M {
 		return timestamps(M{
 			"id":         uuidS(""),
-			"number":     withDesc(M{"type": "string", "pattern": "^INV-[0-9]+$"}, "Unique invoice number."),
+			"number":     withDesc(M{"type": "string", "pattern": "^INV-[0-9]+$", "maxLength": 24}, "Unique invoice number."),
 			"matter_id":  uuidS(""),
 			"client_id":  uuidS(""),
 			"status":     enum("", billing.Statuses...),
@@ -230,8 +237,8 @@ func schemas() M {
 	detail["lines"] = withDesc(M{"type": "array", "items": schemaRef("InvoiceLine"), "maxItems": billing.MaxLines}, "The invoice's lines.")
 	s["InvoiceDetail"] = object("An invoice with its `lines`.", append(invoiceRequired, "lines"), detail)
 	s["InvoiceLine"] = object("", []string{"description", "amount"}, M{
-		"description":   str(""),
-		"amount":        withDesc(M{"type": "integer"}, "Integer minor units (øre)."),
+		"description":   str(billing.MaxLineDescription, ""),
+		"amount":        withDesc(M{"type": "integer", "minimum": -maxInt64, "maximum": maxInt64}, "Integer minor units (øre); negative on a credit line."),
 		"time_entry_id": uuidS("Present when the line bills a time entry."),
 	})
 	s["Document"] = object("A document register entry: metadata only. The service holds no bytes, download URLs or previews, so no field can carry them.",
@@ -239,11 +246,11 @@ func schemas() M {
 		timestamps(M{
 			"id":              uuidS(""),
 			"matter_id":       uuidS(""),
-			"name":            str("Display name."),
-			"filename":        str(""),
-			"mime_type":       str("Media type, e.g. `application/pdf`."),
+			"name":            str(document.MaxName, "Display name."),
+			"filename":        str(document.MaxName, ""),
+			"mime_type":       str(maxMediaType, "Media type, e.g. `application/pdf`."),
 			"size_bytes":      withDesc(M{"type": "integer", "minimum": 0}, "Size of the file in bytes."),
-			"folder":          str("Folder within the matter (exact-match filter)."),
+			"folder":          str(document.MaxName, "Folder within the matter (exact-match filter)."),
 			"signing_flow_id": uuidS("Present once a signing flow was sealed."),
 			"signed_at":       dateTime("Present once signed."),
 		}))
@@ -252,8 +259,8 @@ func schemas() M {
 		[]string{"id", "url", "event_types", "is_active", "consecutive_failures", "created_at", "updated_at"},
 		timestamps(M{
 			"id":                         uuidS(""),
-			"url":                        withDesc(M{"type": "string", "format": "uri", "pattern": "^https?://"}, "`https://` (an `http://` URL on loopback only on a local server)."),
-			"event_types":                withDesc(M{"type": "array", "items": enum("", outbox.Types...), "minItems": 1}, ""),
+			"url":                        withDesc(M{"type": "string", "format": "uri", "pattern": "^https?://", "maxLength": webhook.MaxURL}, "`https://` (an `http://` URL on loopback only on a local server)."),
+			"event_types":                withDesc(M{"type": "array", "items": enum("", outbox.Types...), "minItems": 1, "maxItems": len(outbox.Types)}, ""),
 			"is_active":                  boolean(""),
 			"consecutive_failures":       withDesc(M{"type": "integer", "minimum": 0}, "Failed attempts since the last success."),
 			"disabled_at":                dateTime("Present when the service turned the endpoint off."),
@@ -267,8 +274,8 @@ func schemas() M {
 			"event_type":   enum("", append(slices.Clone(outbox.Types), outbox.WebhookTest)...),
 			"attempt":      withDesc(M{"type": "integer", "minimum": 1}, "Attempt number of the event, from 1."),
 			"succeeded":    boolean("Whether the receiver answered 2xx."),
-			"status_code":  integer("The receiver's HTTP status, when it answered."),
-			"error":        str("Why the attempt failed, when it did."),
+			"status_code":  withDesc(M{"type": "integer", "minimum": 100, "maximum": 599}, "The receiver's HTTP status, when it answered."),
+			"error":        str(webhook.MaxAttemptError, "Why the attempt failed, when it did."),
 			"duration_ms":  withDesc(M{"type": "integer", "minimum": 0}, ""),
 			"attempted_at": dateTime(""),
 			"manual":       boolean("Present (true) on an attempt a manual retry made: one attempt, outside the automatic series."),
@@ -280,14 +287,14 @@ func schemas() M {
 			"endpoint_id": uuidS(""),
 			"since":       dateTime("Inclusive."),
 			"until":       dateTime("Exclusive: the `until` sent, or the time of the call."),
-			"event_types": withDesc(M{"type": "array", "items": enum("", outbox.Types...)}, "The types replayed: those sent, or those the endpoint takes."),
+			"event_types": withDesc(M{"type": "array", "items": enum("", outbox.Types...), "maxItems": len(outbox.Types)}, "The types replayed: those sent, or those the endpoint takes."),
 			"queued":      withDesc(M{"type": "integer", "minimum": 0}, "Events queued: each a new delivery with its own attempts."),
 			"truncated":   boolean("Whether the window held more than one call queues (1000 events)."),
 			"next_since":  orNull(dateTime("When truncated: the `since` of the call that replays the rest; otherwise null.")),
 		})
 	s["EventsMeta"] = object("Page metadata of the event feed.", []string{"per_page", "count", "has_more", "next_after"}, M{
-		"per_page":   integer("The page size asked for (default 50)."),
-		"count":      integer("Events on this page."),
+		"per_page":   perPage(),
+		"count":      pageCount("Events on this page."),
 		"has_more":   boolean("Whether more events are there now: ask again with `after` = `next_after` (or follow `links.next`)."),
 		"next_after": withDesc(M{"type": "integer", "format": "int64", "minimum": 0}, "The `after` of the next call: of the next page, or, on the last, of your next poll (every event up to it has been listed)."),
 	})
@@ -299,7 +306,7 @@ func schemas() M {
 	}
 	s["Event"] = M{"description": "An event as the feed lists it: the same envelope as its deliveries.", "oneOf": feedEvents}
 	s["EventList"] = object("A page of the event feed, oldest first.", []string{"data", "meta", "links"}, M{
-		"data":  array(schemaRef("Event"), ""),
+		"data":  array(schemaRef("Event"), httpapi.MaxPerPage, ""),
 		"meta":  schemaRef("EventsMeta"),
 		"links": schemaRef("CursorLinks"),
 	})
@@ -321,7 +328,7 @@ func schemas() M {
 		"minutes": integer(""),
 		"amount":  integer("Integer minor units (øre)."),
 	})
-	group := timeTotals(M{"key": str("The status, user id or matter id of the group.")})
+	group := timeTotals(M{"key": str(maxUUID, "The status, user id or matter id of the group.")})
 	s["ReportGroup"] = object("Totals of one group.", []string{"key", "entries", "minutes", "amount"}, group)
 	s["TimeSummaryReport"] = object("Minutes and amounts of the time entries dated in the range.",
 		[]string{"type", "date_from", "date_to", "currency", "totals", "by_status", "by_user", "by_matter"}, M{
@@ -330,9 +337,9 @@ func schemas() M {
 			"date_to":   date(""),
 			"currency":  currency(),
 			"totals":    schemaRef("ReportTotals"),
-			"by_status": array(schemaRef("ReportGroup"), "By time-entry status."),
-			"by_user":   array(schemaRef("ReportGroup"), "By user_id."),
-			"by_matter": array(schemaRef("ReportGroup"), "By matter_id."),
+			"by_status": array(schemaRef("ReportGroup"), len(timeentry.Statuses), "By time-entry status."),
+			"by_user":   array(schemaRef("ReportGroup"), report.MaxGroups, "By user_id."),
+			"by_matter": array(schemaRef("ReportGroup"), report.MaxGroups, "By matter_id."),
 		})
 	s["WipMatter"] = object("Unbilled time of one matter.",
 		[]string{"matter_id", "client_id", "oldest_date", "amount_by_status", "entries", "minutes", "amount"},
@@ -348,7 +355,7 @@ func schemas() M {
 			"type":     enum("", "wip"),
 			"currency": currency(),
 			"totals":   schemaRef("ReportTotals"),
-			"matters":  array(schemaRef("WipMatter"), ""),
+			"matters":  array(schemaRef("WipMatter"), report.MaxGroups, ""),
 		})
 	s["AgingBucket"] = object("", []string{"bucket", "invoices", "total"}, M{
 		"bucket":   enum("Days past due.", "current", "1-30", "31-60", "61-90", "90+"),
@@ -369,7 +376,7 @@ func schemas() M {
 	eventSchemas(s)
 	for _, name := range []string{"Matter", "Client", "Person", "Company", "TimeEntry", "Invoice", "Document", "WebhookEndpoint", "WebhookDelivery"} {
 		s[name+"List"] = object("A page of "+name+" records.", []string{"data", "meta", "links"}, M{
-			"data":  array(schemaRef(name), ""),
+			"data":  array(schemaRef(name), httpapi.MaxPerPage, ""),
 			"meta":  schemaRef("CursorMeta"),
 			"links": schemaRef("CursorLinks"),
 		})
@@ -382,7 +389,7 @@ func schemas() M {
 	s["WebhookEndpointCreated"] = object("The new endpoint and, beside it, its signing secret: shown here only, never again.",
 		[]string{"data", "secret"}, M{
 			"data":   schemaRef("WebhookEndpoint"),
-			"secret": str("HMAC-SHA256 key of `Service-Signature`, the whole string, `whsec_` prefix included. Store it now."),
+			"secret": withDesc(M{"type": "string", "pattern": "^whsec_[A-Za-z0-9+/=]+$", "maxLength": webhook.MaxSecret}, "HMAC-SHA256 key of `Service-Signature`, the whole string, `whsec_` prefix included. Store it now."),
 		})
 	addExamples(s)
 	return s
@@ -443,8 +450,8 @@ func writeBodies(s M) {
 			"user_id":          orNull(uuidS("Who did the work; default: the API client's id.")),
 			"description":      orNull(text(2000, "")),
 		}))
-	eventTypes := withDesc(M{"type": "array", "items": enum("", outbox.Types...), "minItems": 1}, "At least one event name.")
-	hook := withDesc(M{"type": "string", "maxLength": 2048, "pattern": "^https?://"},
+	eventTypes := withDesc(M{"type": "array", "items": enum("", outbox.Types...), "minItems": 1, "maxItems": len(outbox.Types)}, "At least one event name, each once.")
+	hook := withDesc(M{"type": "string", "maxLength": webhook.MaxURL, "pattern": "^https?://"},
 		"Must begin `https://`. Hosts that are or resolve to loopback, private, link-local or other non-public addresses are refused. "+
 			"A local server (the devserver) also takes `http://` for a receiver on loopback (127.0.0.1, [::1], localhost), so a local receiver needs no certificate; deployed stages never do.")
 	s["WebhookCreate"] = closed(object("A webhook endpoint; at most 50 per organisation. No Idempotency-Key is needed.",
@@ -460,13 +467,13 @@ func writeBodies(s M) {
 		"is_active":   orNull(boolean("")),
 		"url":         orNull(hook),
 		"event_types": orNull(eventTypes),
-		"replay_since": orNull(withDesc(M{"type": "string"}, "An addition, only with `is_active: true`: queue what the endpoint missed, the feed's events from this instant on (a date-time with `Z` or an offset, or a date), of the types it takes, as a replay answered in `replay`. "+
+		"replay_since": orNull(withDesc(M{"type": "string", "maxLength": maxDateTime}, "An addition, only with `is_active: true`: queue what the endpoint missed, the feed's events from this instant on (a date-time with `Z` or an offset, or a date), of the types it takes, as a replay answered in `replay`. "+
 			"At most 30 days back (events are kept that long).")),
 	}))
 	s["WebhookReplay"] = closed(object("The window to replay.", []string{"since"}, M{
-		"since":       withDesc(M{"type": "string"}, "Inclusive: a date-time with `Z` or an offset (any fraction of a second), or a date (midnight UTC). At most 30 days back."),
-		"until":       orNull(withDesc(M{"type": "string"}, "Exclusive; default now. After `since`.")),
-		"event_types": orNull(withDesc(M{"type": "array", "items": enum("", outbox.Types...), "minItems": 1}, "Only these types; default the endpoint's. Each must be one the endpoint takes.")),
+		"since":       withDesc(M{"type": "string", "maxLength": maxDateTime}, "Inclusive: a date-time with `Z` or an offset (any fraction of a second), or a date (midnight UTC). At most 30 days back."),
+		"until":       orNull(withDesc(M{"type": "string", "maxLength": maxDateTime}, "Exclusive; default now. After `since`.")),
+		"event_types": orNull(withDesc(M{"type": "array", "items": enum("", outbox.Types...), "minItems": 1, "maxItems": len(outbox.Types)}, "Only these types; default the endpoint's. Each must be one the endpoint takes.")),
 	}))
 }
 
@@ -474,7 +481,7 @@ func writeBodies(s M) {
 func eventSchemas(s M) {
 	s["MatterEvent"] = object("Identifiers and status of the matter; read the rest through the API.",
 		[]string{"id", "status", "client_id", "matter_number"}, M{
-			"id": uuidS(""), "status": enum("", matter.Statuses...), "client_id": uuidS(""), "matter_number": str(""),
+			"id": uuidS(""), "status": enum("", matter.Statuses...), "client_id": uuidS(""), "matter_number": str(matter.MaxNumber, ""),
 		})
 	s["InvoiceEvent"] = object("Identifiers and status of the invoice.",
 		[]string{"id", "status", "total", "currency", "matter_id", "client_id"}, M{
@@ -486,14 +493,14 @@ func eventSchemas(s M) {
 			"id": uuidS(""), "status": enum("", timeentry.Statuses...), "matter_id": uuidS(""), "user_id": uuidS(""), "date": date(""),
 		})
 	s["TestEvent"] = object("What a test event carries: the endpoint it was sent to, and a note.",
-		[]string{"endpoint_id", "message"}, M{"endpoint_id": uuidS(""), "message": str("")})
+		[]string{"endpoint_id", "message"}, M{"endpoint_id": uuidS(""), "message": str(httpapi.MaxMessage, "")})
 	s["SigningFlowEvent"] = object("Identifiers and status of the sealed signing flow.",
 		[]string{"id", "status", "document_id", "matter_id"}, M{
-			"id": uuidS(""), "status": str(""), "document_id": uuidS(""), "matter_id": uuidS(""),
+			"id": uuidS(""), "status": enum("", document.Sealed), "document_id": uuidS(""), "matter_id": uuidS(""),
 		})
 	s["DisabledEndpointEvent"] = object("The endpoint as it was turned off (never its secret).",
 		[]string{"id", "url", "event_types", "consecutive_failures", "disabled_at"}, M{
-			"id": uuidS(""), "url": str(""), "event_types": withDesc(M{"type": "array", "items": enum("", outbox.Types...)}, ""),
+			"id": uuidS(""), "url": str(webhook.MaxURL, ""), "event_types": withDesc(M{"type": "array", "items": enum("", outbox.Types...), "maxItems": len(outbox.Types)}, ""),
 			"consecutive_failures": integer("The failed attempts in a row that turned it off (20)."), "disabled_at": dateTime(""),
 		})
 	for _, ev := range events {
