@@ -89,19 +89,19 @@ chromium:
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	  else echo "Chromium is missing: apt-get install chromium (the browser test skips without it)" >&2; exit 1; fi; }
 
-## docs-assets: copy the pinned Swagger UI (scripts/docs-viewer) into shared/openapi/docs, gzipped, for GET /api/v1/docs
-VIEWER := scripts/docs-viewer/node_modules/swagger-ui-dist
+## docs-assets: copy the pinned Scalar API reference (scripts/docs-viewer) into shared/openapi/docs, gzipped, for GET /api/v1/docs
+VIEWER := scripts/docs-viewer/node_modules/@scalar/api-reference
 $(VIEWER)/package.json: scripts/docs-viewer/package.json scripts/docs-viewer/package-lock.json
-	cd scripts/docs-viewer && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
+	cd scripts/docs-viewer && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error >&2
 	@touch $@
 docs-assets: $(VIEWER)/package.json
-	for f in swagger-ui-bundle.js swagger-ui.css; do gzip -9nc $(VIEWER)/$$f > shared/openapi/docs/$$f.gz; done
-	cp $(VIEWER)/LICENSE shared/openapi/docs/LICENSE-swagger-ui
-	node -p 'require("./$(VIEWER)/package.json").version' > shared/openapi/docs/swagger-ui.version
+	gzip -9nc $(VIEWER)/dist/browser/standalone.js > shared/openapi/docs/scalar.js.gz
+	cp scripts/docs-viewer/LICENSE-scalar shared/openapi/docs/LICENSE-scalar
+	node -p 'require("./$(VIEWER)/package.json").version' > shared/openapi/docs/scalar.version
 
-## openapi: regenerate shared/openapi/openapi.json after changing routes or their descriptions
+## openapi: regenerate shared/openapi/openapi.json and the guide pages (docs/*.md as HTML) after changing routes, descriptions or guides
 openapi:
-	$(GO) test -count=1 -run TestDocumentIsCurrent ./shared/openapi/build -update
+	$(GO) test -count=1 -run 'TestDocumentIsCurrent|TestGuidesAreCurrent' ./shared/openapi/build -update
 
 ## openapi-coverage: every test, then which documented answers (operation, status) they produced
 openapi-coverage: dynamodb-local

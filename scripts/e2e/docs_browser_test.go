@@ -3,11 +3,11 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -31,10 +31,20 @@ func chromium() string {
 	return ""
 }
 
-// TestDocsPageInABrowser loads /api/v1/docs in headless Chromium: every
-// operation of the route table and every webhook event is on the page, and
-// its console, with the demo key typed into it, calls GET /matters and
-// shows a 200 with data. The screenshot is kept in .bin/test-artifacts.
+// TestDocsPageInABrowser loads /api/v1/docs in headless Chromium, as an
+// integrator would use it:
+//   - the page opens on its quickstart, before any operation;
+//   - the sidebar names every operation of the document and every webhook
+//     event (and so every route of the table);
+//   - navigation: a click in the sidebar and a search each bring an
+//     operation into view, at its own address;
+//   - a sample: an operation's request example switches between curl, Go,
+//     Python and Node, each naming the operation's path;
+//   - the console: with the demo key typed into the page, Test Request on
+//     GET /matters shows a 200 with matters;
+//   - the guide pages it links load, the receivers with their code.
+//
+// Screenshots are kept in .bin/test-artifacts.
 func TestDocsPageInABrowser(t *testing.T) {
 	if api.demoKey == "" {
 		t.Skip("needs the suite's own devserver and its demo key")
@@ -49,120 +59,164 @@ func TestDocsPageInABrowser(t *testing.T) {
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin),
 		chromedp.Flag("headless", true), chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
 		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.WindowSize(1400, 2000))
+		chromedp.Flag("disable-sync", true), chromedp.WindowSize(1400, 1600))
 	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
 	defer cancel()
 	ctx, cancel := chromedp.NewContext(actx)
 	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 2*time.Minute)
+	ctx, cancel = context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
-
-	var ids []string
-	var text string
-	err := chromedp.Run(ctx,
-		chromedp.Navigate(api.base+"/docs"),
-		chromedp.WaitVisible(`.opblock-summary-operation-id`, chromedp.ByQuery),
-		chromedp.Evaluate(`Array.from(document.querySelectorAll('.opblock-summary-operation-id')).map(e => e.textContent.trim())`, &ids),
-		chromedp.Text(`#swagger-ui`, &text, chromedp.ByQuery),
-	)
-	if err != nil {
-		t.Fatalf("loading the page: %v", err)
+	// The browser starts on ctx itself: a step's context, cancelled when the
+	// step ends, would take the browser with it.
+	if err := chromedp.Run(ctx); err != nil {
+		t.Fatalf("starting Chromium: %v", err)
 	}
-	var doc struct {
-		Paths map[string]map[string]struct {
-			OperationID string `json:"operationId"`
-		} `json:"paths"`
-	}
-	_ = json.Unmarshal(get(t, "/openapi.json", "").raw, &doc)
-	var documented []string
-	for _, item := range doc.Paths {
-		for _, op := range item {
-			documented = append(documented, op.OperationID)
-		}
-	}
-	for _, rt := range routes.Table {
-		want := rt.Name
-		if rt.Name == "reports.get" { // one operation per report type, and one for any other
-			want = "reports.unknown"
-		}
-		if !slices.Contains(ids, want) {
-			t.Errorf("operation %s of the route table is not on the page", rt.Name)
-		}
-	}
-	for _, id := range documented {
-		if !slices.Contains(ids, id) {
-			t.Errorf("documented operation %s is not on the page", id)
-		}
-	}
-	for _, ev := range append(slices.Clone(outbox.Types), outbox.WebhookTest) {
-		if !strings.Contains(text, string(ev)) {
-			t.Errorf("webhook event %s is not on the page", ev)
-		}
-	}
-	// The four receivers to copy, as code on the page: Go, Python, Node, and
-	// Node on the Standard Webhooks library.
-	receivers := map[string]string{"Go": "signature.VerifyAny(", "Python": "hmac.compare_digest(", "Node": "timingSafeEqual(", "Standard Webhooks": "new Webhook(secret).verify("}
-	for lang, marker := range receivers {
-		if !strings.Contains(text, marker) {
-			t.Errorf("the %s receiver (%s) is not on the page", lang, marker)
-		}
-	}
-	var codeBlocks int
-	if err := chromedp.Run(ctx, chromedp.Evaluate(`Array.from(document.querySelectorAll('.info pre code')).filter(e => /WEBHOOK_SECRETS_FILE/.test(e.textContent)).length`, &codeBlocks)); err != nil || codeBlocks != len(receivers) {
-		t.Errorf("%d receiver code blocks in the page's introduction, want %d (%v)", codeBlocks, len(receivers), err)
-	}
-
-	// The console: authorize with the demo key, try GET /matters. Each step
-	// has its own time limit, so a failure names the step.
-	op := `[id="operations-Matters-matters\\.list"]` // Swagger UI escapes the dot of the id with a backslash
-	var status, body string
-	steps := []struct {
-		name   string
-		action chromedp.Action
-	}{
-		{"open Authorize", chromedp.Click(`.auth-wrapper .btn.authorize`, chromedp.ByQuery)},
-		{"type the key", chromedp.SendKeys(`.modal-ux input`, api.demoKey, chromedp.ByQuery)},
-		{"authorize", chromedp.Click(`.modal-ux .auth-btn-wrapper .btn.modal-btn.auth.authorize`, chromedp.ByQuery)},
-		{"close the dialog", chromedp.Click(`.modal-ux .btn-done`, chromedp.ByQuery)},
-		{"dialog closed", chromedp.WaitNotPresent(`.modal-ux`, chromedp.ByQuery)},
-		{"expand GET /matters", chromedp.Click(op+` .opblock-summary-control`, chromedp.ByQuery)},
-		{"Try it out", chromedp.Click(op+` .try-out__btn`, chromedp.ByQuery)},
-		{"Execute", chromedp.Click(op+` .execute`, chromedp.ByQuery)},
-		{"the answer's status", chromedp.Text(op+` .live-responses-table tbody .response-col_status`, &status, chromedp.ByQuery)},
-		{"the answer's body", chromedp.Text(op+` .live-responses-table tbody .response-col_description`, &body, chromedp.ByQuery)},
-	}
-	var failed error
-	for _, st := range steps {
-		sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-		err := chromedp.Run(sctx, st.action)
-		cancel()
-		if err != nil {
-			var blocks []string
-			dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
-			_ = chromedp.Run(dctx, chromedp.Evaluate(`Array.from(document.querySelectorAll('.opblock')).slice(0, 4).map(e => e.id)`, &blocks))
-			dcancel()
-			failed = fmt.Errorf("step %q: %w (first operation blocks: %v)", st.name, err, blocks)
-			break
-		}
-	}
-	// Screenshots: the whole page, and the window where the console answered.
-	var full, window []byte
-	sctx, scancel := context.WithTimeout(ctx, 20*time.Second)
-	defer scancel()
-	if serr := chromedp.Run(sctx, chromedp.FullScreenshot(&full, 100),
-		chromedp.ScrollIntoView(op+` .responses-wrapper`, chromedp.ByQuery), chromedp.CaptureScreenshot(&window)); serr == nil {
+	shots := map[string][]byte{}
+	defer func() {
 		dir := filepath.Join(api.root, ".bin", "test-artifacts")
 		_ = os.MkdirAll(dir, 0o755)
-		for name, b := range map[string][]byte{"docs-page.png": full, "docs-console.png": window} {
+		for name, b := range shots {
 			if werr := os.WriteFile(filepath.Join(dir, name), b, 0o644); werr == nil {
 				t.Logf("screenshot: %s", filepath.Join(dir, name))
 			}
 		}
+	}()
+	// step runs one step under its own time limit, so a failure names it.
+	step := func(name string, actions ...chromedp.Action) {
+		t.Helper()
+		sctx, scancel := context.WithTimeout(ctx, 30*time.Second)
+		defer scancel()
+		if err := chromedp.Run(sctx, actions...); err != nil {
+			var shot []byte
+			dctx, dcancel := context.WithTimeout(ctx, 10*time.Second)
+			_ = chromedp.Run(dctx, chromedp.CaptureScreenshot(&shot))
+			dcancel()
+			shots["docs-failed.png"] = shot
+			t.Fatalf("step %q: %v", name, err)
+		}
 	}
-	if failed != nil {
-		t.Fatalf("using the console: %v", failed)
+	const sidebar = `.t-doc__sidebar`
+	var entries []string
+	var quickstartFirst bool
+	step("load the page", chromedp.Navigate(api.base+"/docs"), chromedp.WaitVisible(sidebar, chromedp.ByQuery),
+		chromedp.WaitVisible(`[id$="/description/quickstart"]`, chromedp.ByQuery))
+	step("read the sidebar", chromedp.Evaluate(`[...document.querySelectorAll('.t-doc__sidebar a')].map(e => e.textContent.trim())`, &entries),
+		chromedp.Evaluate(`(() => {
+			const q = document.querySelector('[id$="/description/quickstart"]');
+			const op = document.querySelector('[id*="/tag/"][id*="/GET/"], [id*="/tag/"][id*="/POST/"]');
+			return !!q && (!op || !!(q.compareDocumentPosition(op) & Node.DOCUMENT_POSITION_FOLLOWING));
+		})()`, &quickstartFirst))
+	if !quickstartFirst {
+		t.Error("the page does not open on its quickstart before the operations")
 	}
+	var doc struct {
+		Paths    map[string]map[string]struct{ Summary, OperationID string } `json:"paths"`
+		Webhooks map[string]map[string]struct{ Summary string }              `json:"webhooks"`
+	}
+	if err := json.Unmarshal(get(t, "/openapi.json", "").raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	onSidebar := func(summary string) bool {
+		return slices.ContainsFunc(entries, func(e string) bool { return strings.HasPrefix(e, summary) })
+	}
+	documented := map[string]bool{}
+	for path, item := range doc.Paths {
+		for method, op := range item {
+			documented[op.OperationID] = true
+			if !onSidebar(op.Summary) {
+				t.Errorf("%s %s (%q) is not in the sidebar", strings.ToUpper(method), path, op.Summary)
+			}
+		}
+	}
+	for _, rt := range routes.Table {
+		if want := map[bool]string{true: "reports.unknown", false: rt.Name}[rt.Name == "reports.get"]; !documented[want] {
+			t.Errorf("route %s has no operation on the page", rt.Name)
+		}
+	}
+	for _, ev := range append(slices.Clone(outbox.Types), outbox.WebhookTest) {
+		hook, ok := doc.Webhooks[string(ev)]
+		if !ok || !onSidebar(hook["post"].Summary) {
+			t.Errorf("webhook event %s is not in the sidebar", ev)
+		}
+	}
+
+	// Navigation: the sidebar, then the search.
+	var hash string
+	const timeEntries = `[id="api-1/tag/time-entries/GET/time-entries"]`
+	step("click List time entries in the sidebar",
+		chromedp.Evaluate(`[...document.querySelectorAll('.t-doc__sidebar a')].find(e => e.textContent.trim().startsWith('List time entries')).click()`, nil),
+		chromedp.WaitVisible(timeEntries, chromedp.ByQuery), chromedp.Evaluate(`location.hash`, &hash))
+	if hash != "#tag/time-entries/GET/time-entries" {
+		t.Errorf("the sidebar's link led to %q", hash)
+	}
+	step("search for receivables",
+		chromedp.Evaluate(`[...document.querySelectorAll('.t-doc__sidebar button')].find(e => e.textContent.includes('Open Search')).click()`, nil),
+		chromedp.WaitVisible(`[role="dialog"] input[type="search"]`, chromedp.ByQuery),
+		chromedp.SendKeys(`[role="dialog"] input[type="search"]`, "receivables", chromedp.ByQuery),
+		chromedp.WaitVisible(`[id="search-result-api-1/tag/reports/GET/reports/receivables-aging"]`, chromedp.ByQuery),
+		chromedp.Click(`[id="search-result-api-1/tag/reports/GET/reports/receivables-aging"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`[id="api-1/tag/reports/GET/reports/receivables-aging"]`, chromedp.ByQuery),
+		chromedp.Evaluate(`location.hash`, &hash))
+	if hash != "#tag/reports/GET/reports/receivables-aging" {
+		t.Errorf("the search's result led to %q", hash)
+	}
+
+	// A sample in each language, for GET /time-entries.
+	step("back to List time entries", chromedp.Navigate(api.base+"/docs#tag/time-entries/GET/time-entries"),
+		chromedp.WaitVisible(timeEntries+` [data-testid="client-picker"]`, chromedp.ByQuery))
+	sample := `(() => {
+		const card = document.querySelector('[id="api-1/tag/time-entries/GET/time-entries"] [data-testid="client-picker"]').closest('.scalar-card');
+		return card ? card.textContent : '';
+	})()`
+	for _, c := range []struct{ client, says string }{
+		{"go/native", "http.NewRequest"}, {"python/requests", "requests.get"}, {"node/fetch", "fetch("}, {"shell/curl", "curl"},
+	} {
+		var code string
+		step("the "+c.client+" sample",
+			chromedp.Click(timeEntries+` [data-testid="client-picker"]`, chromedp.ByQuery),
+			chromedp.WaitVisible(`li[role="option"][id$="-`+c.client+`"]`, chromedp.ByQuery),
+			chromedp.Click(`li[role="option"][id$="-`+c.client+`"]`, chromedp.ByQuery),
+			chromedp.Poll(sample+`.includes(`+strconv.Quote(c.says)+`)`, nil, chromedp.WithPollingTimeout(10*time.Second)),
+			chromedp.Evaluate(sample, &code))
+		if !strings.Contains(code, "/time-entries") {
+			t.Errorf("the %s sample does not name /time-entries: %.300q", c.client, code)
+		}
+	}
+	var shot []byte
+	step("screenshot of the operation", chromedp.CaptureScreenshot(&shot))
+	shots["docs-operation.png"] = shot
+
+	// The console: the key typed into the page, Test Request, Send.
+	var status, body string
+	const matters = `[id="api-1/tag/matters/GET/matters"]`
+	step("open List matters", chromedp.Navigate(api.base+"/docs#tag/matters/GET/matters"), chromedp.WaitVisible(matters, chromedp.ByQuery))
+	step("type the key", chromedp.SendKeys(`input[placeholder="Token"]`, api.demoKey, chromedp.ByQuery))
+	step("Test Request", chromedp.Evaluate(`[...document.querySelectorAll('[id="api-1/tag/matters/GET/matters"] button')].find(b => /Test Request/.test(b.textContent)).click()`, nil),
+		chromedp.WaitVisible(`button[data-addressbar-action="send"]`, chromedp.ByQuery))
+	step("Send", chromedp.Click(`button[data-addressbar-action="send"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`.animate-response-children a[href*="Status/"]`, chromedp.ByQuery),
+		chromedp.Text(`.animate-response-children a[href*="Status/"]`, &status, chromedp.ByQuery),
+		chromedp.Poll(`[...document.querySelectorAll('.cm-content')].some(e => e.textContent.includes('matter_number'))`, nil, chromedp.WithPollingTimeout(10*time.Second)),
+		chromedp.Evaluate(`[...document.querySelectorAll('.cm-content')].map(e => e.textContent).join('\n')`, &body),
+		chromedp.CaptureScreenshot(&shot))
+	shots["docs-console.png"] = shot
 	if !strings.HasPrefix(strings.TrimSpace(status), "200") || !strings.Contains(body, `"data"`) || !strings.Contains(body, `"matter_number"`) {
-		t.Fatalf("the console's GET /matters: status %q, body %.300q", status, body)
+		t.Errorf("the console's GET /matters: status %q, body %.300q", status, body)
+	}
+
+	// The guide pages the reference links.
+	var receivers string
+	step("the receivers' page", chromedp.Navigate(api.base+"/docs/receivers.html"), chromedp.WaitVisible(`main.pa-guide`, chromedp.ByQuery),
+		chromedp.Text(`main.pa-guide`, &receivers, chromedp.ByQuery))
+	for lang, marker := range map[string]string{"Go": "signature.VerifyAny(", "Python": "hmac.compare_digest(", "Node": "timingSafeEqual(", "Standard Webhooks": "new Webhook(secret).verify("} {
+		if !strings.Contains(receivers, marker) {
+			t.Errorf("the %s receiver (%s) is not on the receivers' page", lang, marker)
+		}
+	}
+	var back int
+	step("the guide links back", chromedp.Navigate(api.base+"/docs/guide.html"), chromedp.WaitVisible(`main.pa-guide h1`, chromedp.ByQuery),
+		chromedp.Evaluate(`document.querySelectorAll('main.pa-guide nav a[href$="/docs"]').length`, &back))
+	if back != 1 {
+		t.Errorf("the guide has %d links back to the reference", back)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/practice-api/practice-api/shared/apitest"
+	"github.com/practice-api/practice-api/shared/openapi"
 )
 
 // TestDocsPage: GET /api/v1/docs and its files are public, uncounted,
@@ -39,8 +40,8 @@ func TestDocsPage(t *testing.T) {
 		t.Fatal("the page loads something from elsewhere, or runs inline script")
 	}
 	refs := regexp.MustCompile(`(?:src|href)="(/api/v1/docs/[^"?]+)\?v=([0-9a-f]{12})"`).FindAllStringSubmatch(html, -1)
-	if len(refs) != 4 {
-		t.Fatalf("the page names %d files, want 4: %s", len(refs), html)
+	if len(refs) != 3 {
+		t.Fatalf("the page names %d files, want 3 (Scalar, its start and the style): %s", len(refs), html)
 	}
 	for _, ref := range refs {
 		for _, gz := range []bool{true, false} {
@@ -68,8 +69,8 @@ func TestDocsPage(t *testing.T) {
 			if len(body) == 0 {
 				t.Fatalf("%s: empty", ref[1])
 			}
-			if strings.HasSuffix(ref[1], "swagger-ui-bundle.js") && !bytes.Contains(body, []byte("SwaggerUIBundle")) {
-				t.Fatalf("%s is not Swagger UI", ref[1])
+			if strings.HasSuffix(ref[1], "scalar.js") && !bytes.Contains(body, []byte("createApiReference")) {
+				t.Fatalf("%s is not Scalar's reference", ref[1])
 			}
 			req.Header.Set("If-None-Match", resp.Header.Get("ETag"))
 			again, _ := http.DefaultTransport.RoundTrip(req)
@@ -80,6 +81,21 @@ func TestDocsPage(t *testing.T) {
 		}
 	}
 	mustStatus(t, e.Get("/api/v1/docs/nope.js", ""), 404)
+	// The guide pages: public HTML under the page's policy, revalidated
+	// (linked by name), linking back to the reference.
+	for _, name := range openapi.GuidePages {
+		g, err := http.Get(e.Server.URL + "/api/v1/docs/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(g.Body)
+		g.Body.Close()
+		if g.StatusCode != 200 || !strings.HasPrefix(g.Header.Get("Content-Type"), "text/html") || g.Header.Get("Cache-Control") != "no-cache" ||
+			!strings.Contains(g.Header.Get("Content-Security-Policy"), "script-src 'self'") || !bytes.Contains(body, []byte(`href="/api/v1/docs"`)) ||
+			bytes.Contains(body, []byte("{{")) {
+			t.Fatalf("%s: %d %v\n%.300s", name, g.StatusCode, g.Header, body)
+		}
+	}
 	req, _ := http.NewRequest("GET", e.Server.URL+"/api/v1/docs", nil)
 	req.Header.Set("If-None-Match", r.Header.Get("ETag"))
 	resp, _ = http.DefaultClient.Do(req)
@@ -89,7 +105,7 @@ func TestDocsPage(t *testing.T) {
 	}
 }
 
-// TestDocsAssetsMatchThePin: the embedded Swagger UI is the version pinned
+// TestDocsAssetsMatchThePin: the embedded Scalar bundle is the version pinned
 // in scripts/docs-viewer, byte for byte when the package is installed
 // (make docs-assets refreshes them).
 func TestDocsAssetsMatchThePin(t *testing.T) {
@@ -101,17 +117,17 @@ func TestDocsAssetsMatchThePin(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = json.Unmarshal(raw, &pkg)
-	embedded, _ := os.ReadFile(filepath.Join(root, "shared", "openapi", "docs", "swagger-ui.version"))
-	if pin := pkg.Dependencies["swagger-ui-dist"]; strings.TrimSpace(string(embedded)) != pin {
-		t.Fatalf("embedded Swagger UI %s, pinned %s: run make docs-assets", embedded, pin)
+	embedded, _ := os.ReadFile(filepath.Join(root, "shared", "openapi", "docs", "scalar.version"))
+	if pin := pkg.Dependencies["@scalar/api-reference"]; strings.TrimSpace(string(embedded)) != pin {
+		t.Fatalf("embedded Scalar %s, pinned %s: run make docs-assets", embedded, pin)
 	}
-	dist := filepath.Join(root, "scripts", "docs-viewer", "node_modules", "swagger-ui-dist")
+	dist := filepath.Join(root, "scripts", "docs-viewer", "node_modules", "@scalar", "api-reference", "dist", "browser")
 	if _, err := os.Stat(dist); err != nil {
 		t.Skip("scripts/docs-viewer is not installed; the version check above passed")
 	}
-	for _, f := range []string{"swagger-ui-bundle.js", "swagger-ui.css"} {
+	for f, stored := range map[string]string{"standalone.js": "scalar.js.gz"} {
 		want, _ := os.ReadFile(filepath.Join(dist, f))
-		gz, _ := os.ReadFile(filepath.Join(root, "shared", "openapi", "docs", f+".gz"))
+		gz, _ := os.ReadFile(filepath.Join(root, "shared", "openapi", "docs", stored))
 		zr, err := gzip.NewReader(bytes.NewReader(gz))
 		if err != nil {
 			t.Fatal(err)

@@ -122,7 +122,7 @@ func TestEveryRouteIsServedByItsFamilysBootstrap(t *testing.T) {
 			path = "/reports/wip"
 		}
 		if rt.Path == "/docs/{file}" {
-			path = "/docs/swagger-ui.css"
+			path = "/docs/docs.css"
 		}
 		resp, _ := c.do(t, rt.Method, path, "{}", "Idempotency-Key", "route-"+rt.Name)
 		id := resp.Header.Get("X-Request-Id")

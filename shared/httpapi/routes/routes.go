@@ -83,7 +83,7 @@ var Table = []Route{
 
 	// The OpenAPI document, for tools and integrators before they hold a key.
 	{Family: Meta, Method: "GET", Path: "/openapi.json", Name: "openapi", Public: true},
-	// The reference page on that document (Swagger UI), and its files.
+	// The reference page on that document (Scalar), its files and guides.
 	{Family: Meta, Method: "GET", Path: "/docs", Name: "docs", Public: true},
 	{Family: Meta, Method: "GET", Path: "/docs/{file}", Name: "docs.asset", Public: true},
 }

@@ -5,7 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"flag"
+	"html"
 	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -190,5 +194,69 @@ func TestEveryValueIsBounded(t *testing.T) {
 	}
 	if len(missing) > 0 {
 		t.Errorf("%d values without bounds:\n%s", len(missing), strings.Join(missing, "\n"))
+	}
+}
+
+// TestGuidesAreCurrent: the guide pages in shared/openapi/docs are what
+// their Markdown renders to (make openapi writes them), every link of one
+// guide to another points at a page that is served, and the receivers'
+// page holds each receiver's code.
+func TestGuidesAreCurrent(t *testing.T) {
+	t.Parallel()
+	pages, err := RenderGuides()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	for _, g := range Guides {
+		files = append(files, g.File)
+	}
+	if !slices.Equal(files, openapi.GuidePages) {
+		t.Fatalf("the server serves %v, the build renders %v", openapi.GuidePages, files)
+	}
+	dir := filepath.Join(filepath.Dir(file), "docs")
+	for _, g := range Guides {
+		got := pages[g.File]
+		if *update {
+			if err := os.WriteFile(filepath.Join(dir, g.File), got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		committed, err := os.ReadFile(filepath.Join(dir, g.File))
+		if err != nil || !bytes.Equal(committed, got) {
+			t.Errorf("shared/openapi/docs/%s is stale (%v): run make openapi and commit it", g.File, err)
+		}
+		for _, m := range regexp.MustCompile(`href="([^"#]*)`).FindAllStringSubmatch(string(got), -1) {
+			ref := m[1]
+			if strings.HasPrefix(ref, "https://") || strings.HasPrefix(ref, "{{.Prefix}}/docs") || ref == "" {
+				continue
+			}
+			if pages[ref] == nil {
+				t.Errorf("%s links %q, which is not served", g.File, ref)
+			}
+		}
+	}
+	// Every link to a heading of a guide lands on one: the guides' own, and
+	// the document's.
+	doc, err := Document()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sources := map[string]string{"openapi.json": string(doc)}
+	for name, page := range pages {
+		sources[name] = string(page)
+	}
+	for from, src := range sources {
+		for _, m := range regexp.MustCompile(`(?:href="|\]\()(?:\{\{\.Prefix\}\}/docs/|/api/v1/docs/)?([a-z]+\.html)#([^")]+)`).FindAllStringSubmatch(src, -1) {
+			if page := pages[m[1]]; page == nil || !strings.Contains(string(page), `id="`+m[2]+`"`) {
+				t.Errorf("%s links %s#%s, which is no heading there", from, m[1], m[2])
+			}
+		}
+	}
+	for _, marker := range []string{"signature.VerifyAny(", "hmac.compare_digest(", "timingSafeEqual(", "new Webhook(secret).verify("} {
+		if !strings.Contains(string(pages["receivers.html"]), html.EscapeString(marker)) {
+			t.Errorf("the receivers' page lacks %q", marker)
+		}
 	}
 }

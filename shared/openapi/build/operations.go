@@ -227,14 +227,14 @@ func operations() map[string]func(routes.Route) []op {
 		"companies.create": create("Import a company",
 			"The first import step for a company party. The register snapshot and logo are fetched in the background (`enrichment`).", "Company", true),
 
-		"time_entries.list": list("List time entries", "Ordered by entry date, then id; with `updated_since` and no `matter_id`, `client_id` or `user_id`, by last change, then id (catch up after a gap: docs/guide.md). A created entry is found again with `matter_id` and a date range.", "TimeEntry",
+		"time_entries.list": list("List time entries", "Ordered by entry date, then id; with `updated_since` and no `matter_id`, `client_id` or `user_id`, by last change, then id (catch up after a gap: [guide]("+routes.Prefix+"/docs/guide.html#catching-up-after-a-gap-updated_since)). A created entry is found again with `matter_id` and a date range.", "TimeEntry",
 			uuidFilter("matter_id", ""), uuidFilter("client_id", "Entries on the matters of this engagement."),
 			uuidFilter("user_id", ""), dateFilter("date_from", "Inclusive."), dateFilter("date_to", "Inclusive; before `date_from` is 422."),
 			enumFilter("status", timeentry.Statuses...), updatedSince()),
 		"time_entries.create": create("Import a time entry",
 			"Opens at `draft`; `amount` is derived. No `Location`: there is no single-entry read; find it with `matter_id` and a date range. Raises `time_entry.created`.", "TimeEntry", false),
 
-		"invoices.list": list("List invoices", "Without `lines`; ordered by issue date, then id; with `updated_since` and no `matter_id` or `client_id`, by last change, then id (catch up after a gap: docs/guide.md).", "Invoice",
+		"invoices.list": list("List invoices", "Without `lines`; ordered by issue date, then id; with `updated_since` and no `matter_id` or `client_id`, by last change, then id (catch up after a gap: [guide]("+routes.Prefix+"/docs/guide.html#catching-up-after-a-gap-updated_since)).", "Invoice",
 			uuidFilter("client_id", ""), uuidFilter("matter_id", ""), enumFilter("status", billing.Statuses...),
 			dateFilter("issue_date_from", "Inclusive."), dateFilter("issue_date_to", "Inclusive; before `issue_date_from` is 422."), updatedSince()),
 		"invoices.get": get("Read an invoice with its lines", "InvoiceDetail"),
@@ -322,7 +322,7 @@ func operations() map[string]func(routes.Route) []op {
 
 		"docs": func(routes.Route) []op {
 			return []op{{summary: "The API reference page",
-				description: "Swagger UI on this document, served from the API itself: every operation with its scope, parameters, answers and error shapes, the rate-limit headers, and the webhook events with their signature headers. Its console sends requests to this server with a bearer key typed into the page. No authentication, not rate limited.",
+				description: "Scalar's API reference on this document, served from the API itself: a sidebar with search, a quickstart, every operation with its scope, parameters, answers and error shapes and code samples (curl, Go, Python, Node), the webhook events with their signature headers, and a console (*Test Request*) that sends requests to this server with a bearer key typed into the page. It links the guide pages (`docs/guide.html`, `docs/api.html`, `docs/receivers.html`). No authentication, not rate limited.",
 				params:      []M{ref("parameters", "If-None-Match")},
 				media:       []string{"text/html"},
 				ok: []resp{{200, "The page.", "", []string{"ETag", "Cache-Control", "Content-Security-Policy"}},
@@ -330,10 +330,10 @@ func operations() map[string]func(routes.Route) []op {
 		},
 		"docs.asset": func(routes.Route) []op {
 			return []op{{summary: "A file of the reference page",
-				description: "`swagger-ui-bundle.js`, `swagger-ui.css`, `docs.js`, `docs.css` or `LICENSE-swagger-ui`. The page names them with a content hash, so they are cached for a year.",
+				description: "`scalar.js` (Scalar's bundle), `docs.js`, `docs.css` or `LICENSE-scalar`, named by the page with a content hash and cached for a year; or a guide page (`guide.html`, `api.html`, `receivers.html`), revalidated on every load.",
 				pathParam:   M{"file": M{"name": "file", "in": "path", "required": true, "schema": M{"type": "string", "maxLength": 100}}},
 				params:      []M{ref("parameters", "If-None-Match")},
-				media:       []string{"text/javascript", "text/css", "text/plain"},
+				media:       []string{"text/javascript", "text/css", "text/plain", "text/html"},
 				ok: []resp{{200, "The file.", "", []string{"ETag", "Cache-Control", "Vary", "Content-Encoding"}},
 					{304, "Not modified.", "", []string{"ETag"}}},
 				errs: []int{404}}}
