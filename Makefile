@@ -4,7 +4,7 @@ GO ?= $(shell command -v go || echo /usr/local/go/bin/go)
 FUNCTIONS := $(notdir $(wildcard functions/*))
 LAMBDA_OUT := .bin/lambda
 
-.PHONY: help run test check oas-lint unit e2e bench soak capacity openapi openapi-coverage build synth deploy local-cloud local-cloud-test local-up local-deploy local-test local-down clean dynamodb-local docs-assets chromium
+.PHONY: help run test check oas-lint unit e2e bench soak capacity openapi openapi-coverage build synth diff deploy local-cloud local-cloud-test local-up local-deploy local-test local-down clean dynamodb-local docs-assets chromium
 
 # jsii (the CDK's Go bridge) runs on Node; Node 20 works but warns loudly.
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
@@ -117,11 +117,17 @@ $(LAMBDA_OUT)/%/bootstrap: FORCE
 	@mkdir -p $(dir $@)
 	GOOS=linux GOARCH=$(LAMBDA_ARCH) CGO_ENABLED=0 $(GO) build -trimpath -tags lambda.norpc -ldflags "-s -w" -o $@ ./functions/$*
 
-## synth: the CloudFormation template into cdk.out, offline (STAGE=prod for another stage)
+## synth: the CloudFormation template into cdk.out, offline, with the stage's kept settings (STAGE=prod; STAGE_SETTINGS=<file>; CDK_ARGS="-c key=value" for one run)
 STAGE ?= dev
 ALARM_EMAIL ?=
 synth: build
-	CDK_CONTEXT_JSON='{"stage":"$(STAGE)","alarmEmail":"$(ALARM_EMAIL)"}' $(GO) run ./infra
+	CDK_CONTEXT_JSON='{"stage":"$(STAGE)","alarmEmail":"$(ALARM_EMAIL)"}' SYNTH_ARGS='$(CDK_ARGS)' $(GO) run ./infra
+
+## diff: what make deploy STAGE=… would change in the account (cdk diff, with the same settings; needs credentials)
+diff: $(CDK_BIN)/cdk
+	@scripts/lib/check-stage $(STAGE)
+	$(MAKE) build
+	$(CDK_BIN)/cdk diff -c stage=$(STAGE) $(if $(ALARM_EMAIL),-c alarmEmail=$(ALARM_EMAIL)) $(CDK_ARGS)
 
 # The CDK CLI, pinned in localstack/.cli/package.json (npm's latest is 3.x).
 CDK_BIN := localstack/.cli/node_modules/.bin
@@ -129,7 +135,7 @@ $(CDK_BIN)/cdk $(CDK_BIN)/cdklocal: localstack/.cli/package.json localstack/.cli
 	cd localstack/.cli && npm ci --no-audit --no-fund
 	@touch $(CDK_BIN)/cdk $(CDK_BIN)/cdklocal
 
-## deploy: build and deploy STAGE to the AWS account of your credentials
+## deploy: build and deploy STAGE, with its kept settings, to the AWS account of your credentials
 deploy: $(CDK_BIN)/cdk
 	@scripts/lib/check-stage $(STAGE)
 	$(MAKE) build

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -271,7 +272,7 @@ func TestEveryAlarmHasItsRunbook(t *testing.T) {
 	}
 	sections := map[string]bool{}
 	for _, line := range strings.Split(string(raw), "\n") {
-		if h, ok := strings.CutPrefix(line, "## "); ok && h != "Before you start" {
+		if h, ok := strings.CutPrefix(line, "## "); ok && h != "Before you start" && h != "Routine tasks" {
 			sections[strings.TrimSpace(h)] = false
 		}
 	}
@@ -298,5 +299,100 @@ func TestEveryAlarmHasItsRunbook(t *testing.T) {
 		if !used {
 			t.Errorf("docs/operations.md's section %q is named by no alarm", s)
 		}
+	}
+}
+
+// TestStageSettingsAreKept: a stage's settings come from its entry in
+// cdk.json, then a STAGE_SETTINGS file over them, then -c over both; an
+// unknown key stops the synth; make synth passes CDK_ARGS on; the
+// register's key is never a setting: its URL may carry no credentials, and
+// its secret's name reaches only the enrichment worker, which may read
+// that secret and no other.
+func TestStageSettingsAreKept(t *testing.T) {
+	dir := standInCode(t)
+	base, err := CDKJSONContext("../cdk.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stages := map[string]any{"prod": map[string]any{"account": "123456789012", "region": "eu-north-1",
+		"alarmEmail": "ops@example.dk", "logLevel": "DEBUG", "domainName": "api.example.dk",
+		"certificateArn": "arn:aws:acm:eu-north-1:123456789012:certificate/abc", "companyRegisterUrl": "https://register.example.dk/v1",
+		"companyRegisterKeySecret": "practice-api/prod/register-key", "rateLimit": 300}}
+	props := func(ctx map[string]any) (*Props, error) {
+		full := maps.Clone(base)
+		full["stages"] = stages
+		maps.Copy(full, ctx)
+		full["codeDir"] = dir
+		return PropsFromContext(awscdk.NewApp(&awscdk.AppProps{Context: &full}))
+	}
+	p, err := props(map[string]any{"stage": "prod"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.AlarmEmail != "ops@example.dk" || p.LogLevel != "DEBUG" || p.DomainName != "api.example.dk" || p.RateLimit != 300 ||
+		p.CompanyRegisterKeySecret != "practice-api/prod/register-key" {
+		t.Fatalf("prod's kept settings were not applied: %+v", p)
+	}
+	file := filepath.Join(t.TempDir(), "prod.json")
+	_ = os.WriteFile(file, []byte(`{"logLevel": "WARN", "rateLimit": 600}`), 0o600)
+	t.Setenv("STAGE_SETTINGS", file)
+	if p, err = props(map[string]any{"stage": "prod"}); err != nil || p.LogLevel != "WARN" || p.RateLimit != 600 || p.AlarmEmail != "ops@example.dk" {
+		t.Fatalf("the STAGE_SETTINGS file over cdk.json: %v %+v", err, p)
+	}
+	if p, err = props(map[string]any{"stage": "prod", "logLevel": "ERROR"}); err != nil || p.LogLevel != "ERROR" || p.RateLimit != 600 {
+		t.Fatalf("-c over both: %v %+v", err, p)
+	}
+	_ = os.WriteFile(file, []byte(`{"logLevle": "WARN"}`), 0o600)
+	if _, err = props(map[string]any{"stage": "prod"}); err == nil || !strings.Contains(err.Error(), `"logLevle" is not a setting`) {
+		t.Fatalf("an unknown key: %v", err)
+	}
+	t.Setenv("STAGE_SETTINGS", "")
+	if _, err = props(map[string]any{"stage": "prod", "companyRegisterUrl": "https://register.example.dk/v1?key=s3cret"}); err == nil ||
+		!strings.Contains(err.Error(), "companyRegisterKeySecret") {
+		t.Fatalf("a register URL with its key: %v", err)
+	}
+	if extra, err := ContextArgs("-c logLevel=DEBUG --context cloudFront=on --context=rateLimit=5"); err != nil ||
+		extra["logLevel"] != "DEBUG" || extra["cloudFront"] != "on" || extra["rateLimit"] != "5" {
+		t.Fatalf("CDK_ARGS: %v %v", extra, err)
+	}
+	if _, err := ContextArgs("--require-approval never"); err == nil {
+		t.Fatal("make synth took a cdk flag it would ignore")
+	}
+	mk, _ := os.ReadFile("../Makefile")
+	for _, want := range []string{"SYNTH_ARGS='$(CDK_ARGS)' $(GO) run ./infra", "diff: $(CDK_BIN)/cdk\n\t@scripts/lib/check-stage $(STAGE)",
+		"$(CDK_BIN)/cdk diff -c stage=$(STAGE)"} {
+		if !strings.Contains(string(mk), want) {
+			t.Errorf("the Makefile lacks %q", want)
+		}
+	}
+
+	// The template: the secret's name on the enrichment worker alone, and
+	// read access to that secret alone.
+	ctx := maps.Clone(base)
+	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(filepath.Join(dir, "out")), Context: &ctx})
+	s := NewPracticeStack(app, "PracticeApi-dev", &Props{Stage: "dev", CodeDir: dir, RateLimit: 120,
+		CompanyRegisterURL: "https://register.example.dk/v1", CompanyRegisterKeySecret: "practice-api/dev/register-key"})
+	out := *assertions.Template_FromStack(s.Stack, nil).ToJSON()
+	var readers []string
+	for id, r := range out["Resources"].(map[string]any) {
+		res := r.(map[string]any)
+		raw, _ := json.Marshal(res["Properties"])
+		switch res["Type"] {
+		case "AWS::Lambda::Function":
+			has := strings.Contains(string(raw), "COMPANY_REGISTER_KEY_SECRET")
+			if has != strings.HasPrefix(id, "enrichment") {
+				t.Errorf("function %s: COMPANY_REGISTER_KEY_SECRET set %v", id, has)
+			}
+		case "AWS::IAM::Policy":
+			if strings.Contains(string(raw), "secretsmanager:GetSecretValue") {
+				readers = append(readers, id)
+				if !strings.Contains(string(raw), ":secret:practice-api/dev/register-key-??????") {
+					t.Errorf("policy %s reads a secret other than the register key's: %s", id, raw)
+				}
+			}
+		}
+	}
+	if len(readers) != 1 || !strings.HasPrefix(readers[0], "enrichment") {
+		t.Errorf("policies that read secrets: %v, want the enrichment worker's alone", readers)
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"os"
@@ -29,6 +30,10 @@ type Props struct {
 	RateLimit int
 	// CompanyRegisterURL is COMPANY_REGISTER_URL ("" skips enrichment).
 	CompanyRegisterURL string
+	// CompanyRegisterKeySecret names the Secrets Manager secret holding the
+	// register's API key (COMPANY_REGISTER_KEY_SECRET): its name or ARN,
+	// never the key.
+	CompanyRegisterKeySecret string
 	// AlarmEmail, when set, subscribes to the alarm topic.
 	AlarmEmail string
 	// ThrottleRate and ThrottleBurst limit every route of the stage, in
@@ -153,17 +158,81 @@ const (
 
 var stagePattern = regexp.MustCompile(`^[a-z][a-z0-9-]{1,19}$`)
 
-// PropsFromContext reads stage, rateLimit, companyRegisterUrl, alarmEmail
-// and codeDir from the app's context.
-func PropsFromContext(app awscdk.App) (*Props, error) {
-	get := func(k, def string) string {
-		if v, ok := app.Node().TryGetContext(jsii.String(k)).(string); ok && v != "" {
-			return v
+// SettingKeys are the settings a stage may keep (docs/settings.md): in
+// cdk.json's context under "stages": {"<stage>": {…}}, beside its account
+// and region; in a JSON file of the same keys that STAGE_SETTINGS names
+// (kept outside the repository, for what a team would rather not commit);
+// or for one run as `-c key=value`. A -c wins over the file, the file over
+// cdk.json. Synth, diff and deploy all read them, so a plain
+// `make deploy STAGE=prod` deploys what the last one did.
+var SettingKeys = []string{"rateLimit", "companyRegisterUrl", "companyRegisterKeySecret", "alarmEmail", "publicBaseUrl", "logLevel",
+	"systemLogLevel", "domainName", "certificateArn", "backupCopyVaultArn", "wafWebAclArn", "cloudFront", "dispatcherConcurrency",
+	"registerConcurrency", "outboxShards", "outboxRetentionDays", "eventRetentionDays", "accountConcurrency", "throttleRate",
+	"throttleBurst", "publicThrottleRate", "publicThrottleBurst", "lambdaArch", "reservedConcurrency"}
+
+// stageSettings are the stage's kept settings: cdk.json's, then the
+// STAGE_SETTINGS file's over them. An unknown key is an error (a typo
+// would otherwise be a setting quietly not applied).
+func stageSettings(app awscdk.App, stage string) (map[string]string, error) {
+	out := map[string]string{}
+	add := func(from string, m map[string]any) error {
+		for k, v := range m {
+			if k == "account" || k == "region" {
+				continue
+			}
+			if !slices.Contains(SettingKeys, k) {
+				return fmt.Errorf("%s: %q is not a setting of a stage (docs/settings.md lists them)", from, k)
+			}
+			out[k] = fmt.Sprint(v)
 		}
-		return def
+		return nil
 	}
-	p := &Props{Stage: get("stage", "dev"), CodeDir: get("codeDir", ".bin/lambda"),
-		CompanyRegisterURL: get("companyRegisterUrl", ""), AlarmEmail: get("alarmEmail", ""), PublicBaseURL: get("publicBaseUrl", ""),
+	if stages, ok := app.Node().TryGetContext(jsii.String("stages")).(map[string]any); ok {
+		if m, ok := stages[stage].(map[string]any); ok {
+			if err := add("cdk.json stages."+stage, m); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if path := os.Getenv("STAGE_SETTINGS"); path != "" {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("STAGE_SETTINGS: %w", err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return nil, fmt.Errorf("STAGE_SETTINGS %s: %w", path, err)
+		}
+		if err := add(path, m); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// PropsFromContext reads the stage's settings: the context's (-c, or
+// cdk.json's top level), then the stage's kept settings, then defaults.
+func PropsFromContext(app awscdk.App) (*Props, error) {
+	ctxValue := func(k string) string {
+		switch v := app.Node().TryGetContext(jsii.String(k)).(type) {
+		case string:
+			return v
+		case nil:
+			return ""
+		default:
+			return fmt.Sprint(v)
+		}
+	}
+	stage := cmp.Or(ctxValue("stage"), "dev")
+	kept, err := stageSettings(app, stage)
+	if err != nil {
+		return nil, err
+	}
+	get := func(k, def string) string {
+		return cmp.Or(ctxValue(k), kept[k], def)
+	}
+	p := &Props{Stage: stage, CodeDir: get("codeDir", ".bin/lambda"),
+		CompanyRegisterURL: get("companyRegisterUrl", ""), CompanyRegisterKeySecret: get("companyRegisterKeySecret", ""), AlarmEmail: get("alarmEmail", ""), PublicBaseURL: get("publicBaseUrl", ""),
 		LogLevel: strings.ToUpper(get("logLevel", "INFO")), SystemLogLevel: strings.ToUpper(get("systemLogLevel", "WARN")),
 		DomainName: get("domainName", ""), CertificateArn: get("certificateArn", ""), BackupCopyVaultArn: get("backupCopyVaultArn", ""),
 		WafWebAclArn: get("wafWebAclArn", "")}
@@ -174,7 +243,6 @@ func PropsFromContext(app awscdk.App) (*Props, error) {
 		}
 		return n, nil
 	}
-	var err error
 	if p.DispatcherConcurrency, err = positive("dispatcherConcurrency", DefaultDispatcherConcurrency); err != nil {
 		return nil, err
 	}
@@ -266,6 +334,9 @@ func PropsFromContext(app awscdk.App) (*Props, error) {
 	if p.Protected() && p.AlarmEmail == "" {
 		return nil, fmt.Errorf("stage %s keeps data, so its alarms must reach someone: pass -c alarmEmail=<address> "+
 			"(make deploy STAGE=%s ALARM_EMAIL=<address>)", p.Stage, p.Stage)
+	}
+	if u, err := url.Parse(p.CompanyRegisterURL); err == nil && (u.User != nil || u.RawQuery != "") {
+		return nil, fmt.Errorf("companyRegisterUrl carries credentials or a query: it is in the template and the functions' environment; keep the key in a Secrets Manager secret and name it in companyRegisterKeySecret")
 	}
 	if p.PublicBaseURL != "" {
 		u, err := url.Parse(p.PublicBaseURL)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2"
@@ -23,6 +24,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdadestinations"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/constructs-go/constructs/v10"
@@ -199,6 +201,9 @@ func (s *Stack) newFunction(fn Function, p *Props) awslambda.Function {
 		"OUTBOX_RETENTION":              jsii.String(strconv.Itoa(p.OutboxRetentionDays*24) + "h"),
 		"EVENT_RETENTION":               jsii.String(strconv.Itoa(p.EventRetentionDays*24) + "h"),
 	}
+	if p.CompanyRegisterKeySecret != "" && fn.Name == "enrichment" {
+		env["COMPANY_REGISTER_KEY_SECRET"] = jsii.String(p.CompanyRegisterKeySecret)
+	}
 	if p.PublicBaseURL != "" { // a custom domain; unset, the API's own domain name is used
 		env["PUBLIC_BASE_URL"] = jsii.String(p.PublicBaseURL)
 	}
@@ -248,6 +253,14 @@ func (s *Stack) newFunction(fn Function, p *Props) awslambda.Function {
 			actions = append(actions, jsii.String("kms:GenerateDataKey"))
 		}
 		s.SecretsKey.Grant(f, actions...)
+	}
+	if p.CompanyRegisterKeySecret != "" && fn.Name == "enrichment" {
+		// The register's key: this secret, read, and nothing else.
+		secret := awssecretsmanager.Secret_FromSecretNameV2(s.Stack, jsii.String("register-key"), jsii.String(p.CompanyRegisterKeySecret))
+		if strings.HasPrefix(p.CompanyRegisterKeySecret, "arn:") {
+			secret = awssecretsmanager.Secret_FromSecretCompleteArn(s.Stack, jsii.String("register-key"), jsii.String(p.CompanyRegisterKeySecret))
+		}
+		secret.GrantRead(f, nil)
 	}
 	if len(fn.Table) == 0 {
 		return f

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/practice-api/practice-api/shared/config"
@@ -35,6 +36,10 @@ func NewWorkers(ctx context.Context, db *store.DB, enrichment, deliveries queue.
 	if err != nil {
 		return nil, err
 	}
+	registerKey, err := RegisterKey(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
 	routes := map[outbox.Type][]outbox.Sink{outbox.CompanyCreated: {enrichment}}
 	fanout := &webhook.Fanout{Store: d.Store, Queue: deliveries}
 	for _, t := range outbox.Types {
@@ -42,7 +47,7 @@ func NewWorkers(ctx context.Context, db *store.DB, enrichment, deliveries queue.
 	}
 	return &Workers{
 		Dispatcher: &outbox.Dispatcher{DB: db, Routes: routes, Retention: cfg.OutboxRetention, FeedRetention: cfg.EventRetention},
-		Enricher: &party.Enricher{Store: party.NewStore(db), Register: cfg.CompanyRegisterURL,
+		Enricher: &party.Enricher{Store: party.NewStore(db), Register: cfg.CompanyRegisterURL, RegisterKey: registerKey,
 			HTTP: party.RegisterClient(cfg.WebhookAllowPrivateTargets), Queue: enrichment, Schedule: cfg.EnrichmentRetrySchedule},
 		Deliverer: d,
 	}, nil
@@ -84,6 +89,25 @@ func SecretBox(ctx context.Context, cfg config.Config) (webhook.SecretBox, error
 		}
 	})
 	return &webhook.KMSBox{Client: client, KeyID: cfg.WebhookSecretsKeyARN}, nil
+}
+
+// RegisterKey is the source of the company register's API key when
+// COMPANY_REGISTER_KEY_SECRET names a Secrets Manager secret
+// (SECRETS_MANAGER_ENDPOINT overrides the endpoint), and nil otherwise.
+func RegisterKey(ctx context.Context, cfg config.Config) (func(context.Context) (string, error), error) {
+	if cfg.CompanyRegisterKeySecret == "" {
+		return nil, nil
+	}
+	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	client := secretsmanager.NewFromConfig(awsCfg, func(o *secretsmanager.Options) {
+		if cfg.SecretsManagerEndpoint != "" {
+			o.BaseEndpoint = aws.String(cfg.SecretsManagerEndpoint)
+		}
+	})
+	return (&party.SecretKey{Client: client, Name: cfg.CompanyRegisterKeySecret}).Get, nil
 }
 
 // SQSQueue binds the queue at url; SQS_ENDPOINT overrides the endpoint

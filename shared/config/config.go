@@ -46,6 +46,8 @@ type Config struct {
 
 	// Workers.
 	CompanyRegisterURL         string
+	CompanyRegisterKeySecret   string
+	SecretsManagerEndpoint     string
 	EnrichmentRetrySchedule    []time.Duration
 	WebhookRetrySchedule       []time.Duration
 	WebhookCAFile              string
@@ -132,6 +134,10 @@ var Vars = []Var{
 		func(c *Config, v string) error { return duration(&c.EventRetention, v, time.Hour, 90*24*time.Hour) }},
 	{"COMPANY_REGISTER_URL", "unset", Workers, "the company register for enrichment; unset records enrichment as skipped",
 		func(c *Config, v string) error { c.CompanyRegisterURL = v; return nil }},
+	{"COMPANY_REGISTER_KEY_SECRET", "unset", Workers, "the name or ARN of a Secrets Manager secret holding the register's API key, read at start and again after an hour, sent as the `key` query parameter; on AWS, the stage's `companyRegisterKeySecret` (the key itself is never in a setting)",
+		func(c *Config, v string) error { c.CompanyRegisterKeySecret = v; return nil }},
+	{"SECRETS_MANAGER_ENDPOINT", "unset", Workers, "a Secrets Manager endpoint instead of AWS's (LocalStack, moto)",
+		func(c *Config, v string) error { c.SecretsManagerEndpoint = v; return nil }},
 	{"ENRICHMENT_RETRY_SCHEDULE", "`10s,1m,5m,15m`", Workers, "pauses between a company lookup's retries (Go durations)",
 		func(c *Config, v string) (err error) { c.EnrichmentRetrySchedule, err = schedule(v); return err }},
 	{"WEBHOOK_RETRY_SCHEDULE", "`30s,2m,8m,30m`", Workers, "pauses between a delivery's attempts (Go durations; four pauses: five attempts)",

@@ -47,10 +47,14 @@ type Enricher struct {
 	// Register is COMPANY_REGISTER_URL; empty means no register: enrichment
 	// is recorded as skipped.
 	Register string
-	HTTP     *http.Client
-	Queue    queue.Queue
-	Schedule []time.Duration
-	Now      func() time.Time
+	// RegisterKey, when set, gives the register's API key, sent as the
+	// `key` query parameter of every lookup (a cached SecretKey: the key
+	// is never in a setting, the URL or a log line).
+	RegisterKey func(context.Context) (string, error)
+	HTTP        *http.Client
+	Queue       queue.Queue
+	Schedule    []time.Duration
+	Now         func() time.Time
 	// Log gets failures and retries (default slog.Default()).
 	Log *slog.Logger
 }
@@ -309,9 +313,22 @@ func (e *Enricher) get(ctx context.Context, path string, limit int64) ([]byte, s
 	if err != nil {
 		return nil, "", 0, errPermanent{"the company register is misconfigured; the operator has been told"}
 	}
+	if e.RegisterKey != nil {
+		key, err := e.RegisterKey(ctx)
+		if err != nil {
+			return nil, "", 0, &registerError{registerUnavailable + " (its key could not be read)", err}
+		}
+		q := req.URL.Query()
+		q.Set("key", key)
+		req.URL.RawQuery = q.Encode()
+	}
 	req.Header.Set("Accept", "application/json, image/*")
 	resp, err := e.client().Do(req)
 	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			ue.URL = u // as configured: without the key
+		}
 		return nil, "", 0, &registerError{registerUnavailable + " (no answer)", err}
 	}
 	defer resp.Body.Close()

@@ -1,0 +1,57 @@
+package party
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+)
+
+// SecretKey reads a key from Secrets Manager the first time it is asked
+// for, and again once it is older than MaxAge (a rotated key reaches the
+// workers within that), so that only the secret's name is a setting: the
+// key is in no template, environment, URL or log. A failed read is not
+// cached: the next lookup tries again.
+type SecretKey struct {
+	Client *secretsmanager.Client
+	Name   string // the secret's name or ARN
+	MaxAge time.Duration
+	Now    func() time.Time
+
+	mu      sync.Mutex
+	key     string
+	readAt  time.Time
+	hasRead bool
+}
+
+// DefaultSecretMaxAge is how long a read key is used before it is read again.
+const DefaultSecretMaxAge = time.Hour
+
+// Get returns the key.
+func (s *SecretKey) Get(ctx context.Context) (string, error) {
+	now := time.Now()
+	if s.Now != nil {
+		now = s.Now()
+	}
+	maxAge := s.MaxAge
+	if maxAge <= 0 {
+		maxAge = DefaultSecretMaxAge
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.hasRead && now.Sub(s.readAt) < maxAge {
+		return s.key, nil
+	}
+	out, err := s.Client.GetSecretValue(ctx, &secretsmanager.GetSecretValueInput{SecretId: aws.String(s.Name)})
+	if err != nil {
+		return "", err
+	}
+	if out.SecretString == nil || *out.SecretString == "" {
+		return "", errors.New("the register key's secret holds no string")
+	}
+	s.key, s.readAt, s.hasRead = *out.SecretString, now, true
+	return s.key, nil
+}
