@@ -4,7 +4,7 @@ GO ?= $(shell command -v go || echo /usr/local/go/bin/go)
 FUNCTIONS := $(notdir $(wildcard functions/*))
 LAMBDA_OUT := .bin/lambda
 
-.PHONY: help run test check oas-lint unit e2e bench soak capacity openapi openapi-coverage build synth diff deploy local-cloud local-cloud-test local-up local-deploy local-test local-down clean dynamodb-local docs-assets chromium
+.PHONY: help run test check oas-lint unit e2e bench soak capacity openapi openapi-coverage build synth diff deploy destroy smoke local-cloud local-cloud-test local-up local-deploy local-test local-down clean dynamodb-local docs-assets chromium
 
 # jsii (the CDK's Go bridge) runs on Node; Node 20 works but warns loudly.
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
@@ -141,9 +141,21 @@ deploy: $(CDK_BIN)/cdk
 	$(MAKE) build
 	$(CDK_BIN)/cdk deploy -c stage=$(STAGE) $(if $(ALARM_EMAIL),-c alarmEmail=$(ALARM_EMAIL)) $(CDK_ARGS) --require-approval broadening
 
+## destroy: tear STAGE down (a protected stage: turn its termination protection off first; its table, keys and backups are kept)
+destroy: $(CDK_BIN)/cdk
+	$(MAKE) build
+	$(CDK_BIN)/cdk destroy -c stage=$(STAGE) -c teardown=on
+
+## smoke: check a deployed STAGE read-only with a live key (SMOKE_KEY, needing matters:read; the base URL from the stack's ApiUrl, or SMOKE_BASE_URL): writes nothing
+smoke:
+	@test -n "$$SMOKE_KEY" || { echo "smoke: set SMOKE_KEY to a key of the stage with matters:read (scripts/admin key create … --scopes matters:read)" >&2; exit 2; }
+	SMOKE_BASE_URL="$${SMOKE_BASE_URL:-$$(aws cloudformation describe-stacks --stack-name PracticeApi-$(STAGE) --query "Stacks[0].Outputs[?OutputKey=='ApiUrl'].OutputValue" --output text)}" \
+	  $(GO) run ./scripts/cmd/smoke
+
 ## local-up/local-deploy/local-test/local-down: the LocalStack path (localstack/README.md; Docker and a paid LocalStack tier)
 LOCALSTACK := http://127.0.0.1:4566
 local-up:
+	@scripts/lib/check-docker
 	docker compose -f localstack/docker-compose.yml up -d
 	@for i in $$(seq 1 90); do curl -fs $(LOCALSTACK)/_localstack/init/ready | grep -q '"completed": *true' && exit 0; sleep 2; done; \
 	  echo "LocalStack not ready after 3 minutes"; exit 1
@@ -159,6 +171,7 @@ local-deploy: $(CDK_BIN)/cdklocal
 	$(CDK_BIN)/cdklocal deploy $(LOCAL_CONTEXT) --require-approval never --outputs-file localstack/outputs.json
 
 local-test:
+	@scripts/lib/check-local-outputs localstack/outputs.json
 	E2E_BASE_URL=$$(jq -r '.["PracticeApi-local"].ApiUrl' localstack/outputs.json) \
 	E2E_TABLE_NAME=$$(jq -r '.["PracticeApi-local"].TableName' localstack/outputs.json) \
 	E2E_DYNAMODB_ENDPOINT=$(LOCALSTACK) AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 \

@@ -396,3 +396,49 @@ func TestStageSettingsAreKept(t *testing.T) {
 		t.Errorf("policies that read secrets: %v, want the enrichment worker's alone", readers)
 	}
 }
+
+// TestLocalStackTargetsSayWhatIsMissing: make local-up stops in one line
+// naming what is missing (Docker here, with no Docker on the PATH), and
+// make local-test stops when LocalStack's outputs are missing or lack the
+// stack's URL or table, instead of testing a devserver of its own; with
+// both outputs it goes on.
+func TestLocalStackTargetsSayWhatIsMissing(t *testing.T) {
+	if _, err := exec.LookPath("jq"); err != nil {
+		t.Skip("jq is not installed (make local-test reads the outputs with it)")
+	}
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("bash is not installed")
+	}
+	bin := t.TempDir() // a PATH with bash and nothing else: no docker
+	_ = os.Symlink(bash, filepath.Join(bin, "bash"))
+	cmd := exec.Command("../scripts/lib/check-docker")
+	cmd.Env = append(os.Environ(), "PATH="+bin)
+	if out, err := cmd.CombinedOutput(); err == nil || strings.Count(strings.TrimSpace(string(out)), "\n") != 0 ||
+		!strings.Contains(string(out), "Docker is not installed") || !strings.Contains(string(out), "make local-cloud") {
+		t.Errorf("check-docker without docker: %v %q", err, out)
+	}
+	dir := t.TempDir()
+	outputs := filepath.Join(dir, "outputs.json")
+	check := func() (string, error) {
+		out, err := exec.Command("../scripts/lib/check-local-outputs", outputs).CombinedOutput()
+		return strings.TrimSpace(string(out)), err
+	}
+	if out, err := check(); err == nil || !strings.Contains(out, "is missing: run make local-up local-deploy") {
+		t.Errorf("no outputs: %v %q", err, out)
+	}
+	_ = os.WriteFile(outputs, []byte(`{"PracticeApi-local":{"ApiUrl":"http://x/api/v1"}}`), 0o644)
+	if out, err := check(); err == nil || !strings.Contains(out, "no PracticeApi-local TableName") {
+		t.Errorf("no table: %v %q", err, out)
+	}
+	_ = os.WriteFile(outputs, []byte(`{"PracticeApi-local":{"ApiUrl":"http://x/api/v1","TableName":"t"}}`), 0o644)
+	if out, err := check(); err != nil {
+		t.Errorf("both outputs: %v %q", err, out)
+	}
+	mk, _ := os.ReadFile("../Makefile")
+	for _, want := range []string{"local-up:\n\t@scripts/lib/check-docker\n", "local-test:\n\t@scripts/lib/check-local-outputs localstack/outputs.json\n"} {
+		if !strings.Contains(string(mk), want) {
+			t.Errorf("the Makefile lacks %q", want)
+		}
+	}
+}

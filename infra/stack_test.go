@@ -555,6 +555,9 @@ func TestProtectedStagesNeedAnAlarmTarget(t *testing.T) {
 	if _, err := props(map[string]any{"stage": "dev"}); err != nil {
 		t.Fatalf("dev needs none: %v", err)
 	}
+	if _, err := props(map[string]any{"stage": "prod", "teardown": "on"}); err != nil {
+		t.Fatalf("a tear-down (make destroy) needs none: %v", err)
+	}
 }
 
 // TestWorkersHaveReservedConcurrency: the dispatcher, the enrichment worker

@@ -243,7 +243,9 @@ func (t *target) startDevserver(extraEnv []string) (stop func(), err error) {
 // JSON object; failures return the decoded {"error"} and a non-nil error.
 func admin(t testing.TB, args ...string) (map[string]any, error) {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(api.root, "scripts", "admin"), args...)
+	// --yes: against a deployed stage's table the tool would otherwise ask
+	// before writing, and a test has no terminal to answer on.
+	cmd := exec.Command(filepath.Join(api.root, "scripts", "admin"), append(slices.Clone(args), "--yes")...)
 	cmd.Env = append(os.Environ(), "DYNAMODB_ENDPOINT="+api.dynamo, "TABLE_NAME="+api.table)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

@@ -5,16 +5,24 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"net"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
+	"github.com/google/uuid"
 
 	"github.com/practice-api/practice-api/shared/app"
 	"github.com/practice-api/practice-api/shared/auth"
@@ -35,7 +43,7 @@ func main() {
 		fmt.Print(text)
 		return
 	}
-	out, err := run(context.Background(), os.Args[1:], openFromEnv)
+	out, err := run(context.Background(), os.Args[1:], openFromEnv, terminalConfirm)
 	if err != nil {
 		b, _ := json.Marshal(map[string]string{"error": err.Error()})
 		fmt.Fprintln(os.Stderr, string(b))
@@ -50,6 +58,26 @@ type env struct {
 	db   *store.DB
 	keys *auth.Store
 	now  time.Time
+	// target names where a write would land, when that is AWS ("table T
+	// of account A in region R"); "" for a local engine, where the tool
+	// never asks (the local runtimes' suites drive it).
+	target string
+}
+
+// confirmer asks the operator whether to go on; false stops the command
+// before it writes anything.
+type confirmer func(question string) (bool, error)
+
+// terminalConfirm asks on the terminal. Without one (a script, a pipe) it
+// refuses: a script says --yes.
+func terminalConfirm(question string) (bool, error) {
+	if fi, err := os.Stdin.Stat(); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		return false, errors.New("this command writes to AWS and stdin is not a terminal to ask on: pass --yes to confirm")
+	}
+	fmt.Fprint(os.Stderr, question+" [y/N] ")
+	line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
+	answer := strings.ToLower(strings.TrimSpace(line))
+	return answer == "y" || answer == "yes", nil
 }
 
 // opener opens the store a command works on.
@@ -70,7 +98,37 @@ func openFromEnv(ctx context.Context) (*env, error) {
 	}
 	keys := auth.NewStore(db)
 	keys.DefaultLimit = cfg.RateLimitPerMinute
-	return &env{db: db, keys: keys, now: time.Now()}, nil
+	e := &env{db: db, keys: keys, now: time.Now()}
+	if remoteEndpoint(cfg.DynamoDBEndpoint) {
+		e.target = describeTarget(ctx, cfg.TableName)
+	}
+	return e, nil
+}
+
+// remoteEndpoint reports whether the store is AWS's (or anything but an
+// engine on this machine).
+func remoteEndpoint(endpoint string) bool {
+	u, err := url.Parse(endpoint)
+	if endpoint == "" || err != nil || u.Host == "" {
+		return true // "aws", or the SDK's own resolution
+	}
+	ip := net.ParseIP(u.Hostname())
+	return !(u.Hostname() == "localhost" || ip != nil && ip.IsLoopback())
+}
+
+// describeTarget names the table, the account and the region a write
+// would land in (sts:GetCallerIdentity; the region from the SDK's chain).
+func describeTarget(ctx context.Context, table string) string {
+	account, region := "an unknown account", "an unknown region"
+	if awsCfg, err := awsconfig.LoadDefaultConfig(ctx); err == nil {
+		if awsCfg.Region != "" {
+			region = awsCfg.Region
+		}
+		if id, err := sts.NewFromConfig(awsCfg).GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{}); err == nil {
+			account = "account " + aws.ToString(id.Account)
+		}
+	}
+	return fmt.Sprintf("table %s of %s in region %s", table, account, region)
 }
 
 // args are every command's flags, parsed by one flag set.
@@ -81,7 +139,7 @@ type args struct {
 	entry, invoice, document, issue, lines, filename, mime, folder, event string
 	size                                                                  int64
 	matters, perEntry, limit, rate, ceiling                               int
-	all                                                                   bool
+	all, yes                                                              bool
 }
 
 func parseArgs(cmd string, rest []string) (*args, error) {
@@ -106,11 +164,21 @@ func parseArgs(cmd string, rest []string) (*args, error) {
 	fs.IntVar(&a.rate, "rate-limit", 0, "requests per minute")
 	fs.IntVar(&a.ceiling, "ceiling", -1, "requests per minute")
 	fs.BoolVar(&a.all, "all", false, "every parked event")
+	fs.BoolVar(&a.yes, "yes", false, "write to AWS without asking")
 	if err := fs.Parse(rest); err != nil {
 		return nil, fmt.Errorf("%s: %v\n%s", cmd, err, usage())
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("%s: unexpected argument %q\n%s", cmd, fs.Arg(0), usage())
+	}
+	// A client id in either form: a UUID, or the 32 hex digits a key
+	// carries (pa_<mode>_<these>_…).
+	if a.client != "" {
+		id, err := uuid.Parse(a.client)
+		if err != nil || (len(a.client) != 32 && len(a.client) != 36) {
+			return nil, fmt.Errorf("%s: --client %q is not a client id: a UUID, or the 32 hex digits after a key's mode", cmd, a.client)
+		}
+		a.client = id.String()
 	}
 	return a, nil
 }
@@ -132,6 +200,10 @@ type command struct {
 	flags string
 	run   func(ctx context.Context, e *env, a *args) (any, error)
 }
+
+// readOnly are the commands that write nothing: the tool asks before any
+// other writes to AWS.
+var readOnly = []string{"org list", "key list", "outbox parked"}
 
 var commands = []command{
 	{"org create", "--name NAME", orgCreate},
@@ -164,7 +236,9 @@ func usage() string {
 		fmt.Fprintf(&b, "  %s %s\n", c.name, c.flags)
 	}
 	b.WriteString(`env: DYNAMODB_ENDPOINT (default http://127.0.0.1:8000; "aws" for the SDK's own), TABLE_NAME (default practice-api),
-     RATE_LIMIT_PER_MINUTE (default 120: what a key without its own limit counts for against its organisation's ceiling)`)
+     RATE_LIMIT_PER_MINUTE (default 120: what a key without its own limit counts for against its organisation's ceiling)
+On AWS (DYNAMODB_ENDPOINT=aws) every command that writes says which table, account and region it is about to
+write to and asks first; --yes skips the question (scripts). --client takes a UUID or a key's 32 hex digits.`)
 	return b.String()
 }
 
@@ -176,7 +250,7 @@ func hasCPR(v any) bool {
 
 // run finds the command args name, parses its flags, opens the store and
 // runs it.
-func run(ctx context.Context, argv []string, open opener) (any, error) {
+func run(ctx context.Context, argv []string, open opener, confirm confirmer) (any, error) {
 	if len(argv) == 0 {
 		return nil, errors.New(usage())
 	}
@@ -199,6 +273,15 @@ func run(ctx context.Context, argv []string, open opener) (any, error) {
 	e, err := open(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if e.target != "" && !a.yes && !slices.Contains(readOnly, c.name) {
+		ok, err := confirm(fmt.Sprintf("admin %s: about to write to %s. Go on?", c.name, e.target))
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, fmt.Errorf("%s: not confirmed, nothing was written (--yes confirms in a script)", c.name)
+		}
 	}
 	return c.run(ctx, e, a)
 }

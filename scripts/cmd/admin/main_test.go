@@ -42,7 +42,10 @@ func (tl *tool) run(argv ...string) (map[string]any, error) {
 		tl.used[c.name] = true
 		tl.mu.Unlock()
 	}
-	out, err := run(context.Background(), argv, tl.open)
+	out, err := run(context.Background(), argv, tl.open, func(q string) (bool, error) {
+		tl.t.Errorf("asked %q on a local engine", q)
+		return false, nil
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -247,6 +250,56 @@ func TestHelpIsText(t *testing.T) {
 		text, ok := help(c.argv)
 		if ok != (c.want != "") || !strings.Contains(text, c.want) || (ok && strings.HasPrefix(text, "{")) {
 			t.Errorf("%q: %v %q", c.argv, ok, text)
+		}
+	}
+}
+
+// TestAskBeforeWritingToAWS: against AWS (an env with a target), a command
+// that writes says where and asks first; "no" writes nothing, --yes does
+// not ask, and reading commands never ask. --client takes a key's 32 hex
+// digits as well as the UUID, and nothing else.
+func TestAskBeforeWritingToAWS(t *testing.T) {
+	tl := newTool(t)
+	org := tl.must("org", "create", "--name", "Advokathuset")["id"].(string)
+	remote := func(context.Context) (*env, error) {
+		e, err := tl.open(context.Background())
+		e.target = "table practice-api of account 123456789012 in region eu-north-1"
+		return e, err
+	}
+	var asked []string
+	answer := false
+	confirm := func(q string) (bool, error) { asked = append(asked, q); return answer, nil }
+	_, err := run(context.Background(), []string{"key", "create", "--org", org, "--scopes", "matters:read"}, remote, confirm)
+	if err == nil || !strings.Contains(err.Error(), "not confirmed, nothing was written") || len(asked) != 1 ||
+		!strings.Contains(asked[0], "account 123456789012 in region eu-north-1") {
+		t.Fatalf("declined: %v, asked %q", err, asked)
+	}
+	if keys := tl.must("key", "list", "--org", org)["keys"]; keys != nil && len(keys.([]any)) != 0 {
+		t.Fatalf("a declined create wrote a key: %v", keys)
+	}
+	answer = true
+	out, err := run(context.Background(), []string{"key", "create", "--org", org, "--scopes", "matters:read"}, remote, confirm)
+	if err != nil || len(asked) != 2 {
+		t.Fatalf("confirmed: %v, asked %d times", err, len(asked))
+	}
+	client := out.(map[string]string)["client_id"]
+	asked = nil
+	if _, err := run(context.Background(), []string{"key", "set-limit", "--client", strings.ReplaceAll(client, "-", ""), "--rate-limit", "60", "--yes"}, remote, confirm); err != nil || len(asked) != 0 {
+		t.Fatalf("--yes with the key's hex form: %v, asked %q", err, asked)
+	}
+	if _, err := run(context.Background(), []string{"key", "list", "--org", org}, remote, confirm); err != nil || len(asked) != 0 {
+		t.Fatalf("a listing asked: %v %q", err, asked)
+	}
+	if _, err := tl.run("key", "revoke", "--client", "pa_test_nope"); err == nil || !strings.Contains(err.Error(), "is not a client id") {
+		t.Fatalf("a malformed client id: %v", err)
+	}
+	for _, c := range []struct {
+		endpoint string
+		remote   bool
+	}{{"aws", true}, {"", true}, {"https://dynamodb.eu-north-1.amazonaws.com", true},
+		{"http://127.0.0.1:8000", false}, {"http://localhost:8000", false}, {"http://[::1]:8000", false}} {
+		if remoteEndpoint(c.endpoint) != c.remote {
+			t.Errorf("remoteEndpoint(%q) = %v", c.endpoint, !c.remote)
 		}
 	}
 }

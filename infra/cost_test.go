@@ -1,0 +1,95 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// What a stage costs to have running, before any request: the priced
+// resources of its template, counted, at AWS's list prices (eu-north-1,
+// 2026; https://aws.amazon.com/cloudwatch/pricing/, /kms/pricing/,
+// /secrets-manager/pricing/). The per-request costs are
+// docs/cost-model.md's, measured in shared/families.
+const (
+	alarmMonth     = 0.10 // a standard-resolution alarm, per metric it reads
+	metricMonth    = 0.30 // a metric published (first 10,000)
+	dashboardMonth = 3.00 // beyond the account's first three
+	kmsKeyMonth    = 1.00 // a customer-managed key
+	// An HTTP API stage with detailed metrics publishes these per route:
+	// Count, 4xx, 5xx, Latency, IntegrationLatency, DataProcessed.
+	routeMetrics = 6
+	// The service's own metrics (shared/metrics, EMF, one Stage dimension):
+	// OutboxDispatched, OutboxDispatchFailures, OutboxEventsParked,
+	// WebhookEndpointsDisabled.
+	ownMetrics = 4
+)
+
+var fixedCostsTable = regexp.MustCompile(`(?s)<!-- fixed-costs:begin -->\n.*?<!-- fixed-costs:end -->`)
+
+// TestFixedCostsFollowTheTemplate keeps docs/cost-model.md's table of
+// fixed monthly costs equal to what the dev and prod templates hold
+// (UPDATE_COST_MODEL=1 rewrites it): a new alarm, route, key or dashboard
+// moves the table, and the test says so.
+func TestFixedCostsFollowTheTemplate(t *testing.T) {
+	type row struct {
+		what  string
+		count func(stage string) float64
+		price float64
+		unit  string
+	}
+	count := func(typ string) func(string) float64 {
+		return func(stage string) float64 { return float64(len(resources(stage, typ))) }
+	}
+	alarmMetrics := func(stage string) float64 {
+		n := 0.0
+		for _, a := range resources(stage, "AWS::CloudWatch::Alarm") {
+			if m, ok := props(a)["Metrics"].([]any); ok { // metric math: each metric it reads
+				for _, q := range m {
+					if q.(map[string]any)["MetricStat"] != nil {
+						n++
+					}
+				}
+				continue
+			}
+			n++
+		}
+		return n
+	}
+	rows := []row{
+		{"alarms (per metric each reads)", alarmMetrics, alarmMonth, "metric-month"},
+		{"route metrics (6 per route, detailed)", func(s string) float64 { return routeMetrics * count("AWS::ApiGatewayV2::Route")(s) }, metricMonth, "metric-month"},
+		{"the service's own metrics", func(string) float64 { return ownMetrics }, metricMonth, "metric-month"},
+		{"dashboards", count("AWS::CloudWatch::Dashboard"), dashboardMonth, "month"},
+		{"KMS keys (table, webhook secrets)", count("AWS::KMS::Key"), kmsKeyMonth, "month"},
+	}
+	var b strings.Builder
+	b.WriteString("<!-- fixed-costs:begin -->\n| what | dev | prod | price | prod $/month |\n|---|---|---|---|---|\n")
+	total := map[string]float64{}
+	for _, r := range rows {
+		dev, prod := r.count("dev"), r.count("prod")
+		total["dev"] += dev * r.price
+		total["prod"] += prod * r.price
+		fmt.Fprintf(&b, "| %s | %g | %g | $%.2f per %s | %.2f |\n", r.what, dev, prod, r.price, r.unit, prod*r.price)
+	}
+	fmt.Fprintf(&b, "| **total** (dev: $%.2f) | | | | **%.2f** |\n<!-- fixed-costs:end -->", total["dev"], total["prod"])
+	const doc = "../docs/cost-model.md"
+	raw, err := os.ReadFile(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur := fixedCostsTable.Find(raw)
+	switch {
+	case cur == nil:
+		t.Fatalf("%s has no table between <!-- fixed-costs:begin --> and <!-- fixed-costs:end -->", doc)
+	case string(cur) == b.String():
+	case os.Getenv("UPDATE_COST_MODEL") == "1":
+		if err := os.WriteFile(doc, fixedCostsTable.ReplaceAllLiteral(raw, []byte(b.String())), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	default:
+		t.Errorf("%s's fixed costs differ from the templates; run UPDATE_COST_MODEL=1 go test ./infra -run TestFixedCostsFollowTheTemplate\nwant:\n%s", doc, b.String())
+	}
+}
