@@ -4,7 +4,7 @@ GO ?= $(shell command -v go || echo /usr/local/go/bin/go)
 FUNCTIONS := $(notdir $(wildcard functions/*))
 LAMBDA_OUT := .bin/lambda
 
-.PHONY: help run test check oas-lint unit e2e bench soak capacity openapi openapi-coverage build synth diff deploy destroy smoke local-cloud local-cloud-test local-up local-deploy local-test local-down clean dynamodb-local docs-assets chromium
+.PHONY: help run test check oas-lint unit e2e bench soak capacity openapi openapi-coverage build synth diff deploy import destroy smoke local-cloud local-cloud-test local-up local-deploy local-test local-down clean dynamodb-local docs-assets chromium
 
 # jsii (the CDK's Go bridge) runs on Node; Node 20 works but warns loudly.
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
@@ -140,6 +140,13 @@ deploy: $(CDK_BIN)/cdk
 	@scripts/lib/check-stage $(STAGE)
 	$(MAKE) build
 	$(CDK_BIN)/cdk deploy -c stage=$(STAGE) $(if $(ALARM_EMAIL),-c alarmEmail=$(ALARM_EMAIL)) $(CDK_ARGS) --require-approval broadening
+
+## import: the import step of a table restore (docs/operations.md): adopt the restored table (the stage's tableName setting) into STAGE, which stays on its current table, RESTORING_FROM (its name, or - for the one the stage was born with); make deploy then moves the stage onto it
+import: $(CDK_BIN)/cdk
+	@test -n "$(RESTORING_FROM)" || { echo "import: set RESTORING_FROM to the table STAGE runs on now (its name; - for the one it was born with)" >&2; exit 2; }
+	@scripts/lib/check-stage $(STAGE)
+	$(MAKE) build
+	$(CDK_BIN)/cdk import -c stage=$(STAGE) -c restoring=$(RESTORING_FROM) $(CDK_ARGS)
 
 ## destroy: tear STAGE down (a protected stage: turn its termination protection off first; its table, keys and backups are kept)
 destroy: $(CDK_BIN)/cdk

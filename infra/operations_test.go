@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"maps"
 	"net/http"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/practice-api/practice-api/shared/httpapi/routes"
 	"github.com/practice-api/practice-api/shared/outbox"
+	"github.com/practice-api/practice-api/shared/store"
 )
 
 // TestEveryDispatchFailureHasSomewhereToGo: the stream trigger splits a
@@ -440,5 +442,100 @@ func TestLocalStackTargetsSayWhatIsMissing(t *testing.T) {
 		if !strings.Contains(string(mk), want) {
 			t.Errorf("the Makefile lacks %q", want)
 		}
+	}
+}
+
+// TestRestoreMovesTheStageOntoARestoredTable: the two steps of a restore
+// (docs/operations.md). The import step keeps the stage on its table and
+// adds the restored one as a restore leaves it (no stream, TTL,
+// point-in-time recovery or deletion protection, retained), so that cdk
+// import adopts it with nothing else changing; the deploy after it runs
+// every function, the dispatcher's stream and the backups on the restored
+// table, under the same logical id, and declares what the restore did not
+// bring back, so CloudFormation puts it back. The table the stage leaves is
+// retained on a protected stage.
+func TestRestoreMovesTheStageOntoARestoredTable(t *testing.T) {
+	dir := standInCode(t)
+	base, err := CDKJSONContext("../cdk.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	synth := func(restoring string) map[string]any {
+		t.Helper()
+		ctx := maps.Clone(base)
+		app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(filepath.Join(dir, "out-"+restoring)), Context: &ctx})
+		s := NewPracticeStack(app, "PracticeApi-staging", &Props{Stage: "staging", CodeDir: dir, RateLimit: 120, AlarmEmail: "ops@example.com",
+			TableName: "practice-api-staging-r1", RestoringFrom: restoring})
+		return *assertions.Template_FromStack(s.Stack, nil).ToJSON()
+	}
+	tables := func(tpl map[string]any) map[string]map[string]any {
+		out := map[string]map[string]any{}
+		for id, r := range tpl["Resources"].(map[string]any) {
+			if r.(map[string]any)["Type"] == "AWS::DynamoDB::Table" {
+				out[id] = r.(map[string]any)
+			}
+		}
+		return out
+	}
+	tableEnv := func(tpl map[string]any) map[string]bool {
+		refs := map[string]bool{}
+		for _, r := range tpl["Resources"].(map[string]any) {
+			if r.(map[string]any)["Type"] != "AWS::Lambda::Function" {
+				continue
+			}
+			vars, _ := r.(map[string]any)["Properties"].(map[string]any)["Environment"].(map[string]any)["Variables"].(map[string]any)
+			if ref, ok := vars["TABLE_NAME"].(map[string]any); ok {
+				refs[fmt.Sprint(ref["Ref"])] = true
+			}
+		}
+		return refs
+	}
+	imp := synth("-")
+	ts := tables(imp)
+	if len(ts) != 2 {
+		t.Fatalf("the import step has %d tables, want the current one and the restored one", len(ts))
+	}
+	var current, restored string
+	for id, r := range ts {
+		if p := r["Properties"].(map[string]any); p["TableName"] == "practice-api-staging-r1" {
+			restored = id
+			if p["StreamSpecification"] != nil || p["TimeToLiveSpecification"] != nil || p["DeletionProtectionEnabled"] == true ||
+				p["PointInTimeRecoverySpecification"] != nil || r["DeletionPolicy"] != "Retain" {
+				t.Errorf("the restored table is not declared as a restore leaves it: %v, DeletionPolicy %v", p, r["DeletionPolicy"])
+			}
+			if len(p["GlobalSecondaryIndexes"].([]any)) != len(store.Indexes) {
+				t.Errorf("the restored table declares %d indexes", len(p["GlobalSecondaryIndexes"].([]any)))
+			}
+		} else {
+			current = id
+		}
+	}
+	if restored == "" || !strings.HasPrefix(current, "Table") || strings.HasPrefix(current, "Tablepracticeapi") {
+		t.Fatalf("tables %v: want the born-with Table and the restored one", slices.Collect(maps.Keys(ts)))
+	}
+	if refs := tableEnv(imp); len(refs) != 1 || !refs[current] {
+		t.Errorf("in the import step the functions run on %v, want the current table %s", refs, current)
+	}
+	dep := synth("")
+	ts = tables(dep)
+	if len(ts) != 1 || ts[restored] == nil {
+		t.Fatalf("after the import the stage's tables are %v, want %s alone (same logical id as imported)", slices.Collect(maps.Keys(ts)), restored)
+	}
+	p := ts[restored]["Properties"].(map[string]any)
+	if p["StreamSpecification"] == nil || p["TimeToLiveSpecification"] == nil || p["DeletionProtectionEnabled"] != true || p["PointInTimeRecoverySpecification"] == nil {
+		t.Errorf("the deploy does not put back what a restore leaves out: %v", p)
+	}
+	if refs := tableEnv(dep); len(refs) != 1 || !refs[restored] {
+		t.Errorf("after the deploy the functions run on %v, want %s", refs, restored)
+	}
+	raw, _ := json.Marshal(dep["Resources"])
+	for _, want := range []string{`"EventSourceArn":{"Fn::GetAtt":["` + restored + `","StreamArn"]}`, `"Fn::GetAtt":["` + restored + `","Arn"]`} {
+		if !strings.Contains(string(raw), want) {
+			t.Errorf("the deployed template lacks %s", want)
+		}
+	}
+	if _, err := PropsFromContext(awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{"stage": "dev", "restoring": "-", "codeDir": dir}})); err == nil ||
+		!strings.Contains(err.Error(), "set tableName") {
+		t.Errorf("restoring without a tableName: %v", err)
 	}
 }

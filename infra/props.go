@@ -30,6 +30,15 @@ type Props struct {
 	RateLimit int
 	// CompanyRegisterURL is COMPANY_REGISTER_URL ("" skips enrichment).
 	CompanyRegisterURL string
+	// TableName is the physical name of the stage's table (setting
+	// tableName): empty for the table the stage was born with; a restored
+	// table's name after a restore (docs/operations.md).
+	TableName string
+	// RestoringFrom, for the import step of a restore only (-c
+	// restoring=<the table's current name, or - for the one it was born
+	// with>), keeps the stage on that table and adds the restored one for
+	// cdk import.
+	RestoringFrom string
 	// CompanyRegisterKeySecret names the Secrets Manager secret holding the
 	// register's API key (COMPANY_REGISTER_KEY_SECRET): its name or ARN,
 	// never the key.
@@ -167,7 +176,7 @@ var stagePattern = regexp.MustCompile(`^[a-z][a-z0-9-]{1,19}$`)
 // `make deploy STAGE=prod` deploys what the last one did.
 var SettingKeys = []string{"rateLimit", "companyRegisterUrl", "companyRegisterKeySecret", "alarmEmail", "publicBaseUrl", "logLevel",
 	"systemLogLevel", "domainName", "certificateArn", "backupCopyVaultArn", "wafWebAclArn", "cloudFront", "dispatcherConcurrency",
-	"registerConcurrency", "outboxShards", "outboxRetentionDays", "eventRetentionDays", "accountConcurrency", "throttleRate",
+	"registerConcurrency", "tableName", "outboxShards", "outboxRetentionDays", "eventRetentionDays", "accountConcurrency", "throttleRate",
 	"throttleBurst", "publicThrottleRate", "publicThrottleBurst", "lambdaArch", "reservedConcurrency"}
 
 // stageSettings are the stage's kept settings: cdk.json's, then the
@@ -232,6 +241,7 @@ func PropsFromContext(app awscdk.App) (*Props, error) {
 		return cmp.Or(ctxValue(k), kept[k], def)
 	}
 	p := &Props{Stage: stage, CodeDir: get("codeDir", ".bin/lambda"),
+		TableName: get("tableName", ""), RestoringFrom: ctxValue("restoring"),
 		CompanyRegisterURL: get("companyRegisterUrl", ""), CompanyRegisterKeySecret: get("companyRegisterKeySecret", ""), AlarmEmail: get("alarmEmail", ""), PublicBaseURL: get("publicBaseUrl", ""),
 		LogLevel: strings.ToUpper(get("logLevel", "INFO")), SystemLogLevel: strings.ToUpper(get("systemLogLevel", "WARN")),
 		DomainName: get("domainName", ""), CertificateArn: get("certificateArn", ""), BackupCopyVaultArn: get("backupCopyVaultArn", ""),
@@ -336,6 +346,9 @@ func PropsFromContext(app awscdk.App) (*Props, error) {
 	if p.Protected() && p.AlarmEmail == "" && ctxValue("teardown") != "on" {
 		return nil, fmt.Errorf("stage %s keeps data, so its alarms must reach someone: pass -c alarmEmail=<address> "+
 			"(make deploy STAGE=%s ALARM_EMAIL=<address>)", p.Stage, p.Stage)
+	}
+	if p.RestoringFrom != "" && (p.TableName == "" || p.TableName == p.RestoringFrom) {
+		return nil, fmt.Errorf("restoring=%s: set tableName (the stage's settings) to the restored table's name first; restoring names the table the stage runs on now (- for the one it was born with)", p.RestoringFrom)
 	}
 	if u, err := url.Parse(p.CompanyRegisterURL); err == nil && (u.User != nil || u.RawQuery != "") {
 		return nil, fmt.Errorf("companyRegisterUrl carries credentials or a query: it is in the template and the functions' environment; keep the key in a Secrets Manager secret and name it in companyRegisterKeySecret")

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -66,7 +67,28 @@ func NewPracticeStack(scope constructs.Construct, id string, p *Props) *Stack {
 	s := &Stack{Stack: st, Functions: map[string]awslambda.Function{}, Queues: map[string]awssqs.Queue{}, DLQs: map[string]awssqs.Queue{}}
 	awscdk.Tags_Of(st).Add(jsii.String("service"), jsii.String("practice-api"), nil)
 	awscdk.Tags_Of(st).Add(jsii.String("stage"), jsii.String(p.Stage), nil)
-	s.Table = newTable(st, p)
+	var tableKey awskms.IKey
+	if p.Protected() {
+		// A customer-managed key: its use is in CloudTrail and it can be
+		// revoked. Webhook signing secrets have a key of their own.
+		tableKey = awskms.NewKey(st, jsii.String("TableKey"), &awskms.KeyProps{
+			Description:       jsii.String("practice-api " + p.Stage + ": the table"),
+			EnableKeyRotation: jsii.Bool(true), RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
+		})
+	}
+	if p.RestoringFrom != "" {
+		// The import step of a restore (docs/operations.md, "Restore the
+		// table"): the stage as deployed, on its current table, plus the
+		// restored table as the restore left it, for cdk import to adopt.
+		current := p.RestoringFrom
+		if current == "-" {
+			current = ""
+		}
+		s.Table = newTable(st, p, tableKey, current, false)
+		newTable(st, p, tableKey, p.TableName, true)
+	} else {
+		s.Table = newTable(st, p, tableKey, p.TableName, false)
+	}
 	if p.Protected() {
 		s.SecretsKey = awskms.NewKey(st, jsii.String("WebhookSecretsKey"), &awskms.KeyProps{
 			Description:       jsii.String("practice-api " + p.Stage + ": webhook signing secrets (envelope encryption)"),
@@ -111,7 +133,16 @@ func (s *Stack) apiURL(p *Props) string {
 // newTable is the single table, its keys and GSIs exactly as the code
 // defines them (store.TableDefinition), on demand, with point-in-time
 // recovery, the TTL attribute, and a stream for the outbox dispatcher.
-func newTable(scope constructs.Construct, p *Props) awsdynamodb.Table {
+//
+// name is its physical name: "" lets CloudFormation name it (the table a
+// stage is born with, construct "Table"); a restored table's name
+// (the tableName setting) is kept, under a construct of its own
+// ("Table" and the name), so that CloudFormation adopts it as a resource
+// of its own and retains the one it replaces. asRestored declares the
+// table as a restore leaves it (no stream, TTL, point-in-time recovery or
+// deletion protection) for the import step: the deploy after it declares
+// them again, and so puts them back.
+func newTable(scope constructs.Construct, p *Props, encryptionKey awskms.IKey, name string, asRestored bool) awsdynamodb.Table {
 	def := store.TableDefinition("practice-api")
 	removal := awscdk.RemovalPolicy_DESTROY
 	if p.Protected() {
@@ -120,17 +151,11 @@ func newTable(scope constructs.Construct, p *Props) awsdynamodb.Table {
 	key := func(name *string) *awsdynamodb.Attribute {
 		return &awsdynamodb.Attribute{Name: name, Type: awsdynamodb.AttributeType_STRING}
 	}
-	encryption, encryptionKey := awsdynamodb.TableEncryption_AWS_MANAGED, awskms.IKey(nil)
-	if p.Protected() {
-		// A customer-managed key: its use is in CloudTrail and it can be
-		// revoked. Webhook signing secrets have a key of their own.
+	encryption := awsdynamodb.TableEncryption_AWS_MANAGED
+	if encryptionKey != nil {
 		encryption = awsdynamodb.TableEncryption_CUSTOMER_MANAGED
-		encryptionKey = awskms.NewKey(scope, jsii.String("TableKey"), &awskms.KeyProps{
-			Description:       jsii.String("practice-api " + p.Stage + ": the table"),
-			EnableKeyRotation: jsii.Bool(true), RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
-		})
 	}
-	t := awsdynamodb.NewTable(scope, jsii.String("Table"), &awsdynamodb.TableProps{
+	props := &awsdynamodb.TableProps{
 		Encryption:          encryption,
 		EncryptionKey:       encryptionKey,
 		PartitionKey:        key(def.KeySchema[0].AttributeName),
@@ -143,7 +168,18 @@ func newTable(scope constructs.Construct, p *Props) awsdynamodb.Table {
 		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
 			PointInTimeRecoveryEnabled: jsii.Bool(true),
 		},
-	})
+	}
+	id := "Table"
+	if name != "" {
+		props.TableName = jsii.String(name)
+		id = "Table" + regexp.MustCompile(`[^A-Za-z0-9]`).ReplaceAllString(name, "")
+	}
+	if asRestored {
+		props.TimeToLiveAttribute, props.Stream, props.DeletionProtection = nil, "", jsii.Bool(false)
+		props.PointInTimeRecoverySpecification = nil
+		props.RemovalPolicy = awscdk.RemovalPolicy_RETAIN // cdk import needs a deletion policy; a restored table is never deleted by a stack
+	}
+	t := awsdynamodb.NewTable(scope, jsii.String(id), props)
 	for _, g := range def.GlobalSecondaryIndexes {
 		projection := awsdynamodb.ProjectionType_ALL
 		if g.Projection.ProjectionType == ddbtypes.ProjectionTypeKeysOnly {
