@@ -60,7 +60,7 @@ func newAlarms(s *Stack, p *Props) {
 	action := awscloudwatchactions.NewSnsAction(topic)
 	// Every alarm says how urgent it is and where its runbook section is
 	// (docs/operations.md; a test holds the two in step).
-	alarm := func(id string, rb runbook, desc string, metric awscloudwatch.IMetric, threshold, datapoints, periods float64) {
+	alarm := func(id string, rb runbook, desc string, metric awscloudwatch.IMetric, threshold, datapoints, periods float64) awscloudwatch.Alarm {
 		a := awscloudwatch.NewAlarm(s.Stack, jsii.String(id), &awscloudwatch.AlarmProps{
 			AlarmDescription:   jsii.String(rb.describe(desc)),
 			Metric:             metric,
@@ -72,6 +72,7 @@ func newAlarms(s *Stack, p *Props) {
 		})
 		a.AddAlarmAction(action)
 		a.AddOkAction(action)
+		return a
 	}
 	minute, five := awscdk.Duration_Minutes(jsii.Number(1)), awscdk.Duration_Minutes(jsii.Number(5))
 	sum := func(period awscdk.Duration) *awscloudwatch.MetricOptions {
@@ -99,10 +100,11 @@ func newAlarms(s *Stack, p *Props) {
 	}
 	for _, fn := range Functions {
 		f := s.Functions[fn.Name]
-		alarm(fn.Name+"-errors", runbook{"function-errors", high}, fn.Name+": invocation errors in 2 of 3 five-minute periods", f.MetricErrors(sum(five)), 0, 2, 3)
+		errs := alarm(fn.Name+"-errors", runbook{"function-errors", high}, fn.Name+": invocation errors in 2 of 3 five-minute periods", f.MetricErrors(sum(five)), 0, 2, 3)
 		alarm(fn.Name+"-throttles", runbook{"function-throttles", high}, fn.Name+": throttled invocations in 2 of 3 five-minute periods", f.MetricThrottles(sum(five)), 0, 2, 3)
-		alarm(fn.Name+"-duration", runbook{"function-duration", warning}, fn.Name+": p99 duration above 80% of its timeout in 3 of 5 minutes",
+		slow := alarm(fn.Name+"-duration", runbook{"function-duration", warning}, fn.Name+": p99 duration above 80% of its timeout in 3 of 5 minutes",
 			f.MetricDuration(&awscloudwatch.MetricOptions{Period: minute, Statistic: jsii.String("p99")}), 0.8*fn.TimeoutS*1000, 3, 5)
+		s.ReleaseAlarms[fn.Name] = []awscloudwatch.IAlarm{errs, slow}
 	}
 	for _, name := range []string{"enrichment", "delivery"} {
 		alarm(name+"-queue-age", runbook{"queue-age", high}, name+": the oldest message has waited over 15 minutes (workers stuck or too few), 3 of 5 minutes",

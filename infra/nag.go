@@ -53,6 +53,19 @@ func suppressNag(s *Stack) {
 			suppress(f, true, "Serverless-LambdaDLQ", "Invoked only synchronously, by API Gateway: a failure is the caller's answer (a JSON 5xx), and nothing is queued to retry.")
 		}
 	}
+	for name, a := range s.Aliases {
+		if name == "enrichment" || name == "delivery" { // their SQS mappings hang off the alias they invoke
+			suppress(a, true, "Serverless-LambdaEventSourceMappingDestination", "SQS event source mappings take no on-failure destination; "+
+				"the queue's redrive policy (five receives, then its dead-letter queue, with an alarm) is the failure path. Partial batch failures are reported.")
+		}
+	}
+	for _, fn := range Functions {
+		if g := s.Node().TryFindChild(jsii.String(fn.Name + "-release")); g != nil {
+			suppress(g, true, "AwsSolutions-IAM4", "The role CodeDeploy assumes to shift the function's alias carries AWS's managed policy for it, "+
+				"AWSCodeDeployRoleForLambdaLimited, as CodeDeploy documents: it may only update aliases and read the deployment's alarms.",
+				"Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSCodeDeployRoleForLambdaLimited")
+		}
+	}
 	if p := s.Node().TryFindChild(jsii.String("BackupPlan")); p != nil {
 		suppress(p, true, "AwsSolutions-IAM4", "The role AWS Backup assumes carries AWS's managed policy for it, AWSBackupServiceRolePolicyForBackup, as AWS Backup documents; "+
 			"it is scoped to backup operations and maintained by AWS as DynamoDB's backup APIs change.",

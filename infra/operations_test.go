@@ -539,3 +539,62 @@ func TestRestoreMovesTheStageOntoARestoredTable(t *testing.T) {
 		t.Errorf("restoring without a tableName: %v", err)
 	}
 }
+
+// TestReleasesShiftGraduallyAndRollBack: every function serves through a
+// "live" alias on its current version, and everything that invokes it (the
+// routes, the event sources, the sweep's schedule) invokes the alias; a
+// CodeDeploy deployment group per function shifts the alias as the stage
+// says (dev at once, prod a tenth first for five minutes) and rolls back by
+// itself when the function's errors or duration alarm fires; an unknown
+// deployment stops the synth.
+func TestReleasesShiftGraduallyAndRollBack(t *testing.T) {
+	for stage, config := range map[string]string{"dev": "CodeDeployDefault.LambdaAllAtOnce", "prod": "CodeDeployDefault.LambdaCanary10Percent5Minutes"} {
+		aliases := resources(stage, "AWS::Lambda::Alias")
+		fns := functionIDs(stage)
+		byFunction := map[string]string{}
+		for id, a := range aliases {
+			p := props(a)
+			if p["Name"] != "live" || !strings.Contains(fmt.Sprint(p["FunctionVersion"]), "CurrentVersion") {
+				t.Errorf("%s alias %s: %v", stage, id, p)
+			}
+			byFunction[functionBehind(stage, p["FunctionName"])] = id
+		}
+		if len(byFunction) != len(fns) {
+			t.Errorf("%s: %d functions, %d live aliases", stage, len(fns), len(byFunction))
+		}
+		for id, r := range resources(stage, "AWS::ApiGatewayV2::Integration") {
+			if ref, _ := props(r)["IntegrationUri"].(map[string]any)["Ref"].(string); aliases[ref] == nil {
+				t.Errorf("%s integration %s invokes %v, not an alias", stage, id, props(r)["IntegrationUri"])
+			}
+		}
+		for id, r := range resources(stage, "AWS::Lambda::EventSourceMapping") {
+			if !strings.Contains(fmt.Sprint(props(r)["FunctionName"]), "live") {
+				t.Errorf("%s mapping %s invokes %v, not the live alias", stage, id, props(r)["FunctionName"])
+			}
+		}
+		for id, r := range resources(stage, "AWS::Events::Rule") {
+			for _, tg := range props(r)["Targets"].([]any) {
+				if ref, _ := tg.(map[string]any)["Arn"].(map[string]any)["Ref"].(string); aliases[ref] == nil {
+					t.Errorf("%s rule %s targets %v, not an alias", stage, id, tg)
+				}
+			}
+		}
+		groups := resources(stage, "AWS::CodeDeploy::DeploymentGroup")
+		if len(groups) != len(fns) {
+			t.Errorf("%s: %d deployment groups for %d functions", stage, len(groups), len(fns))
+		}
+		for id, g := range groups {
+			p := props(g)
+			raw, _ := json.Marshal(p)
+			if !strings.Contains(string(raw), config) || !strings.Contains(string(raw), `"DEPLOYMENT_STOP_ON_ALARM"`) ||
+				len(p["AlarmConfiguration"].(map[string]any)["Alarms"].([]any)) != 2 {
+				t.Errorf("%s deployment group %s: %s", stage, id, raw)
+			}
+		}
+	}
+	dir := standInCode(t)
+	if _, err := PropsFromContext(awscdk.NewApp(&awscdk.AppProps{Context: &map[string]any{"stage": "dev", "deployment": "yolo", "codeDir": dir}})); err == nil ||
+		!strings.Contains(err.Error(), "canary10Percent5Minutes") {
+		t.Errorf("an unknown deployment: %v", err)
+	}
+}

@@ -30,6 +30,9 @@ type Props struct {
 	RateLimit int
 	// CompanyRegisterURL is COMPANY_REGISTER_URL ("" skips enrichment).
 	CompanyRegisterURL string
+	// Deployment is how a release shifts each function's traffic (setting
+	// deployment, one of Deployments; default DefaultDeployment).
+	Deployment string
 	// TableName is the physical name of the stage's table (setting
 	// tableName): empty for the table the stage was born with; a restored
 	// table's name after a restore (docs/operations.md).
@@ -149,6 +152,9 @@ func (p *Props) defaults() {
 	if p.AccountConcurrency <= 0 {
 		p.AccountConcurrency = 1000
 	}
+	if p.Deployment == "" {
+		p.Deployment = p.DefaultDeployment()
+	}
 	if p.DomainName != "" && p.PublicBaseURL == "" {
 		p.PublicBaseURL = "https://" + p.DomainName
 	}
@@ -176,7 +182,7 @@ var stagePattern = regexp.MustCompile(`^[a-z][a-z0-9-]{1,19}$`)
 // `make deploy STAGE=prod` deploys what the last one did.
 var SettingKeys = []string{"rateLimit", "companyRegisterUrl", "companyRegisterKeySecret", "alarmEmail", "publicBaseUrl", "logLevel",
 	"systemLogLevel", "domainName", "certificateArn", "backupCopyVaultArn", "wafWebAclArn", "cloudFront", "dispatcherConcurrency",
-	"registerConcurrency", "tableName", "outboxShards", "outboxRetentionDays", "eventRetentionDays", "accountConcurrency", "throttleRate",
+	"registerConcurrency", "tableName", "deployment", "outboxShards", "outboxRetentionDays", "eventRetentionDays", "accountConcurrency", "throttleRate",
 	"throttleBurst", "publicThrottleRate", "publicThrottleBurst", "lambdaArch", "reservedConcurrency"}
 
 // stageSettings are the stage's kept settings: cdk.json's, then the
@@ -241,7 +247,7 @@ func PropsFromContext(app awscdk.App) (*Props, error) {
 		return cmp.Or(ctxValue(k), kept[k], def)
 	}
 	p := &Props{Stage: stage, CodeDir: get("codeDir", ".bin/lambda"),
-		TableName: get("tableName", ""), RestoringFrom: ctxValue("restoring"),
+		Deployment: get("deployment", ""), TableName: get("tableName", ""), RestoringFrom: ctxValue("restoring"),
 		CompanyRegisterURL: get("companyRegisterUrl", ""), CompanyRegisterKeySecret: get("companyRegisterKeySecret", ""), AlarmEmail: get("alarmEmail", ""), PublicBaseURL: get("publicBaseUrl", ""),
 		LogLevel: strings.ToUpper(get("logLevel", "INFO")), SystemLogLevel: strings.ToUpper(get("systemLogLevel", "WARN")),
 		DomainName: get("domainName", ""), CertificateArn: get("certificateArn", ""), BackupCopyVaultArn: get("backupCopyVaultArn", ""),
@@ -346,6 +352,11 @@ func PropsFromContext(app awscdk.App) (*Props, error) {
 	if p.Protected() && p.AlarmEmail == "" && ctxValue("teardown") != "on" {
 		return nil, fmt.Errorf("stage %s keeps data, so its alarms must reach someone: pass -c alarmEmail=<address> "+
 			"(make deploy STAGE=%s ALARM_EMAIL=<address>)", p.Stage, p.Stage)
+	}
+	if p.Deployment != "" {
+		if err := checkDeployment(p.Deployment); err != nil {
+			return nil, err
+		}
 	}
 	if p.RestoringFrom != "" && (p.TableName == "" || p.TableName == p.RestoringFrom) {
 		return nil, fmt.Errorf("restoring=%s: set tableName (the stage's settings) to the restored table's name first; restoring names the table the stage runs on now (- for the one it was born with)", p.RestoringFrom)

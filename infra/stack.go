@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscertificatemanager"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudfront"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudfrontorigins"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
@@ -45,8 +46,14 @@ type Stack struct {
 	// its own, which only the functions that seal and open them may use.
 	SecretsKey awskms.Key
 	Functions  map[string]awslambda.Function
-	Queues     map[string]awssqs.Queue // name -> main queue (each has a DLQ)
-	DLQs       map[string]awssqs.Queue
+	// Aliases are each function's "live" alias: what the routes, event
+	// sources and schedule invoke, moved to a new version by CodeDeploy.
+	Aliases map[string]awslambda.Alias
+	// ReleaseAlarms are the alarms whose firing rolls a function's release
+	// back (its errors and duration alarms).
+	ReleaseAlarms map[string][]awscloudwatch.IAlarm
+	Queues        map[string]awssqs.Queue // name -> main queue (each has a DLQ)
+	DLQs          map[string]awssqs.Queue
 	// DispatchFailures receives what the dispatcher's triggers could not
 	// hand it: stream batches it failed on past their retries or age, and
 	// schedule events of sweeps that crashed.
@@ -64,7 +71,8 @@ func NewPracticeStack(scope constructs.Construct, id string, p *Props) *Stack {
 	sp := p.StackProps
 	sp.TerminationProtection = jsii.Bool(p.Protected()) // a protected stage's stack is not deleted by accident
 	st := awscdk.NewStack(scope, jsii.String(id), &sp)
-	s := &Stack{Stack: st, Functions: map[string]awslambda.Function{}, Queues: map[string]awssqs.Queue{}, DLQs: map[string]awssqs.Queue{}}
+	s := &Stack{Stack: st, Functions: map[string]awslambda.Function{}, Aliases: map[string]awslambda.Alias{},
+		ReleaseAlarms: map[string][]awscloudwatch.IAlarm{}, Queues: map[string]awssqs.Queue{}, DLQs: map[string]awssqs.Queue{}}
 	awscdk.Tags_Of(st).Add(jsii.String("service"), jsii.String("practice-api"), nil)
 	awscdk.Tags_Of(st).Add(jsii.String("stage"), jsii.String(p.Stage), nil)
 	var tableKey awskms.IKey
@@ -105,7 +113,14 @@ func NewPracticeStack(scope constructs.Construct, id string, p *Props) *Stack {
 		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)), EnforceSSL: jsii.Bool(true),
 	})
 	for _, fn := range Functions {
-		s.Functions[fn.Name] = s.newFunction(fn, p)
+		f := s.newFunction(fn, p)
+		s.Functions[fn.Name] = f
+		// Each deploy publishes a version (when the code or configuration
+		// changed) and CodeDeploy moves "live" onto it (releases).
+		s.Aliases[fn.Name] = awslambda.NewAlias(st, jsii.String(fn.Name+"-live"), &awslambda.AliasProps{
+			AliasName: jsii.String("live"), Version: f.CurrentVersion(),
+			Description: jsii.String("practice-api " + fn.Name + ": the version that serves; CodeDeploy shifts it"),
+		})
 	}
 	s.wireWorkers(p)
 	s.API = s.newAPI(p)
@@ -113,6 +128,7 @@ func NewPracticeStack(scope constructs.Construct, id string, p *Props) *Stack {
 		s.backups(p)
 	}
 	newAlarms(s, p)
+	s.releases(p)
 	suppressNag(s)
 	awscdk.NewCfnOutput(st, jsii.String("ApiUrl"), &awscdk.CfnOutputProps{Value: jsii.String(s.apiURL(p)), Description: jsii.String("base URL of /api/v1")})
 	awscdk.NewCfnOutput(st, jsii.String("TableName"), &awscdk.CfnOutputProps{Value: s.Table.TableName(), Description: jsii.String("TABLE_NAME for scripts/admin")})
@@ -382,7 +398,7 @@ func isWrite(action string) bool {
 // batches the dispatcher fails on past their retries or age, and schedule
 // events of sweeps that crashed, go to DispatchFailures.
 func (s *Stack) wireWorkers(p *Props) {
-	d := s.Functions["dispatcher"]
+	d := s.Aliases["dispatcher"]
 	d.AddEventSource(awslambdaeventsources.NewDynamoEventSource(s.Table, &awslambdaeventsources.DynamoEventSourceProps{
 		StartingPosition:  awslambda.StartingPosition_LATEST,
 		BatchSize:         jsii.Number(100),
@@ -420,7 +436,7 @@ func (s *Stack) wireWorkers(p *Props) {
 	s.Queues["enrichment"].GrantSendMessages(d)
 	s.Queues["delivery"].GrantSendMessages(d) // the webhook fan-out
 
-	e := s.Functions["enrichment"]
+	e := s.Aliases["enrichment"]
 	e.AddEventSource(awslambdaeventsources.NewSqsEventSource(s.Queues["enrichment"], &awslambdaeventsources.SqsEventSourceProps{
 		// The company register is someone else's service: one lookup per
 		// invocation and at most RegisterConcurrency invocations, so no more
@@ -429,7 +445,7 @@ func (s *Stack) wireWorkers(p *Props) {
 	}))
 	s.Queues["enrichment"].GrantSendMessages(e) // retries re-enqueue with a delay
 
-	w := s.Functions["delivery"]
+	w := s.Aliases["delivery"]
 	w.AddEventSource(awslambdaeventsources.NewSqsEventSource(s.Queues["delivery"], &awslambdaeventsources.SqsEventSourceProps{
 		BatchSize: jsii.Number(10), ReportBatchItemFailures: jsii.Bool(true), MaxConcurrency: jsii.Number(20),
 	}))
@@ -576,7 +592,7 @@ func (s *Stack) newAPI(p *Props) awsapigatewayv2.HttpApi {
 	integrations := map[string]awsapigatewayv2integrations.HttpLambdaIntegration{}
 	for _, fn := range Functions {
 		if fn.Family != "" {
-			integrations[fn.Family] = awsapigatewayv2integrations.NewHttpLambdaIntegration(jsii.String(fn.Name+"-integration"), s.Functions[fn.Name],
+			integrations[fn.Family] = awsapigatewayv2integrations.NewHttpLambdaIntegration(jsii.String(fn.Name+"-integration"), s.Aliases[fn.Name],
 				&awsapigatewayv2integrations.HttpLambdaIntegrationProps{PayloadFormatVersion: awsapigatewayv2.PayloadFormatVersion_VERSION_2_0()})
 		}
 	}

@@ -86,6 +86,21 @@ func resources(stage, typ string) map[string]map[string]any {
 
 func props(r map[string]any) map[string]any { return r["Properties"].(map[string]any) }
 
+// functionBehind is the logical id of the function a reference names: a
+// function's own (Fn::GetAtt [id, Arn], Ref id) or its live alias's.
+func functionBehind(stage string, ref any) string {
+	m, _ := ref.(map[string]any)
+	id, _ := m["Ref"].(string)
+	if g, ok := m["Fn::GetAtt"].([]any); ok {
+		id, _ = g[0].(string)
+	}
+	r, _ := templates[stage]["Resources"].(map[string]any)[id].(map[string]any)
+	if r != nil && r["Type"] == "AWS::Lambda::Alias" {
+		return functionBehind(stage, props(r)["FunctionName"])
+	}
+	return id
+}
+
 // functionIDs maps each function's logical id to its name under functions/.
 func functionIDs(stage string) map[string]string {
 	out := map[string]string{}
@@ -103,7 +118,7 @@ func TestEveryRouteReachesItsFamilysFunction(t *testing.T) {
 		if p["PayloadFormatVersion"] != "2.0" || p["IntegrationType"] != "AWS_PROXY" {
 			t.Fatalf("integration %s: %v", id, p)
 		}
-		integrationFn[id] = fns[p["IntegrationUri"].(map[string]any)["Fn::GetAtt"].([]any)[0].(string)]
+		integrationFn[id] = fns[functionBehind("dev", p["IntegrationUri"])]
 	}
 	byKey := map[string]string{}
 	for _, r := range resources("dev", "AWS::ApiGatewayV2::Route") {
@@ -599,6 +614,7 @@ func TestLocalStackCoversTheStack(t *testing.T) {
 	need := map[string]string{ // template resource prefix → LocalStack service
 		"AWS::DynamoDB::": "dynamodb", "AWS::Lambda::": "lambda", "AWS::ApiGatewayV2::": "apigatewayv2", "AWS::SQS::": "sqs",
 		"AWS::SNS::": "sns", "AWS::Events::": "events", "AWS::CloudWatch::": "cloudwatch", "AWS::Logs::": "logs", "AWS::IAM::": "iam",
+		"AWS::CodeDeploy::": "codedeploy",
 	}
 	for id, r := range templates["dev"]["Resources"].(map[string]any) {
 		typ := r.(map[string]any)["Type"].(string)

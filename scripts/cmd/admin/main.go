@@ -31,6 +31,7 @@ import (
 	"github.com/practice-api/practice-api/shared/cpr"
 	"github.com/practice-api/practice-api/shared/document"
 	"github.com/practice-api/practice-api/shared/matter"
+	"github.com/practice-api/practice-api/shared/migrate"
 	"github.com/practice-api/practice-api/shared/outbox"
 	"github.com/practice-api/practice-api/shared/party"
 	"github.com/practice-api/practice-api/shared/seed"
@@ -139,7 +140,7 @@ type args struct {
 	entry, invoice, document, issue, lines, filename, mime, folder, event string
 	size                                                                  int64
 	matters, perEntry, limit, rate, ceiling                               int
-	all, yes                                                              bool
+	all, yes, dryRun                                                      bool
 }
 
 func parseArgs(cmd string, rest []string) (*args, error) {
@@ -165,6 +166,7 @@ func parseArgs(cmd string, rest []string) (*args, error) {
 	fs.IntVar(&a.ceiling, "ceiling", -1, "requests per minute")
 	fs.BoolVar(&a.all, "all", false, "every parked event")
 	fs.BoolVar(&a.yes, "yes", false, "write to AWS without asking")
+	fs.BoolVar(&a.dryRun, "dry-run", false, "list, change nothing")
 	if err := fs.Parse(rest); err != nil {
 		return nil, fmt.Errorf("%s: %v\n%s", cmd, err, usage())
 	}
@@ -227,6 +229,7 @@ var commands = []command{
 	{"outbox parked", "[--limit N]                      events the dispatcher gave up on, with why", outboxParked},
 	{"outbox replay", "(--event EVENT | --all)          put parked events back; the next sweep sends them", outboxReplay},
 	{"enrichment resume", "[--org ORG]                   start again the enrichment of companies still pending", enrichmentResume},
+	{"migrate", "[--dry-run]                                the data changes releases need (shared/migrate): list them, apply the pending ones", migrateRun},
 }
 
 func usage() string {
@@ -311,6 +314,30 @@ func lookup(argv []string) (command, []string, bool) {
 		}
 	}
 	return command{}, nil, false
+}
+
+// migrateRun lists the data changes of every release and whether the table
+// has each; without --dry-run it applies the pending ones, in order.
+func migrateRun(ctx context.Context, e *env, a *args) (any, error) {
+	return migrateSteps(ctx, e, a, migrate.Steps)
+}
+
+func migrateSteps(ctx context.Context, e *env, a *args, steps []migrate.Step) (any, error) {
+	var applied []string
+	if !a.dryRun {
+		var err error
+		if applied, err = migrate.Apply(ctx, e.db, steps, time.Now); err != nil {
+			return nil, err
+		}
+	}
+	status, err := migrate.List(ctx, e.db, steps)
+	if err != nil {
+		return nil, err
+	}
+	if applied == nil {
+		applied = []string{}
+	}
+	return map[string]any{"steps": status, "applied": applied}, nil
 }
 
 func orgCreate(ctx context.Context, e *env, a *args) (any, error) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/practice-api/practice-api/shared/apitest"
 	"github.com/practice-api/practice-api/shared/auth"
+	"github.com/practice-api/practice-api/shared/migrate"
 	"github.com/practice-api/practice-api/shared/outbox"
 	"github.com/practice-api/practice-api/shared/store"
 )
@@ -149,6 +150,9 @@ func TestEveryCommand(t *testing.T) {
 	tl.refused("--size is required", "document", "create", "--org", org, "--matter", m, "--name", "N", "--filename", "f", "--mime", "text/plain")
 	tl.refused("--lines must be a JSON array", "invoice", "create", "--org", org, "--matter", m, "--issue-date", "2025-03-31", "--lines", `{"x":1}`)
 	tl.refused("give --event EVENT or --all", "outbox", "replay")
+	if out := tl.must("migrate", "--dry-run"); out["applied"] == nil {
+		t.Errorf("migrate --dry-run: %v", out)
+	}
 	tl.refused("unknown command", "matter", "reopen")
 	tl.refused("unknown command", "key")
 	tl.refused("usage: admin", "matter", "close", "--nope")
@@ -301,5 +305,29 @@ func TestAskBeforeWritingToAWS(t *testing.T) {
 		if remoteEndpoint(c.endpoint) != c.remote {
 			t.Errorf("remoteEndpoint(%q) = %v", c.endpoint, !c.remote)
 		}
+	}
+}
+
+// TestMigrate: admin migrate lists the releases' data changes and applies
+// the pending ones, once; --dry-run changes nothing.
+func TestMigrate(t *testing.T) {
+	tl := newTool(t)
+	tl.must("migrate", "--dry-run") // the command as shipped: no step yet
+	e, _ := tl.open(context.Background())
+	n := 0
+	steps := []migrate.Step{{ID: "2026-11-24-example", What: "an example", Run: func(context.Context, *store.DB) error { n++; return nil }}}
+	dry, _ := parseArgs("migrate", []string{"--dry-run"})
+	out, err := migrateSteps(context.Background(), e, dry, steps)
+	if err != nil || n != 0 || out.(map[string]any)["steps"].([]migrate.Status)[0].AppliedAt != "" {
+		t.Fatalf("--dry-run: %v %v, ran %d", out, err, n)
+	}
+	wet, _ := parseArgs("migrate", nil)
+	for range 2 {
+		if _, err := migrateSteps(context.Background(), e, wet, steps); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n != 1 {
+		t.Fatalf("the step ran %d times", n)
 	}
 }

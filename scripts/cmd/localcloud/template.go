@@ -3,9 +3,11 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -126,6 +128,7 @@ func loadStack(path string) (*stack, error) {
 	dir := filepath.Dir(path)
 	s := &stack{functions: map[string]*functionSpec{}, queues: map[string]*queueSpec{}, asyncConfigs: map[string]asyncConfig{}}
 	integrations := map[string]string{} // integration id -> function id
+	aliases := map[string]string{}      // alias id -> function id: what invokes an alias runs its function
 	ids := make([]string, 0, len(t.Resources))
 	for id := range t.Resources {
 		ids = append(ids, id)
@@ -157,6 +160,10 @@ func loadStack(path string) (*stack, error) {
 			}
 			f.bootstrap = filepath.Join(dir, "asset."+strings.TrimSuffix(key, ".zip"), "bootstrap")
 			s.functions[id] = f
+		case "AWS::Lambda::Alias":
+			// One version serves locally, the one built: an alias (which
+			// CodeDeploy shifts on AWS) runs its function.
+			aliases[id] = refID(p["FunctionName"])
 		case "AWS::ApiGatewayV2::Integration":
 			fn := refID(p["IntegrationUri"])
 			if p["IntegrationType"] != "AWS_PROXY" || fn == "" {
@@ -188,7 +195,9 @@ func loadStack(path string) (*stack, error) {
 			}
 			s.table = tableSpec{id: id, props: p}
 		case "AWS::Lambda::EventSourceMapping":
-			fn, src := refID(p["FunctionName"]), p["EventSourceArn"]
+			// An alias's mapping names it by "<function name>:live", built
+			// from the alias's ARN: the reference is inside.
+			fn, src := refWithin(p["FunctionName"]), p["EventSourceArn"]
 			var filters []string
 			if fc, ok := p["FilterCriteria"].(map[string]any); ok {
 				for _, f := range fc["Filters"].([]any) {
@@ -261,6 +270,32 @@ func loadStack(path string) (*stack, error) {
 			}
 		}
 	}
+	behind := func(id string) string {
+		if fn, ok := aliases[id]; ok {
+			return fn
+		}
+		return id
+	}
+	for id, fn := range integrations {
+		integrations[id] = behind(fn)
+	}
+	for i := range s.streamMappings {
+		s.streamMappings[i].function = behind(s.streamMappings[i].function)
+	}
+	for i := range s.queueMappings {
+		s.queueMappings[i].function = behind(s.queueMappings[i].function)
+	}
+	for i := range s.schedules {
+		for j := range s.schedules[i].targets {
+			s.schedules[i].targets[j].function = behind(s.schedules[i].targets[j].function)
+		}
+	}
+	for id, c := range s.asyncConfigs {
+		if fn := behind(id); fn != id {
+			delete(s.asyncConfigs, id)
+			s.asyncConfigs[fn] = c
+		}
+	}
 	for i, r := range s.routes {
 		fn, ok := integrations[r.function]
 		if !ok {
@@ -301,6 +336,30 @@ func (s *stack) check() error {
 		}
 	}
 	return nil
+}
+
+// refWithin is the logical id the first {"Ref": id} or {"Fn::GetAtt":
+// [id, attr]} inside v names (v itself, or within Fn::Join, Fn::Select,
+// Fn::Split and the like).
+func refWithin(v any) string {
+	if id := refID(v); id != "" {
+		return id
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			if id := refWithin(x[k]); id != "" {
+				return id
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if id := refWithin(e); id != "" {
+				return id
+			}
+		}
+	}
+	return ""
 }
 
 // refID is the logical id a {"Ref": id} or {"Fn::GetAtt": [id, attr]} names.

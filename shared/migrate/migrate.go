@@ -1,0 +1,153 @@
+// Package migrate runs the data changes a release needs, each once per
+// table: a step is code (Steps, in order, append only), its run is
+// recorded in the table (CONFIG / MIGRATION#<id>), and `scripts/admin
+// migrate` applies what is pending. docs/releases.md says when a release
+// needs one and how to write it.
+//
+// A step may run more than once: a run that died (a killed process, a
+// lost connection) is taken over once its lease is out. So every step is
+// idempotent, as a data change that meets live traffic must be anyway.
+package migrate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/practice-api/practice-api/shared/store"
+)
+
+// Step is one data change.
+type Step struct {
+	// ID names it for ever, in the order it was written:
+	// "2026-11-24-invoice-updated-index". Never renamed, never reused.
+	ID string
+	// What says what it changes, for the operator who runs it.
+	What string
+	// Run makes the change. It must be idempotent (see the package doc)
+	// and bounded in what it reads at once (Query or Scan pages).
+	Run func(ctx context.Context, db *store.DB) error
+}
+
+// Steps are the data changes of every release, oldest first. None yet: the
+// keys changed freely before any stage held data (docs/data-model.md).
+var Steps []Step
+
+// Lease is how long a run holds its step before another may take it over.
+const Lease = 15 * time.Minute
+
+// record is a step's item.
+type record struct {
+	PK         string `dynamodbav:"PK"`
+	SK         string `dynamodbav:"SK"`
+	What       string `dynamodbav:"what"`
+	AppliedAt  string `dynamodbav:"applied_at,omitempty"`
+	LeaseUntil int64  `dynamodbav:"lease_until,omitempty"`
+}
+
+func key(id string) (string, string) { return "CONFIG", "MIGRATION#" + id }
+
+// Status is a step's state in a table.
+type Status struct {
+	ID        string `json:"id"`
+	What      string `json:"what"`
+	AppliedAt string `json:"applied_at,omitempty"` // empty: pending
+}
+
+// List says of each step whether the table has it.
+func List(ctx context.Context, db *store.DB, steps []Step) ([]Status, error) {
+	out := make([]Status, 0, len(steps))
+	for _, s := range steps {
+		var r record
+		pk, sk := key(s.ID)
+		err := db.Get(ctx, pk, sk, &r)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return nil, err
+		}
+		out = append(out, Status{ID: s.ID, What: s.What, AppliedAt: r.AppliedAt})
+	}
+	return out, nil
+}
+
+// ErrHeld is returned when another run holds a step: try again after it.
+var ErrHeld = errors.New("migrate: another run is applying this step")
+
+// Apply runs the pending steps in order, each under its lease, and stops
+// at the first that fails (the steps after it may rely on it). It returns
+// the ids it applied.
+func Apply(ctx context.Context, db *store.DB, steps []Step, now func() time.Time) ([]string, error) {
+	seen := map[string]bool{}
+	var applied []string
+	for _, s := range steps {
+		if s.ID == "" || seen[s.ID] {
+			return applied, fmt.Errorf("migrate: step id %q is empty or repeated", s.ID)
+		}
+		seen[s.ID] = true
+		claimed, err := claim(ctx, db, s, now())
+		if err != nil {
+			return applied, fmt.Errorf("%s: %w", s.ID, err)
+		}
+		if !claimed {
+			continue // applied before
+		}
+		if err := s.Run(ctx, db); err != nil {
+			release(ctx, db, s.ID)
+			return applied, fmt.Errorf("%s: %w", s.ID, err)
+		}
+		if err := done(ctx, db, s.ID, now()); err != nil {
+			return applied, fmt.Errorf("%s: %w", s.ID, err)
+		}
+		applied = append(applied, s.ID)
+	}
+	return applied, nil
+}
+
+// claim takes the step's lease: it reports false for an applied step, and
+// ErrHeld while another run's lease lasts.
+func claim(ctx context.Context, db *store.DB, s Step, now time.Time) (bool, error) {
+	pk, sk := key(s.ID)
+	_, err := db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(db.Table), Key: store.Key(pk, sk),
+		UpdateExpression:    aws.String("SET what = :what, lease_until = :until"),
+		ConditionExpression: aws.String("attribute_not_exists(applied_at) AND (attribute_not_exists(lease_until) OR lease_until < :now)"),
+		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{
+			":what":  &ddbtypes.AttributeValueMemberS{Value: s.What},
+			":until": &ddbtypes.AttributeValueMemberN{Value: fmt.Sprint(now.Add(Lease).Unix())},
+			":now":   &ddbtypes.AttributeValueMemberN{Value: fmt.Sprint(now.Unix())},
+		},
+		ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var failed *ddbtypes.ConditionalCheckFailedException
+	if errors.As(err, &failed) {
+		var r record
+		if err := store.Unmarshal(failed.Item, &r); err == nil && r.AppliedAt != "" {
+			return false, nil
+		}
+		return false, ErrHeld
+	}
+	return err == nil, err
+}
+
+func done(ctx context.Context, db *store.DB, id string, now time.Time) error {
+	pk, sk := key(id)
+	_, err := db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(db.Table), Key: store.Key(pk, sk),
+		UpdateExpression:          aws.String("SET applied_at = :at REMOVE lease_until"),
+		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":at": &ddbtypes.AttributeValueMemberS{Value: store.FormatTime(now)}},
+	})
+	return err
+}
+
+// release gives a failed step's lease back, so that the next run retries
+// it at once (best effort: a lease left behind runs out).
+func release(ctx context.Context, db *store.DB, id string) {
+	pk, sk := key(id)
+	_, _ = db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(db.Table), Key: store.Key(pk, sk), UpdateExpression: aws.String("REMOVE lease_until"),
+	})
+}
