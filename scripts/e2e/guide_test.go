@@ -23,14 +23,7 @@ func TestTheGuidesPythonWalkthroughRuns(t *testing.T) {
 	if api.local == nil {
 		t.Skip("the receiver listens on loopback: it needs a server this suite started")
 	}
-	for _, tool := range []string{"bash", "curl", "jq", "python3"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			if os.Getenv("RECEIVERS_REQUIRED") == "1" {
-				t.Fatalf("%s is not installed, and RECEIVERS_REQUIRED=1", tool)
-			}
-			t.Skipf("%s is not installed here: the guide's walkthrough is not run", tool)
-		}
-	}
+	needTools(t, os.Getenv("RECEIVERS_REQUIRED") == "1", "the guide's walkthrough", "bash", "curl", "jq", "python3")
 	raw, err := os.ReadFile(filepath.Join(api.root, "docs", "guide.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -80,11 +73,7 @@ func shBlock(t *testing.T, doc, marker string) string {
 // among them, and nothing of another organisation. Then, from a mark after
 // them, the lists hold nothing that did not change since.
 func TestTheGuidesCatchUpRuns(t *testing.T) {
-	for _, tool := range []string{"bash", "curl", "jq"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not installed here: the guide's catch-up loop is not run", tool)
-		}
-	}
+	needTools(t, false, "the guide's catch-up loop", "bash", "curl", "jq")
 	raw, err := os.ReadFile(filepath.Join(api.root, "docs", "guide.md"))
 	if err != nil {
 		t.Fatal(err)
@@ -142,6 +131,20 @@ func TestTheGuidesCatchUpRuns(t *testing.T) {
 	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
 		if l != "" && !strings.Contains(l, `"cvr"`) {
 			t.Fatalf("catching up from after the imports gave a record that did not change:\n%s", l)
+		}
+	}
+}
+
+// needTools skips the test (or, when required, fails it) unless every
+// tool is on the PATH.
+func needTools(t *testing.T, required bool, what string, tools ...string) {
+	t.Helper()
+	for _, tool := range tools {
+		if _, err := exec.LookPath(tool); err != nil {
+			if required {
+				t.Fatalf("%s is not installed, and RECEIVERS_REQUIRED=1", tool)
+			}
+			t.Skipf("%s is not installed here: %s is not run", tool, what)
 		}
 	}
 }

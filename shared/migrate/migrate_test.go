@@ -41,28 +41,26 @@ func TestEachStepRunsOnce(t *testing.T) {
 	}
 	steps := []migrate.Step{step(0, "2026-11-24-a"), step(1, "2026-11-24-b"), step(2, "2026-11-24-c")}
 	now := time.Now
-	var wg sync.WaitGroup
-	errs := make([]error, 8)
-	for i := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, errs[i] = migrate.Apply(ctx, db, steps, now)
-		}()
+	// applyAtOnce runs eight Applies at once and returns their errors.
+	applyAtOnce := func() []error {
+		var wg sync.WaitGroup
+		errs := make([]error, 8)
+		for i := range errs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, errs[i] = migrate.Apply(ctx, db, steps, now)
+			}()
+		}
+		wg.Wait()
+		return errs
 	}
-	wg.Wait()
+	errs := applyAtOnce()
 	if runs[0].Load() != 1 || runs[1].Load() != 0 || runs[2].Load() != 0 {
 		t.Fatalf("with the second step failing: runs %d %d %d (errors %v)", runs[0].Load(), runs[1].Load(), runs[2].Load(), errs)
 	}
 	failSecond.Store(false)
-	for i := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, errs[i] = migrate.Apply(ctx, db, steps, now)
-		}()
-	}
-	wg.Wait()
+	errs = applyAtOnce()
 	for i := range steps {
 		if runs[i].Load() != 1 {
 			t.Fatalf("step %d ran %d times (errors %v)", i, runs[i].Load(), errs)
