@@ -191,9 +191,10 @@ func (t *target) startDevserver(extraEnv []string) (stop func(), err error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	ready := make(chan string, 1)
+	ready, closed := make(chan string, 1), make(chan struct{})
 	logs := &t.logs
 	go func() {
+		defer close(closed) // stderr ends when the server exits
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			line := sc.Text()
@@ -217,6 +218,9 @@ func (t *target) startDevserver(extraEnv []string) (stop func(), err error) {
 	}()
 	select {
 	case t.base = <-ready:
+	case <-closed: // it stopped before ready (localcloud refusing a template, say): say so now, not in 4 minutes
+		_ = cmd.Wait()
+		return nil, fmt.Errorf("%s exited before ready:\n%s", t.server, logs.String())
 	case <-time.After(4 * time.Minute): // the first run compiles the server (localcloud: and synthesizes the stack)
 		_ = cmd.Process.Kill()
 		return nil, fmt.Errorf("%s not ready after 4 minutes:\n%s", t.server, logs.String())
