@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -62,6 +63,15 @@ type Props struct {
 	// PublicBaseURL is PUBLIC_BASE_URL: the origin of links.next and
 	// Location (a custom domain); empty uses API Gateway's domain name.
 	PublicBaseURL string
+	// AllowPrivateTargets is WEBHOOK_ALLOW_PRIVATE_TARGETS=1 (setting
+	// allowPrivateTargets): receivers and the register on loopback and
+	// private addresses. The local stage only, whose receivers are on the
+	// same machine; never on AWS.
+	AllowPrivateTargets bool
+	// APIKeyModes is API_KEY_MODES (setting apiKeyModes): the key modes the
+	// stage takes; default live on prod, live and test on local, test
+	// elsewhere.
+	APIKeyModes string
 	// DispatcherConcurrency is the dispatcher's reserved concurrency
 	// (context dispatcherConcurrency): one poller per stream shard plus the
 	// sweep (DefaultDispatcherConcurrency).
@@ -183,7 +193,7 @@ var stagePattern = regexp.MustCompile(`^[a-z][a-z0-9-]{1,19}$`)
 var SettingKeys = []string{"rateLimit", "companyRegisterUrl", "companyRegisterKeySecret", "alarmEmail", "publicBaseUrl", "logLevel",
 	"systemLogLevel", "domainName", "certificateArn", "backupCopyVaultArn", "wafWebAclArn", "cloudFront", "dispatcherConcurrency",
 	"registerConcurrency", "tableName", "deployment", "outboxShards", "outboxRetentionDays", "eventRetentionDays", "accountConcurrency", "throttleRate",
-	"throttleBurst", "publicThrottleRate", "publicThrottleBurst", "lambdaArch", "reservedConcurrency"}
+	"throttleBurst", "publicThrottleRate", "publicThrottleBurst", "lambdaArch", "reservedConcurrency", "allowPrivateTargets", "apiKeyModes"}
 
 // stageSettings are the stage's kept settings: cdk.json's, then the
 // STAGE_SETTINGS file's over them. An unknown key is an error (a typo
@@ -366,8 +376,27 @@ func PropsFromContext(app awscdk.App) (*Props, error) {
 	}
 	if p.PublicBaseURL != "" {
 		u, err := url.Parse(p.PublicBaseURL)
-		if err != nil || u.Scheme != "https" || u.Host == "" || strings.Trim(u.Path, "/") != "" {
+		// http:// only for the local stage on loopback (scripts/localcloud
+		// passes its listen address when PUBLIC_BASE_URL asks for it).
+		local := p.Stage == "local" && u != nil && u.Scheme == "http" && loopback(u.Hostname())
+		if err != nil || (u.Scheme != "https" && !local) || u.Host == "" || strings.Trim(u.Path, "/") != "" {
 			return nil, fmt.Errorf("publicBaseUrl must be an https origin such as https://api.example.dk")
+		}
+	}
+	switch v := get("allowPrivateTargets", "false"); v {
+	case "true":
+		if p.Stage != "local" {
+			return nil, fmt.Errorf("allowPrivateTargets=true is for the local stage only (receivers on this machine): on AWS a subscriber URL must never reach the VPC, the metadata service or loopback")
+		}
+		p.AllowPrivateTargets = true
+	case "false":
+	default:
+		return nil, fmt.Errorf("allowPrivateTargets must be true or false, got %q", v)
+	}
+	p.APIKeyModes = get("apiKeyModes", "")
+	for _, m := range strings.Split(p.KeyModes(), ",") {
+		if m != "live" && m != "test" {
+			return nil, fmt.Errorf("apiKeyModes must be live, test or live,test, got %q", p.APIKeyModes)
 		}
 	}
 	for _, fn := range Functions {
@@ -447,4 +476,24 @@ func (p *Props) Architecture() awslambda.Architecture {
 		return awslambda.Architecture_X86_64()
 	}
 	return awslambda.Architecture_ARM_64()
+}
+
+// loopback reports whether host is this machine's loopback.
+func loopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.IsLoopback()
+}
+
+// KeyModes is API_KEY_MODES: the apiKeyModes setting, else the stage's
+// default (live on prod; live and test on local, which runs the black-box
+// suites written for the devserver, and the admin tool mints live keys by
+// default; test elsewhere).
+func (p *Props) KeyModes() string {
+	if p.APIKeyModes != "" {
+		return p.APIKeyModes
+	}
+	return cmp.Or(map[string]string{"prod": "live", "local": "live,test"}[p.Stage], "test")
 }

@@ -231,23 +231,17 @@ func (s *Stack) newFunction(fn Function, p *Props) awslambda.Function {
 	logs := awslogs.NewLogGroup(s.Stack, jsii.String(fn.Name+"-logs"), &awslogs.LogGroupProps{
 		Retention: p.LogRetention(), RemovalPolicy: p.LogRemoval(),
 	})
-	modes := "test"
-	switch p.Stage {
-	case "prod":
-		modes = "live"
-	case "local": // runs the black-box suites written for the devserver, which takes both (the admin tool mints live keys by default)
-		modes = "live,test"
-	}
 	env := map[string]*string{
 		"TABLE_NAME":            s.Table.TableName(),
 		"RATE_LIMIT_PER_MINUTE": jsii.String(strconv.Itoa(p.RateLimit)),
-		"API_KEY_MODES":         jsii.String(modes),
+		"API_KEY_MODES":         jsii.String(p.KeyModes()),
 		"COMPANY_REGISTER_URL":  jsii.String(p.CompanyRegisterURL),
 		"ENRICHMENT_QUEUE_URL":  s.Queues["enrichment"].QueueUrl(),
 		"DELIVERY_QUEUE_URL":    s.Queues["delivery"].QueueUrl(),
 		// Never in AWS: a subscriber URL must not reach the VPC, the
-		// metadata service or loopback.
-		"WEBHOOK_ALLOW_PRIVATE_TARGETS": jsii.String("0"),
+		// metadata service or loopback (the local stage's setting may allow
+		// it: its receivers are on the same machine).
+		"WEBHOOK_ALLOW_PRIVATE_TARGETS": jsii.String(map[bool]string{true: "1", false: "0"}[p.AllowPrivateTargets]),
 		"STAGE":                         jsii.String(p.Stage),
 		"OUTBOX_SHARDS":                 jsii.String(strconv.Itoa(p.OutboxShards)),
 		"OUTBOX_RETENTION":              jsii.String(strconv.Itoa(p.OutboxRetentionDays*24) + "h"),

@@ -799,3 +799,45 @@ func TestProtectedStagesEncryptWithTheirOwnKey(t *testing.T) {
 		}
 	}
 }
+
+// TestPrivateTargetsOnlyOnTheLocalStage: the local stage's settings may
+// admit receivers on this machine and an http:// loopback origin (its
+// template then says so, for localcloud to run as it is); every other
+// stage refuses both, and AWS stages' templates keep the guard on.
+func TestPrivateTargetsOnlyOnTheLocalStage(t *testing.T) {
+	dir := standInCode(t)
+	stageProps := func(stage string, kv ...string) (*Props, error) {
+		ctx := map[string]any{"stage": stage, "codeDir": dir, "alarmEmail": "ops@example.dk"}
+		for i := 0; i+1 < len(kv); i += 2 {
+			ctx[kv[i]] = kv[i+1]
+		}
+		return PropsFromContext(awscdk.NewApp(&awscdk.AppProps{Context: &ctx}))
+	}
+	p, err := stageProps("local", "allowPrivateTargets", "true", "publicBaseUrl", "http://127.0.0.1:8080", "apiKeyModes", "test")
+	if err != nil || !p.AllowPrivateTargets || p.PublicBaseURL != "http://127.0.0.1:8080" || p.KeyModes() != "test" {
+		t.Fatalf("local stage: %+v, %v", p, err)
+	}
+	if p, err := stageProps("local"); err != nil || p.AllowPrivateTargets || p.KeyModes() != "live,test" {
+		t.Fatalf("local stage by default: %+v, %v", p, err)
+	}
+	for _, c := range [][]string{
+		{"dev", "allowPrivateTargets", "true"},
+		{"prod", "allowPrivateTargets", "true"},
+		{"local", "allowPrivateTargets", "yes"},
+		{"dev", "publicBaseUrl", "http://127.0.0.1:8080"},
+		{"local", "publicBaseUrl", "http://api.example.dk"},
+		{"dev", "apiKeyModes", "live,sandbox"},
+	} {
+		if _, err := stageProps(c[0], c[1:]...); err == nil {
+			t.Errorf("%v: accepted", c)
+		}
+	}
+	for _, stage := range []string{"dev", "prod"} {
+		for _, f := range resources(stage, "AWS::Lambda::Function") {
+			vars, _ := props(f)["Environment"].(map[string]any)["Variables"].(map[string]any)
+			if v, ok := vars["WEBHOOK_ALLOW_PRIVATE_TARGETS"]; ok && v != "0" {
+				t.Errorf("%s, %s: WEBHOOK_ALLOW_PRIVATE_TARGETS=%v", stage, props(f)["Description"], v)
+			}
+		}
+	}
+}

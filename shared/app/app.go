@@ -7,8 +7,10 @@ package app
 import (
 	"context"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
+	"strconv"
 
 	"github.com/awslabs/aws-lambda-go-api-proxy/core"
 
@@ -64,15 +66,28 @@ func Apply(cfg config.Config) {
 	metrics.Stage = cfg.Stage
 }
 
-// apiGatewayBaseURL is the origin API Gateway says it was called on (its
-// request context's domain name: the stage's own or a custom domain), not
-// the client's Host header.
+// apiGatewayBaseURL is the origin API Gateway says it was called on: its
+// request context's domain name (the stage's own or a custom domain), not
+// the client's Host header, with the scheme and port of the headers API
+// Gateway adds to every request (X-Forwarded-Proto, X-Forwarded-Port:
+// https and 443 on AWS, so the origin is https://<domain>; localcloud's
+// gateway says http and its port, so local links lead back to it).
 func apiGatewayBaseURL(r *http.Request) (string, bool) {
 	gw, ok := core.GetAPIGatewayV2ContextFromContext(r.Context())
 	if !ok || gw.DomainName == "" {
 		return "", false
 	}
-	return "https://" + gw.DomainName, true
+	scheme := "https"
+	if r.Header.Get("X-Forwarded-Proto") == "http" {
+		scheme = "http"
+	}
+	host := gw.DomainName
+	if port := r.Header.Get("X-Forwarded-Port"); port != "" && port != map[string]string{"https": "443", "http": "80"}[scheme] {
+		if n, err := strconv.Atoi(port); err == nil && n > 0 && n < 65536 {
+			host = net.JoinHostPort(host, port)
+		}
+	}
+	return scheme + "://" + host, true
 }
 
 // deprecation is cfg's announcement of this version's retirement; nil

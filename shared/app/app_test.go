@@ -174,3 +174,65 @@ func settings(t *testing.T, kv ...string) config.Config {
 	}
 	return cfg
 }
+
+// TestLinksNameTheDomainTheGatewaySays: without PUBLIC_BASE_URL, links.next
+// is built from API Gateway's request context (its domain name, never the
+// client's Host header) and the scheme and port of the headers it adds:
+// https://<domain> on AWS, http://127.0.0.1:<port> behind localcloud's
+// gateway. PUBLIC_BASE_URL, when set, wins.
+func TestLinksNameTheDomainTheGatewaySays(t *testing.T) {
+	db := storetest.NewDB(t)
+	ctx := context.Background()
+	_, tok, err := seed.Demo(ctx, db, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := routes.Prefix + "/matters"
+	next := func(cfg config.Config, domain string, headers map[string]string) string {
+		t.Helper()
+		h, err := app.FamilyHandler(ctx, cfg, routes.Matters, app.On(families.Builds(nil)[routes.Matters]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		headers["authorization"] = "Bearer " + tok.String()
+		headers["host"] = "evil.example"
+		resp, err := httpadapter.NewV2(h).ProxyWithContext(ctx, events.APIGatewayV2HTTPRequest{
+			Version: "2.0", RouteKey: "GET " + path, RawPath: path, RawQueryString: "per_page=1", Headers: headers,
+			RequestContext: events.APIGatewayV2HTTPRequestContext{DomainName: domain,
+				HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: "GET", Path: path}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body struct {
+			Links struct {
+				Next string `json:"next"`
+			} `json:"links"`
+		}
+		if err := json.Unmarshal([]byte(resp.Body), &body); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("%d %s", resp.StatusCode, resp.Body)
+		}
+		return body.Links.Next
+	}
+	kv := []string{"TABLE_NAME", db.Table, "DYNAMODB_ENDPOINT", storetest.Endpoint(t)}
+	plain := settings(t, kv...)
+	for _, c := range []struct {
+		domain  string
+		headers map[string]string
+		want    string
+	}{
+		{"abc123.execute-api.eu-north-1.amazonaws.com", map[string]string{"x-forwarded-proto": "https", "x-forwarded-port": "443"}, "https://abc123.execute-api.eu-north-1.amazonaws.com"},
+		{"api.example.dk", map[string]string{}, "https://api.example.dk"},
+		{"127.0.0.1", map[string]string{"x-forwarded-proto": "http", "x-forwarded-port": "8123"}, "http://127.0.0.1:8123"},
+		{"127.0.0.1", map[string]string{"x-forwarded-proto": "http", "x-forwarded-port": "80"}, "http://127.0.0.1"},
+		{"api.example.dk", map[string]string{"x-forwarded-proto": "gopher", "x-forwarded-port": "x"}, "https://api.example.dk"},
+	} {
+		if got := next(plain, c.domain, c.headers); !strings.HasPrefix(got, c.want+path+"?") {
+			t.Errorf("%s %v: links.next %q, want %s%s?…", c.domain, c.headers, got, c.want, path)
+		}
+	}
+	custom := settings(t, append(kv, "PUBLIC_BASE_URL", "https://api.example.dk")...)
+	if got := next(custom, "abc123.execute-api.eu-north-1.amazonaws.com", map[string]string{}); !strings.HasPrefix(got, "https://api.example.dk"+path+"?") {
+		t.Errorf("with PUBLIC_BASE_URL: %q", got)
+	}
+}

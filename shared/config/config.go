@@ -144,7 +144,7 @@ var Vars = []Var{
 		func(c *Config, v string) (err error) { c.WebhookRetrySchedule, err = schedule(v); return err }},
 	{"WEBHOOK_CA_FILE", "unset", Workers, "PEM file of extra roots to trust in receivers' certificates (a self-signed local receiver); read at start",
 		func(c *Config, v string) error { c.WebhookCAFile = v; return nil }},
-	{"WEBHOOK_ALLOW_PRIVATE_TARGETS", "`0` (`1` under `scripts/devserver`)", Workers,
+	{"WEBHOOK_ALLOW_PRIVATE_TARGETS", "`0` (`1` under the local runtimes: the devserver's default, the local stage's `allowPrivateTargets` under localcloud)", Workers,
 		"`1` admits receivers (and the company register) on loopback and private addresses, and `http://` receivers on loopback; `0` applies AWS's guard",
 		func(c *Config, v string) error { return flag(&c.WebhookAllowPrivateTargets, v) }},
 	{"WEBHOOK_SECRETS_KEY_ARN", "unset", Workers, "the KMS key that seals webhook signing secrets (protected stages); unset: a key kept in the table",

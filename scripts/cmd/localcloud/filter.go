@@ -18,7 +18,73 @@ func parseFilter(pattern string) (filter, error) {
 	if err := json.Unmarshal([]byte(pattern), &f); err != nil {
 		return nil, fmt.Errorf("filter pattern %s: %w", pattern, err)
 	}
+	if err := checkPattern(f, ""); err != nil {
+		return nil, fmt.Errorf("filter pattern %s: %w; localcloud stops rather than filter otherwise than Lambda would", pattern, err)
+	}
 	return f, nil
+}
+
+// checkPattern refuses what matchObject does not implement: $or, and
+// operators other than prefix, suffix, equals-ignore-case, exists and a
+// flat anything-but (numeric, cidr, wildcard, anything-but of an
+// operator, …), each named with where it is.
+func checkPattern(p map[string]any, at string) error {
+	for k, v := range p {
+		path := strings.TrimPrefix(at+"."+k, ".")
+		if strings.HasPrefix(k, "$") {
+			return fmt.Errorf("%s: %s is not implemented", path, k)
+		}
+		switch t := v.(type) {
+		case map[string]any:
+			if err := checkPattern(t, path); err != nil {
+				return err
+			}
+		case []any:
+			for _, alt := range t {
+				op, ok := alt.(map[string]any)
+				if !ok {
+					continue // a value to equal
+				}
+				if err := checkOperator(op, path); err != nil {
+					return err
+				}
+			}
+		default:
+			return fmt.Errorf("%s: a pattern's values are arrays, not %v", path, v)
+		}
+	}
+	return nil
+}
+
+func checkOperator(op map[string]any, at string) error {
+	if len(op) != 1 {
+		return fmt.Errorf("%s: an operator object holds one operator, not %d", at, len(op))
+	}
+	for name, arg := range op {
+		switch name {
+		case "prefix", "suffix", "equals-ignore-case":
+			if _, ok := arg.(string); !ok {
+				return fmt.Errorf("%s: %s of %v (only a string is implemented)", at, name, arg)
+			}
+		case "exists":
+			if _, ok := arg.(bool); !ok {
+				return fmt.Errorf("%s: exists of %v", at, arg)
+			}
+		case "anything-but":
+			list, ok := arg.([]any)
+			if !ok {
+				list = []any{arg}
+			}
+			for _, x := range list {
+				if _, nested := x.(map[string]any); nested {
+					return fmt.Errorf("%s: anything-but of an operator (%v) is not implemented", at, x)
+				}
+			}
+		default:
+			return fmt.Errorf("%s: the %s operator is not implemented", at, name)
+		}
+	}
+	return nil
 }
 
 // passes reports whether a record (a decoded JSON object) passes any of

@@ -48,6 +48,23 @@ const IntegrationTimeout = 30 * time.Second
 // MaxPayload is API Gateway's limit on a request body.
 const MaxPayload = 10 << 20
 
+// MaxHeaderBytes is HTTP APIs' quota on the request line and header
+// values together (10,240 bytes). AWS does not document the status of a
+// request over it; localcloud answers 413, so such a request fails here
+// before it meets AWS.
+const MaxHeaderBytes = 10240
+
+// headerBytes is the size of r's request line and headers.
+func headerBytes(r *http.Request) int {
+	n := len(r.Method) + 1 + len(r.RequestURI) + 1 + len(r.Proto) + len("host: ") + len(r.Host)
+	for name, vals := range r.Header {
+		for _, v := range vals {
+			n += len(name) + 2 + len(v)
+		}
+	}
+	return n
+}
+
 func newGateway(s *stack, fns map[string]*function) (*gateway, error) {
 	g := &gateway{apiID: strings.ReplaceAll(uuid.NewString(), "-", "")[:10], buckets: map[string]*bucket{}, timeout: IntegrationTimeout}
 	for _, r := range s.routes {
@@ -132,6 +149,11 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	fnName = route.fn.spec.name
+	if headerBytes(r) > MaxHeaderBytes {
+		status = http.StatusRequestEntityTooLarge
+		gatewayError(w, status, "Request Entity Too Large")
+		return
+	}
 	if !g.allow(route.key) {
 		status = http.StatusTooManyRequests
 		gatewayError(w, status, "Too Many Requests")
@@ -154,6 +176,14 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		gatewayError(w, status, "Internal Server Error")
 		return
 	}
+	if len(payload) > MaxSyncPayload {
+		// The event (a body of a few MB, more once base64-encoded) is past
+		// what Lambda takes in a synchronous invocation: the function never
+		// runs.
+		status = http.StatusRequestEntityTooLarge
+		gatewayError(w, status, "Request Entity Too Large")
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), g.timeout)
 	defer cancel()
 	// The integration times out at 30 s whatever the function's own
@@ -163,8 +193,24 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		err error
 	}
 	done := make(chan result, 1)
+	// A function with reserved concurrency takes no more than that at
+	// once: Lambda refuses the call beyond it at once (429
+	// TooManyRequestsException, ReservedFunctionConcurrentInvocationLimitExceeded),
+	// and API Gateway answers the client {"message":"Internal Server
+	// Error"} (AWS: "Troubleshooting issues with HTTP API Lambda
+	// integrations", docs.aws.amazon.com/apigateway/latest/developerguide/http-api-troubleshooting-lambda.html,
+	// and "How do I troubleshoot … 500 … for API Gateway endpoints that
+	// integrate with Lambda?", repost.aws/knowledge-center/api-gateway-internal-server-error:
+	// a throttled backend returns "Internal server error"). Without a
+	// reservation a function scales to the account's concurrency on AWS;
+	// localcloud runs at most a few processes of it and queues the rest for
+	// a slot, within the integration's 30 s.
+	wait := time.Duration(0)
+	if route.fn.spec.reserved > 0 {
+		wait = NoWait
+	}
 	go func() {
-		o, _, err := route.fn.Invoke(ctx, payload, 0)
+		o, _, err := route.fn.Invoke(ctx, payload, wait)
 		done <- result{o, err}
 	}()
 	var o outcome
@@ -235,13 +281,20 @@ func v2Event(r *http.Request, route *gatewayRoute, vars map[string]string, body 
 		}
 		headers[lname] = strings.Join(vals, ",")
 	}
-	host := r.Host
-	headers["host"] = host
+	headers["host"] = r.Host
 	if _, ok := headers["x-forwarded-for"]; !ok {
 		ip, _, _ := net.SplitHostPort(r.RemoteAddr)
 		headers["x-forwarded-for"] = ip
 	}
-	headers["x-forwarded-proto"] = "http"
+	// The API's own domain, as API Gateway's domainName is (never a port,
+	// never the client's Host header), and the scheme and port it was
+	// called on, in the headers API Gateway adds (AWS: https, 443). The
+	// functions build links from these when no PUBLIC_BASE_URL is set.
+	host, port := "127.0.0.1", "80"
+	if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+		host, port, _ = net.SplitHostPort(a.String())
+	}
+	headers["x-forwarded-proto"], headers["x-forwarded-port"] = "http", port
 	var query map[string]string
 	if q := r.URL.Query(); len(q) > 0 {
 		query = map[string]string{}

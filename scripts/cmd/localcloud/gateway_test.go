@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -29,6 +31,8 @@ func gatewayAnswer(path string, event []byte) (any, error) {
 		time.Sleep(3 * time.Second)
 	case "/plain":
 		return map[string]string{"not": "structured"}, nil
+	case "/huge":
+		return events.APIGatewayV2HTTPResponse{StatusCode: 200, Body: strings.Repeat("x", 7<<20)}, nil
 	}
 	return events.APIGatewayV2HTTPResponse{StatusCode: 201, Headers: map[string]string{"Content-Type": "application/json", "X-Probe": "yes"},
 		Cookies: []string{"a=1; Path=/", "b=2"}, Body: string(event)}, nil
@@ -67,11 +71,12 @@ func TestGatewayServesAsAnHTTPAPIDoes(t *testing.T) {
 	if err := json.Unmarshal(body, &ev); err != nil {
 		t.Fatal(err)
 	}
-	host := strings.TrimPrefix(srv.URL, "http://")
+	host, port, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
 	if ev.Version != "2.0" || ev.RouteKey != "POST /things/{id}" || ev.RawPath != "/things/42" || ev.RawQueryString != "a=1&a=2&b=x" ||
 		ev.PathParameters["id"] != "42" || ev.QueryStringParameters["a"] != "1,2" || strings.Join(ev.Cookies, "|") != "x=1|y=2" ||
 		ev.Headers["x-custom"] != "v" || ev.Body != "hello" || ev.IsBase64Encoded ||
-		ev.RequestContext.Stage != "$default" || ev.RequestContext.DomainName != host || ev.RequestContext.HTTP.Method != "POST" ||
+		ev.RequestContext.Stage != "$default" || ev.RequestContext.DomainName != host ||
+		ev.Headers["x-forwarded-proto"] != "http" || ev.Headers["x-forwarded-port"] != port || ev.RequestContext.HTTP.Method != "POST" ||
 		ev.RequestContext.HTTP.Path != "/things/42" || ev.RequestContext.HTTP.SourceIP != "127.0.0.1" || ev.RequestContext.RequestID == "" {
 		t.Fatalf("the event: %s", body)
 	}
@@ -145,5 +150,96 @@ func TestGatewayServesAsAnHTTPAPIDoes(t *testing.T) {
 	wg.Wait()
 	if codes[201] < 3 || codes[201] > 4 || codes[429] != 12-codes[201] {
 		t.Errorf("throttled: %v", codes)
+	}
+}
+
+// TestReservedConcurrencyRefusesAtOnce: with a reserved concurrency of 2,
+// two slow calls run and the third, sent while they do, is refused at once
+// (API Gateway's 500 for a throttled Lambda) and logged as a throttle;
+// once they end, calls run again.
+func TestReservedConcurrencyRefusesAtOnce(t *testing.T) {
+	f, logs := testFunction(t, 10*time.Second, 2)
+	g, err := newGateway(&stack{routes: []routeSpec{{key: "$default", function: "Probe"}}}, map[string]*function{"Probe": f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(g)
+	defer srv.Close()
+	get := func(path string) (int, string) {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Error(err)
+			return 0, ""
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Go(func() {
+			if code, _ := get("/slow"); code != 201 {
+				t.Errorf("a call within the reservation: %d", code)
+			}
+		})
+	}
+	for deadline := time.Now().Add(5 * time.Second); len(f.slots) < 2; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the two slow calls never ran")
+		}
+	}
+	start := time.Now()
+	code, body := get("/quick")
+	if took := time.Since(start); code != 500 || body != `{"message":"Internal Server Error"}` || took > time.Second {
+		t.Errorf("a call beyond the reservation: %d %s after %v (want 500 at once)", code, body, took)
+	}
+	wg.Wait()
+	if code, _ := get("/quick"); code != 201 {
+		t.Errorf("after the slow calls: %d", code)
+	}
+	if !strings.Contains(logs.String(), "THROTTLED Function: probe\tReserved Concurrency: 2") || f.throttles.Load() != 1 {
+		t.Errorf("the throttle is not logged or counted (%d):\n%s", f.throttles.Load(), logs.String())
+	}
+}
+
+// TestLimitsAsAWSSetsThem: API Gateway's 10,240 bytes of request line and
+// headers, and Lambda's 6 MB on a synchronous event (a 5 MB binary body is
+// over it once base64-encoded; 4 MB of text is not) and on a response (the
+// invocation fails: API Gateway's 500).
+func TestLimitsAsAWSSetsThem(t *testing.T) {
+	f, _ := testFunction(t, 10*time.Second, 0)
+	g, err := newGateway(&stack{routes: []routeSpec{{key: "$default", function: "Probe"}}}, map[string]*function{"Probe": f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(g)
+	defer srv.Close()
+	do := func(path string, body []byte, header string) (int, int) {
+		req, _ := http.NewRequest("POST", srv.URL+path, bytes.NewReader(body))
+		if header != "" {
+			req.Header.Set("X-Big", header)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, len(b)
+	}
+	if code, _ := do("/x", nil, strings.Repeat("h", 10300)); code != 413 {
+		t.Errorf("11 KB of headers: %d", code)
+	}
+	if code, _ := do("/x", nil, strings.Repeat("h", 9000)); code != 201 {
+		t.Errorf("9 KB of headers: %d", code)
+	}
+	if code, _ := do("/x", bytes.Repeat([]byte{0xff}, 5<<20), ""); code != 413 {
+		t.Errorf("a 5 MB binary body (6.7 MB as base64): %d", code)
+	}
+	if code, n := do("/x", bytes.Repeat([]byte("a"), 4<<20), ""); code != 201 || n < 4<<20 {
+		t.Errorf("4 MB of text: %d, %d bytes back", code, n)
+	}
+	if code, _ := do("/huge", nil, ""); code != 500 {
+		t.Errorf("a 7 MB answer: %d", code)
 	}
 }

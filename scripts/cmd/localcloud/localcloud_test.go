@@ -30,6 +30,7 @@ type cloud struct {
 	*localproc.Proc
 	template string // from the "localcloud ready" log line
 	sqs      string
+	sqsKey   string // the operator's access key id for the SQS server
 }
 
 func (c *cloud) log() []string { return c.Lines() }
@@ -50,9 +51,10 @@ func start(t *testing.T, env ...string) *cloud {
 				Msg      string `json:"msg"`
 				Template string `json:"template"`
 				SQS      string `json:"sqs_endpoint"`
+				SQSKey   string `json:"sqs_access_key_id"`
 			}
 			if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "localcloud ready" {
-				c.template, c.sqs = l.Template, l.SQS
+				c.template, c.sqs, c.sqsKey = l.Template, l.SQS, l.SQSKey
 			}
 		}
 	}
@@ -330,6 +332,7 @@ func TestDeliveriesRetryByTheQueueAndDeadLetter(t *testing.T) {
 	for deadline := time.Now().Add(40 * time.Second); ; {
 		req, _ := http.NewRequest("POST", c2.sqs, strings.NewReader(`{"QueueUrl":"`+c2.sqs+"/"+localAccount+"/"+dlqName+`","AttributeNames":["All"]}`))
 		req.Header.Set("X-Amz-Target", "AmazonSQS.GetQueueAttributes")
+		req.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential="+c2.sqsKey+"/20260101/"+localRegion+"/sqs/aws4_request") // the server checks whose key it is
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)

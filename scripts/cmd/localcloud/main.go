@@ -96,6 +96,9 @@ func run() error {
 	if err := checkArch(st); err != nil {
 		return err
 	}
+	if err := checkSettings(st); err != nil {
+		return err
+	}
 
 	// The engine, as the devserver starts it, and the table the template defines.
 	db, cfg, engine, err := localrun.Store(ctx, conf)
@@ -138,13 +141,13 @@ func run() error {
 	// The functions, each with the environment the template gives it, the
 	// contract's settings, and where the local services are.
 	base := "http://" + ln.Addr().String()
-	settings := contractSettings(base)
+	settings := passedThrough()
 	res := &resolver{st: st, table: cfg.TableName, streamArn: streamArn, queues: queues}
 	logs := &logWriter{w: os.Stderr}
 	maxConc := 10
 	fns := map[string]*function{}
 	for id, spec := range st.functions {
-		env, err := functionEnv(spec, res, settings, cfg.Endpoint, sqs.base)
+		env, err := functionEnv(spec, res, settings, cfg.Endpoint, sqs.base, sqs.credential(spec.name))
 		if err != nil {
 			return err
 		}
@@ -216,26 +219,92 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	operator := sqs.credential("operator") // for the runbook's rehearsals (aws --endpoint-url)
 	apiSrv := &http.Server{Handler: gw, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: IntegrationTimeout, IdleTimeout: 2 * time.Minute}
 	return localrun.Serve(ctx, apiSrv, ln, engine, base+"/api/v1", func() {
 		slog.Info("localcloud ready", "base_url", base+"/api/v1", "template", tplPath, "functions", len(fns), "routes", len(st.routes),
-			"queues", len(st.queues), "sqs_endpoint", sqs.base, "dynamodb_endpoint", cfg.Endpoint, "table", cfg.TableName)
+			"queues", len(st.queues), "sqs_endpoint", sqs.base, "sqs_access_key_id", operator, "dynamodb_endpoint", cfg.Endpoint, "table", cfg.TableName)
 	})
 }
 
-// contractSettings are the settings LOCAL-CONTRACT.md lists (and the
-// project's additions), with the devserver's defaults, passed into every
-// function's environment. TABLE_NAME is not among them: the functions get
-// it from the template (its Ref resolves to the local table), so a
-// function the template forgets to tell fails here as it would in AWS.
-func contractSettings(base string) map[string]string {
-	s := map[string]string{
-		"RATE_LIMIT_PER_MINUTE":         getenv("RATE_LIMIT_PER_MINUTE", "120"),
-		"WEBHOOK_ALLOW_PRIVATE_TARGETS": getenv("WEBHOOK_ALLOW_PRIVATE_TARGETS", "1"),
-		"PUBLIC_BASE_URL":               getenv("PUBLIC_BASE_URL", base),
+// The contract's settings (docs/settings.md) reach the functions in two
+// ways, and never over a value the template gives:
+//   - stageSettings: those the template itself sets. localcloud passes
+//     them to the synth of the local stage as its settings (defaults as
+//     the devserver's), so the template carries them; a template given in
+//     LOCALCLOUD_TEMPLATE is run as it is, and a setting that disagrees
+//     with it stops localcloud.
+//   - passThrough: those the template leaves unset (local test knobs such
+//     as short retry schedules), added to the environment of the
+//     functions that read settings.
+var passThrough = []string{"WEBHOOK_RETRY_SCHEDULE", "WEBHOOK_CA_FILE", "ENRICHMENT_RETRY_SCHEDULE",
+	"API_DEPRECATED_SINCE", "API_SUNSET", "API_DEPRECATION_LINK", "EVENT_FEED_SETTLE"}
+
+// stageSetting is a setting the template gives: its variable, the local
+// stage's setting that sets it (infra), and localcloud's default (the
+// devserver's; "" leaves the stage's own).
+type stageSetting struct{ variable, setting, def string }
+
+var stageSettings = []stageSetting{
+	{"RATE_LIMIT_PER_MINUTE", "rateLimit", "120"},
+	{"WEBHOOK_ALLOW_PRIVATE_TARGETS", "allowPrivateTargets", "1"},
+	{"PUBLIC_BASE_URL", "publicBaseUrl", ""},
+	{"COMPANY_REGISTER_URL", "companyRegisterUrl", ""},
+	{"API_KEY_MODES", "apiKeyModes", ""},
+}
+
+// synthContext is the local stage's settings from this environment, for
+// the synth: each stageSetting the environment (or localcloud's default)
+// sets.
+func synthContext() map[string]string {
+	ctx := map[string]string{}
+	for _, s := range stageSettings {
+		if v := getenv(s.variable, s.def); v != "" {
+			ctx[s.setting] = s.contextValue(v)
+		}
 	}
-	for _, k := range []string{"WEBHOOK_RETRY_SCHEDULE", "WEBHOOK_CA_FILE", "COMPANY_REGISTER_URL", "ENRICHMENT_RETRY_SCHEDULE",
-		"API_KEY_MODES", "API_DEPRECATED_SINCE", "API_SUNSET", "API_DEPRECATION_LINK", "EVENT_FEED_SETTLE"} {
+	return ctx
+}
+
+// contextValue is the synth setting's value for the variable's v.
+func (s stageSetting) contextValue(v string) string {
+	if s.setting == "allowPrivateTargets" {
+		return map[bool]string{true: "true", false: "false"}[v == "1" || v == "true"]
+	}
+	return v
+}
+
+// checkSettings refuses a template whose settings disagree with what this
+// environment asks for (a template given in LOCALCLOUD_TEMPLATE, made with
+// other settings): localcloud never sets a variable over the template's.
+func checkSettings(st *stack) error {
+	for _, spec := range st.functions {
+		if _, ok := spec.env["TABLE_NAME"]; !ok {
+			continue // a function that reads no settings
+		}
+		for _, s := range stageSettings {
+			want := getenv(s.variable, s.def)
+			if want == "" {
+				continue
+			}
+			got, _ := spec.env[s.variable].(string)
+			if s.setting == "allowPrivateTargets" {
+				want = map[bool]string{true: "1", false: "0"}[want == "1" || want == "true"]
+			}
+			if got != want {
+				return fmt.Errorf("%s=%s, but the template gives function %s %s=%q: localcloud runs the template's settings, never its own over them; "+
+					"synthesize the local stage with -c %s=%s (or unset LOCALCLOUD_TEMPLATE: localcloud then synthesizes with it)",
+					s.variable, want, spec.name, s.variable, got, s.setting, s.contextValue(want))
+			}
+		}
+	}
+	return nil
+}
+
+// passedThrough are the passThrough settings this environment sets.
+func passedThrough() map[string]string {
+	s := map[string]string{}
+	for _, k := range passThrough {
 		if v := os.Getenv(k); v != "" {
 			s[k] = v
 		}
@@ -249,9 +318,10 @@ func contractSettings(base string) map[string]string {
 }
 
 // functionEnv is a function's environment: the template's variables
-// (intrinsics resolved to the local services), the contract's settings,
-// and what Lambda itself sets.
-func functionEnv(spec *functionSpec, res *resolver, settings map[string]string, dynamo, sqsEndpoint string) ([]string, error) {
+// (intrinsics resolved to the local services), the passed-through settings
+// it leaves unset (for functions that read settings), and what Lambda
+// itself sets.
+func functionEnv(spec *functionSpec, res *resolver, settings map[string]string, dynamo, sqsEndpoint, accessKey string) ([]string, error) {
 	env := map[string]string{}
 	for k, v := range spec.env {
 		s, err := res.resolve(v)
@@ -260,12 +330,16 @@ func functionEnv(spec *functionSpec, res *resolver, settings map[string]string, 
 		}
 		env[k] = s
 	}
-	for k, v := range settings {
-		env[k] = v
+	if _, ok := env["TABLE_NAME"]; ok {
+		for k, v := range settings {
+			if _, given := env[k]; !given {
+				env[k] = v
+			}
+		}
 	}
 	for k, v := range map[string]string{
 		"DYNAMODB_ENDPOINT": dynamo, "SQS_ENDPOINT": sqsEndpoint,
-		"AWS_REGION": localRegion, "AWS_DEFAULT_REGION": localRegion, "AWS_ACCESS_KEY_ID": "local", "AWS_SECRET_ACCESS_KEY": "local",
+		"AWS_REGION": localRegion, "AWS_DEFAULT_REGION": localRegion, "AWS_ACCESS_KEY_ID": accessKey, "AWS_SECRET_ACCESS_KEY": "local",
 		"AWS_EC2_METADATA_DISABLED": "true", "AWS_LAMBDA_FUNCTION_NAME": spec.name, "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
 		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": fmt.Sprint(spec.memoryMB), "AWS_LAMBDA_LOG_GROUP_NAME": "/aws/lambda/" + spec.name,
 		"AWS_LAMBDA_LOG_STREAM_NAME": "localcloud", "AWS_LAMBDA_LOG_FORMAT": "JSON", "_HANDLER": "bootstrap",
@@ -453,8 +527,9 @@ func repoRoot() (string, error) {
 }
 
 // synthesize builds every function for this machine and synthesizes the
-// local stage into .bin/localcloud-stack/cdk.out, unless nothing it depends on
-// changed since the last time; it returns the template's path. Several
+// local stage, with the settings this environment asks for, into
+// .bin/localcloud-stack/cdk.out-<hash of the settings>, unless nothing it
+// depends on changed since the last time; it returns the template's path. Several
 // localclouds starting at once (test packages in parallel) take turns.
 func synthesize(ctx context.Context) (string, error) {
 	root, err := repoRoot()
@@ -462,7 +537,7 @@ func synthesize(ctx context.Context) (string, error) {
 		return "", err
 	}
 	out := filepath.Join(root, ".bin", "localcloud-stack") // .bin/localcloud is this binary
-	code, assembly := filepath.Join(out, "lambda"), filepath.Join(out, "cdk.out")
+	code := filepath.Join(out, "lambda")
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return "", err
 	}
@@ -499,23 +574,35 @@ func synthesize(ctx context.Context) (string, error) {
 			return "", err
 		}
 	}
+	arch := "arm64"
+	if runtime.GOARCH == "amd64" {
+		arch = "amd64"
+	}
+	// The local stage's settings from this environment go into the synth,
+	// so the template carries them; each set of settings has its own
+	// assembly (a run with other settings does not synthesize over it).
+	ctxMap := map[string]string{"stage": "local", "lambdaArch": arch, "codeDir": code}
+	settings := synthContext()
+	for k, v := range settings {
+		ctxMap[k] = v
+	}
+	ctxJSON, _ := json.Marshal(ctxMap)
+	settingsJSON, _ := json.Marshal(settings)
+	sum := sha256.Sum256(settingsJSON)
+	assembly := filepath.Join(out, "cdk.out-"+hex.EncodeToString(sum[:6]))
 	fp, err := fingerprint(root, code)
 	if err != nil {
 		return "", err
 	}
+	fp += "\n" + string(ctxJSON)
 	tpl := filepath.Join(assembly, "PracticeApi-local.template.json")
-	stamp := filepath.Join(out, "synth.fingerprint")
+	stamp := filepath.Join(assembly, "synth.fingerprint")
 	if old, err := os.ReadFile(stamp); err == nil && string(old) == fp {
 		if _, err := os.Stat(tpl); err == nil {
 			return tpl, nil
 		}
 	}
-	slog.Info("localcloud: synthesizing the local stage (cdk synth, offline)", "into", assembly)
-	arch := "arm64"
-	if runtime.GOARCH == "amd64" {
-		arch = "amd64"
-	}
-	ctxJSON, _ := json.Marshal(map[string]string{"stage": "local", "lambdaArch": arch, "codeDir": code})
+	slog.Info("localcloud: synthesizing the local stage (cdk synth, offline)", "into", assembly, "settings", settings)
 	cmd = exec.CommandContext(ctx, "go", "run", "./infra")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CDK_CONTEXT_JSON="+string(ctxJSON), "SYNTH_OUTDIR="+assembly,

@@ -3,6 +3,8 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -39,7 +41,9 @@ type function struct {
 	all    map[*instance]bool
 	closed bool
 
-	invocations, coldStarts, errors, timeouts atomic.Int64
+	invocations, coldStarts, errors, timeouts, throttles atomic.Int64
+
+	initLimit time.Duration // InitLimit when 0 (tests shorten it)
 }
 
 // instance is one bootstrap process and its Runtime API.
@@ -55,6 +59,11 @@ type instance struct {
 	mu      sync.Mutex
 	current *invocation
 	initErr string
+
+	started   time.Time
+	ready     chan struct{} // closed at the process's first request for work: its init is over
+	readyOnce sync.Once
+	initDur   time.Duration
 }
 
 // invocation is one call of the function.
@@ -87,23 +96,40 @@ func newFunction(spec *functionSpec, env []string, arn string, maxConcurrency in
 // patience (a synchronous caller gets Lambda's 429 TooManyRequests).
 var errThrottled = errors.New("localcloud: the function's concurrency is used up")
 
+// NoWait asks Invoke to refuse at once when every slot is busy.
+const NoWait = -1
+
 // Invoke runs one invocation and waits for its outcome. wait bounds the
-// time spent waiting for a free slot (0: as long as ctx allows).
+// time spent waiting for a free slot (0: as long as ctx allows; NoWait:
+// not at all).
 func (f *function) Invoke(ctx context.Context, payload []byte, wait time.Duration) (outcome, string, error) {
-	var cancel context.CancelFunc = func() {}
-	slotCtx := ctx
-	if wait > 0 {
-		slotCtx, cancel = context.WithTimeout(ctx, wait)
-	}
-	select {
-	case f.slots <- struct{}{}:
-		cancel()
-	case <-slotCtx.Done():
-		cancel()
-		return outcome{}, "", errThrottled
+	if wait == NoWait {
+		select {
+		case f.slots <- struct{}{}:
+		default:
+			f.throttles.Add(1)
+			f.out.system(fmt.Sprintf("THROTTLED Function: %s\tReserved Concurrency: %d\tReason: ReservedFunctionConcurrentInvocationLimitExceeded", f.spec.name, cap(f.slots)))
+			return outcome{}, "", errThrottled
+		}
+	} else {
+		var cancel context.CancelFunc = func() {}
+		slotCtx := ctx
+		if wait > 0 {
+			slotCtx, cancel = context.WithTimeout(ctx, wait)
+		}
+		select {
+		case f.slots <- struct{}{}:
+			cancel()
+		case <-slotCtx.Done():
+			cancel()
+			return outcome{}, "", errThrottled
+		}
 	}
 	defer func() { <-f.slots }()
 	inst, cold, err := f.instance()
+	if err == nil && cold {
+		inst, err = f.awaitInit(inst)
+	}
 	if err != nil {
 		return outcome{}, "", err
 	}
@@ -161,13 +187,46 @@ func (f *function) report(id string, took time.Duration, cold bool, o outcome, i
 		line += fmt.Sprintf("\tMax Memory Used: %d MB", mb)
 	}
 	if cold {
-		line += "\tInit: cold start"
+		inst.mu.Lock()
+		line += fmt.Sprintf("\tInit Duration: %.2f ms", float64(inst.initDur.Microseconds())/1000)
+		inst.mu.Unlock()
 	}
 	line += "\tStatus: " + o.status
 	if o.status != "ok" {
 		line += "\tError: " + strings.TrimSpace(string(o.body))
 	}
 	f.out.system(line)
+}
+
+// InitLimit bounds a process's init, from its start to its first request
+// for work, as Lambda bounds an on-demand function's init phase.
+const InitLimit = 10 * time.Second
+
+// awaitInit waits for a new process's init. Past the function's init limit
+// Lambda reports the init as timed out, stops it, and runs the init again
+// as part of the invocation that needed it, under the function's timeout
+// (a "suppressed init"): so does localcloud, with the same INIT_REPORT
+// line. A process that exits during its init is the invocation's to
+// report (a crash).
+func (f *function) awaitInit(inst *instance) (*instance, error) {
+	limit := f.initLimit
+	if limit == 0 {
+		limit = InitLimit
+	}
+	select {
+	case <-inst.ready:
+		return inst, nil
+	case <-inst.exited:
+		return inst, nil
+	case <-time.After(limit):
+	}
+	f.out.system(fmt.Sprintf("INIT_REPORT Init Duration: %.2f ms\tPhase: init\tStatus: timeout", float64(time.Since(inst.started).Microseconds())/1000))
+	inst.kill()
+	<-inst.exited
+	f.mu.Lock()
+	delete(f.all, inst)
+	f.mu.Unlock()
+	return f.start()
 }
 
 // instance returns an idle warm process, or starts one (a cold start).
@@ -219,17 +278,22 @@ func (f *function) start() (*instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	inst := &instance{fn: f, ln: ln, work: make(chan *invocation), exited: make(chan struct{})}
+	inst := &instance{fn: f, ln: ln, work: make(chan *invocation), exited: make(chan struct{}), ready: make(chan struct{}), started: time.Now()}
+	// Only this process may reach its Runtime API: the API lives under a
+	// secret path of its own, which only the process's environment holds
+	// (another user of the machine cannot read it; a runtime client joins
+	// AWS_LAMBDA_RUNTIME_API and /2018-06-01/… as Lambda's own do).
+	token := secretToken()
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /2018-06-01/runtime/invocation/next", inst.next)
 	mux.HandleFunc("POST /2018-06-01/runtime/invocation/{id}/response", inst.respond)
 	mux.HandleFunc("POST /2018-06-01/runtime/invocation/{id}/error", inst.fail)
 	mux.HandleFunc("POST /2018-06-01/runtime/init/error", inst.failInit)
-	inst.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	inst.srv = &http.Server{Handler: onlyUnder("/"+token, mux), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = inst.srv.Serve(ln) }()
 
 	cmd := exec.Command(f.spec.bootstrap)
-	cmd.Env = append(append([]string{}, f.env...), "AWS_LAMBDA_RUNTIME_API="+ln.Addr().String())
+	cmd.Env = append(append([]string{}, f.env...), "AWS_LAMBDA_RUNTIME_API="+ln.Addr().String()+"/"+token)
 	cmd.SysProcAttr = childAttrs()
 	stdout, _ := cmd.StdoutPipe()
 	stderr, _ := cmd.StderrPipe()
@@ -298,6 +362,12 @@ func (i *instance) maxMemoryMB() int {
 // next hands the process its next invocation, with the headers the
 // runtime client reads (request id, deadline, function ARN, trace id).
 func (i *instance) next(w http.ResponseWriter, r *http.Request) {
+	i.readyOnce.Do(func() {
+		i.mu.Lock()
+		i.initDur = time.Since(i.started)
+		i.mu.Unlock()
+		close(i.ready)
+	})
 	select {
 	case inv := <-i.work:
 		h := w.Header()
@@ -320,11 +390,24 @@ func (i *instance) invocation(id string) *invocation {
 	return nil
 }
 
+// MaxSyncPayload is Lambda's limit on a synchronous invocation's event and
+// on any invocation's response (6 MB; its error message says 6291556
+// bytes).
+const MaxSyncPayload = 6291556
+
 func (i *instance) respond(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
+	body, _ := io.ReadAll(io.LimitReader(r.Body, MaxSyncPayload+1))
+	_, _ = io.Copy(io.Discard, r.Body)
 	inv := i.invocation(r.PathValue("id"))
 	if inv == nil {
 		http.Error(w, `{"errorMessage":"unknown or finished invocation","errorType":"InvalidRequestID"}`, http.StatusBadRequest)
+		return
+	}
+	if len(body) > MaxSyncPayload {
+		// Lambda fails the invocation and tells the runtime so.
+		msg := fmt.Sprintf(`{"errorMessage":"Response payload size exceeded maximum allowed payload size (%d bytes).","errorType":"Function.ResponseSizeTooLarge"}`, MaxSyncPayload)
+		inv.finish(outcome{status: "error", errType: "Function.ResponseSizeTooLarge", body: []byte(msg)})
+		http.Error(w, msg, http.StatusRequestEntityTooLarge)
 		return
 	}
 	if t := r.Trailer.Get("Lambda-Runtime-Function-Error-Type"); t != "" { // a response stream that failed
@@ -380,4 +463,26 @@ func (f *function) stop() {
 			<-inst.exited
 		}
 	}
+}
+
+// secretToken is 128 random bits, hex: a per-process or per-run secret.
+func secretToken() string {
+	b := make([]byte, 16)
+	if _, err := rand.Read(b); err != nil {
+		panic(err) // crypto/rand does not fail on Linux
+	}
+	return hex.EncodeToString(b)
+}
+
+// onlyUnder serves next under prefix and refuses every other path with a
+// 403: a caller that does not know the prefix is not one of ours.
+func onlyUnder(prefix string, next http.Handler) http.Handler {
+	inner := http.StripPrefix(prefix, next)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasPrefix(r.URL.Path, prefix+"/") {
+			http.Error(w, "localcloud: not one of this localcloud's processes", http.StatusForbidden)
+			return
+		}
+		inner.ServeHTTP(w, r)
+	})
 }

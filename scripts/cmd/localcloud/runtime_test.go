@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -22,6 +24,9 @@ import (
 // runtime client (aws-lambda-go), doing what each invocation asks.
 func TestMain(m *testing.M) {
 	if os.Getenv("LOCALCLOUD_TEST_BOOTSTRAP") == "1" {
+		if d, err := time.ParseDuration(os.Getenv("LOCALCLOUD_TEST_INIT_SLEEP")); err == nil {
+			time.Sleep(d) // a slow init
+		}
 		lambda.Start(func(ctx context.Context, raw json.RawMessage) (any, error) {
 			var in struct {
 				Do      string `json:"do"`
@@ -31,6 +36,9 @@ func TestMain(m *testing.M) {
 			_ = json.Unmarshal(raw, &in)
 			if in.RawPath != "" { // an API Gateway event
 				return gatewayAnswer(in.RawPath, raw)
+			}
+			if bytes.Contains(raw, []byte(`"fail-me"`)) { // a stream batch that fails
+				return nil, errors.New("asked to fail")
 			}
 			if bytes.Contains(raw, []byte(`"aws:sqs"`)) {
 				return queueAnswer(raw)
@@ -173,5 +181,60 @@ func TestConcurrencyIsCappedByReservedConcurrency(t *testing.T) {
 	wg.Wait()
 	if len(pids) != 2 || throttled != 2 {
 		t.Fatalf("%d processes served, %d throttled; want 2 and 2", len(pids), throttled)
+	}
+}
+
+// TestRuntimeAPIAnswersOnlyItsProcess: a process's Runtime API answers
+// under the secret path its environment names, and refuses a caller on the
+// same port who does not know it.
+func TestRuntimeAPIAnswersOnlyItsProcess(t *testing.T) {
+	f, _ := testFunction(t, 5*time.Second, 0)
+	if o, _, err := invoke(t, f, `{}`, 0); err != nil || o.status != "ok" {
+		t.Fatalf("the bootstrap did not run under its Runtime API: %+v %v", o, err)
+	}
+	f.mu.Lock()
+	var addr string
+	for inst := range f.all {
+		addr = inst.ln.Addr().String()
+	}
+	f.mu.Unlock()
+	for _, path := range []string{"/2018-06-01/runtime/invocation/next", "/x/2018-06-01/runtime/invocation/next"} {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("GET %s by a stranger: %d", path, resp.StatusCode)
+		}
+	}
+}
+
+var initDuration = regexp.MustCompile(`REPORT RequestId: .*\tInit Duration: ([0-9.]+) ms`)
+
+// TestInitIsBoundedAndReported: a cold start's REPORT line carries its
+// Init Duration; an init past the limit is reported as timed out
+// (INIT_REPORT … Phase: init Status: timeout) and run again within the
+// invocation, under the function's timeout, as Lambda's suppressed init.
+func TestInitIsBoundedAndReported(t *testing.T) {
+	f, logs := testFunction(t, 5*time.Second, 0)
+	f.env = append(f.env, "LOCALCLOUD_TEST_INIT_SLEEP=1500ms")
+	f.initLimit = 500 * time.Millisecond
+	if o, _, err := invoke(t, f, `{}`, 0); err != nil || o.status != "ok" {
+		t.Fatalf("an invocation after a suppressed init: %+v %v", o, err)
+	}
+	out := logs.String()
+	if !regexp.MustCompile(`INIT_REPORT Init Duration: [0-9.]+ ms\tPhase: init\tStatus: timeout`).MatchString(out) {
+		t.Fatalf("no INIT_REPORT of the timed-out init:\n%s", out)
+	}
+	m := initDuration.FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no Init Duration in the REPORT line:\n%s", out)
+	}
+	if ms, _ := strconv.ParseFloat(m[1], 64); ms < 1500 {
+		t.Fatalf("Init Duration %s ms, the init slept 1500 ms", m[1])
+	}
+	if o, _, err := invoke(t, f, `{}`, 0); err != nil || o.status != "ok" || len(initDuration.FindAllString(logs.String(), -1)) != 1 {
+		t.Fatalf("a warm invocation: %+v %v\n%s", o, err, logs.String())
 	}
 }

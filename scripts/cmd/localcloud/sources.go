@@ -105,12 +105,12 @@ func (s *streamSource) shard(ctx context.Context, id string, pos streamtypes.Sha
 			}
 			batch = append(batch, rec)
 			if len(batch) == s.spec.batchSize {
-				s.deliver(ctx, batch)
+				s.deliver(ctx, id, batch)
 				batch = nil
 			}
 		}
 		if len(batch) > 0 && (time.Since(batchStart) >= s.spec.window || len(out.Records) == 0) {
-			s.deliver(ctx, batch)
+			s.deliver(ctx, id, batch)
 			batch = nil
 		}
 		if len(out.Records) == 0 {
@@ -121,22 +121,25 @@ func (s *streamSource) shard(ctx context.Context, id string, pos streamtypes.Sha
 		}
 	}
 	if len(batch) > 0 && ctx.Err() == nil {
-		s.deliver(ctx, batch)
+		s.deliver(ctx, id, batch)
 	}
 }
 
-// deliver invokes the function with a batch, with the mapping's retries,
-// bisection and record age.
-func (s *streamSource) deliver(ctx context.Context, batch []map[string]any) {
+// deliver invokes the function with a batch of one shard's records, with
+// the mapping's retries, bisection and record age.
+func (s *streamSource) deliver(ctx context.Context, shard string, batch []map[string]any) {
 	if s.spec.maxAge > 0 {
-		var fresh []map[string]any
+		var fresh, expired []map[string]any
 		for _, r := range batch {
 			created, _ := r["dynamodb"].(map[string]any)["ApproximateCreationDateTime"].(float64)
 			if time.Since(time.Unix(int64(created), 0)) > s.spec.maxAge {
-				s.fail(r, "RecordAgeExceeded")
+				expired = append(expired, r)
 				continue
 			}
 			fresh = append(fresh, r)
+		}
+		if len(expired) > 0 {
+			s.fail(shard, expired, "RecordAgeExceeded", 0, nil)
 		}
 		batch = fresh
 	}
@@ -150,35 +153,51 @@ func (s *streamSource) deliver(ctx context.Context, batch []map[string]any) {
 			return
 		}
 		if s.spec.retries >= 0 && attempt >= s.spec.retries {
-			for _, r := range batch {
-				s.fail(r, "RetryAttemptsExhausted")
-			}
+			s.fail(shard, batch, "RetryAttemptsExhausted", attempt+1, &o)
 			return
 		}
 		if s.spec.bisect && len(batch) > 1 {
 			half := len(batch) / 2
-			s.deliver(ctx, batch[:half])
-			s.deliver(ctx, batch[half:])
+			s.deliver(ctx, shard, batch[:half])
+			s.deliver(ctx, shard, batch[half:])
 			return
 		}
 		time.Sleep(time.Duration(min(attempt+1, 5)) * 200 * time.Millisecond)
 	}
 }
 
-// fail sends a record the mapping gave up on to its on-failure
-// destination, in Lambda's shape for stream failures.
-func (s *streamSource) fail(r map[string]any, condition string) {
+// fail sends a batch the mapping gave up on to its on-failure destination:
+// one record per batch, in Lambda's shape for stream failures (the shard,
+// the batch's first and last sequence numbers and arrival times, its size,
+// how often it was invoked and how the last invocation ended). The records
+// themselves are not in it: they are read back from the stream by those
+// numbers while the stream keeps them.
+func (s *streamSource) fail(shard string, batch []map[string]any, condition string, invocations int, last *outcome) {
 	if s.onFailure == nil {
-		slog.Warn("stream: a record was given up on, and the mapping has no destination", "condition", condition)
+		slog.Warn("stream: a batch was given up on, and the mapping has no destination", "condition", condition, "shard", shard, "records", len(batch))
 		return
 	}
-	seq := r["dynamodb"].(map[string]any)["SequenceNumber"]
-	body, _ := json.Marshal(map[string]any{
-		"requestContext": map[string]any{"requestId": uuid.NewString(), "functionArn": s.fn.arn, "condition": condition, "approximateInvokeCount": 1},
+	ddb := func(r map[string]any) map[string]any { return r["dynamodb"].(map[string]any) }
+	arrival := func(r map[string]any) string {
+		created, _ := ddb(r)["ApproximateCreationDateTime"].(float64)
+		return time.Unix(int64(created), 0).UTC().Format(time.RFC3339)
+	}
+	first, lastRec := batch[0], batch[len(batch)-1]
+	record := map[string]any{
+		"requestContext": map[string]any{"requestId": uuid.NewString(), "functionArn": s.fn.arn, "condition": condition, "approximateInvokeCount": invocations},
 		"version":        "1.0", "timestamp": time.Now().UTC().Format(time.RFC3339Nano),
-		"DDBStreamBatchInfo": map[string]any{"shardId": r["eventID"], "startSequenceNumber": seq, "endSequenceNumber": seq,
-			"batchSize": 1, "streamArn": s.streamArn},
-	})
+		"DDBStreamBatchInfo": map[string]any{"shardId": shard, "startSequenceNumber": ddb(first)["SequenceNumber"], "endSequenceNumber": ddb(lastRec)["SequenceNumber"],
+			"approximateArrivalOfFirstRecord": arrival(first), "approximateArrivalOfLastRecord": arrival(lastRec),
+			"batchSize": len(batch), "streamArn": s.streamArn},
+	}
+	if last != nil {
+		rc := map[string]any{"statusCode": 200, "executedVersion": "$LATEST", "functionError": "Unhandled"}
+		if last.status == "" { // the invocation itself failed (throttled, could not start)
+			rc = map[string]any{"statusCode": 429, "executedVersion": "$LATEST", "functionError": ""}
+		}
+		record["responseContext"] = rc
+	}
+	body, _ := json.Marshal(record)
 	s.onFailure.send(string(body), 0)
 }
 

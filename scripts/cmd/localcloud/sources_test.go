@@ -82,3 +82,60 @@ func TestQueueMappingDeletesOnlyWhatSucceeded(t *testing.T) {
 		t.Fatalf("dead-lettered: %v, want the whole batch with an alien identifier", dead)
 	}
 }
+
+// TestStreamFailuresGoOutOnePerBatch: a stream batch the mapping gives up
+// on is one on-failure record in Lambda's shape: its shard, its first and
+// last sequence numbers and arrival times, its size, how often it was
+// invoked and how the last invocation ended; records past the maximum
+// age are one record too, never invoked.
+func TestStreamFailuresGoOutOnePerBatch(t *testing.T) {
+	f, _ := testFunction(t, 5*time.Second, 0)
+	dest := newSQSServer("http://127.0.0.1:1").create(&queueSpec{name: "failures", visibility: time.Minute, retention: time.Hour}, nil)
+	s := &streamSource{spec: streamMappingSpec{retries: 1, maxAge: time.Hour}, fn: f, onFailure: dest,
+		streamArn: "arn:aws:dynamodb:us-east-1:000000000000:table/t/stream/2026-01-01T00:00:00.000"}
+	rec := func(seq string, at time.Time, marker string) map[string]any {
+		return map[string]any{"eventID": "ev" + seq, "eventName": "INSERT", "dynamodb": map[string]any{
+			"SequenceNumber": seq, "ApproximateCreationDateTime": float64(at.Unix()), "NewImage": map[string]any{"m": map[string]any{"S": marker}}}}
+	}
+	now := time.Now().Truncate(time.Second)
+	s.deliver(context.Background(), "shardId-0001", []map[string]any{
+		rec("100", now.Add(-2*time.Hour), "old"), rec("150", now.Add(-90*time.Minute), "old"),
+		rec("200", now.Add(-2*time.Second), "fail-me"), rec("300", now, "fail-me")})
+	msgs := dest.receive(10, -1)
+	if len(msgs) != 2 {
+		t.Fatalf("%d on-failure records, want 2 (one per batch)", len(msgs))
+	}
+	var got []map[string]any
+	for _, m := range msgs {
+		var r map[string]any
+		if err := json.Unmarshal([]byte(m.body), &r); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, r)
+	}
+	sort.Slice(got, func(i, j int) bool {
+		return got[i]["DDBStreamBatchInfo"].(map[string]any)["startSequenceNumber"].(string) < got[j]["DDBStreamBatchInfo"].(map[string]any)["startSequenceNumber"].(string)
+	})
+	want := []struct {
+		condition, start, end, first, last string
+		size, invoked                      float64
+		response                           bool
+	}{
+		{"RecordAgeExceeded", "100", "150", now.Add(-2 * time.Hour).UTC().Format(time.RFC3339), now.Add(-90 * time.Minute).UTC().Format(time.RFC3339), 2, 0, false},
+		{"RetryAttemptsExhausted", "200", "300", now.Add(-2 * time.Second).UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339), 2, 2, true},
+	}
+	for i, w := range want {
+		rc := got[i]["requestContext"].(map[string]any)
+		info := got[i]["DDBStreamBatchInfo"].(map[string]any)
+		_, hasResponse := got[i]["responseContext"]
+		if rc["condition"] != w.condition || rc["approximateInvokeCount"] != w.invoked || rc["functionArn"] != f.arn ||
+			info["shardId"] != "shardId-0001" || info["startSequenceNumber"] != w.start || info["endSequenceNumber"] != w.end ||
+			info["approximateArrivalOfFirstRecord"] != w.first || info["approximateArrivalOfLastRecord"] != w.last ||
+			info["batchSize"] != w.size || info["streamArn"] != s.streamArn || hasResponse != w.response || got[i]["version"] != "1.0" {
+			t.Errorf("record %d: %v", i, got[i])
+		}
+	}
+	if fe := got[1]["responseContext"].(map[string]any)["functionError"]; fe != "Unhandled" {
+		t.Errorf("the failed invocation's responseContext: %v", got[1]["responseContext"])
+	}
+}

@@ -24,10 +24,45 @@ import (
 // Go server served here, speaks only the older XML protocol), so this one
 // is in the repository; queues live in memory, for as long as localcloud.
 type sqsServer struct {
-	base   string // http://127.0.0.1:port
-	mu     sync.Mutex
-	queues map[string]*sqsQueue // by name
-	moves  []moveTask           // StartMessageMoveTask's, newest last
+	base    string // http://127.0.0.1:port
+	mu      sync.Mutex
+	queues  map[string]*sqsQueue // by name
+	moves   []moveTask           // StartMessageMoveTask's, newest last
+	callers map[string]string    // access key id → who holds it
+}
+
+// credential issues a caller (a function, or the operator) its own access
+// key id for this run. The server refuses a request signed with any other
+// (as AWS refuses an unknown key), so only localcloud's own processes, and
+// whoever reads its ready line, reach the queues; and each request's
+// caller is known.
+func (s *sqsServer) credential(caller string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.callers == nil {
+		s.callers = map[string]string{}
+	}
+	id := "LCL" + strings.ToUpper(secretToken()[:17])
+	s.callers[id] = caller
+	return id
+}
+
+// caller is who signed r (SigV4's Credential=<access key id>/…), or an
+// error answer.
+func (s *sqsServer) caller(r *http.Request) (string, string, string) {
+	auth := r.Header.Get("Authorization")
+	_, cred, ok := strings.Cut(auth, "Credential=")
+	if !ok {
+		return "", "MissingAuthenticationToken", "Request is missing Authentication Token"
+	}
+	id, _, _ := strings.Cut(cred, "/")
+	s.mu.Lock()
+	who, known := s.callers[id]
+	s.mu.Unlock()
+	if !known {
+		return "", "InvalidClientTokenId", "The security token included in the request is invalid."
+	}
+	return who, "", ""
 }
 
 // moveTask is a redrive from a dead-letter queue (StartMessageMoveTask):
@@ -245,6 +280,10 @@ func (q *sqsQueue) counts() (visible, inFlight, delayed int) {
 
 // ServeHTTP answers one SQS API call.
 func (s *sqsServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if _, code, msg := s.caller(r); code != "" {
+		sqsErrorStatus(w, http.StatusForbidden, code, msg)
+		return
+	}
 	action := strings.TrimPrefix(r.Header.Get("X-Amz-Target"), "AmazonSQS.")
 	var in map[string]any
 	raw, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
@@ -421,8 +460,12 @@ func (s *sqsServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func sqsError(w http.ResponseWriter, code, msg string) {
+	sqsErrorStatus(w, http.StatusBadRequest, code, msg)
+}
+
+func sqsErrorStatus(w http.ResponseWriter, status int, code, msg string) {
 	w.Header().Set("Content-Type", "application/x-amz-json-1.0")
 	w.Header().Set("x-amzn-query-error", "AWS.SimpleQueueService."+code+";Sender")
-	w.WriteHeader(http.StatusBadRequest)
+	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(map[string]string{"__type": "com.amazonaws.sqs#" + code, "message": msg})
 }

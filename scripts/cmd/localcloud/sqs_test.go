@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
@@ -99,6 +102,27 @@ func TestFilterPatterns(t *testing.T) {
 	}
 }
 
+// TestUnimplementedFilterOperatorsStopLocalcloud: an operator localcloud
+// does not implement is refused by name at start, never matched some
+// other way.
+func TestUnimplementedFilterOperatorsStopLocalcloud(t *testing.T) {
+	for pattern, names := range map[string]string{
+		`{"size":[{"numeric":[">",0]}]}`:                              "numeric",
+		`{"ip":[{"cidr":"10.0.0.0/24"}]}`:                             "cidr",
+		`{"name":[{"wildcard":"matter.*"}]}`:                          "wildcard",
+		`{"$or":[{"a":["x"]},{"b":["y"]}]}`:                           "$or",
+		`{"type":[{"anything-but":{"prefix":"matter."}}]}`:            "anything-but of an operator",
+		`{"type":[{"anything-but":[{"prefix":"matter."}]}]}`:          "anything-but of an operator",
+		`{"dynamodb":{"NewImage":{"n":{"N":[{"numeric":["=",1]}]}}}}`: "dynamodb.NewImage.n.N: the numeric operator",
+		`{"type":"matter.created"}`:                                   "values are arrays",
+		`{"type":[{"prefix":"a","suffix":"b"}]}`:                      "one operator",
+	} {
+		if _, err := parseFilter(pattern); err == nil || !strings.Contains(err.Error(), names) {
+			t.Errorf("%s: %v, want an error naming %q", pattern, err, names)
+		}
+	}
+}
+
 // TestRedriveFromADeadLetterQueue rehearses the runbook's redrive
 // (docs/operations.md#dead-letter-queue) with the SDK's own calls:
 // StartMessageMoveTask puts a dead-letter queue's messages back on the
@@ -157,6 +181,33 @@ func jobsQueue(t *testing.T, maxReceives int) (jobs, dlq *sqsQueue, client *sqs.
 	srv.Config.Handler = s
 	dlq = s.create(&queueSpec{name: "jobs-dlq", visibility: time.Second, retention: time.Hour}, nil)
 	jobs = s.create(&queueSpec{name: "jobs", visibility: time.Second, retention: time.Hour, maxReceives: maxReceives}, dlq)
-	client = sqs.New(sqs.Options{Region: localRegion, BaseEndpoint: aws.String(srv.URL), Credentials: credentials.NewStaticCredentialsProvider("x", "x", "")})
+	client = sqs.New(sqs.Options{Region: localRegion, BaseEndpoint: aws.String(srv.URL), Credentials: credentials.NewStaticCredentialsProvider(s.credential("test"), "x", "")})
 	return jobs, dlq, client
+}
+
+// TestSQSServerRefusesStrangers: a request signed with no key, or with a
+// key this run did not issue, is refused as SQS refuses one (403, the
+// JSON protocol's error), before it reads or changes a queue.
+func TestSQSServerRefusesStrangers(t *testing.T) {
+	jobs, _, _ := jobsQueue(t, 2)
+	srvURL := strings.TrimSuffix(jobs.url, "/"+localAccount+"/jobs")
+	for _, c := range []struct{ key, want string }{
+		{"", "MissingAuthenticationToken"},
+		{"local", "InvalidClientTokenId"},
+		{"LCL0123456789ABCDEF0", "InvalidClientTokenId"},
+	} {
+		var creds aws.CredentialsProvider = aws.AnonymousCredentials{} // unsigned
+		if c.key != "" {
+			creds = credentials.NewStaticCredentialsProvider(c.key, "x", "")
+		}
+		client := sqs.New(sqs.Options{Region: localRegion, BaseEndpoint: aws.String(srvURL), Credentials: creds})
+		_, err := client.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(jobs.url), MessageBody: aws.String("x")})
+		var re *awshttp.ResponseError
+		if err == nil || !errors.As(err, &re) || re.HTTPStatusCode() != 403 || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("key %q: %v", c.key, err)
+		}
+	}
+	if v, f, d := jobs.counts(); v+f+d != 0 {
+		t.Fatalf("a stranger's message is in the queue: %d %d %d", v, f, d)
+	}
 }

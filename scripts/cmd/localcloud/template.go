@@ -205,7 +205,14 @@ func loadStack(path string) (*stack, error) {
 				}
 			}
 			window := secondsOf(p["MaximumBatchingWindowInSeconds"], 0)
-			if attr := getAttName(src); attr == "StreamArn" {
+			stream := getAttName(src) == "StreamArn"
+			if err := checkMappingProps(id, p, stream); err != nil {
+				return nil, err
+			}
+			if enabled, ok := p["Enabled"].(bool); ok && !enabled {
+				continue // a disabled mapping polls nothing
+			}
+			if stream {
 				m := streamMappingSpec{function: fn, batchSize: intOf(p["BatchSize"], 100), window: window, filters: filters,
 					retries: intOf(p["MaximumRetryAttempts"], -1), maxAge: secondsOf(p["MaximumRecordAgeInSeconds"], 0),
 					start: stringOf(p["StartingPosition"], "LATEST")}
@@ -444,4 +451,57 @@ func parseRate(expr string) (time.Duration, error) {
 	n, _ := strconv.Atoi(m[1])
 	unit := map[string]time.Duration{"minute": time.Minute, "minutes": time.Minute, "hour": time.Hour, "hours": time.Hour, "day": 24 * time.Hour, "days": 24 * time.Hour}[m[2]]
 	return time.Duration(n) * unit, nil
+}
+
+// The event source mapping properties localcloud emulates (besides Tags
+// and Enabled). Any other, or one of these with a value it does not
+// emulate, stops it at start with the property named: a template that
+// relies on, say, a tumbling window must not run here as if it had none.
+var (
+	commonMappingProps = []string{"FunctionName", "EventSourceArn", "BatchSize", "MaximumBatchingWindowInSeconds", "FilterCriteria", "Tags", "Enabled"}
+	streamMappingProps = []string{"MaximumRetryAttempts", "MaximumRecordAgeInSeconds", "StartingPosition", "BisectBatchOnFunctionError", "DestinationConfig", "ParallelizationFactor"}
+	queueMappingProps  = []string{"FunctionResponseTypes", "ScalingConfig"}
+)
+
+func checkMappingProps(id string, p map[string]any, stream bool) error {
+	known := append(append([]string{}, commonMappingProps...), queueMappingProps...)
+	kind := "queue"
+	if stream {
+		known, kind = append(append([]string{}, commonMappingProps...), streamMappingProps...), "stream"
+	}
+	var unknown []string
+	for k := range p {
+		if !slices.Contains(known, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	sort.Strings(unknown)
+	if len(unknown) > 0 {
+		return fmt.Errorf("event source mapping %s (%s): localcloud does not emulate %s; it stops rather than run the mapping without them",
+			id, kind, strings.Join(unknown, ", "))
+	}
+	if stream {
+		if n := intOf(p["ParallelizationFactor"], 1); n != 1 {
+			return fmt.Errorf("event source mapping %s: ParallelizationFactor %d is not emulated (one batch per shard at a time)", id, n)
+		}
+		if sp := stringOf(p["StartingPosition"], "LATEST"); sp != "LATEST" && sp != "TRIM_HORIZON" {
+			return fmt.Errorf("event source mapping %s: StartingPosition %s is not emulated", id, sp)
+		}
+		return nil
+	}
+	if types, ok := p["FunctionResponseTypes"].([]any); ok {
+		for _, t := range types {
+			if t != "ReportBatchItemFailures" {
+				return fmt.Errorf("event source mapping %s: FunctionResponseTypes %v is not emulated", id, t)
+			}
+		}
+	}
+	if sc, ok := p["ScalingConfig"].(map[string]any); ok {
+		for k := range sc {
+			if k != "MaximumConcurrency" {
+				return fmt.Errorf("event source mapping %s: ScalingConfig.%s is not emulated", id, k)
+			}
+		}
+	}
+	return nil
 }
