@@ -60,6 +60,8 @@ type instance struct {
 	current *invocation
 	initErr string
 
+	oom       bool // killed for passing the function's memory size
+
 	started   time.Time
 	ready     chan struct{} // closed at the process's first request for work: its init is over
 	readyOnce sync.Once
@@ -312,6 +314,7 @@ func (f *function) start() (*instance, error) {
 			}
 		})
 	}
+	go inst.watchMemory(f.spec.memoryMB)
 	go func() {
 		pipes.Wait()
 		inst.exitErr = cmd.Wait()
@@ -335,6 +338,48 @@ func (i *instance) crashOutcome() outcome {
 	return outcome{status: "crashed", errType: "Runtime.ExitError", body: []byte(msg)}
 }
 
+// watchMemory enforces the function's memory size: Lambda's sandbox
+// kills a runtime whose memory passes it (the invocation fails with
+// Runtime.ExitError, "signal: killed", and its REPORT line shows the whole
+// size used). localcloud reads the process's resident set every 20 ms and
+// kills it past the size. Not an address-space limit (RLIMIT_AS): a Go
+// runtime reserves over a gigabyte of address space at start and touches a
+// few megabytes of it, so such a limit either stops every function or
+// none; not a cgroup either, which needs a delegated cgroup v2 memory
+// controller that most machines (and CI) do not give a user.
+func (i *instance) watchMemory(limitMB int) {
+	if limitMB <= 0 {
+		return
+	}
+	path := fmt.Sprintf("/proc/%d/statm", i.cmd.Process.Pid)
+	page := os.Getpagesize()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-i.exited:
+			return
+		case <-tick.C:
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return // gone, or no /proc here
+		}
+		fields := strings.Fields(string(b))
+		if len(fields) < 2 {
+			return
+		}
+		pages, _ := strconv.Atoi(fields[1])
+		if pages*page > limitMB<<20 {
+			i.mu.Lock()
+			i.oom = true
+			i.mu.Unlock()
+			i.kill()
+			return
+		}
+	}
+}
+
 func (i *instance) kill() {
 	if i.cmd != nil && i.cmd.Process != nil {
 		_ = i.cmd.Process.Signal(syscall.SIGKILL)
@@ -345,6 +390,12 @@ func (i *instance) kill() {
 func (i *instance) maxMemoryMB() int {
 	if i.cmd == nil || i.cmd.Process == nil {
 		return 0
+	}
+	i.mu.Lock()
+	oom := i.oom
+	i.mu.Unlock()
+	if oom {
+		return i.fn.spec.memoryMB // all of it, as Lambda reports an out-of-memory end
 	}
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", i.cmd.Process.Pid))
 	if err != nil {

@@ -30,6 +30,7 @@ func TestMain(m *testing.M) {
 		lambda.Start(func(ctx context.Context, raw json.RawMessage) (any, error) {
 			var in struct {
 				Do      string `json:"do"`
+				MB      int    `json:"mb"`
 				Sleep   string `json:"sleep"`
 				RawPath string `json:"rawPath"`
 			}
@@ -52,6 +53,13 @@ func TestMain(m *testing.M) {
 				return nil, errors.New("asked to fail")
 			case "exit":
 				os.Exit(3)
+			case "alloc": // touch mb megabytes, and hold them a while
+				b := make([]byte, in.MB<<20)
+				for i := range b {
+					b[i] = 1
+				}
+				time.Sleep(time.Second)
+				return map[string]any{"pid": os.Getpid(), "held": len(b)}, nil
 			}
 			return map[string]any{"pid": os.Getpid(), "deadline_ms": deadline.UnixMilli()}, nil
 		})
@@ -236,5 +244,30 @@ func TestInitIsBoundedAndReported(t *testing.T) {
 	}
 	if o, _, err := invoke(t, f, `{}`, 0); err != nil || o.status != "ok" || len(initDuration.FindAllString(logs.String(), -1)) != 1 {
 		t.Fatalf("a warm invocation: %+v %v\n%s", o, err, logs.String())
+	}
+}
+
+// TestMemorySizeIsEnforced: a process that touches more memory than its
+// function's size dies as on Lambda (Runtime.ExitError, signal: killed),
+// the invocation fails, and its REPORT line shows the whole size used;
+// within its size it runs, and the next invocation gets a new process.
+func TestMemorySizeIsEnforced(t *testing.T) {
+	if _, err := os.Stat("/proc/self/statm"); err != nil {
+		t.Skip("no /proc here: the memory size is not enforced")
+	}
+	f, logs := testFunction(t, 10*time.Second, 0)
+	f.spec.memoryMB = 128
+	if o, _, err := invoke(t, f, `{"do":"alloc","mb":40}`, 0); err != nil || o.status != "ok" {
+		t.Fatalf("40 MB in a 128 MB function: %+v %v", o, err)
+	}
+	o, _, err := invoke(t, f, `{"do":"alloc","mb":200}`, 0)
+	if err != nil || o.status != "crashed" || o.errType != "Runtime.ExitError" || !strings.Contains(string(o.body), "signal: killed") {
+		t.Fatalf("200 MB in a 128 MB function: %+v %s %v", o, o.body, err)
+	}
+	if !regexp.MustCompile(`REPORT RequestId: .*Memory Size: 128 MB\tMax Memory Used: 128 MB\tStatus: crashed\tError: .*Runtime.ExitError`).MatchString(logs.String()) {
+		t.Fatalf("no REPORT line of the killed invocation:\n%s", logs.String())
+	}
+	if o, _, err := invoke(t, f, `{}`, 0); err != nil || o.status != "ok" {
+		t.Fatalf("the invocation after: %+v %v", o, err)
 	}
 }
