@@ -60,7 +60,7 @@ type instance struct {
 	current *invocation
 	initErr string
 
-	oom       bool // killed for passing the function's memory size
+	oom bool // killed for passing the function's memory size
 
 	started   time.Time
 	ready     chan struct{} // closed at the process's first request for work: its init is over
