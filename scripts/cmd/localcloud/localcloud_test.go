@@ -407,3 +407,58 @@ func children(pid int) []int {
 	}
 	return out
 }
+
+// TestDevStageThrottlesAnswer429: the local stage synthesized with the dev
+// stage's gateway throttles (infra's defaults: 100 requests a second with
+// a burst of 200 on the keyed routes, 10 and 20 on the public ones, kept
+// here in a STAGE_SETTINGS file as a team keeps a stage's settings) answers
+// bursts past them with API Gateway's 429, before any function runs, and
+// serves the rest.
+func TestDevStageThrottlesAnswer429(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "dev-throttles.json")
+	if err := os.WriteFile(file, []byte(`{"throttleRate":"100","throttleBurst":"200","publicThrottleRate":"10","publicThrottleBurst":"20"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := start(t, "STAGE_SETTINGS="+file)
+	raw, err := os.ReadFile(c.template)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(raw), `"ThrottlingBurstLimit": 200`) || !strings.Contains(string(raw), `"ThrottlingBurstLimit": 20`) {
+		t.Fatalf("the template %s does not carry the dev throttles", c.template)
+	}
+	burst := func(n int, path string, key bool) map[int]int {
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		codes := map[int]int{}
+		for range n {
+			wg.Go(func() {
+				req, _ := http.NewRequest("GET", c.Base+path, nil)
+				if key {
+					req.Header.Set("Authorization", "Bearer "+c.DemoKey)
+				}
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode == 429 && string(b) != `{"message":"Too Many Requests"}` {
+					t.Errorf("a 429 that is not API Gateway's: %s", b)
+				}
+				mu.Lock()
+				codes[resp.StatusCode]++
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		return codes
+	}
+	if codes := burst(60, "/openapi.json", false); codes[429] == 0 || codes[200] < 20 || codes[200]+codes[429] != 60 {
+		t.Errorf("60 at once on a public route (burst 20): %v", codes)
+	}
+	if codes := burst(400, "/matters?per_page=1", true); codes[429] == 0 || codes[200] < 200 || codes[200]+codes[429] != 400 {
+		t.Errorf("400 at once on a keyed route (burst 200): %v", codes)
+	}
+}

@@ -588,13 +588,22 @@ func synthesize(ctx context.Context) (string, error) {
 	}
 	ctxJSON, _ := json.Marshal(ctxMap)
 	settingsJSON, _ := json.Marshal(settings)
+	// A STAGE_SETTINGS file (the stage's kept settings, infra reads it) is
+	// part of what the template depends on.
+	if path := os.Getenv("STAGE_SETTINGS"); path != "" {
+		kept, err := os.ReadFile(path)
+		if err != nil {
+			return "", fmt.Errorf("STAGE_SETTINGS: %w", err)
+		}
+		settingsJSON = append(append(settingsJSON, '\n'), kept...)
+	}
 	sum := sha256.Sum256(settingsJSON)
 	assembly := filepath.Join(out, "cdk.out-"+hex.EncodeToString(sum[:6]))
 	fp, err := fingerprint(root, code)
 	if err != nil {
 		return "", err
 	}
-	fp += "\n" + string(ctxJSON)
+	fp += "\n" + string(ctxJSON) + "\n" + string(settingsJSON)
 	tpl := filepath.Join(assembly, "PracticeApi-local.template.json")
 	stamp := filepath.Join(assembly, "synth.fingerprint")
 	if old, err := os.ReadFile(stamp); err == nil && string(old) == fp {
