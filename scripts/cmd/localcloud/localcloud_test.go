@@ -462,3 +462,59 @@ func TestDevStageThrottlesAnswer429(t *testing.T) {
 		t.Errorf("400 at once on a keyed route (burst 200): %v", codes)
 	}
 }
+
+// TestQueuedRetrySurvivesAKill: a delivery's retry, waiting in the
+// delivery queue when localcloud is killed (SIGKILL: no shutdown), is
+// sent by the localcloud that starts next on the same LOCAL_DYNAMODB_DIR:
+// the queues are kept beside the table's data, as SQS keeps them across
+// anything that happens to their consumers.
+func TestQueuedRetrySurvivesAKill(t *testing.T) {
+	dir := t.TempDir()
+	var mu sync.Mutex
+	var attempts []string
+	var up atomic.Bool
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		attempts = append(attempts, r.Header.Get("Service-Delivery-Attempt"))
+		mu.Unlock()
+		if !up.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}))
+	defer rcv.Close()
+	env := []string{"LOCAL_DYNAMODB_DIR=" + dir, "WEBHOOK_RETRY_SCHEDULE=10s,1s,1s,1s"}
+	c := start(t, env...)
+	if resp, body := c.do(t, "POST", "/webhooks", `{"url":"`+rcv.URL+`/hooks","event_types":["matter.created"]}`); resp.StatusCode != 201 {
+		t.Fatalf("subscribe: %d %s", resp.StatusCode, body)
+	}
+	_, body := c.do(t, "GET", "/clients?per_page=1", "")
+	var cl struct {
+		Data []struct{ ID string } `json:"data"`
+	}
+	_ = json.Unmarshal(body, &cl)
+	if resp, body := c.do(t, "POST", "/matters", `{"client_id":"`+cl.Data[0].ID+`"}`, "Idempotency-Key", "kept"); resp.StatusCode != 201 {
+		t.Fatalf("matter: %d %s", resp.StatusCode, body)
+	}
+	waitFor := func(n int, within time.Duration) []string {
+		for deadline := time.Now().Add(within); ; time.Sleep(100 * time.Millisecond) {
+			mu.Lock()
+			got := append([]string(nil), attempts...)
+			mu.Unlock()
+			if len(got) >= n || time.Now().After(deadline) {
+				return got
+			}
+		}
+	}
+	if got := waitFor(1, 20*time.Second); fmt.Sprint(got) != "[1]" {
+		t.Fatalf("the first attempt: %v", got)
+	}
+	time.Sleep(time.Second) // its retry is queued, 10 s out
+	_ = c.Cmd.Process.Kill()
+	<-c.Exited
+	time.Sleep(2 * time.Second) // the engine stops when localcloud dies
+	up.Store(true)
+	start(t, env...)
+	if got := waitFor(2, 40*time.Second); fmt.Sprint(got) != "[1 2]" {
+		t.Fatalf("after the kill and a restart on the same folder, the receiver got attempts %v, want [1 2]", got)
+	}
+}

@@ -137,6 +137,18 @@ func run() error {
 	for id := range st.queues {
 		create(id)
 	}
+	// Kept beside the table's data: a restart on the same folder finds its
+	// queued messages, as SQS keeps them (in memory with the engine's data
+	// otherwise, both gone at exit).
+	if conf.LocalDynamoDBDir != "" {
+		if err := sqs.openJournal(filepath.Join(conf.LocalDynamoDBDir, "localcloud-queues.jsonl")); err != nil {
+			return err
+		}
+		defer sqs.journal.close()
+		stopCompact := make(chan struct{})
+		defer close(stopCompact)
+		go sqs.compactEvery(time.Minute, stopCompact)
+	}
 
 	// The functions, each with the environment the template gives it, the
 	// contract's settings, and where the local services are.

@@ -29,6 +29,7 @@ type sqsServer struct {
 	queues  map[string]*sqsQueue // by name
 	moves   []moveTask           // StartMessageMoveTask's, newest last
 	callers map[string]string    // access key id → who holds it
+	journal *journal             // openJournal's, when the queues are kept on disk
 }
 
 // credential issues a caller (a function, or the operator) its own access
@@ -82,9 +83,10 @@ type sqsQueue struct {
 	deadLetter     *sqsQueue
 	maxReceives    int
 
-	mu   sync.Mutex
-	msgs []*sqsMessage
-	wake chan struct{}
+	mu      sync.Mutex
+	msgs    []*sqsMessage
+	wake    chan struct{}
+	journal *journal // nil: the queue lives in memory only
 }
 
 type sqsMessage struct {
@@ -154,6 +156,9 @@ func (s *sqsServer) startMove(source, destination string) (moveTask, string, str
 	src.mu.Lock()
 	msgs := src.msgs
 	src.msgs = nil
+	for _, m := range msgs {
+		src.journal.record(src.name, "del", m)
+	}
 	src.mu.Unlock()
 	for _, m := range msgs {
 		dst.send(m.body, 0)
@@ -179,6 +184,7 @@ func (q *sqsQueue) send(body string, delay time.Duration) *sqsMessage {
 	m := &sqsMessage{id: uuid.NewString(), body: body, md5: md5Hex(body), sent: now, visible: now.Add(delay)}
 	q.mu.Lock()
 	q.msgs = append(q.msgs, m)
+	q.journal.record(q.name, "set", m)
 	q.mu.Unlock()
 	select {
 	case q.wake <- struct{}{}:
@@ -202,8 +208,15 @@ func (q *sqsQueue) receive(max int, visibility time.Duration) []sqsMessage {
 	for _, m := range q.msgs {
 		switch {
 		case now.Sub(m.sent) > q.retention:
+			q.journal.record(q.name, "del", m)
 			continue // expired
 		case len(out) < max && !m.visible.After(now) && q.deadLetter != nil && q.maxReceives > 0 && m.receives >= q.maxReceives:
+			// In the journal it reaches the dead-letter queue before it leaves
+			// this one: a kill between the two keeps it in both, not in none.
+			moved := *m
+			moved.receives, moved.receipt, moved.visible = 0, "", now
+			q.deadLetter.journal.record(q.deadLetter.name, "set", &moved)
+			q.journal.record(q.name, "del", m)
 			dead = append(dead, m)
 			continue
 		case len(out) < max && !m.visible.After(now):
@@ -213,6 +226,7 @@ func (q *sqsQueue) receive(max int, visibility time.Duration) []sqsMessage {
 			}
 			m.receipt = uuid.NewString()
 			m.visible = now.Add(visibility)
+			q.journal.record(q.name, "set", m)
 			out = append(out, *m)
 		}
 		kept = append(kept, m)
@@ -223,6 +237,7 @@ func (q *sqsQueue) receive(max int, visibility time.Duration) []sqsMessage {
 		q.deadLetter.mu.Lock()
 		m.receives, m.receipt, m.visible = 0, "", now
 		q.deadLetter.msgs = append(q.deadLetter.msgs, m)
+		q.deadLetter.journal.record(q.deadLetter.name, "set", m)
 		q.deadLetter.mu.Unlock()
 	}
 	return out
@@ -235,6 +250,7 @@ func (q *sqsQueue) delete(receipt string) bool {
 	for i, m := range q.msgs {
 		if m.receipt == receipt && receipt != "" {
 			q.msgs = append(q.msgs[:i], q.msgs[i+1:]...)
+			q.journal.record(q.name, "del", m)
 			return true
 		}
 	}
@@ -248,6 +264,7 @@ func (q *sqsQueue) changeVisibility(receipt string, d time.Duration) bool {
 	for _, m := range q.msgs {
 		if m.receipt == receipt && receipt != "" {
 			m.visible = time.Now().Add(d)
+			q.journal.record(q.name, "set", m)
 			if d == 0 {
 				select {
 				case q.wake <- struct{}{}:

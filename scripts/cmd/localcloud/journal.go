@@ -1,0 +1,243 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+)
+
+// A journal keeps the queues' messages across a restart of localcloud, as
+// SQS keeps them across anything that happens to its consumers: every
+// change to a message (sent, received, hidden, moved to its dead-letter
+// queue, deleted) is appended as one JSON line under the queue's lock, and
+// a new localcloud on the same folder replays them. A message that was in
+// flight when localcloud died comes back when its visibility timeout ends,
+// as SQS gives back a message whose consumer died. Only a process kill is
+// covered (the lines are written, not synced): a machine that loses power
+// loses the last writes.
+type journal struct {
+	mu       sync.Mutex
+	path     string
+	f        *os.File
+	w        *bufio.Writer
+	appended int // lines since the last compaction
+}
+
+// journalLine is one change: the message's whole state ("set"), or its
+// end in that queue ("del").
+type journalLine struct {
+	Queue string          `json:"q"`
+	Op    string          `json:"op"`
+	ID    string          `json:"id"`
+	Msg   *journalMessage `json:"m,omitempty"`
+}
+
+type journalMessage struct {
+	ID, Body, MD5, Receipt string
+	Sent, Visible, First   time.Time
+	Receives               int
+}
+
+func toJournal(m *sqsMessage) *journalMessage {
+	return &journalMessage{ID: m.id, Body: m.body, MD5: m.md5, Receipt: m.receipt, Sent: m.sent, Visible: m.visible, First: m.firstReceive, Receives: m.receives}
+}
+
+func (j *journalMessage) message() *sqsMessage {
+	return &sqsMessage{id: j.ID, body: j.Body, md5: j.MD5, receipt: j.Receipt, sent: j.Sent, visible: j.Visible, firstReceive: j.First, receives: j.Receives}
+}
+
+// openJournal replays the journal at path (if any) into the server's
+// queues, rewrites it compacted, and attaches it to every queue.
+func (s *sqsServer) openJournal(path string) error {
+	state := map[string]map[string]*journalMessage{}
+	var order []journalLine // first appearance of each (queue, id), for the queue's order
+	if f, err := os.Open(path); err == nil {
+		sc := bufio.NewScanner(f)
+		sc.Buffer(make([]byte, 1<<20), 8<<20)
+		for sc.Scan() {
+			var l journalLine
+			if json.Unmarshal(sc.Bytes(), &l) != nil {
+				continue // a line cut short by a kill: the change was not made
+			}
+			q := state[l.Queue]
+			if q == nil {
+				q = map[string]*journalMessage{}
+				state[l.Queue] = q
+			}
+			switch l.Op {
+			case "set":
+				if _, seen := q[l.ID]; !seen {
+					order = append(order, journalLine{Queue: l.Queue, ID: l.ID})
+				}
+				q[l.ID] = l.Msg
+			case "del":
+				delete(q, l.ID)
+			}
+		}
+		f.Close()
+		if err := sc.Err(); err != nil {
+			return fmt.Errorf("queue journal %s: %w", path, err)
+		}
+	} else if !os.IsNotExist(err) {
+		return fmt.Errorf("queue journal: %w", err)
+	}
+	restored := 0
+	s.mu.Lock()
+	for _, l := range order {
+		m := state[l.Queue][l.ID]
+		if m == nil {
+			continue // deleted since
+		}
+		delete(state[l.Queue], l.ID) // once, if it was set again
+		q := s.queues[l.Queue]
+		if q == nil {
+			slog.Warn("localcloud: the queue journal holds a message of a queue the template no longer has; dropped", "queue", l.Queue)
+			continue
+		}
+		q.msgs = append(q.msgs, m.message())
+		restored++
+	}
+	s.mu.Unlock()
+	j := &journal{path: path}
+	s.journal = j
+	if err := s.compact(); err != nil {
+		return err
+	}
+	if restored > 0 {
+		slog.Info("localcloud: queues restored from their journal", "messages", restored, "journal", path)
+	}
+	for _, q := range s.queues {
+		q.journal = j
+	}
+	return nil
+}
+
+// compact rewrites the journal as the queues stand: one line per message.
+// Every queue's lock is held meanwhile (in name order; no one else holds
+// two), so no change is lost between the snapshot and the new file.
+func (s *sqsServer) compact() error {
+	j := s.journal
+	s.mu.Lock()
+	names := make([]string, 0, len(s.queues))
+	for n := range s.queues {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	qs := make([]*sqsQueue, len(names))
+	for i, n := range names {
+		qs[i] = s.queues[n]
+	}
+	s.mu.Unlock()
+	for _, q := range qs {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if err := os.MkdirAll(filepath.Dir(j.path), 0o755); err != nil {
+		return err
+	}
+	tmp := j.path + ".new"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("queue journal: %w", err)
+	}
+	w := bufio.NewWriter(f)
+	enc := json.NewEncoder(w)
+	for _, q := range qs {
+		for _, m := range q.msgs {
+			_ = enc.Encode(journalLine{Queue: q.name, Op: "set", ID: m.id, Msg: toJournal(m)})
+		}
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, j.path); err != nil {
+		return err
+	}
+	if j.f != nil {
+		_ = j.w.Flush()
+		j.f.Close()
+	}
+	j.f, err = os.OpenFile(j.path, os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	j.w, j.appended = bufio.NewWriterSize(j.f, 64<<10), 0
+	return nil
+}
+
+// compactEvery rewrites the journal when it has grown past ten lines per
+// live message (and 50,000 lines), until stop closes.
+func (s *sqsServer) compactEvery(d time.Duration, stop <-chan struct{}) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		live := 0
+		s.mu.Lock()
+		for _, q := range s.queues {
+			q.mu.Lock()
+			live += len(q.msgs)
+			q.mu.Unlock()
+		}
+		s.mu.Unlock()
+		s.journal.mu.Lock()
+		due := s.journal.appended > 50000 && s.journal.appended > 10*live
+		s.journal.mu.Unlock()
+		if due {
+			if err := s.compact(); err != nil {
+				slog.Error("localcloud: compact the queue journal", "err", err)
+			}
+		}
+	}
+}
+
+// record appends one change; the caller holds the queue's lock. The line
+// is handed to the kernel before the change is acknowledged, so a killed
+// localcloud does not lose it.
+func (j *journal) record(queue, op string, m *sqsMessage) {
+	if j == nil {
+		return
+	}
+	l := journalLine{Queue: queue, Op: op, ID: m.id}
+	if op == "set" {
+		l.Msg = toJournal(m)
+	}
+	b, _ := json.Marshal(l)
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	_, _ = j.w.Write(append(b, '\n'))
+	if err := j.w.Flush(); err != nil {
+		slog.Error("localcloud: the queue journal cannot be written; queued messages may not survive a restart", "err", err)
+	}
+	j.appended++
+}
+
+// close flushes and closes the journal.
+func (j *journal) close() {
+	if j == nil {
+		return
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.f != nil {
+		_ = j.w.Flush()
+		_ = j.f.Close()
+		j.f = nil
+	}
+}
