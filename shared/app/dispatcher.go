@@ -129,8 +129,11 @@ func dispatchMetrics(ctx context.Context, how string, n int, err error) {
 		fe.Count = 1 // the round itself failed
 	}
 	level := slog.LevelInfo
-	if fe.Parked > 0 {
+	switch {
+	case fe.Parked > 0:
 		level = slog.LevelError
+	case fe.Count > 0: // they stay pending for the sweep, but whoever reads the log must see why
+		level = slog.LevelWarn
 	}
 	metrics.Emit(ctx, level, "outbox "+how, map[string]int{"OutboxDispatched": n, "OutboxDispatchFailures": fe.Count,
 		"OutboxEventsParked": fe.Parked, "OutboxUnknownTypes": fe.UnknownTypes}, "err", err)

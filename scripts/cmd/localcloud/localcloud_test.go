@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -206,12 +207,14 @@ func suite(t *testing.T, tpl, run string) (bool, string) {
 	return err == nil, string(out)
 }
 
-// TestTemplateMistakesFailTheSuite: three mistakes a template can carry
+// TestTemplateMistakesFailTheSuite: four mistakes a template can carry
 // that every unit test passes, each run under localcloud: the black-box
 // suite fails on each, and passes on the template as synthesized.
 //   - a route pointed at the wrong function (GET /matters to invoices);
 //   - a variable missing from a function's environment (the webhooks
 //     function's DELIVERY_QUEUE_URL);
+//   - a grant missing from a function's role (the matters function's
+//     dynamodb:Query: its lists are refused, as IAM would refuse them);
 //   - a stream filter that drops matter.created (only the one-minute
 //     sweep would still send it, too late for the suite's 10 s).
 func TestTemplateMistakesFailTheSuite(t *testing.T) {
@@ -242,6 +245,25 @@ func TestTemplateMistakesFailTheSuite(t *testing.T) {
 		{"missing-variable", "TestSignedDeliveryReachesTheExampleReceiver", func(res map[string]any) {
 			p := res[functionNamed(res, "webhooks")].(map[string]any)["Properties"].(map[string]any)
 			delete(p["Environment"].(map[string]any)["Variables"].(map[string]any), "DELIVERY_QUEUE_URL")
+		}},
+		{"grant-removed", "TestDemoKeyReadsMatters", func(res map[string]any) { // the matters function may no longer Query
+			role := refID(res[functionNamed(res, "matters")].(map[string]any)["Properties"].(map[string]any)["Role"])
+			for _, r := range res {
+				rm := r.(map[string]any)
+				if rm["Type"] != "AWS::IAM::Policy" {
+					continue
+				}
+				p := rm["Properties"].(map[string]any)
+				if refID(p["Roles"].([]any)[0]) != role {
+					continue
+				}
+				for _, st := range p["PolicyDocument"].(map[string]any)["Statement"].([]any) {
+					sm := st.(map[string]any)
+					if acts, ok := sm["Action"].([]any); ok {
+						sm["Action"] = slices.DeleteFunc(acts, func(a any) bool { return a == "dynamodb:Query" })
+					}
+				}
+			}
 		}},
 		{"filter-drops-matter-created", "TestSignedDeliveryReachesTheExampleReceiver", func(res map[string]any) {
 			esm := resourceOf(res, "AWS::Lambda::EventSourceMapping", func(p map[string]any) bool { return getAttName(p["EventSourceArn"]) == "StreamArn" })
@@ -516,5 +538,51 @@ func TestQueuedRetrySurvivesAKill(t *testing.T) {
 	start(t, env...)
 	if got := waitFor(2, 40*time.Second); fmt.Sprint(got) != "[1 2]" {
 		t.Fatalf("after the kill and a restart on the same folder, the receiver got attempts %v, want [1 2]", got)
+	}
+}
+
+// TestSourcesNeedTheirPermissions: a function's role without what Lambda
+// needs for its event source (the delivery worker's sqs:ReceiveMessage on
+// its queue) or its on-failure destination stops localcloud at start, as
+// AWS refuses to create the mapping; the template as synthesized starts.
+func TestSourcesNeedTheirPermissions(t *testing.T) {
+	c := start(t)
+	check := func(tpl string) error {
+		st, err := loadStack(tpl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sqs := newSQSServer("http://127.0.0.1:1")
+		queues := map[string]*sqsQueue{}
+		for id, q := range st.queues {
+			queues[id] = sqs.create(q, nil)
+		}
+		res := &resolver{st: st, table: "t", streamArn: "arn:aws:dynamodb:us-east-1:000000000000:table/t/stream/1", queues: queues}
+		pol, err := loadPolicies(st, res)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return checkSourcePermissions(st, res, pol)
+	}
+	if err := check(c.template); err != nil {
+		t.Fatalf("the template as synthesized: %v", err)
+	}
+	broken := mutate(t, c.template, "no-receive", func(res map[string]any) {
+		role := refID(res[functionNamed(res, "delivery")].(map[string]any)["Properties"].(map[string]any)["Role"])
+		for _, r := range res {
+			rm := r.(map[string]any)
+			if rm["Type"] != "AWS::IAM::Policy" || refID(rm["Properties"].(map[string]any)["Roles"].([]any)[0]) != role {
+				continue
+			}
+			for _, st := range rm["Properties"].(map[string]any)["PolicyDocument"].(map[string]any)["Statement"].([]any) {
+				sm := st.(map[string]any)
+				if acts, ok := sm["Action"].([]any); ok {
+					sm["Action"] = slices.DeleteFunc(acts, func(a any) bool { return a == "sqs:ReceiveMessage" })
+				}
+			}
+		}
+	})
+	if err := check(broken); err == nil || !strings.Contains(err.Error(), "sqs:ReceiveMessage") || !strings.Contains(err.Error(), "delivery") {
+		t.Fatalf("a delivery role without sqs:ReceiveMessage: %v", err)
 	}
 }

@@ -155,11 +155,33 @@ func run() error {
 	base := "http://" + ln.Addr().String()
 	settings := passedThrough()
 	res := &resolver{st: st, table: cfg.TableName, streamArn: streamArn, queues: queues}
+	// Each function's calls are checked against its role (iam.go): the
+	// queue server checks its own; the functions reach the table through a
+	// guard in front of the engine.
+	pol, err := loadPolicies(st, res)
+	if err != nil {
+		return err
+	}
+	if err := checkSourcePermissions(st, res, pol); err != nil {
+		return err
+	}
+	sqs.pol = pol
+	guardLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	guard, err := newDynamoGuard(cfg.Endpoint, sqs.ids, pol, cfg.TableName, tableKeys(st.table.props))
+	if err != nil {
+		return err
+	}
+	guardSrv := &http.Server{Handler: guard, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = guardSrv.Serve(guardLn) }()
+	defer guardSrv.Close()
 	logs := &logWriter{w: os.Stderr}
 	maxConc := 10
 	fns := map[string]*function{}
 	for id, spec := range st.functions {
-		env, err := functionEnv(spec, res, settings, cfg.Endpoint, sqs.base, sqs.credential(spec.name))
+		env, err := functionEnv(spec, res, settings, "http://"+guardLn.Addr().String(), sqs.base, sqs.credential(spec.name))
 		if err != nil {
 			return err
 		}
@@ -669,4 +691,41 @@ func fingerprint(root, code string) (string, error) {
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// checkSourcePermissions asks of each function's role what Lambda needs to
+// create its event sources and destinations (and refuses, as
+// CloudFormation's create would fail, when it lacks them): reading the
+// stream, receiving and deleting the queue's messages, sending to an
+// on-failure destination.
+func checkSourcePermissions(st *stack, res *resolver, pol *policies) error {
+	name := func(id string) string {
+		if f := st.functions[id]; f != nil {
+			return f.name
+		}
+		return "" // not a function of the template: not checked
+	}
+	for _, m := range st.streamMappings {
+		if err := pol.require(name(m.function), res.streamArn, "dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams"); err != nil {
+			return err
+		}
+		if m.onFailure != "" {
+			if err := pol.require(name(m.function), res.queues[m.onFailure].arn, "sqs:SendMessage"); err != nil {
+				return err
+			}
+		}
+	}
+	for _, m := range st.queueMappings {
+		if err := pol.require(name(m.function), res.queues[m.queue].arn, "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"); err != nil {
+			return err
+		}
+	}
+	for fn, c := range st.asyncConfigs {
+		if c.onFailure != "" {
+			if err := pol.require(name(fn), res.queues[c.onFailure].arn, "sqs:SendMessage"); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -28,7 +28,8 @@ type sqsServer struct {
 	mu      sync.Mutex
 	queues  map[string]*sqsQueue // by name
 	moves   []moveTask           // StartMessageMoveTask's, newest last
-	callers map[string]string    // access key id → who holds it
+	ids     *identities          // who holds which access key id
+	pol     *policies            // the callers' permissions (nil: not checked)
 	journal *journal             // openJournal's, when the queues are kept on disk
 }
 
@@ -36,35 +37,8 @@ type sqsServer struct {
 // key id for this run. The server refuses a request signed with any other
 // (as AWS refuses an unknown key), so only localcloud's own processes, and
 // whoever reads its ready line, reach the queues; and each request's
-// caller is known.
-func (s *sqsServer) credential(caller string) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.callers == nil {
-		s.callers = map[string]string{}
-	}
-	id := "LCL" + strings.ToUpper(secretToken()[:17])
-	s.callers[id] = caller
-	return id
-}
-
-// caller is who signed r (SigV4's Credential=<access key id>/…), or an
-// error answer.
-func (s *sqsServer) caller(r *http.Request) (string, string, string) {
-	auth := r.Header.Get("Authorization")
-	_, cred, ok := strings.Cut(auth, "Credential=")
-	if !ok {
-		return "", "MissingAuthenticationToken", "Request is missing Authentication Token"
-	}
-	id, _, _ := strings.Cut(cred, "/")
-	s.mu.Lock()
-	who, known := s.callers[id]
-	s.mu.Unlock()
-	if !known {
-		return "", "InvalidClientTokenId", "The security token included in the request is invalid."
-	}
-	return who, "", ""
-}
+// caller is known, for its role's permissions.
+func (s *sqsServer) credential(caller string) string { return s.ids.issue(caller) }
 
 // moveTask is a redrive from a dead-letter queue (StartMessageMoveTask):
 // localcloud moves the messages at once, so a task is COMPLETED when its
@@ -98,7 +72,7 @@ type sqsMessage struct {
 }
 
 func newSQSServer(base string) *sqsServer {
-	return &sqsServer{base: base, queues: map[string]*sqsQueue{}}
+	return &sqsServer{base: base, queues: map[string]*sqsQueue{}, ids: newIdentities()}
 }
 
 // create adds a queue (its dead-letter queue must exist already).
@@ -297,7 +271,8 @@ func (q *sqsQueue) counts() (visible, inFlight, delayed int) {
 
 // ServeHTTP answers one SQS API call.
 func (s *sqsServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if _, code, msg := s.caller(r); code != "" {
+	caller, code, msg := s.ids.of(r)
+	if code != "" {
 		sqsErrorStatus(w, http.StatusForbidden, code, msg)
 		return
 	}
@@ -309,6 +284,28 @@ func (s *sqsServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	str := func(k string) string { v, _ := in[k].(string); return v }
+	if s.pol != nil {
+		resource := "*"
+		switch {
+		case str("QueueUrl") != "":
+			if q := s.byURL(str("QueueUrl")); q != nil {
+				resource = q.arn
+			}
+		case str("QueueName") != "":
+			resource = "arn:aws:sqs:" + localRegion + ":" + localAccount + ":" + str("QueueName")
+		case str("SourceArn") != "":
+			resource = str("SourceArn")
+		}
+		// A batch call is authorized by its single-message action, as IAM
+		// has no actions of its own for batches.
+		if a := "sqs:" + strings.TrimSuffix(action, "Batch"); !s.pol.allows(caller, a, resource, nil) {
+			w.Header().Set("x-amzn-query-error", "AccessDenied;Sender")
+			w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+			w.WriteHeader(http.StatusBadRequest)
+			_ = json.NewEncoder(w).Encode(map[string]string{"__type": "com.amazon.coral.service#AccessDeniedException", "message": s.pol.denial(caller, a, resource)})
+			return
+		}
+	}
 	num := func(k string, def int) int {
 		if v, ok := in[k].(float64); ok {
 			return int(v)

@@ -13,6 +13,8 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/practice-api/practice-api/shared/queue"
 )
@@ -209,5 +211,33 @@ func TestSQSServerRefusesStrangers(t *testing.T) {
 	}
 	if v, f, d := jobs.counts(); v+f+d != 0 {
 		t.Fatalf("a stranger's message is in the queue: %d %d %d", v, f, d)
+	}
+}
+
+// TestQueueCallsNeedTheRole: a function's queue calls are checked against
+// its role: a batch by its single-message action (SendMessageBatch needs
+// sqs:SendMessage), a call its role lacks refused with AWS's
+// AccessDeniedException, naming the action and the queue.
+func TestQueueCallsNeedTheRole(t *testing.T) {
+	srv := httptest.NewServer(nil)
+	defer srv.Close()
+	q := newSQSServer(srv.URL)
+	srv.Config.Handler = q
+	queue := q.create(&queueSpec{name: "jobs", visibility: time.Second, retention: time.Hour}, nil)
+	q.pol = &policies{roles: map[string]string{"sender": "senderRole"}, byCaller: map[string][]statement{
+		"sender": {{allow: true, actions: []string{"sqs:SendMessage", "sqs:GetQueueUrl"}, resources: []string{queue.arn}}}}}
+	client := sqs.New(sqs.Options{Region: localRegion, BaseEndpoint: aws.String(srv.URL), Credentials: credentials.NewStaticCredentialsProvider(q.credential("sender"), "x", "")})
+	ctx := context.Background()
+	if _, err := client.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(queue.url), Entries: []sqstypes.SendMessageBatchRequestEntry{{Id: aws.String("1"), MessageBody: aws.String("x")}}}); err != nil {
+		t.Fatalf("a batch its role allows: %v", err)
+	}
+	_, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(queue.url)})
+	var ae smithy.APIError
+	if !errors.As(err, &ae) || !strings.Contains(ae.ErrorMessage(), "is not authorized to perform: sqs:ReceiveMessage on resource: "+queue.arn) {
+		t.Fatalf("a call its role lacks: %v", err)
+	}
+	operator := sqs.New(sqs.Options{Region: localRegion, BaseEndpoint: aws.String(srv.URL), Credentials: credentials.NewStaticCredentialsProvider(q.credential("operator"), "x", "")})
+	if out, err := operator.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(queue.url)}); err != nil || len(out.Messages) != 1 {
+		t.Fatalf("the operator, who has no role here: %v %v", out, err)
 	}
 }

@@ -37,6 +37,12 @@ type stack struct {
 	schedules      []scheduleSpec
 	asyncConfigs   map[string]asyncConfig // by function logical id
 	throttles      throttleSpec
+	// roleStatements are the policy statements of each role (by logical
+	// id), as the template writes them: its AWS::IAM::Policy resources and
+	// the role's inline policies.
+	roleStatements map[string][]any
+	// managedPolicies are the roles' managed policy ARNs, unresolved.
+	managedPolicies map[string][]any
 }
 
 type functionSpec struct {
@@ -48,6 +54,7 @@ type functionSpec struct {
 	reserved  int // 0: none
 	arch      string
 	appLevel  string // LoggingConfig.ApplicationLogLevel ("" = everything)
+	role      string // its execution role's logical id
 }
 
 type routeSpec struct {
@@ -126,7 +133,8 @@ func loadStack(path string) (*stack, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	dir := filepath.Dir(path)
-	s := &stack{functions: map[string]*functionSpec{}, queues: map[string]*queueSpec{}, asyncConfigs: map[string]asyncConfig{}}
+	s := &stack{functions: map[string]*functionSpec{}, queues: map[string]*queueSpec{}, asyncConfigs: map[string]asyncConfig{}, roleStatements: map[string][]any{},
+		managedPolicies: map[string][]any{}}
 	integrations := map[string]string{} // integration id -> function id
 	aliases := map[string]string{}      // alias id -> function id: what invokes an alias runs its function
 	ids := make([]string, 0, len(t.Resources))
@@ -144,6 +152,7 @@ func loadStack(path string) (*stack, error) {
 			if d, ok := p["Description"].(string); ok && d != "" {
 				f.name = d[strings.LastIndexByte(d, ' ')+1:]
 			}
+			f.role = refID(p["Role"])
 			if a, ok := p["Architectures"].([]any); ok && len(a) == 1 {
 				f.arch, _ = a[0].(string)
 			}
@@ -160,6 +169,24 @@ func loadStack(path string) (*stack, error) {
 			}
 			f.bootstrap = filepath.Join(dir, "asset."+strings.TrimSuffix(key, ".zip"), "bootstrap")
 			s.functions[id] = f
+		case "AWS::IAM::Role":
+			if m, ok := p["ManagedPolicyArns"].([]any); ok && len(m) > 0 {
+				s.managedPolicies[id] = m // a function's role may not have any (loadPolicies)
+			}
+			if inline, ok := p["Policies"].([]any); ok {
+				for _, pol := range inline {
+					doc, _ := pol.(map[string]any)["PolicyDocument"].(map[string]any)
+					st, _ := doc["Statement"].([]any)
+					s.roleStatements[id] = append(s.roleStatements[id], st...)
+				}
+			}
+		case "AWS::IAM::Policy":
+			doc, _ := p["PolicyDocument"].(map[string]any)
+			st, _ := doc["Statement"].([]any)
+			roles, _ := p["Roles"].([]any)
+			for _, r := range roles {
+				s.roleStatements[refID(r)] = append(s.roleStatements[refID(r)], st...)
+			}
 		case "AWS::Lambda::Alias":
 			// One version serves locally, the one built: an alias (which
 			// CodeDeploy shifts on AWS) runs its function.

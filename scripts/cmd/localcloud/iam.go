@@ -1,0 +1,451 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"path"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// IAM, as far as the service's calls go: each function process signs its
+// calls with an access key id of its own (issued this run), so the caller
+// of every store and queue call is known, and the call is checked against
+// that function's role in the template (actions, resources with index
+// ARNs, and the conditions the stack uses) before it is served. What AWS
+// refuses is refused here, in AWS's shape (AccessDeniedException).
+
+// identities are the access key ids issued this run, and who holds each.
+type identities struct {
+	mu    sync.Mutex
+	byKey map[string]string
+}
+
+func newIdentities() *identities { return &identities{byKey: map[string]string{}} }
+
+// issue gives a caller (a function by name, or "operator") a new key id.
+func (ids *identities) issue(caller string) string {
+	ids.mu.Lock()
+	defer ids.mu.Unlock()
+	id := "LCL" + strings.ToUpper(secretToken()[:17])
+	ids.byKey[id] = caller
+	return id
+}
+
+// of is who signed r (SigV4's Credential=<access key id>/…), or the error
+// code and message AWS answers a request signed with no key or a key it
+// does not know.
+func (ids *identities) of(r *http.Request) (string, string, string) {
+	_, cred, ok := strings.Cut(r.Header.Get("Authorization"), "Credential=")
+	if !ok {
+		return "", "MissingAuthenticationToken", "Request is missing Authentication Token"
+	}
+	id, _, _ := strings.Cut(cred, "/")
+	ids.mu.Lock()
+	who, known := ids.byKey[id]
+	ids.mu.Unlock()
+	if !known {
+		return "", "InvalidClientTokenId", "The security token included in the request is invalid."
+	}
+	return who, "", ""
+}
+
+// statement is one policy statement, its resources resolved.
+type statement struct {
+	allow      bool
+	actions    []string
+	resources  []string
+	conditions []condition
+}
+
+type condition struct {
+	op, key string
+	values  []string
+}
+
+// policies are each function's statements, by function name. A caller
+// without an entry (the operator) is not checked.
+type policies struct {
+	byCaller map[string][]statement
+	roles    map[string]string // function name -> its role's logical id, for messages
+}
+
+// supportedConditions are the condition operators evaluated; a statement
+// with another stops localcloud at start.
+var supportedConditions = []string{"StringEquals", "StringLike", "ForAllValues:StringLike", "ForAnyValue:StringLike", "ForAllValues:StringEquals"}
+
+// loadPolicies resolves each function's role statements.
+func loadPolicies(st *stack, res *resolver) (*policies, error) {
+	p := &policies{byCaller: map[string][]statement{}, roles: map[string]string{}}
+	for _, fn := range st.functions {
+		p.roles[fn.name] = fn.role
+		if m := st.managedPolicies[fn.role]; len(m) > 0 {
+			return nil, fmt.Errorf("role %s of function %s: managed policies (%v) are not emulated: localcloud cannot know what they allow", fn.role, fn.name, m)
+		}
+		stmts := []statement{}
+		for _, raw := range st.roleStatements[fn.role] {
+			m, _ := raw.(map[string]any)
+			for _, k := range []string{"NotAction", "NotResource", "NotPrincipal"} {
+				if _, ok := m[k]; ok {
+					return nil, fmt.Errorf("role %s: %s is not emulated", fn.role, k)
+				}
+			}
+			s := statement{allow: m["Effect"] == "Allow"}
+			for _, a := range listOf(m["Action"]) {
+				as, _ := a.(string)
+				s.actions = append(s.actions, as)
+			}
+			for _, r := range listOf(m["Resource"]) {
+				v, err := res.resolve(r)
+				if err != nil { // a resource localcloud does not have (a log group): no call here reaches it
+					v = fmt.Sprintf("unresolved:%v", r)
+				}
+				s.resources = append(s.resources, v)
+			}
+			conds, _ := m["Condition"].(map[string]any)
+			for op, kv := range conds {
+				if !contains(supportedConditions, op) {
+					return nil, fmt.Errorf("role %s: the condition operator %s is not emulated", fn.role, op)
+				}
+				for key, vals := range kv.(map[string]any) {
+					c := condition{op: op, key: key}
+					for _, v := range listOf(vals) {
+						c.values = append(c.values, fmt.Sprint(v))
+					}
+					s.conditions = append(s.conditions, c)
+				}
+			}
+			stmts = append(stmts, s)
+		}
+		p.byCaller[fn.name] = stmts
+	}
+	return p, nil
+}
+
+func listOf(v any) []any {
+	if l, ok := v.([]any); ok {
+		return l
+	}
+	if v == nil {
+		return nil
+	}
+	return []any{v}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// wildcard matches IAM's * and ? (actions case-insensitively).
+func wildcard(pattern, s string, fold bool) bool {
+	if fold {
+		pattern, s = strings.ToLower(pattern), strings.ToLower(s)
+	}
+	ok, err := path.Match(strings.ReplaceAll(pattern, "/", "\x00"), strings.ReplaceAll(s, "/", "\x00"))
+	return err == nil && ok
+}
+
+// allows evaluates caller's statements for action on resource, with the
+// request's condition keys: an explicit deny wins, then any allow.
+func (p *policies) allows(caller, action, resource string, keys map[string][]string) bool {
+	stmts, checked := p.byCaller[caller]
+	if !checked {
+		return true
+	}
+	allowed := false
+	for _, s := range stmts {
+		if !s.matches(action, resource, keys) {
+			continue
+		}
+		if !s.allow {
+			return false
+		}
+		allowed = true
+	}
+	return allowed
+}
+
+func (s statement) matches(action, resource string, keys map[string][]string) bool {
+	hit := false
+	for _, a := range s.actions {
+		hit = hit || wildcard(a, action, true)
+	}
+	if !hit {
+		return false
+	}
+	hit = false
+	for _, r := range s.resources {
+		hit = hit || wildcard(r, resource, false)
+	}
+	if !hit {
+		return false
+	}
+	for _, c := range s.conditions {
+		if !c.holds(keys[c.key]) {
+			return false
+		}
+	}
+	return true
+}
+
+// holds evaluates a condition on the request's values of its key. As IAM:
+// ForAllValues holds for no values at all; a single-valued operator needs
+// the key present.
+func (c condition) holds(got []string) bool {
+	like := strings.HasSuffix(c.op, "StringLike")
+	match := func(v string) bool {
+		for _, want := range c.values {
+			if (like && wildcard(want, v, false)) || (!like && want == v) {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case strings.HasPrefix(c.op, "ForAllValues:"):
+		for _, v := range got {
+			if !match(v) {
+				return false
+			}
+		}
+		return true
+	case strings.HasPrefix(c.op, "ForAnyValue:"):
+		for _, v := range got {
+			if match(v) {
+				return true
+			}
+		}
+		return false
+	}
+	return len(got) == 1 && match(got[0])
+}
+
+// denial is AWS's message for a refused call.
+func (p *policies) denial(caller, action, resource string) string {
+	return fmt.Sprintf("User: arn:aws:sts::%s:assumed-role/%s/%s is not authorized to perform: %s on resource: %s because no identity-based policy allows the %s action",
+		localAccount, p.roles[caller], caller, action, resource, action)
+}
+
+// require is a permission a mapping or destination needs from a
+// function's role, which AWS checks when it creates it.
+func (p *policies) require(caller string, resource string, actions ...string) error {
+	var missing []string
+	for _, a := range actions {
+		if !p.allows(caller, a, resource, nil) {
+			missing = append(missing, a)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("the execution role of %s (%s) does not allow %s on %s, which Lambda needs for the function's event source or destination: AWS refuses to create it",
+			caller, p.roles[caller], strings.Join(missing, ", "), resource)
+	}
+	return nil
+}
+
+// dynamoGuard stands in front of the engine for the functions: it checks
+// each call against the caller's role and passes the allowed ones on.
+type dynamoGuard struct {
+	ids    *identities
+	pol    *policies
+	proxy  *httputil.ReverseProxy
+	tables map[string]map[string]string // table name -> index name ("" for the table) -> its partition key attribute
+}
+
+func newDynamoGuard(engine string, ids *identities, pol *policies, table string, keys map[string]string) (*dynamoGuard, error) {
+	u, err := url.Parse(engine)
+	if err != nil {
+		return nil, err
+	}
+	return &dynamoGuard{ids: ids, pol: pol, proxy: httputil.NewSingleHostReverseProxy(u), tables: map[string]map[string]string{table: keys}}, nil
+}
+
+// tableKeys reads the table's partition key attribute, and each index's.
+func tableKeys(props map[string]any) map[string]string {
+	hash := func(schema any) string {
+		for _, k := range listOf(schema) {
+			km, _ := k.(map[string]any)
+			if km["KeyType"] == "HASH" {
+				s, _ := km["AttributeName"].(string)
+				return s
+			}
+		}
+		return ""
+	}
+	keys := map[string]string{"": hash(props["KeySchema"])}
+	for _, g := range listOf(props["GlobalSecondaryIndexes"]) {
+		gm, _ := g.(map[string]any)
+		name, _ := gm["IndexName"].(string)
+		keys[name] = hash(gm["KeySchema"])
+	}
+	return keys
+}
+
+// access is one permission a call needs.
+type access struct {
+	action, resource string
+	leading          []string // dynamodb:LeadingKeys
+}
+
+func (g *dynamoGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	caller, code, msg := g.ids.of(r)
+	if code != "" {
+		dynamoError(w, "UnrecognizedClientException", msg)
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, 32<<20))
+	if err != nil {
+		dynamoError(w, "SerializationException", "the request could not be read")
+		return
+	}
+	target := strings.TrimPrefix(r.Header.Get("X-Amz-Target"), "DynamoDB_20120810.")
+	for _, a := range g.accesses(target, body) {
+		if !g.pol.allows(caller, a.action, a.resource, map[string][]string{"dynamodb:LeadingKeys": a.leading}) {
+			dynamoError(w, "AccessDeniedException", g.pol.denial(caller, a.action, a.resource))
+			return
+		}
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	g.proxy.ServeHTTP(w, r)
+}
+
+func dynamoError(w http.ResponseWriter, code, msg string) {
+	w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+	w.Header().Set("X-Amzn-ErrorType", code)
+	w.WriteHeader(http.StatusBadRequest)
+	_ = json.NewEncoder(w).Encode(map[string]string{"__type": "com.amazon.coral.service#" + code, "Message": msg})
+}
+
+func (g *dynamoGuard) arn(table, index string) string {
+	a := "arn:aws:dynamodb:" + localRegion + ":" + localAccount + ":table/" + table
+	if index != "" {
+		a += "/index/" + index
+	}
+	return a
+}
+
+// accesses are the permissions a call needs: the item-level action of each
+// part of a transaction, the batch action per table, the call's own
+// otherwise; each with the partition keys it touches.
+func (g *dynamoGuard) accesses(target string, body []byte) []access {
+	var in map[string]any
+	_ = json.Unmarshal(body, &in)
+	str := func(m map[string]any, k string) string { v, _ := m[k].(string); return v }
+	item := func(action string, m map[string]any) access {
+		table := str(m, "TableName")
+		a := access{action: "dynamodb:" + action, resource: g.arn(table, "")}
+		for _, k := range []string{"Key", "Item"} {
+			if v := g.keyValue(table, "", m[k]); v != "" {
+				a.leading = append(a.leading, v)
+			}
+		}
+		return a
+	}
+	switch target {
+	case "GetItem", "PutItem", "UpdateItem", "DeleteItem":
+		return []access{item(target, in)}
+	case "TransactWriteItems", "TransactGetItems":
+		var out []access
+		for _, ti := range listOf(in["TransactItems"]) {
+			tm, _ := ti.(map[string]any)
+			for part, action := range map[string]string{"Put": "PutItem", "Update": "UpdateItem", "Delete": "DeleteItem", "ConditionCheck": "ConditionCheckItem", "Get": "GetItem"} {
+				if pm, ok := tm[part].(map[string]any); ok {
+					out = append(out, item(action, pm))
+				}
+			}
+		}
+		return out
+	case "BatchGetItem", "BatchWriteItem":
+		var out []access
+		reqs, _ := in["RequestItems"].(map[string]any)
+		tables := make([]string, 0, len(reqs))
+		for t := range reqs {
+			tables = append(tables, t)
+		}
+		sort.Strings(tables)
+		for _, table := range tables {
+			a := access{action: "dynamodb:" + target, resource: g.arn(table, "")}
+			var entries []any
+			if target == "BatchGetItem" {
+				rm, _ := reqs[table].(map[string]any)
+				entries = listOf(rm["Keys"])
+			} else {
+				for _, wr := range listOf(reqs[table]) {
+					wm, _ := wr.(map[string]any)
+					if pr, ok := wm["PutRequest"].(map[string]any); ok {
+						entries = append(entries, pr["Item"])
+					}
+					if dr, ok := wm["DeleteRequest"].(map[string]any); ok {
+						entries = append(entries, dr["Key"])
+					}
+				}
+			}
+			for _, e := range entries {
+				if v := g.keyValue(table, "", e); v != "" {
+					a.leading = append(a.leading, v)
+				}
+			}
+			out = append(out, a)
+		}
+		return out
+	case "Query", "Scan":
+		table, index := str(in, "TableName"), str(in, "IndexName")
+		a := access{action: "dynamodb:" + target, resource: g.arn(table, index)}
+		if target == "Query" {
+			if v := g.queryKey(table, index, in); v != "" {
+				a.leading = []string{v}
+			}
+		}
+		return []access{a}
+	case "ListTables":
+		return []access{{action: "dynamodb:ListTables", resource: "*"}}
+	}
+	return []access{{action: "dynamodb:" + target, resource: g.arn(str(in, "TableName"), "")}}
+}
+
+// keyValue is the partition key's string value in an item or key.
+func (g *dynamoGuard) keyValue(table, index string, v any) string {
+	m, _ := v.(map[string]any)
+	attr := g.tables[table][index]
+	av, _ := m[attr].(map[string]any)
+	s, _ := av["S"].(string)
+	return s
+}
+
+var equalsPart = regexp.MustCompile(`^\(?\s*(#?[A-Za-z0-9_]+)\s*=\s*(:[A-Za-z0-9_]+)\s*\)?$`)
+
+// queryKey is the partition key value a Query's key condition names.
+func (g *dynamoGuard) queryKey(table, index string, in map[string]any) string {
+	expr, _ := in["KeyConditionExpression"].(string)
+	names, _ := in["ExpressionAttributeNames"].(map[string]any)
+	values, _ := in["ExpressionAttributeValues"].(map[string]any)
+	attr := g.tables[table][index]
+	for _, part := range regexp.MustCompile(`(?i)\s+AND\s+`).Split(expr, -1) {
+		m := equalsPart.FindStringSubmatch(strings.TrimSpace(part))
+		if m == nil {
+			continue
+		}
+		name := m[1]
+		if n, ok := names[name].(string); ok {
+			name = n
+		}
+		if name == attr {
+			av, _ := values[m[2]].(map[string]any)
+			s, _ := av["S"].(string)
+			return s
+		}
+	}
+	return ""
+}
