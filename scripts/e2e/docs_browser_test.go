@@ -172,10 +172,19 @@ func TestDocsPageInABrowser(t *testing.T) {
 		{"go/native", "http.NewRequest"}, {"python/requests", "requests.get"}, {"node/fetch", "fetch("}, {"shell/curl", "curl"},
 	} {
 		var code string
+		// The picker is clicked until its options show: on a loaded machine
+		// the page may still be scrolling to the operation and re-rendering
+		// it when the first click lands, and that click is lost.
+		option := `li[role="option"][id$="-` + c.client + `"]`
+		openPicker := `(() => {
+			if (document.querySelector(` + strconv.Quote(option) + `)) return true;
+			const p = document.querySelector(` + strconv.Quote(timeEntries+` [data-testid="client-picker"]`) + `);
+			if (p) { p.scrollIntoView(); p.click(); }
+			return false;
+		})()`
 		step("the "+c.client+" sample",
-			chromedp.Click(timeEntries+` [data-testid="client-picker"]`, chromedp.ByQuery),
-			chromedp.WaitVisible(`li[role="option"][id$="-`+c.client+`"]`, chromedp.ByQuery),
-			chromedp.Click(`li[role="option"][id$="-`+c.client+`"]`, chromedp.ByQuery),
+			chromedp.Poll(openPicker, nil, chromedp.WithPollingInterval(time.Second), chromedp.WithPollingTimeout(40*time.Second)),
+			chromedp.Click(option, chromedp.ByQuery),
 			chromedp.Poll(sample+`.includes(`+strconv.Quote(c.says)+`)`, nil, chromedp.WithPollingTimeout(10*time.Second)),
 			chromedp.Evaluate(sample, &code))
 		if !strings.Contains(code, "/time-entries") {
