@@ -78,7 +78,7 @@ bench: dynamodb-local
 capacity: dynamodb-local
 	$(GO) run ./scripts/cmd/capacity $(CAPACITY_ARGS)
 
-## soak: SOAK_MINUTES (default 10) of load, a flapping receiver and kill -9 restarts of the devserver; fails on any loss (not in make test)
+## soak: SOAK_MINUTES (default 10) of load, a flapping receiver and kill -9s (SOAK_TARGET=devserver: the devserver; localcloud: function processes and the whole stack), then an endpoint disabled and recovered by replay; fails on any problem (not in make test)
 soak: dynamodb-local
 	$(GO) run ./scripts/cmd/soak
 

@@ -1,17 +1,32 @@
-// Command soak runs the devserver for SOAK_MINUTES (default 10) the way a
-// bad day would: several organisations import and read at once, each
+// Command soak runs a local runtime for SOAK_MINUTES (default 10) the way
+// a bad day would: several organisations import and read at once, each
 // subscribed to a loopback webhook receiver that flaps (answers 500, then
-// hangs past the delivery timeout, then recovers), and the devserver is
-// killed with SIGKILL and started again on the same data every
-// SOAK_KILL_EVERY (default 2m). Then the receiver stays up until every
-// event is delivered (or SOAK_DRAIN, default 5m, runs out), and it prints
-// one JSON report and exits 1 if any of these is not zero:
+// hangs past the delivery timeout, then recovers), and every
+// SOAK_KILL_EVERY (default 2m) something is killed with SIGKILL. With
+// SOAK_TARGET=devserver (the default) that is the devserver, started again
+// on the same data; with SOAK_TARGET=localcloud it is, in turn, one
+// process of the delivery worker, of the dispatcher, of the matters
+// function (each mid-batch or mid-request, wherever it is), and the whole
+// stack, started again on the same LOCAL_DYNAMODB_DIR. After the load, one
+// organisation's receiver fails until its endpoint is disabled (20
+// failures in a row), and the endpoint is turned back on with replay_since,
+// as the runbook says. Then the receiver stays up until every event is
+// delivered (or SOAK_DRAIN, default 5m, runs out), and it prints one JSON
+// report and exits 1 on any problem:
 //
 //   - missing: resources answered 201 (or a 200 replay) that are not there;
 //   - duplicates: resources created twice;
-//   - undelivered: events of created resources never delivered;
+//   - undelivered: events of created resources never delivered (every
+//     matter and time entry listed at the end, whether or not its create
+//     was answered);
 //   - bad_signatures: deliveries whose signature did not verify;
-//   - server_errors_outside_restarts: 5xx answers while the server was up.
+//   - server_errors_outside_restarts: 5xx answers while nothing was killed;
+//   - unexplained redeliveries: an attempt received twice with no kill in
+//     the seconds after its first copy (a killed sender may send its
+//     attempt again: that is counted, not failed);
+//   - problems: a create refused or never answered, a listing that failed,
+//     an endpoint still disabled, the disable phase not reaching its
+//     threshold.
 //
 // Only loopback is ever contacted, and every loop is bounded.
 package main
@@ -74,25 +89,30 @@ func durationEnv(name string, def time.Duration, minutes bool) (time.Duration, e
 
 // Report is what the soak found.
 type Report struct {
-	Minutes                float64 `json:"minutes"`
-	Organisations          int     `json:"organisations"`
-	Restarts               int     `json:"restarts"`
-	Requests               int64   `json:"requests"`
-	Created                int     `json:"created"`
-	EventsExpected         int     `json:"events_expected"`
-	EventsDelivered        int     `json:"events_delivered"`
-	DeliveriesReceived     int64   `json:"deliveries_received"`
-	ReceiverFailures       int64   `json:"receiver_answered_500_or_hung"`
-	ServerErrorsInRestarts int64   `json:"server_errors_during_restarts"`
-	Missing                int     `json:"missing"`
-	Duplicates             int     `json:"duplicates"`
-	Undelivered            int     `json:"undelivered"`
-	BadSignatures          int     `json:"bad_signatures"`
+	Target                  string  `json:"target"`
+	Minutes                 float64 `json:"minutes"`
+	Organisations           int     `json:"organisations"`
+	Restarts                int     `json:"restarts"`
+	FunctionProcessesKilled int64   `json:"function_processes_killed"`
+	Requests                int64   `json:"requests"`
+	Created                 int     `json:"created"`
+	EventsExpected          int     `json:"events_expected"`
+	EventsDelivered         int     `json:"events_delivered"`
+	DeliveriesReceived      int64   `json:"deliveries_received"`
+	ReceiverFailures        int64   `json:"receiver_answered_500_or_hung"`
+	ServerErrorsInRestarts  int64   `json:"server_errors_during_restarts"`
+	Missing                 int     `json:"missing"`
+	Duplicates              int     `json:"duplicates"`
+	Undelivered             int     `json:"undelivered"`
+	BadSignatures           int     `json:"bad_signatures"`
 	// AttemptsRedelivered counts attempts received twice: a worker killed
 	// between the POST and its record leaves the outcome unknown, and the
-	// attempt is sent again (at least once, as the API promises). Reported,
-	// not a failure.
+	// attempt is sent again (at least once, as the API promises). Counted;
+	// a failure only when no kill came in the seconds after the first copy
+	// (RedeliveredUnexplained).
 	AttemptsRedelivered         int      `json:"attempts_redelivered"`
+	RedeliveredUnexplained      int      `json:"attempts_redelivered_without_a_kill"`
+	DisablePhase                string   `json:"disable_phase"`
 	ServerErrorsOutsideRestarts int64    `json:"server_errors_outside_restarts"`
 	DrainSeconds                float64  `json:"drain_seconds"`
 	EndpointsDisabled           int      `json:"endpoints_disabled"`
@@ -100,7 +120,8 @@ type Report struct {
 }
 
 func (r *Report) failed() bool {
-	return r.Missing+r.Duplicates+r.Undelivered+r.BadSignatures > 0 || r.ServerErrorsOutsideRestarts > 0
+	return r.Missing+r.Duplicates+r.Undelivered+r.BadSignatures+r.RedeliveredUnexplained+r.EndpointsDisabled > 0 ||
+		r.ServerErrorsOutsideRestarts > 0 || len(r.Problems) > 0
 }
 
 func run() (*Report, error) {
@@ -115,6 +136,14 @@ func run() (*Report, error) {
 	drain, err := durationEnv("SOAK_DRAIN", 5*time.Minute, false)
 	if err != nil {
 		return nil, err
+	}
+	target := os.Getenv("SOAK_TARGET")
+	switch target {
+	case "":
+		target = "devserver"
+	case "devserver", "localcloud":
+	default:
+		return nil, fmt.Errorf("SOAK_TARGET must be devserver or localcloud, got %q", target)
 	}
 	orgs := 4
 	if v := os.Getenv("SOAK_ORGS"); v != "" {
@@ -136,8 +165,8 @@ func run() (*Report, error) {
 			os.RemoveAll(work)
 		}
 	}()
-	logf("building the devserver and the admin tool")
-	for _, name := range []string{"devserver", "admin"} {
+	logf("building the %s and the admin tool", target)
+	for _, name := range []string{target, "admin"} {
 		cmd := exec.Command("go", "build", "-o", filepath.Join(work, name), "./scripts/cmd/"+name)
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -151,7 +180,7 @@ func run() (*Report, error) {
 	}
 	defer rcv.srv.Close()
 
-	srv := &server{bin: filepath.Join(work, "devserver"), listen: freeAddr(), dynamo: freeAddr(), logPath: filepath.Join(work, "devserver.log"),
+	srv := &server{name: target, root: root, bin: filepath.Join(work, target), listen: freeAddr(), dynamo: freeAddr(), logPath: filepath.Join(work, target+".log"),
 		env: []string{"LOCAL_DYNAMODB_DIR=" + filepath.Join(work, "data"), "TABLE_NAME=soak", "SEED_DEMO=0", "DYNAMODB_ENDPOINT=",
 			"RATE_LIMIT_PER_MINUTE=100000", "WEBHOOK_CA_FILE=" + rcv.caFile, "WEBHOOK_RETRY_SCHEDULE=1s,3s,8s,20s",
 			"LOCAL_DYNAMODB_LOG=" + filepath.Join(work, "engine.log")}}
@@ -160,7 +189,7 @@ func run() (*Report, error) {
 	}
 	defer srv.stop()
 	base := "http://" + srv.listen + "/api/v1"
-	rep := &Report{Minutes: minutes.Minutes(), Organisations: orgs}
+	rep := &Report{Target: target, Minutes: minutes.Minutes(), Organisations: orgs}
 	hc := &http.Client{Timeout: 20 * time.Second}
 	var clients []*client
 	for i := range orgs {
@@ -181,32 +210,58 @@ func run() (*Report, error) {
 	wg.Go(func() {
 		t := time.NewTicker(killEvery)
 		defer t.Stop()
-		for {
+		// localcloud: single function processes, then the whole stack.
+		victims := []string{"stack"}
+		if target == "localcloud" {
+			victims = []string{"delivery", "dispatcher", "matters", "stack"}
+		}
+		for i := 0; ; i++ {
 			select {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				logf("kill -9 the devserver")
+			}
+			switch v := victims[i%len(victims)]; v {
+			case "stack":
+				logf("kill -9 the %s", target)
 				if err := srv.restart(); err != nil {
 					logf("restart: %v", err)
 				}
+			default:
+				n := srv.killFunction(v)
+				logf("kill -9 %d process(es) of the %s function", n, v)
 			}
 		}
 	})
 	wg.Wait()
 	rcv.mode.Store(modeOK)
 	rep.Restarts = int(srv.restarts.Load())
-	logf("load over; waiting for every event to be delivered (at most %s)", drain)
+	rep.FunctionProcessesKilled = srv.functionKills.Load()
 
-	// Every matter and time entry created raised an event that must reach
-	// the receiver once the receiver is up, however the server was killed.
+	// The disable phase: one organisation's receiver fails until its
+	// endpoint is disabled, then the endpoint is turned back on with
+	// replay_since, as the runbook says; the drain below then needs every
+	// event of the phase, which only the replay sends.
+	rep.DisablePhase = clients[0].disablePhase(rcv)
+	if !strings.HasPrefix(rep.DisablePhase, "recovered") {
+		rep.Problems = append(rep.Problems, "disable phase: "+rep.DisablePhase)
+	}
+
+	// Every created resource is there, once; and every matter and time
+	// entry there, answered or not (a create whose answer was lost still
+	// raised its event), must reach the receiver.
 	expected := map[string]string{} // resource id -> org
 	for _, c := range clients {
-		for _, id := range c.eventSources() {
+		missing, dups, problems, listed := c.verify()
+		rep.Missing += missing
+		rep.Duplicates += dups
+		rep.Problems = append(rep.Problems, problems...)
+		for _, id := range append(c.eventSources(), append(listed["matter"], listed["time_entry"]...)...) {
 			expected[id] = c.org
 		}
 	}
 	rep.EventsExpected = len(expected)
+	logf("load over; waiting for every event to be delivered (at most %s)", drain)
 	began := time.Now()
 	for time.Since(began) < drain {
 		if rcv.deliveredCount(expected) == len(expected) {
@@ -226,31 +281,32 @@ func run() (*Report, error) {
 			}
 		}
 	}
-	rep.AttemptsRedelivered, rep.BadSignatures, rep.DeliveriesReceived, rep.ReceiverFailures = rcv.stats()
+	var examples []string
+	rep.AttemptsRedelivered, rep.RedeliveredUnexplained, rep.BadSignatures, rep.DeliveriesReceived, rep.ReceiverFailures, examples = rcv.stats(func(first time.Time) bool {
+		return srv.killedWithin(first, 0, 30*time.Second) // the sender died before it recorded the attempt
+	})
+	rep.Problems = append(rep.Problems, examples...)
 
-	// Every created resource is there, once.
 	for _, c := range clients {
 		if status, m := c.do("GET", "/webhooks", "", ""); status == 200 {
 			for _, ep := range m["data"].([]any) {
 				if ep.(map[string]any)["is_active"] != true {
 					rep.EndpointsDisabled++
-					rep.Problems = append(rep.Problems, fmt.Sprintf("org %d: its endpoint was disabled after %v consecutive failures", c.n, ep.(map[string]any)["consecutive_failures"]))
+					rep.Problems = append(rep.Problems, fmt.Sprintf("org %d: its endpoint is disabled at the end, after %v consecutive failures", c.n, ep.(map[string]any)["consecutive_failures"]))
 				}
 			}
+		} else {
+			rep.Problems = append(rep.Problems, fmt.Sprintf("org %d: listing its webhooks answered %d", c.n, status))
 		}
-		missing, dups, problems := c.verify()
-		rep.Missing += missing
-		rep.Duplicates += dups
-		rep.Problems = append(rep.Problems, problems...)
 		rep.Created += c.created()
 		rep.Requests += c.requests.Load()
 		rep.ServerErrorsOutsideRestarts += c.errOutside.Load()
 		rep.ServerErrorsInRestarts += c.errInside.Load()
 		rep.Problems = append(rep.Problems, c.problemList()...)
 	}
-	if rep.failed() || rep.EndpointsDisabled > 0 {
+	if rep.failed() {
 		keep = true
-		return rep, fmt.Errorf("the soak found problems; the devserver's log, the answers it gave and its data are in %s", work)
+		return rep, fmt.Errorf("the soak found problems; the %s's log, the answers it gave and its data are in %s", target, work)
 	}
 	return rep, nil
 }
@@ -276,15 +332,20 @@ func freeAddr() string {
 	return ln.Addr().String()
 }
 
-// server is the devserver process, restarted on the same ports and data.
+// server is the runtime's process (the devserver or localcloud),
+// restarted on the same ports and data.
 type server struct {
+	name, root                   string // devserver or localcloud; the repository (localcloud synthesizes there)
 	bin, listen, dynamo, logPath string
 	env                          []string
 	mu                           sync.Mutex
 	cmd                          *exec.Cmd
+	template                     string // localcloud's, from its ready line
 	down                         atomic.Bool
 	downSince, upAt              atomic.Int64 // unix nanos of the last kill and the last ready
 	restarts                     atomic.Int64
+	kills                        []time.Time // every kill, of the stack or of a function's process
+	functionKills                atomic.Int64
 }
 
 func (s *server) start() error {
@@ -295,6 +356,7 @@ func (s *server) start() error {
 	var lastErr error
 	for attempt := range 30 { // the killed engine may hold its port for a moment
 		cmd := exec.Command(s.bin)
+		cmd.Dir = s.root
 		cmd.Env = append(append(os.Environ(), s.env...), "LISTEN_ADDR="+s.listen, "LOCAL_DYNAMODB_ADDR="+s.dynamo)
 		stderr, _ := cmd.StderrPipe()
 		cmd.Stdout = logFile
@@ -308,6 +370,14 @@ func (s *server) start() error {
 			for sc.Scan() {
 				line := sc.Text()
 				fmt.Fprintln(logFile, line)
+				var l struct {
+					Msg, Template string
+				}
+				if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "localcloud ready" {
+					s.mu.Lock()
+					s.template = l.Template
+					s.mu.Unlock()
+				}
 				if !sent && strings.HasPrefix(line, "ready ") {
 					ready <- true
 					sent = true
@@ -328,23 +398,24 @@ func (s *server) start() error {
 				return nil
 			}
 			_ = cmd.Wait()
-			lastErr = fmt.Errorf("devserver exited before ready (attempt %d; see %s)", attempt+1, s.logPath)
-		case <-time.After(2 * time.Minute):
+			lastErr = fmt.Errorf("%s exited before ready (attempt %d; see %s)", s.name, attempt+1, s.logPath)
+		case <-time.After(5 * time.Minute): // localcloud's first start builds and synthesizes
 			_ = cmd.Process.Kill()
-			return fmt.Errorf("devserver not ready after 2 minutes; see %s", s.logPath)
+			return fmt.Errorf("%s not ready after 5 minutes; see %s", s.name, s.logPath)
 		}
 		time.Sleep(time.Second)
 	}
 	return lastErr
 }
 
-// restart kills the devserver with SIGKILL (its engine goes with it) and
-// starts it again.
+// restart kills the runtime with SIGKILL (its engine and, for localcloud,
+// its function processes go with it) and starts it again.
 func (s *server) restart() error {
 	s.down.Store(true)
 	s.downSince.Store(time.Now().UnixNano())
 	s.mu.Lock()
 	cmd := s.cmd
+	s.kills = append(s.kills, time.Now())
 	s.mu.Unlock()
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	_ = cmd.Wait()
@@ -367,14 +438,99 @@ func (s *server) stop() {
 	}
 }
 
-// inRestart reports whether t falls in a restart window: from a kill until
-// a few seconds after the server was ready again.
+// inRestart reports whether t falls in a restart window: from a kill of
+// the stack until a few seconds after it was ready again, or the seconds
+// after a function's process was killed (a request it was serving answers
+// 500, as API Gateway answers for a crashed Lambda).
 func (s *server) inRestart(t time.Time) bool {
 	if s.down.Load() {
 		return true
 	}
 	down, up := time.Unix(0, s.downSince.Load()), time.Unix(0, s.upAt.Load())
-	return s.restarts.Load() > 0 && !t.Before(down) && t.Before(up.Add(3*time.Second))
+	if s.restarts.Load() > 0 && !t.Before(down) && t.Before(up.Add(3*time.Second)) {
+		return true
+	}
+	return s.killedWithin(t, 0, 3*time.Second)
+}
+
+// killedWithin reports whether a kill came between t-before and t+after.
+func (s *server) killedWithin(t time.Time, before, after time.Duration) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, k := range s.kills {
+		if !k.Before(t.Add(-before)) && !k.After(t.Add(after)) {
+			return true
+		}
+	}
+	return false
+}
+
+// killFunction SIGKILLs every running process of one of localcloud's
+// functions (found as its children running that function's bootstrap,
+// from the template's assets), wherever it is in its work, and returns how
+// many it killed. localcloud starts new ones as invocations need them.
+func (s *server) killFunction(name string) int {
+	s.mu.Lock()
+	cmd, tpl := s.cmd, s.template
+	s.mu.Unlock()
+	if cmd == nil || tpl == "" {
+		return 0
+	}
+	raw, err := os.ReadFile(tpl)
+	if err != nil {
+		return 0
+	}
+	var t struct {
+		Resources map[string]struct {
+			Type       string
+			Properties struct {
+				Description string
+				Code        struct{ S3Key string }
+			}
+		}
+	}
+	if json.Unmarshal(raw, &t) != nil {
+		return 0
+	}
+	var asset string
+	for _, r := range t.Resources {
+		if r.Type == "AWS::Lambda::Function" && r.Properties.Description == "practice-api "+name {
+			asset = filepath.Join(filepath.Dir(tpl), "asset."+strings.TrimSuffix(r.Properties.Code.S3Key, ".zip"))
+		}
+	}
+	if asset == "" {
+		return 0
+	}
+	entries, _ := os.ReadDir("/proc")
+	n := 0
+	for _, e := range entries {
+		pid := 0
+		if _, err := fmt.Sscan(e.Name(), &pid); err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid …: the comm may hold spaces, so read after its ')'.
+		fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		if len(fields) < 2 || fields[1] != fmt.Sprint(cmd.Process.Pid) {
+			continue
+		}
+		exe, _ := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
+		if strings.HasPrefix(exe, asset+string(filepath.Separator)) {
+			if syscall.Kill(pid, syscall.SIGKILL) == nil {
+				n++
+			}
+		}
+	}
+	if n > 0 {
+		s.mu.Lock()
+		s.kills = append(s.kills, time.Now())
+		s.mu.Unlock()
+		s.functionKills.Add(int64(n))
+	}
+	return n
 }
 
 // Receiver modes.
@@ -392,15 +548,18 @@ type receiver struct {
 	caFile             string
 	mode               atomic.Int32
 	mu                 sync.Mutex
-	secrets            map[string]string // org -> secret
-	attempts           map[string]int    // event id + "#" + attempt -> times received
-	done               map[string]bool   // resource id -> delivered (answered 2xx)
+	secrets            map[string]string    // org -> secret
+	attempts           map[string]int       // event id + "#" + replay id + "#" + attempt -> times received
+	first              map[string]time.Time // the same key -> when first received
+	failing            map[string]bool      // org -> its endpoint answers 500 (the disable phase)
+	done               map[string]bool      // resource id -> delivered (answered 2xx)
 	received, failures atomic.Int64
 	badSignature       atomic.Int64
 }
 
 func newReceiver(caFile string) (*receiver, error) {
-	r := &receiver{caFile: caFile, secrets: map[string]string{}, attempts: map[string]int{}, done: map[string]bool{}}
+	r := &receiver{caFile: caFile, secrets: map[string]string{}, attempts: map[string]int{}, first: map[string]time.Time{},
+		failing: map[string]bool{}, done: map[string]bool{}}
 	r.srv = httptest.NewUnstartedServer(http.HandlerFunc(r.serve))
 	r.srv.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
 	r.srv.StartTLS()
@@ -416,9 +575,20 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 	org := strings.TrimPrefix(req.URL.Path, "/hooks/")
 	r.mu.Lock()
 	secret := r.secrets[org]
-	key := req.Header.Get("Service-Event-Id") + "#" + req.Header.Get("Service-Delivery-Attempt")
+	// An attempt is the event's, in its own series or a replay's (a replay
+	// sends the event again on purpose, numbered from 1).
+	key := req.Header.Get("Service-Event-Id") + "#" + req.Header.Get("Service-Replay-Id") + "#" + req.Header.Get("Service-Delivery-Attempt")
 	r.attempts[key]++
+	if r.attempts[key] == 1 {
+		r.first[key] = time.Now()
+	}
+	failing := r.failing[org]
 	r.mu.Unlock()
+	if failing {
+		r.failures.Add(1)
+		http.Error(w, "down for this organisation", http.StatusInternalServerError)
+		return
+	}
 	switch r.mode.Load() {
 	case modeFail:
 		r.failures.Add(1)
@@ -491,15 +661,23 @@ func (r *receiver) deliveredCount(expected map[string]string) int {
 	return n
 }
 
-func (r *receiver) stats() (twice, badSignatures int, received, failures int64) {
+// stats counts attempts received twice, and of those the ones no kill
+// explains (explained: whether a kill came soon after the first copy).
+func (r *receiver) stats(explained func(first time.Time) bool) (twice, unexplained, badSignatures int, received, failures int64, examples []string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, n := range r.attempts {
+	for key, n := range r.attempts {
 		if n > 1 {
 			twice++
+			if !explained(r.first[key]) {
+				unexplained++
+				if len(examples) < 5 {
+					examples = append(examples, fmt.Sprintf("attempt %s received %d times, first at %s, with no kill in the 30 s after", key, n, r.first[key].Format("15:04:05.000")))
+				}
+			}
 		}
 	}
-	return twice, int(r.badSignature.Load()), r.received.Load(), r.failures.Load()
+	return twice, unexplained, int(r.badSignature.Load()), r.received.Load(), r.failures.Load(), examples
 }
 
 // client is one organisation's integrator: it imports companies, clients,
@@ -679,9 +857,10 @@ func (c *client) eventSources() []string {
 // verify lists every collection and compares it with what was answered:
 // an id answered but not listed is missing; a listed item no answer named,
 // or two items with one source tag, is a duplicate.
-func (c *client) verify() (missing, dups int, problems []string) {
+func (c *client) verify() (missing, dups int, problems []string, listed map[string][]string) {
+	listed = map[string][]string{}
 	for kind, path := range map[string]string{"company": "/companies", "client": "/clients", "matter": "/matters", "time_entry": "/time-entries"} {
-		listed := map[string]int{}
+		count := map[string]int{}
 		next := path + "?per_page=100"
 		for pages := 0; next != "" && pages < 1000; pages++ {
 			var status int
@@ -693,10 +872,13 @@ func (c *client) verify() (missing, dups int, problems []string) {
 				time.Sleep(500 * time.Millisecond)
 			}
 			if status != 200 {
-				return 0, 0, []string{fmt.Sprintf("org %d: listing %s failed: %d", c.n, path, status)}
+				return 0, 0, []string{fmt.Sprintf("org %d: listing %s failed: %d", c.n, path, status)}, listed
 			}
 			for _, v := range m["data"].([]any) {
-				listed[v.(map[string]any)["id"].(string)]++
+				id := v.(map[string]any)["id"].(string)
+				if count[id]++; count[id] == 1 {
+					listed[kind] = append(listed[kind], id)
+				}
 			}
 			next, _ = m["links"].(map[string]any)["next"].(string)
 		}
@@ -707,12 +889,12 @@ func (c *client) verify() (missing, dups int, problems []string) {
 		}
 		c.mu.Unlock()
 		for id := range answered {
-			if listed[id] == 0 {
+			if count[id] == 0 {
 				missing++
 				problems = append(problems, fmt.Sprintf("org %d: %s %s was answered 201 but is not listed", c.n, kind, id))
 			}
 		}
-		for id, n := range listed {
+		for id, n := range count {
 			if !answered[id] || n > 1 {
 				dups++
 				problems = append(problems, fmt.Sprintf("org %d: %s %s was created although no answer named it (a duplicate)", c.n, kind, id))
@@ -722,5 +904,53 @@ func (c *client) verify() (missing, dups int, problems []string) {
 	if len(problems) > 5 {
 		problems = problems[:5]
 	}
-	return missing, dups, problems
+	return missing, dups, problems, listed
+}
+
+// disablePhase fails this organisation's receiver until its endpoint is
+// disabled (matters every half second, at most three minutes), answers
+// again, and turns the endpoint back on with replay_since two minutes
+// before the phase (the retries the disable dropped included), as the
+// runbook does. It says how it went: "recovered: …" or what failed.
+func (c *client) disablePhase(rcv *receiver) string {
+	since := time.Now().UTC().Add(-2 * time.Minute)
+	status, m := c.do("GET", "/webhooks", "", "")
+	if status != 200 || len(m["data"].([]any)) == 0 {
+		return fmt.Sprintf("listing the webhooks answered %d", status)
+	}
+	id := m["data"].([]any)[0].(map[string]any)["id"].(string)
+	c.mu.Lock()
+	clients := c.ids["client"]
+	c.mu.Unlock()
+	if len(clients) == 0 {
+		return "no client to make matters for"
+	}
+	setFailing := func(on bool) {
+		rcv.mu.Lock()
+		rcv.failing[c.org] = on
+		rcv.mu.Unlock()
+	}
+	setFailing(true)
+	logf("disable phase: org %d's receiver fails until its endpoint is disabled", c.n)
+	disabled, made := false, 0
+	for deadline := time.Now().Add(3 * time.Minute); !disabled && time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+		c.seq++
+		tag := fmt.Sprintf("soak-%d-off-%d", c.n, c.seq)
+		if c.create("matter", "/matters", tag, fmt.Sprintf(`{"client_id":%q,"title":%q}`, clients[len(clients)-1], tag)) != "" {
+			made++
+		}
+		if status, m := c.do("GET", "/webhooks/"+id, "", ""); status == 200 {
+			disabled = m["data"].(map[string]any)["is_active"] == false
+		}
+	}
+	setFailing(false)
+	if !disabled {
+		return fmt.Sprintf("the endpoint was not disabled after 3 minutes of failures (%d matters)", made)
+	}
+	status, m = c.do("PATCH", "/webhooks/"+id, "", fmt.Sprintf(`{"is_active":true,"replay_since":%q}`, since.Format(time.RFC3339)))
+	if status != 200 {
+		return fmt.Sprintf("turning it back on with replay_since answered %d: %v", status, m)
+	}
+	logf("disable phase: disabled after %d matters; turned back on, replaying since %s: %v", made, since.Format(time.RFC3339), m["replay"])
+	return fmt.Sprintf("recovered: disabled after %d matters failed to arrive, turned back on with replay_since %s (replay %v)", made, since.Format(time.RFC3339), m["replay"])
 }
