@@ -53,6 +53,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/practice-api/practice-api/shared/webhook/signature"
 )
 
@@ -110,18 +115,22 @@ type Report struct {
 	// attempt is sent again (at least once, as the API promises). Counted;
 	// a failure only when no kill came in the seconds after the first copy
 	// (RedeliveredUnexplained).
-	AttemptsRedelivered         int      `json:"attempts_redelivered"`
-	RedeliveredUnexplained      int      `json:"attempts_redelivered_without_a_kill"`
-	DisablePhase                string   `json:"disable_phase"`
-	ServerErrorsOutsideRestarts int64    `json:"server_errors_outside_restarts"`
-	DrainSeconds                float64  `json:"drain_seconds"`
-	EndpointsDisabled           int      `json:"endpoints_disabled"`
-	Problems                    []string `json:"problems,omitempty"`
+	AttemptsRedelivered         int     `json:"attempts_redelivered"`
+	RedeliveredUnexplained      int     `json:"attempts_redelivered_without_a_kill"`
+	DisablePhase                string  `json:"disable_phase"`
+	ServerErrorsOutsideRestarts int64   `json:"server_errors_outside_restarts"`
+	DrainSeconds                float64 `json:"drain_seconds"`
+	EndpointsDisabled           int     `json:"endpoints_disabled"`
+	// StuckSending counts delivery attempts still claimed ("sending") past
+	// their lease once everything is delivered: a sender that died and
+	// whose job nothing will bring back.
+	StuckSending int      `json:"stuck_sending"`
+	Problems     []string `json:"problems,omitempty"`
 }
 
 func (r *Report) failed() bool {
 	return r.Missing+r.Duplicates+r.Undelivered+r.BadSignatures+r.RedeliveredUnexplained+r.EndpointsDisabled > 0 ||
-		r.ServerErrorsOutsideRestarts > 0 || len(r.Problems) > 0
+		r.ServerErrorsOutsideRestarts > 0 || r.StuckSending > 0 || len(r.Problems) > 0
 }
 
 func run() (*Report, error) {
@@ -281,6 +290,11 @@ func run() (*Report, error) {
 			}
 		}
 	}
+	stuck, err := stuckSending(context.Background(), "http://"+srv.dynamo, "soak")
+	if err != nil {
+		rep.Problems = append(rep.Problems, "reading the delivery claims: "+err.Error())
+	}
+	rep.StuckSending = stuck
 	var examples []string
 	rep.AttemptsRedelivered, rep.RedeliveredUnexplained, rep.BadSignatures, rep.DeliveriesReceived, rep.ReceiverFailures, examples = rcv.stats(func(first time.Time) bool {
 		return srv.killedWithin(first, 0, 30*time.Second) // the sender died before it recorded the attempt
@@ -953,4 +967,49 @@ func (c *client) disablePhase(rcv *receiver) string {
 	}
 	logf("disable phase: disabled after %d matters; turned back on, replaying since %s: %v", made, since.Format(time.RFC3339), m["replay"])
 	return fmt.Sprintf("recovered: disabled after %d matters failed to arrive, turned back on with replay_since %s (replay %v)", made, since.Format(time.RFC3339), m["replay"])
+}
+
+// stuckSending scans the table (the soak's own, small) for delivery
+// attempts still claimed ("sending", s_<slot>) past their lease (l_<slot>,
+// unix seconds) of events not delivered (in that series).
+func stuckSending(ctx context.Context, endpoint, table string) (int, error) {
+	db := dynamodb.New(dynamodb.Options{Region: "us-east-1", BaseEndpoint: aws.String(endpoint),
+		Credentials: credentials.NewStaticCredentialsProvider("soak", "soak", "")})
+	now := time.Now().Unix()
+	stuck := 0
+	var start map[string]ddbtypes.AttributeValue
+	for {
+		out, err := db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(table), ExclusiveStartKey: start,
+			FilterExpression: aws.String("kind = :k"), ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":k": &ddbtypes.AttributeValueMemberS{Value: "webhook_event_deliveries"}}})
+		if err != nil {
+			return stuck, err
+		}
+		for _, item := range out.Items {
+			if _, delivered := item["delivered_at"]; delivered {
+				continue // a claim left behind after the event got through is harmless
+			}
+			for name, v := range item {
+				slot, ok := strings.CutPrefix(name, "s_")
+				sv, isS := v.(*ddbtypes.AttributeValueMemberS)
+				if !ok || !isS || sv.Value != "sending" {
+					continue
+				}
+				var lease int64
+				if lv, ok := item["l_"+slot].(*ddbtypes.AttributeValueMemberN); ok {
+					_, _ = fmt.Sscan(lv.Value, &lease)
+				}
+				if i := strings.LastIndexByte(slot, 'a'); strings.HasPrefix(slot, "r") && i > 1 { // r<replay>a<attempt>
+					if _, done := item["rd_"+slot[1:i]]; done {
+						continue // that replay's send got through
+					}
+				}
+				if lease < now {
+					stuck++
+				}
+			}
+		}
+		if start = out.LastEvaluatedKey; start == nil {
+			return stuck, nil
+		}
+	}
 }
