@@ -247,23 +247,7 @@ func TestTemplateMistakesFailTheSuite(t *testing.T) {
 			delete(p["Environment"].(map[string]any)["Variables"].(map[string]any), "DELIVERY_QUEUE_URL")
 		}},
 		{"grant-removed", "TestDemoKeyReadsMatters", func(res map[string]any) { // the matters function may no longer Query
-			role := refID(res[functionNamed(res, "matters")].(map[string]any)["Properties"].(map[string]any)["Role"])
-			for _, r := range res {
-				rm := r.(map[string]any)
-				if rm["Type"] != "AWS::IAM::Policy" {
-					continue
-				}
-				p := rm["Properties"].(map[string]any)
-				if refID(p["Roles"].([]any)[0]) != role {
-					continue
-				}
-				for _, st := range p["PolicyDocument"].(map[string]any)["Statement"].([]any) {
-					sm := st.(map[string]any)
-					if acts, ok := sm["Action"].([]any); ok {
-						sm["Action"] = slices.DeleteFunc(acts, func(a any) bool { return a == "dynamodb:Query" })
-					}
-				}
-			}
+			dropAction(res, "matters", "dynamodb:Query")
 		}},
 		{"filter-drops-matter-created", "TestSignedDeliveryReachesTheExampleReceiver", func(res map[string]any) {
 			esm := resourceOf(res, "AWS::Lambda::EventSourceMapping", func(p map[string]any) bool { return getAttName(p["EventSourceArn"]) == "StreamArn" })
@@ -567,22 +551,25 @@ func TestSourcesNeedTheirPermissions(t *testing.T) {
 	if err := check(c.template); err != nil {
 		t.Fatalf("the template as synthesized: %v", err)
 	}
-	broken := mutate(t, c.template, "no-receive", func(res map[string]any) {
-		role := refID(res[functionNamed(res, "delivery")].(map[string]any)["Properties"].(map[string]any)["Role"])
-		for _, r := range res {
-			rm := r.(map[string]any)
-			if rm["Type"] != "AWS::IAM::Policy" || refID(rm["Properties"].(map[string]any)["Roles"].([]any)[0]) != role {
-				continue
-			}
-			for _, st := range rm["Properties"].(map[string]any)["PolicyDocument"].(map[string]any)["Statement"].([]any) {
-				sm := st.(map[string]any)
-				if acts, ok := sm["Action"].([]any); ok {
-					sm["Action"] = slices.DeleteFunc(acts, func(a any) bool { return a == "sqs:ReceiveMessage" })
-				}
-			}
-		}
-	})
+	broken := mutate(t, c.template, "no-receive", func(res map[string]any) { dropAction(res, "delivery", "sqs:ReceiveMessage") })
 	if err := check(broken); err == nil || !strings.Contains(err.Error(), "sqs:ReceiveMessage") || !strings.Contains(err.Error(), "delivery") {
 		t.Fatalf("a delivery role without sqs:ReceiveMessage: %v", err)
+	}
+}
+
+// dropAction takes an action out of every statement of a function's role.
+func dropAction(res map[string]any, function, action string) {
+	role := refID(res[functionNamed(res, function)].(map[string]any)["Properties"].(map[string]any)["Role"])
+	for _, r := range res {
+		rm := r.(map[string]any)
+		if rm["Type"] != "AWS::IAM::Policy" || refID(rm["Properties"].(map[string]any)["Roles"].([]any)[0]) != role {
+			continue
+		}
+		for _, st := range rm["Properties"].(map[string]any)["PolicyDocument"].(map[string]any)["Statement"].([]any) {
+			sm := st.(map[string]any)
+			if acts, ok := sm["Action"].([]any); ok {
+				sm["Action"] = slices.DeleteFunc(acts, func(a any) bool { return a == action })
+			}
+		}
 	}
 }
