@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -111,7 +112,7 @@ func loadPolicies(st *stack, res *resolver) (*policies, error) {
 			}
 			conds, _ := m["Condition"].(map[string]any)
 			for op, kv := range conds {
-				if !contains(supportedConditions, op) {
+				if !slices.Contains(supportedConditions, op) {
 					return nil, fmt.Errorf("role %s: the condition operator %s is not emulated", fn.role, op)
 				}
 				for key, vals := range kv.(map[string]any) {
@@ -137,15 +138,6 @@ func listOf(v any) []any {
 		return nil
 	}
 	return []any{v}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // wildcard matches IAM's * and ? (actions case-insensitively).
@@ -424,7 +416,10 @@ func (g *dynamoGuard) keyValue(table, index string, v any) string {
 	return s
 }
 
-var equalsPart = regexp.MustCompile(`^\(?\s*(#?[A-Za-z0-9_]+)\s*=\s*(:[A-Za-z0-9_]+)\s*\)?$`)
+var (
+	equalsPart = regexp.MustCompile(`^\(?\s*(#?[A-Za-z0-9_]+)\s*=\s*(:[A-Za-z0-9_]+)\s*\)?$`)
+	andWord    = regexp.MustCompile(`(?i)\s+AND\s+`)
+)
 
 // queryKey is the partition key value a Query's key condition names.
 func (g *dynamoGuard) queryKey(table, index string, in map[string]any) string {
@@ -432,7 +427,7 @@ func (g *dynamoGuard) queryKey(table, index string, in map[string]any) string {
 	names, _ := in["ExpressionAttributeNames"].(map[string]any)
 	values, _ := in["ExpressionAttributeValues"].(map[string]any)
 	attr := g.tables[table][index]
-	for _, part := range regexp.MustCompile(`(?i)\s+AND\s+`).Split(expr, -1) {
+	for _, part := range andWord.Split(expr, -1) {
 		m := equalsPart.FindStringSubmatch(strings.TrimSpace(part))
 		if m == nil {
 			continue
