@@ -18,6 +18,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/iam"
+	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/lambdatest"
+	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/sqsserver"
+	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/stack"
+
 	"github.com/practice-api/practice-api/scripts/internal/localproc"
 	"github.com/practice-api/practice-api/shared/httpapi/routes"
 )
@@ -81,13 +86,11 @@ func (c *cloud) do(t *testing.T, method, path, body string, headers ...string) (
 	return resp, b
 }
 
-var reportLine = regexp.MustCompile(`^\[([a-z]+)\] REPORT RequestId: ([0-9a-f-]+)\tFunction: ([a-z]+)\tDuration: [0-9.]+ ms\tBilled Duration: \d+ ms\tMemory Size: (\d+) MB`)
-
 // servedBy is the function whose REPORT line names the request id.
 func (c *cloud) servedBy(id string) string {
 	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		for _, l := range c.log() {
-			if m := reportLine.FindStringSubmatch(l); m != nil && m[2] == id {
+			if m := lambdatest.ReportLine.FindStringSubmatch(l); m != nil && m[2] == id {
 				return m[3]
 			}
 		}
@@ -99,13 +102,13 @@ func (c *cloud) servedBy(id string) string {
 // the function its integration invokes ("practice-api matters" → matters).
 func templateRoutes(t *testing.T, path string) map[string]string {
 	t.Helper()
-	s, err := loadStack(path)
+	s, err := stack.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]string{}
-	for _, r := range s.routes {
-		out[r.key] = s.functions[r.function].name
+	for _, r := range s.Routes {
+		out[r.Key] = s.Functions[r.Function].Name
 	}
 	return out
 }
@@ -145,7 +148,7 @@ func TestEveryRouteIsServedByItsFamilysBootstrap(t *testing.T) {
 	for _, l := range c.log() {
 		if strings.Contains(l, "REPORT RequestId") {
 			n++
-			if !reportLine.MatchString(l) || !strings.Contains(l, "Status: ") {
+			if !lambdatest.ReportLine.MatchString(l) || !strings.Contains(l, "Status: ") {
 				t.Errorf("REPORT line: %s", l)
 			}
 		}
@@ -234,11 +237,11 @@ func TestTemplateMistakesFailTheSuite(t *testing.T) {
 			invoices := functionNamed(res, "invoices")
 			behind := func(id string) string { // an integration invokes a function through its live alias
 				if r, ok := res[id].(map[string]any); ok && r["Type"] == "AWS::Lambda::Alias" {
-					return refID(r["Properties"].(map[string]any)["FunctionName"])
+					return stack.RefID(r["Properties"].(map[string]any)["FunctionName"])
 				}
 				return id
 			}
-			integration := resourceOf(res, "AWS::ApiGatewayV2::Integration", func(p map[string]any) bool { return behind(refID(p["IntegrationUri"])) == invoices })
+			integration := resourceOf(res, "AWS::ApiGatewayV2::Integration", func(p map[string]any) bool { return behind(stack.RefID(p["IntegrationUri"])) == invoices })
 			route := resourceOf(res, "AWS::ApiGatewayV2::Route", func(p map[string]any) bool { return p["RouteKey"] == "GET /api/v1/matters" })
 			res[route].(map[string]any)["Properties"].(map[string]any)["Target"] = map[string]any{"Fn::Join": []any{"", []any{"integrations/", map[string]any{"Ref": integration}}}}
 		}},
@@ -250,7 +253,7 @@ func TestTemplateMistakesFailTheSuite(t *testing.T) {
 			dropAction(res, "matters", "dynamodb:Query")
 		}},
 		{"filter-drops-matter-created", "TestSignedDeliveryReachesTheExampleReceiver", func(res map[string]any) {
-			esm := resourceOf(res, "AWS::Lambda::EventSourceMapping", func(p map[string]any) bool { return getAttName(p["EventSourceArn"]) == "StreamArn" })
+			esm := resourceOf(res, "AWS::Lambda::EventSourceMapping", func(p map[string]any) bool { return stack.GetAttName(p["EventSourceArn"]) == "StreamArn" })
 			p := res[esm].(map[string]any)["Properties"].(map[string]any)
 			p["FilterCriteria"] = map[string]any{"Filters": []any{map[string]any{"Pattern": `{"eventName":["INSERT"],"dynamodb":{"NewImage":{"kind":{"S":["event"]},"type":{"S":[{"anything-but":["matter.created"]}]}}}}`}}}
 		}},
@@ -325,20 +328,20 @@ func TestDeliveriesRetryByTheQueueAndDeadLetter(t *testing.T) {
 	c2 := start(t, "LOCALCLOUD_TEMPLATE="+broken)
 	calls.Store(100) // the receiver must not be reached at all
 	subscribeAndCreate(c2, "dead")
-	st, err := loadStack(broken)
+	st, err := stack.Load(broken)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var dlqName string
-	for _, q := range st.queues {
-		if strings.HasPrefix(q.id, "deliverydlq") {
-			dlqName = q.name
+	for _, q := range st.Queues {
+		if strings.HasPrefix(q.ID, "deliverydlq") {
+			dlqName = q.Name
 		}
 	}
 	for deadline := time.Now().Add(40 * time.Second); ; {
-		req, _ := http.NewRequest("POST", c2.sqs, strings.NewReader(`{"QueueUrl":"`+c2.sqs+"/"+localAccount+"/"+dlqName+`","AttributeNames":["All"]}`))
+		req, _ := http.NewRequest("POST", c2.sqs, strings.NewReader(`{"QueueUrl":"`+c2.sqs+"/"+stack.Account+"/"+dlqName+`","AttributeNames":["All"]}`))
 		req.Header.Set("X-Amz-Target", "AmazonSQS.GetQueueAttributes")
-		req.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential="+c2.sqsKey+"/20260101/"+localRegion+"/sqs/aws4_request") // the server checks whose key it is
+		req.Header.Set("Authorization", "AWS4-HMAC-SHA256 Credential="+c2.sqsKey+"/20260101/"+stack.Region+"/sqs/aws4_request") // the server checks whose key it is
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -532,17 +535,17 @@ func TestQueuedRetrySurvivesAKill(t *testing.T) {
 func TestSourcesNeedTheirPermissions(t *testing.T) {
 	c := start(t)
 	check := func(tpl string) error {
-		st, err := loadStack(tpl)
+		st, err := stack.Load(tpl)
 		if err != nil {
 			t.Fatal(err)
 		}
-		sqs := newSQSServer("http://127.0.0.1:1")
-		queues := map[string]*sqsQueue{}
-		for id, q := range st.queues {
-			queues[id] = sqs.create(q, nil)
+		sqs := sqsserver.New("http://127.0.0.1:1", iam.NewIdentities())
+		queues := map[string]*sqsserver.Queue{}
+		for id, q := range st.Queues {
+			queues[id] = sqs.Create(q, nil)
 		}
-		res := &resolver{st: st, table: "t", streamArn: "arn:aws:dynamodb:us-east-1:000000000000:table/t/stream/1", queues: queues}
-		pol, err := loadPolicies(st, res)
+		res := &stack.Resolver{Stack: st, Table: "t", StreamArn: "arn:aws:dynamodb:us-east-1:000000000000:table/t/stream/1", Queues: addrsOf(queues)}
+		pol, err := iam.LoadPolicies(st, res)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -559,10 +562,10 @@ func TestSourcesNeedTheirPermissions(t *testing.T) {
 
 // dropAction takes an action out of every statement of a function's role.
 func dropAction(res map[string]any, function, action string) {
-	role := refID(res[functionNamed(res, function)].(map[string]any)["Properties"].(map[string]any)["Role"])
+	role := stack.RefID(res[functionNamed(res, function)].(map[string]any)["Properties"].(map[string]any)["Role"])
 	for _, r := range res {
 		rm := r.(map[string]any)
-		if rm["Type"] != "AWS::IAM::Policy" || refID(rm["Properties"].(map[string]any)["Roles"].([]any)[0]) != role {
+		if rm["Type"] != "AWS::IAM::Policy" || stack.RefID(rm["Properties"].(map[string]any)["Roles"].([]any)[0]) != role {
 			continue
 		}
 		for _, st := range rm["Properties"].(map[string]any)["PolicyDocument"].(map[string]any)["Statement"].([]any) {

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/stack"
 )
 
 // TestSettingsNeverOverrideTheTemplate: the settings a template gives are
@@ -12,10 +14,10 @@ import (
 // settings reach only functions that read settings, and never over a
 // value the template gives.
 func TestSettingsNeverOverrideTheTemplate(t *testing.T) {
-	st := &stack{functions: map[string]*functionSpec{
-		"Api": {name: "matters", bootstrap: "/x/matters/bootstrap", env: map[string]any{"TABLE_NAME": "t", "RATE_LIMIT_PER_MINUTE": "120",
+	st := &stack.Stack{Functions: map[string]*stack.Function{
+		"Api": {Name: "matters", Bootstrap: "/x/matters/bootstrap", Env: map[string]any{"TABLE_NAME": "t", "RATE_LIMIT_PER_MINUTE": "120",
 			"WEBHOOK_ALLOW_PRIVATE_TARGETS": "0", "WEBHOOK_RETRY_SCHEDULE": "9s,9s,9s,9s"}},
-		"Meta": {name: "meta", bootstrap: "/x/meta/bootstrap", env: map[string]any{"STAGE": "local"}},
+		"Meta": {Name: "meta", Bootstrap: "/x/meta/bootstrap", Env: map[string]any{"STAGE": "local"}},
 	}}
 	t.Setenv("RATE_LIMIT_PER_MINUTE", "120")
 	t.Setenv("WEBHOOK_ALLOW_PRIVATE_TARGETS", "0")
@@ -36,15 +38,15 @@ func TestSettingsNeverOverrideTheTemplate(t *testing.T) {
 
 	t.Setenv("WEBHOOK_RETRY_SCHEDULE", "1s,1s,1s,1s")
 	t.Setenv("EVENT_FEED_SETTLE", "2s")
-	res := &resolver{st: st}
-	api, err := functionEnv(st.functions["Api"], res, passedThrough(), "http://db", "http://sqs", "LCLTEST")
+	res := &stack.Resolver{Stack: st}
+	api, err := functionEnv(st.Functions["Api"], res, passedThrough(), "http://db", "http://sqs", "LCLTEST")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Contains(api, "WEBHOOK_RETRY_SCHEDULE=9s,9s,9s,9s") || !slices.Contains(api, "EVENT_FEED_SETTLE=2s") || !slices.Contains(api, "WEBHOOK_ALLOW_PRIVATE_TARGETS=0") {
 		t.Fatalf("the API function's environment: %v", api)
 	}
-	meta, err := functionEnv(st.functions["Meta"], res, passedThrough(), "http://db", "http://sqs", "LCLTEST")
+	meta, err := functionEnv(st.Functions["Meta"], res, passedThrough(), "http://db", "http://sqs", "LCLTEST")
 	if err != nil {
 		t.Fatal(err)
 	}

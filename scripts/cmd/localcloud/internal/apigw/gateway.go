@@ -1,4 +1,8 @@
-package main
+// Package apigw serves HTTP as an API Gateway HTTP API does for a
+// template's routes: route matching, the payload format 2.0 event, the
+// answer's mapping, the stage's throttles, the integration timeout and
+// API Gateway's own limits and answers.
+package apigw
 
 import (
 	"context"
@@ -16,6 +20,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/lambda"
+	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/stack"
+
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/google/uuid"
 )
@@ -26,7 +33,7 @@ import (
 // and maps the function's answer back (status, headers, cookies, base64
 // bodies). Its own answers are API Gateway's: 404 and 413 and 429 and 500
 // and 503 with {"message": …}. It gives an integration 30 s.
-type gateway struct {
+type Gateway struct {
 	routes   []*gatewayRoute
 	fallback *gatewayRoute // $default
 	apiID    string
@@ -39,7 +46,7 @@ type gatewayRoute struct {
 	key, method string
 	segments    []string // "{name}" for a variable
 	vars        int
-	fn          *function
+	fn          Function
 }
 
 // IntegrationTimeout is API Gateway's limit for an HTTP API integration.
@@ -65,34 +72,43 @@ func headerBytes(r *http.Request) int {
 	return n
 }
 
-func newGateway(s *stack, fns map[string]*function) (*gateway, error) {
-	g := &gateway{apiID: strings.ReplaceAll(uuid.NewString(), "-", "")[:10], buckets: map[string]*bucket{}, timeout: IntegrationTimeout}
-	for _, r := range s.routes {
-		gr := &gatewayRoute{key: r.key, fn: fns[r.function]}
-		if r.key == "$default" {
+// Function is what a route invokes: a Lambda function (lambda.Function).
+type Function interface {
+	Invoke(ctx context.Context, payload []byte, wait time.Duration) (lambda.Outcome, string, error)
+	Name() string
+	Reserved() int // reserved concurrency; 0: none
+}
+
+// New serves the stack's routes and throttles, with its functions by
+// logical id.
+func New(s *stack.Stack, fns map[string]Function) (*Gateway, error) {
+	g := &Gateway{apiID: strings.ReplaceAll(uuid.NewString(), "-", "")[:10], buckets: map[string]*bucket{}, timeout: IntegrationTimeout}
+	for _, r := range s.Routes {
+		gr := &gatewayRoute{key: r.Key, fn: fns[r.Function]}
+		if r.Key == "$default" {
 			g.fallback = gr
 			continue
 		}
-		method, path, ok := strings.Cut(r.key, " ")
+		method, path, ok := strings.Cut(r.Key, " ")
 		if !ok || !strings.HasPrefix(path, "/") {
-			return nil, fmt.Errorf("route key %q: want METHOD /path", r.key)
+			return nil, fmt.Errorf("route key %q: want METHOD /path", r.Key)
 		}
 		gr.method = method
 		for _, seg := range strings.Split(strings.Trim(path, "/"), "/") {
 			if strings.HasPrefix(seg, "{") {
 				gr.vars++
 				if strings.HasSuffix(seg, "+}") {
-					return nil, fmt.Errorf("route key %q: greedy path variables are not served", r.key)
+					return nil, fmt.Errorf("route key %q: greedy path variables are not served", r.Key)
 				}
 			}
 			gr.segments = append(gr.segments, seg)
 		}
 		g.routes = append(g.routes, gr)
 	}
-	if s.throttles.rate > 0 {
-		g.stage = newBucket(s.throttles.rate, s.throttles.burst)
+	if s.Throttles.Rate > 0 {
+		g.stage = newBucket(s.Throttles.Rate, s.Throttles.Burst)
 	}
-	for key, v := range s.throttles.routes {
+	for key, v := range s.Throttles.Routes {
 		g.buckets[key] = newBucket(v[0], v[1])
 	}
 	return g, nil
@@ -101,7 +117,7 @@ func newGateway(s *stack, fns map[string]*function) (*gateway, error) {
 // match is the route for a request: among the routes whose method and
 // segments match, the one with the fewest path variables (API Gateway
 // prefers the most specific); else $default.
-func (g *gateway) match(method, path string) (*gatewayRoute, map[string]string) {
+func (g *Gateway) match(method, path string) (*gatewayRoute, map[string]string) {
 	segs := strings.Split(strings.Trim(path, "/"), "/")
 	var best *gatewayRoute
 	var bestVars map[string]string
@@ -132,7 +148,7 @@ func (g *gateway) match(method, path string) (*gatewayRoute, map[string]string) 
 	return best, bestVars
 }
 
-func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	reqID := gatewayRequestID()
 	w.Header().Set("Apigw-Requestid", reqID)
@@ -148,7 +164,7 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		gatewayError(w, status, "Not Found")
 		return
 	}
-	fnName = route.fn.spec.name
+	fnName = route.fn.Name()
 	if headerBytes(r) > MaxHeaderBytes {
 		status = http.StatusRequestEntityTooLarge
 		gatewayError(w, status, "Request Entity Too Large")
@@ -176,7 +192,7 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		gatewayError(w, status, "Internal Server Error")
 		return
 	}
-	if len(payload) > MaxSyncPayload {
+	if len(payload) > lambda.MaxSyncPayload {
 		// The event (a body of a few MB, more once base64-encoded) is past
 		// what Lambda takes in a synchronous invocation: the function never
 		// runs.
@@ -189,7 +205,7 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// The integration times out at 30 s whatever the function's own
 	// timeout; the invocation runs on, as in AWS, and is billed.
 	type result struct {
-		o   outcome
+		o   lambda.Outcome
 		err error
 	}
 	done := make(chan result, 1)
@@ -206,22 +222,22 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// localcloud runs at most a few processes of it and queues the rest for
 	// a slot, within the integration's 30 s.
 	wait := time.Duration(0)
-	if route.fn.spec.reserved > 0 {
-		wait = NoWait
+	if route.fn.Reserved() > 0 {
+		wait = lambda.NoWait
 	}
 	go func() {
 		o, _, err := route.fn.Invoke(ctx, payload, wait)
 		done <- result{o, err}
 	}()
-	var o outcome
+	var o lambda.Outcome
 	select {
 	case res := <-done:
 		o, err = res.o, res.err
 	case <-ctx.Done():
-		err = errThrottled // a slot or an answer: neither came in time
+		err = lambda.ErrThrottled // a slot or an answer: neither came in time
 	}
 	switch {
-	case errors.Is(err, errThrottled) && ctx.Err() == context.DeadlineExceeded:
+	case errors.Is(err, lambda.ErrThrottled) && ctx.Err() == context.DeadlineExceeded:
 		status = http.StatusServiceUnavailable // waited the integration's whole time for a slot
 		gatewayError(w, status, "Service Unavailable")
 		return
@@ -229,14 +245,14 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusInternalServerError
 		gatewayError(w, status, "Internal Server Error")
 		return
-	case o.status != "ok":
+	case o.Status != "ok":
 		// A function error, a crash or a Lambda timeout inside 30 s:
 		// API Gateway answers 500.
 		status = http.StatusInternalServerError
 		gatewayError(w, status, "Internal Server Error")
 		return
 	}
-	status = writeV2Response(w, o.body)
+	status = writeV2Response(w, o.Body)
 }
 
 func routeKeyOf(r *gatewayRoute) string {
@@ -246,7 +262,7 @@ func routeKeyOf(r *gatewayRoute) string {
 	return r.key
 }
 
-func (g *gateway) allow(key string) bool {
+func (g *Gateway) allow(key string) bool {
 	if b, ok := g.buckets[key]; ok {
 		return b.take()
 	}
@@ -307,7 +323,7 @@ func v2Event(r *http.Request, route *gatewayRoute, vars map[string]string, body 
 		Version: "2.0", RouteKey: route.key, RawPath: r.URL.EscapedPath(), RawQueryString: r.URL.RawQuery,
 		Cookies: cookies, Headers: headers, QueryStringParameters: query, PathParameters: vars,
 		RequestContext: events.APIGatewayV2HTTPRequestContext{
-			RouteKey: route.key, AccountID: localAccount, Stage: "$default", RequestID: reqID, APIID: apiID,
+			RouteKey: route.key, AccountID: stack.Account, Stage: "$default", RequestID: reqID, APIID: apiID,
 			DomainName: host, DomainPrefix: strings.Split(host, ".")[0], Time: at.UTC().Format("02/Jan/2006:15:04:05 -0700"), TimeEpoch: at.UnixMilli(),
 			HTTP: events.APIGatewayV2HTTPRequestContextHTTPDescription{Method: r.Method, Path: r.URL.Path, Protocol: r.Proto, SourceIP: ip, UserAgent: r.UserAgent()},
 		},

@@ -1,4 +1,8 @@
-package main
+// Package lambda runs Lambda functions as Lambda does: each concurrent
+// invocation a process of the function's own bootstrap, served by its own
+// Lambda Runtime API, with the function's timeout, memory size, reserved
+// concurrency and init limit, and Lambda's REPORT lines.
+package lambda
 
 import (
 	"bufio"
@@ -20,35 +24,40 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/stack"
+
 	"github.com/google/uuid"
 )
 
-// function runs one Lambda of the template: its bootstrap, one process per
+// Function runs one Lambda of the template: its bootstrap, one process per
 // concurrent invocation up to its concurrency, each process served by its
 // own Lambda Runtime API (the documented /2018-06-01/runtime endpoints) on
 // a loopback port. A process is kept warm between invocations; one that
 // runs past the function's timeout is killed and the invocation counts as
 // timed out, as Lambda does.
-type function struct {
-	spec  *functionSpec
-	env   []string
+type Function struct {
+	Spec  *stack.Function
+	Env   []string // its processes' environment
 	arn   string
-	slots chan struct{} // concurrency: one token per running invocation
-	out   *lineLogger
+	Slots chan struct{} // concurrency: one token per running invocation
+	out   *Logger
 
 	mu     sync.Mutex
 	idle   []*instance
 	all    map[*instance]bool
 	closed bool
 
-	invocations, coldStarts, errors, timeouts, throttles atomic.Int64
+	// Counts of its invocations, as CloudWatch's Lambda metrics count them.
+	Invocations, ColdStarts, Errors, Timeouts, Throttles atomic.Int64
 
-	initLimit time.Duration // InitLimit when 0 (tests shorten it)
+	// InitLimit bounds its processes' init (the package's InitLimit when
+	// 0; tests shorten it).
+	InitLimit time.Duration
 }
 
 // instance is one bootstrap process and its Runtime API.
 type instance struct {
-	fn      *function
+	fn      *Function
 	cmd     *exec.Cmd
 	ln      net.Listener
 	srv     *http.Server
@@ -73,30 +82,30 @@ type invocation struct {
 	id       string
 	payload  []byte
 	deadline time.Time
-	done     chan outcome
+	done     chan Outcome
 	once     sync.Once
 }
 
-// outcome is how an invocation ended.
-type outcome struct {
-	status  string // ok, error, timeout, crashed
-	body    []byte // the response, or the error document
-	errType string
+// Outcome is how an invocation ended.
+type Outcome struct {
+	Status  string // ok, error, timeout, crashed
+	Body    []byte // the response, or the error document
+	ErrType string
 }
 
-func (i *invocation) finish(o outcome) { i.once.Do(func() { i.done <- o }) }
+func (i *invocation) finish(o Outcome) { i.once.Do(func() { i.done <- o }) }
 
-func newFunction(spec *functionSpec, env []string, arn string, maxConcurrency int, out *lineLogger) *function {
-	n := spec.reserved
+func New(spec *stack.Function, env []string, arn string, maxConcurrency int, out *Logger) *Function {
+	n := spec.Reserved
 	if n <= 0 {
 		n = maxConcurrency
 	}
-	return &function{spec: spec, env: env, arn: arn, slots: make(chan struct{}, n), out: out, all: map[*instance]bool{}}
+	return &Function{Spec: spec, Env: env, arn: arn, Slots: make(chan struct{}, n), out: out, all: map[*instance]bool{}}
 }
 
-// errThrottled: every slot of the function is busy past the caller's
+// ErrThrottled: every slot of the function is busy past the caller's
 // patience (a synchronous caller gets Lambda's 429 TooManyRequests).
-var errThrottled = errors.New("localcloud: the function's concurrency is used up")
+var ErrThrottled = errors.New("localcloud: the function's concurrency is used up")
 
 // NoWait asks Invoke to refuse at once when every slot is busy.
 const NoWait = -1
@@ -104,14 +113,14 @@ const NoWait = -1
 // Invoke runs one invocation and waits for its outcome. wait bounds the
 // time spent waiting for a free slot (0: as long as ctx allows; NoWait:
 // not at all).
-func (f *function) Invoke(ctx context.Context, payload []byte, wait time.Duration) (outcome, string, error) {
+func (f *Function) Invoke(ctx context.Context, payload []byte, wait time.Duration) (Outcome, string, error) {
 	if wait == NoWait {
 		select {
-		case f.slots <- struct{}{}:
+		case f.Slots <- struct{}{}:
 		default:
-			f.throttles.Add(1)
-			f.out.system(fmt.Sprintf("THROTTLED Function: %s\tReserved Concurrency: %d\tReason: ReservedFunctionConcurrentInvocationLimitExceeded", f.spec.name, cap(f.slots)))
-			return outcome{}, "", errThrottled
+			f.Throttles.Add(1)
+			f.out.system(fmt.Sprintf("THROTTLED Function: %s\tReserved Concurrency: %d\tReason: ReservedFunctionConcurrentInvocationLimitExceeded", f.Spec.Name, cap(f.Slots)))
+			return Outcome{}, "", ErrThrottled
 		}
 	} else {
 		var cancel context.CancelFunc = func() {}
@@ -120,23 +129,23 @@ func (f *function) Invoke(ctx context.Context, payload []byte, wait time.Duratio
 			slotCtx, cancel = context.WithTimeout(ctx, wait)
 		}
 		select {
-		case f.slots <- struct{}{}:
+		case f.Slots <- struct{}{}:
 			cancel()
 		case <-slotCtx.Done():
 			cancel()
-			return outcome{}, "", errThrottled
+			return Outcome{}, "", ErrThrottled
 		}
 	}
-	defer func() { <-f.slots }()
+	defer func() { <-f.Slots }()
 	inst, cold, err := f.instance()
 	if err == nil && cold {
 		inst, err = f.awaitInit(inst)
 	}
 	if err != nil {
-		return outcome{}, "", err
+		return Outcome{}, "", err
 	}
-	inv := &invocation{id: uuid.NewString(), payload: payload, deadline: time.Now().Add(f.spec.timeout), done: make(chan outcome, 1)}
-	f.invocations.Add(1)
+	inv := &invocation{id: uuid.NewString(), payload: payload, deadline: time.Now().Add(f.Spec.Timeout), done: make(chan Outcome, 1)}
+	f.Invocations.Add(1)
 	start := time.Now()
 	inst.mu.Lock()
 	inst.current = inv
@@ -148,14 +157,14 @@ func (f *function) Invoke(ctx context.Context, payload []byte, wait time.Duratio
 	}
 	timer := time.NewTimer(time.Until(inv.deadline))
 	defer timer.Stop()
-	var o outcome
+	var o Outcome
 	select {
 	case o = <-inv.done:
 	case <-timer.C:
 		// Past the function's timeout: Lambda stops the runtime. The
 		// process goes, and the next invocation starts a new one.
-		o = outcome{status: "timeout", errType: "Sandbox.Timedout",
-			body: fmt.Appendf(nil, `{"errorMessage":"Task timed out after %.2f seconds","errorType":"Sandbox.Timedout"}`, f.spec.timeout.Seconds())}
+		o = Outcome{Status: "timeout", ErrType: "Sandbox.Timedout",
+			Body: fmt.Appendf(nil, `{"errorMessage":"Task timed out after %.2f seconds","errorType":"Sandbox.Timedout"}`, f.Spec.Timeout.Seconds())}
 		inst.kill()
 		<-inst.exited
 	case <-inst.exited:
@@ -169,11 +178,11 @@ func (f *function) Invoke(ctx context.Context, payload []byte, wait time.Duratio
 	inst.current = nil
 	inst.mu.Unlock()
 	took := time.Since(start)
-	switch o.status {
+	switch o.Status {
 	case "error", "crashed":
-		f.errors.Add(1)
+		f.Errors.Add(1)
 	case "timeout":
-		f.timeouts.Add(1)
+		f.Timeouts.Add(1)
 	}
 	f.report(inv.id, took, cold, o, inst)
 	f.release(inst)
@@ -181,10 +190,10 @@ func (f *function) Invoke(ctx context.Context, payload []byte, wait time.Duratio
 }
 
 // report writes Lambda's REPORT line for an invocation.
-func (f *function) report(id string, took time.Duration, cold bool, o outcome, inst *instance) {
+func (f *Function) report(id string, took time.Duration, cold bool, o Outcome, inst *instance) {
 	billed := took.Milliseconds() + 1
 	line := fmt.Sprintf("REPORT RequestId: %s\tFunction: %s\tDuration: %.2f ms\tBilled Duration: %d ms\tMemory Size: %d MB",
-		id, f.spec.name, float64(took.Microseconds())/1000, billed, f.spec.memoryMB)
+		id, f.Spec.Name, float64(took.Microseconds())/1000, billed, f.Spec.MemoryMB)
 	if mb := inst.maxMemoryMB(); mb > 0 {
 		line += fmt.Sprintf("\tMax Memory Used: %d MB", mb)
 	}
@@ -193,9 +202,9 @@ func (f *function) report(id string, took time.Duration, cold bool, o outcome, i
 		line += fmt.Sprintf("\tInit Duration: %.2f ms", float64(inst.initDur.Microseconds())/1000)
 		inst.mu.Unlock()
 	}
-	line += "\tStatus: " + o.status
-	if o.status != "ok" {
-		line += "\tError: " + strings.TrimSpace(string(o.body))
+	line += "\tStatus: " + o.Status
+	if o.Status != "ok" {
+		line += "\tError: " + strings.TrimSpace(string(o.Body))
 	}
 	f.out.system(line)
 }
@@ -210,8 +219,8 @@ const InitLimit = 10 * time.Second
 // (a "suppressed init"): so does localcloud, with the same INIT_REPORT
 // line. A process that exits during its init is the invocation's to
 // report (a crash).
-func (f *function) awaitInit(inst *instance) (*instance, error) {
-	limit := f.initLimit
+func (f *Function) awaitInit(inst *instance) (*instance, error) {
+	limit := f.InitLimit
 	if limit == 0 {
 		limit = InitLimit
 	}
@@ -232,7 +241,7 @@ func (f *function) awaitInit(inst *instance) (*instance, error) {
 }
 
 // instance returns an idle warm process, or starts one (a cold start).
-func (f *function) instance() (*instance, bool, error) {
+func (f *Function) instance() (*instance, bool, error) {
 	f.mu.Lock()
 	if f.closed {
 		f.mu.Unlock()
@@ -254,11 +263,11 @@ func (f *function) instance() (*instance, bool, error) {
 	if err != nil {
 		return nil, true, err
 	}
-	f.coldStarts.Add(1)
+	f.ColdStarts.Add(1)
 	return inst, true, nil
 }
 
-func (f *function) release(inst *instance) {
+func (f *Function) release(inst *instance) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	select {
@@ -275,7 +284,7 @@ func (f *function) release(inst *instance) {
 }
 
 // start launches one bootstrap process with its own Runtime API.
-func (f *function) start() (*instance, error) {
+func (f *Function) start() (*instance, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -294,14 +303,14 @@ func (f *function) start() (*instance, error) {
 	inst.srv = &http.Server{Handler: onlyUnder("/"+token, mux), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = inst.srv.Serve(ln) }()
 
-	cmd := exec.Command(f.spec.bootstrap)
-	cmd.Env = append(append([]string{}, f.env...), "AWS_LAMBDA_RUNTIME_API="+ln.Addr().String()+"/"+token)
+	cmd := exec.Command(f.Spec.Bootstrap)
+	cmd.Env = append(append([]string{}, f.Env...), "AWS_LAMBDA_RUNTIME_API="+ln.Addr().String()+"/"+token)
 	cmd.SysProcAttr = childAttrs()
 	stdout, _ := cmd.StdoutPipe()
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
 		_ = inst.srv.Close()
-		return nil, fmt.Errorf("start %s's bootstrap %s: %w", f.spec.name, f.spec.bootstrap, err)
+		return nil, fmt.Errorf("start %s's bootstrap %s: %w", f.Spec.Name, f.Spec.Bootstrap, err)
 	}
 	inst.cmd = cmd
 	var pipes sync.WaitGroup
@@ -310,11 +319,11 @@ func (f *function) start() (*instance, error) {
 			sc := bufio.NewScanner(r)
 			sc.Buffer(make([]byte, 64<<10), 1<<20)
 			for sc.Scan() {
-				f.out.app(sc.Text(), f.spec.appLevel)
+				f.out.app(sc.Text(), f.Spec.AppLevel)
 			}
 		})
 	}
-	go inst.watchMemory(f.spec.memoryMB)
+	go inst.watchMemory(f.Spec.MemoryMB)
 	go func() {
 		pipes.Wait()
 		inst.exitErr = cmd.Wait()
@@ -327,15 +336,15 @@ func (f *function) start() (*instance, error) {
 	return inst, nil
 }
 
-func (i *instance) crashOutcome() outcome {
+func (i *instance) crashOutcome() Outcome {
 	i.mu.Lock()
 	initErr := i.initErr
 	i.mu.Unlock()
 	if initErr != "" {
-		return outcome{status: "crashed", errType: "Runtime.InitError", body: []byte(initErr)}
+		return Outcome{Status: "crashed", ErrType: "Runtime.InitError", Body: []byte(initErr)}
 	}
 	msg := fmt.Sprintf(`{"errorMessage":"Runtime exited with error: %v","errorType":"Runtime.ExitError"}`, i.exitErr)
-	return outcome{status: "crashed", errType: "Runtime.ExitError", body: []byte(msg)}
+	return Outcome{Status: "crashed", ErrType: "Runtime.ExitError", Body: []byte(msg)}
 }
 
 // watchMemory enforces the function's memory size: Lambda's sandbox
@@ -395,7 +404,7 @@ func (i *instance) maxMemoryMB() int {
 	oom := i.oom
 	i.mu.Unlock()
 	if oom {
-		return i.fn.spec.memoryMB // all of it, as Lambda reports an out-of-memory end
+		return i.fn.Spec.MemoryMB // all of it, as Lambda reports an out-of-memory end
 	}
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", i.cmd.Process.Pid))
 	if err != nil {
@@ -457,14 +466,14 @@ func (i *instance) respond(w http.ResponseWriter, r *http.Request) {
 	if len(body) > MaxSyncPayload {
 		// Lambda fails the invocation and tells the runtime so.
 		msg := fmt.Sprintf(`{"errorMessage":"Response payload size exceeded maximum allowed payload size (%d bytes).","errorType":"Function.ResponseSizeTooLarge"}`, MaxSyncPayload)
-		inv.finish(outcome{status: "error", errType: "Function.ResponseSizeTooLarge", body: []byte(msg)})
+		inv.finish(Outcome{Status: "error", ErrType: "Function.ResponseSizeTooLarge", Body: []byte(msg)})
 		http.Error(w, msg, http.StatusRequestEntityTooLarge)
 		return
 	}
 	if t := r.Trailer.Get("Lambda-Runtime-Function-Error-Type"); t != "" { // a response stream that failed
-		inv.finish(outcome{status: "error", errType: t, body: []byte(r.Trailer.Get("Lambda-Runtime-Function-Error-Body"))})
+		inv.finish(Outcome{Status: "error", ErrType: t, Body: []byte(r.Trailer.Get("Lambda-Runtime-Function-Error-Body"))})
 	} else {
-		inv.finish(outcome{status: "ok", body: body})
+		inv.finish(Outcome{Status: "ok", Body: body})
 	}
 	w.WriteHeader(http.StatusAccepted)
 }
@@ -480,7 +489,7 @@ func (i *instance) fail(w http.ResponseWriter, r *http.Request) {
 		Type string `json:"errorType"`
 	}
 	_ = json.Unmarshal(body, &e)
-	inv.finish(outcome{status: "error", errType: e.Type, body: body})
+	inv.finish(Outcome{Status: "error", ErrType: e.Type, Body: body})
 	w.WriteHeader(http.StatusAccepted)
 }
 
@@ -492,8 +501,28 @@ func (i *instance) failInit(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusAccepted)
 }
 
-// stop ends every process of the function.
-func (f *function) stop() {
+// Name is the function's name.
+func (f *Function) Name() string { return f.Spec.Name }
+
+// ARN is the function's ARN.
+func (f *Function) ARN() string { return f.arn }
+
+// Reserved is the function's reserved concurrency (0: none).
+func (f *Function) Reserved() int { return f.Spec.Reserved }
+
+// RuntimeAPIs are the addresses its processes' Runtime APIs listen on.
+func (f *Function) RuntimeAPIs() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for inst := range f.all {
+		out = append(out, inst.ln.Addr().String())
+	}
+	return out
+}
+
+// Stop ends every process of the function.
+func (f *Function) Stop() {
 	f.mu.Lock()
 	f.closed = true
 	all := make([]*instance, 0, len(f.all))

@@ -1,4 +1,8 @@
-package main
+// Package sqsserver is an Amazon SQS server for the JSON protocol the
+// current SDK speaks, with SQS's semantics (delays, visibility, receive
+// counts, redrive, retention, message move tasks), its callers' keys and
+// permissions checked, and queues kept in a journal across restarts.
+package sqsserver
 
 import (
 	"crypto/md5"
@@ -12,6 +16,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/stack"
+
 	"github.com/google/uuid"
 )
 
@@ -23,22 +29,22 @@ import (
 // SDK can talk to is available from the Go module proxy (goaws, the one
 // Go server served here, speaks only the older XML protocol), so this one
 // is in the repository; queues live in memory, for as long as localcloud.
-type sqsServer struct {
-	base    string // http://127.0.0.1:port
+type Server struct {
+	Base    string // http://127.0.0.1:port
 	mu      sync.Mutex
-	queues  map[string]*sqsQueue // by name
-	moves   []moveTask           // StartMessageMoveTask's, newest last
-	ids     *identities          // who holds which access key id
-	pol     *policies            // the callers' permissions (nil: not checked)
-	journal *journal             // openJournal's, when the queues are kept on disk
+	queues  map[string]*Queue // by name
+	moves   []moveTask        // StartMessageMoveTask's, newest last
+	Callers Callers           // who holds which access key id
+	Policy  Policy            // the callers' permissions (nil: not checked)
+	Journal *journal          // openJournal's, when the queues are kept on disk
 }
 
-// credential issues a caller (a function, or the operator) its own access
+// Credential issues a caller (a function, or the operator) its own access
 // key id for this run. The server refuses a request signed with any other
 // (as AWS refuses an unknown key), so only localcloud's own processes, and
 // whoever reads its ready line, reach the queues; and each request's
 // caller is known, for its role's permissions.
-func (s *sqsServer) credential(caller string) string { return s.ids.issue(caller) }
+func (s *Server) Credential(caller string) string { return s.Callers.Issue(caller) }
 
 // moveTask is a redrive from a dead-letter queue (StartMessageMoveTask):
 // localcloud moves the messages at once, so a task is COMPLETED when its
@@ -49,55 +55,69 @@ type moveTask struct {
 	started                     time.Time
 }
 
-type sqsQueue struct {
-	name, url, arn string
+type Queue struct {
+	Name, URL, ARN string
 	visibility     time.Duration
 	delay          time.Duration
 	retention      time.Duration
-	deadLetter     *sqsQueue
+	deadLetter     *Queue
 	maxReceives    int
 
 	mu      sync.Mutex
-	msgs    []*sqsMessage
+	msgs    []*Message
 	wake    chan struct{}
 	journal *journal // nil: the queue lives in memory only
 }
 
-type sqsMessage struct {
-	id, body, md5 string
-	sent, visible time.Time
-	firstReceive  time.Time
-	receipt       string
-	receives      int
+type Message struct {
+	ID, Body, MD5 string
+	Sent, visible time.Time
+	FirstReceive  time.Time
+	Receipt       string
+	Receives      int
 }
 
-func newSQSServer(base string) *sqsServer {
-	return &sqsServer{base: base, queues: map[string]*sqsQueue{}, ids: newIdentities()}
+// Callers knows who signed a request (iam.Identities): the server issues
+// each caller its own access key id and refuses any other.
+type Callers interface {
+	Issue(caller string) string
+	Of(r *http.Request) (caller, code, message string)
 }
 
-// create adds a queue (its dead-letter queue must exist already).
-func (s *sqsServer) create(spec *queueSpec, dlq *sqsQueue) *sqsQueue {
+// Policy decides a caller's call (iam.Policies).
+type Policy interface {
+	Allows(caller, action, resource string, keys map[string][]string) bool
+	Denial(caller, action, resource string) string
+}
+
+// New serves queues at base, to the callers it issues keys to.
+func New(base string, callers Callers) *Server {
+	return &Server{Base: base, queues: map[string]*Queue{}, Callers: callers}
+}
+
+// Create adds a queue (its dead-letter queue must exist already).
+func (s *Server) Create(spec *stack.Queue, dlq *Queue) *Queue {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	q := &sqsQueue{name: spec.name, url: s.base + "/" + localAccount + "/" + spec.name,
-		arn: "arn:aws:sqs:" + localRegion + ":" + localAccount + ":" + spec.name, visibility: spec.visibility,
-		delay: spec.delay, retention: spec.retention, deadLetter: dlq, maxReceives: spec.maxReceives, wake: make(chan struct{}, 1)}
-	s.queues[spec.name] = q
+	q := &Queue{Name: spec.Name, URL: s.Base + "/" + stack.Account + "/" + spec.Name,
+		ARN: "arn:aws:sqs:" + stack.Region + ":" + stack.Account + ":" + spec.Name, visibility: spec.Visibility,
+		delay: spec.Delay, retention: spec.Retention, deadLetter: dlq, maxReceives: spec.MaxReceives, wake: make(chan struct{}, 1)}
+	s.queues[spec.Name] = q
 	return q
 }
 
-func (s *sqsServer) byURL(url string) *sqsQueue {
+func (s *Server) byURL(url string) *Queue {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	name := url[strings.LastIndexByte(url, '/')+1:]
 	return s.queues[name]
 }
 
-func (s *sqsServer) byARN(arn string) *sqsQueue {
+func (s *Server) byARN(arn string) *Queue {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, q := range s.queues {
-		if q.arn == arn {
+		if q.ARN == arn {
 			return q
 		}
 	}
@@ -108,15 +128,15 @@ func (s *sqsServer) byARN(arn string) *sqsQueue {
 // destination, or (no destination) back to the queue whose dead-letter
 // queue it is, as SQS's redrive does: visible at once, receive count
 // reset. As SQS, the source must be some queue's dead-letter queue.
-func (s *sqsServer) startMove(source, destination string) (moveTask, string, string) {
+func (s *Server) startMove(source, destination string) (moveTask, string, string) {
 	src := s.byARN(source)
 	if src == nil {
 		return moveTask{}, "ResourceNotFoundException", "The resource that you specified for the SourceArn parameter doesn't exist."
 	}
-	var dst *sqsQueue
+	var dst *Queue
 	s.mu.Lock()
 	for _, q := range s.queues {
-		if q.deadLetter == src && (destination == "" || q.arn == destination) {
+		if q.deadLetter == src && (destination == "" || q.ARN == destination) {
 			dst = q
 		}
 	}
@@ -131,13 +151,13 @@ func (s *sqsServer) startMove(source, destination string) (moveTask, string, str
 	msgs := src.msgs
 	src.msgs = nil
 	for _, m := range msgs {
-		src.journal.record(src.name, "del", m)
+		src.journal.record(src.Name, "del", m)
 	}
 	src.mu.Unlock()
 	for _, m := range msgs {
-		dst.send(m.body, 0)
+		dst.Send(m.Body, 0)
 	}
-	t := moveTask{handle: uuid.NewString(), source: src.arn, destination: dst.arn, moved: len(msgs), started: time.Now()}
+	t := moveTask{handle: uuid.NewString(), source: src.ARN, destination: dst.ARN, moved: len(msgs), started: time.Now()}
 	s.mu.Lock()
 	s.moves = append(s.moves, t)
 	s.mu.Unlock()
@@ -149,16 +169,23 @@ func md5Hex(s string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// send enqueues a body; delay < 0 takes the queue's.
-func (q *sqsQueue) send(body string, delay time.Duration) *sqsMessage {
+// Woken signals that a message may have become visible (a send, a
+// message made visible at once), for a poller that waits.
+func (q *Queue) Woken() <-chan struct{} { return q.wake }
+
+// Addr is where the queue is served.
+func (q *Queue) Addr() stack.QueueAddr { return stack.QueueAddr{URL: q.URL, ARN: q.ARN, Name: q.Name} }
+
+// Send enqueues a body; delay < 0 takes the queue's.
+func (q *Queue) Send(body string, delay time.Duration) *Message {
 	if delay < 0 {
 		delay = q.delay
 	}
 	now := time.Now()
-	m := &sqsMessage{id: uuid.NewString(), body: body, md5: md5Hex(body), sent: now, visible: now.Add(delay)}
+	m := &Message{ID: uuid.NewString(), Body: body, MD5: md5Hex(body), Sent: now, visible: now.Add(delay)}
 	q.mu.Lock()
 	q.msgs = append(q.msgs, m)
-	q.journal.record(q.name, "set", m)
+	q.journal.record(q.Name, "set", m)
 	q.mu.Unlock()
 	select {
 	case q.wake <- struct{}{}:
@@ -167,40 +194,40 @@ func (q *sqsQueue) send(body string, delay time.Duration) *sqsMessage {
 	return m
 }
 
-// receive takes up to max visible messages and hides them for visibility
+// Receive takes up to max visible messages and hides them for visibility
 // (< 0: the queue's). A message already received maxReceives times moves
 // to the dead-letter queue instead, as SQS's redrive does.
-func (q *sqsQueue) receive(max int, visibility time.Duration) []sqsMessage {
+func (q *Queue) Receive(max int, visibility time.Duration) []Message {
 	if visibility < 0 {
 		visibility = q.visibility
 	}
 	now := time.Now()
-	var out []sqsMessage
-	var dead []*sqsMessage
+	var out []Message
+	var dead []*Message
 	q.mu.Lock()
 	kept := q.msgs[:0]
 	for _, m := range q.msgs {
 		switch {
-		case now.Sub(m.sent) > q.retention:
-			q.journal.record(q.name, "del", m)
+		case now.Sub(m.Sent) > q.retention:
+			q.journal.record(q.Name, "del", m)
 			continue // expired
-		case len(out) < max && !m.visible.After(now) && q.deadLetter != nil && q.maxReceives > 0 && m.receives >= q.maxReceives:
+		case len(out) < max && !m.visible.After(now) && q.deadLetter != nil && q.maxReceives > 0 && m.Receives >= q.maxReceives:
 			// In the journal it reaches the dead-letter queue before it leaves
 			// this one: a kill between the two keeps it in both, not in none.
 			moved := *m
-			moved.receives, moved.receipt, moved.visible = 0, "", now
-			q.deadLetter.journal.record(q.deadLetter.name, "set", &moved)
-			q.journal.record(q.name, "del", m)
+			moved.Receives, moved.Receipt, moved.visible = 0, "", now
+			q.deadLetter.journal.record(q.deadLetter.Name, "set", &moved)
+			q.journal.record(q.Name, "del", m)
 			dead = append(dead, m)
 			continue
 		case len(out) < max && !m.visible.After(now):
-			m.receives++
-			if m.receives == 1 {
-				m.firstReceive = now
+			m.Receives++
+			if m.Receives == 1 {
+				m.FirstReceive = now
 			}
-			m.receipt = uuid.NewString()
+			m.Receipt = uuid.NewString()
 			m.visible = now.Add(visibility)
-			q.journal.record(q.name, "set", m)
+			q.journal.record(q.Name, "set", m)
 			out = append(out, *m)
 		}
 		kept = append(kept, m)
@@ -209,22 +236,22 @@ func (q *sqsQueue) receive(max int, visibility time.Duration) []sqsMessage {
 	q.mu.Unlock()
 	for _, m := range dead {
 		q.deadLetter.mu.Lock()
-		m.receives, m.receipt, m.visible = 0, "", now
+		m.Receives, m.Receipt, m.visible = 0, "", now
 		q.deadLetter.msgs = append(q.deadLetter.msgs, m)
-		q.deadLetter.journal.record(q.deadLetter.name, "set", m)
+		q.deadLetter.journal.record(q.deadLetter.Name, "set", m)
 		q.deadLetter.mu.Unlock()
 	}
 	return out
 }
 
-// delete removes a message if the receipt is its latest.
-func (q *sqsQueue) delete(receipt string) bool {
+// Delete removes a message if the receipt is its latest.
+func (q *Queue) Delete(receipt string) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for i, m := range q.msgs {
-		if m.receipt == receipt && receipt != "" {
+		if m.Receipt == receipt && receipt != "" {
 			q.msgs = append(q.msgs[:i], q.msgs[i+1:]...)
-			q.journal.record(q.name, "del", m)
+			q.journal.record(q.Name, "del", m)
 			return true
 		}
 	}
@@ -232,13 +259,13 @@ func (q *sqsQueue) delete(receipt string) bool {
 }
 
 // changeVisibility sets when a received message comes back.
-func (q *sqsQueue) changeVisibility(receipt string, d time.Duration) bool {
+func (q *Queue) changeVisibility(receipt string, d time.Duration) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for _, m := range q.msgs {
-		if m.receipt == receipt && receipt != "" {
+		if m.Receipt == receipt && receipt != "" {
 			m.visible = time.Now().Add(d)
-			q.journal.record(q.name, "set", m)
+			q.journal.record(q.Name, "set", m)
 			if d == 0 {
 				select {
 				case q.wake <- struct{}{}:
@@ -251,8 +278,8 @@ func (q *sqsQueue) changeVisibility(receipt string, d time.Duration) bool {
 	return false
 }
 
-// counts are the visible, in-flight and delayed messages.
-func (q *sqsQueue) counts() (visible, inFlight, delayed int) {
+// Counts are the visible, in-flight and delayed messages.
+func (q *Queue) Counts() (visible, inFlight, delayed int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	now := time.Now()
@@ -260,7 +287,7 @@ func (q *sqsQueue) counts() (visible, inFlight, delayed int) {
 		switch {
 		case !m.visible.After(now):
 			visible++
-		case m.receives > 0:
+		case m.Receives > 0:
 			inFlight++
 		default:
 			delayed++
@@ -270,8 +297,8 @@ func (q *sqsQueue) counts() (visible, inFlight, delayed int) {
 }
 
 // ServeHTTP answers one SQS API call.
-func (s *sqsServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	caller, code, msg := s.ids.of(r)
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	caller, code, msg := s.Callers.Of(r)
 	if code != "" {
 		sqsErrorStatus(w, http.StatusForbidden, code, msg)
 		return
@@ -284,25 +311,25 @@ func (s *sqsServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	str := func(k string) string { v, _ := in[k].(string); return v }
-	if s.pol != nil {
+	if s.Policy != nil {
 		resource := "*"
 		switch {
 		case str("QueueUrl") != "":
 			if q := s.byURL(str("QueueUrl")); q != nil {
-				resource = q.arn
+				resource = q.ARN
 			}
 		case str("QueueName") != "":
-			resource = "arn:aws:sqs:" + localRegion + ":" + localAccount + ":" + str("QueueName")
+			resource = "arn:aws:sqs:" + stack.Region + ":" + stack.Account + ":" + str("QueueName")
 		case str("SourceArn") != "":
 			resource = str("SourceArn")
 		}
 		// A batch call is authorized by its single-message action, as IAM
 		// has no actions of its own for batches.
-		if a := "sqs:" + strings.TrimSuffix(action, "Batch"); !s.pol.allows(caller, a, resource, nil) {
+		if a := "sqs:" + strings.TrimSuffix(action, "Batch"); !s.Policy.Allows(caller, a, resource, nil) {
 			w.Header().Set("x-amzn-query-error", "AccessDenied;Sender")
 			w.Header().Set("Content-Type", "application/x-amz-json-1.0")
 			w.WriteHeader(http.StatusBadRequest)
-			_ = json.NewEncoder(w).Encode(map[string]string{"__type": "com.amazon.coral.service#AccessDeniedException", "message": s.pol.denial(caller, a, resource)})
+			_ = json.NewEncoder(w).Encode(map[string]string{"__type": "com.amazon.coral.service#AccessDeniedException", "message": s.Policy.Denial(caller, a, resource)})
 			return
 		}
 	}
@@ -312,7 +339,7 @@ func (s *sqsServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		return def
 	}
-	queue := func() *sqsQueue {
+	queue := func() *Queue {
 		q := s.byURL(str("QueueUrl"))
 		if q == nil {
 			sqsError(w, "QueueDoesNotExist", "The specified queue does not exist.")
@@ -329,12 +356,12 @@ func (s *sqsServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			sqsError(w, "QueueDoesNotExist", "The specified queue does not exist.")
 			return
 		}
-		out["QueueUrl"] = q.url
+		out["QueueUrl"] = q.URL
 	case "ListQueues":
 		s.mu.Lock()
 		var urls []string
 		for _, q := range s.queues {
-			urls = append(urls, q.url)
+			urls = append(urls, q.URL)
 		}
 		s.mu.Unlock()
 		out["QueueUrls"] = urls
@@ -348,8 +375,8 @@ func (s *sqsServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			sqsError(w, "MissingParameter", "The request must contain the parameter MessageBody.")
 			return
 		}
-		m := q.send(body, time.Duration(num("DelaySeconds", -1))*time.Second)
-		out["MessageId"], out["MD5OfMessageBody"] = m.id, m.md5
+		m := q.Send(body, time.Duration(num("DelaySeconds", -1))*time.Second)
+		out["MessageId"], out["MD5OfMessageBody"] = m.ID, m.MD5
 	case "SendMessageBatch":
 		q := queue()
 		if q == nil {
@@ -373,8 +400,8 @@ func (s *sqsServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if d, ok := em["DelaySeconds"].(float64); ok {
 				delay = int(d)
 			}
-			m := q.send(body, time.Duration(delay)*time.Second)
-			ok = append(ok, map[string]any{"Id": id, "MessageId": m.id, "MD5OfMessageBody": m.md5})
+			m := q.Send(body, time.Duration(delay)*time.Second)
+			ok = append(ok, map[string]any{"Id": id, "MessageId": m.ID, "MD5OfMessageBody": m.MD5})
 		}
 		out["Successful"], out["Failed"] = ok, failed
 	case "ReceiveMessage":
@@ -385,9 +412,9 @@ func (s *sqsServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		max := min(max(num("MaxNumberOfMessages", 1), 1), 10)
 		vis := time.Duration(num("VisibilityTimeout", -1)) * time.Second
 		deadline := time.Now().Add(time.Duration(min(num("WaitTimeSeconds", 0), 20)) * time.Second)
-		var msgs []sqsMessage
+		var msgs []Message
 		for {
-			if msgs = q.receive(max, vis); len(msgs) > 0 || time.Now().After(deadline) {
+			if msgs = q.Receive(max, vis); len(msgs) > 0 || time.Now().After(deadline) {
 				break
 			}
 			select {
@@ -399,9 +426,9 @@ func (s *sqsServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		list := []map[string]any{}
 		for _, m := range msgs {
-			list = append(list, map[string]any{"MessageId": m.id, "ReceiptHandle": m.receipt, "MD5OfBody": m.md5, "Body": m.body,
-				"Attributes": map[string]string{"ApproximateReceiveCount": strconv.Itoa(m.receives),
-					"SentTimestamp": strconv.FormatInt(m.sent.UnixMilli(), 10), "ApproximateFirstReceiveTimestamp": strconv.FormatInt(m.firstReceive.UnixMilli(), 10)}})
+			list = append(list, map[string]any{"MessageId": m.ID, "ReceiptHandle": m.Receipt, "MD5OfBody": m.MD5, "Body": m.Body,
+				"Attributes": map[string]string{"ApproximateReceiveCount": strconv.Itoa(m.Receives),
+					"SentTimestamp": strconv.FormatInt(m.Sent.UnixMilli(), 10), "ApproximateFirstReceiveTimestamp": strconv.FormatInt(m.FirstReceive.UnixMilli(), 10)}})
 		}
 		out["Messages"] = list
 	case "DeleteMessage":
@@ -409,7 +436,7 @@ func (s *sqsServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if q == nil {
 			return
 		}
-		q.delete(str("ReceiptHandle"))
+		q.Delete(str("ReceiptHandle"))
 	case "DeleteMessageBatch":
 		q := queue()
 		if q == nil {
@@ -419,7 +446,7 @@ func (s *sqsServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		var ok []map[string]any
 		for _, e := range entries {
 			em, _ := e.(map[string]any)
-			q.delete(fmt.Sprint(em["ReceiptHandle"]))
+			q.Delete(fmt.Sprint(em["ReceiptHandle"]))
 			ok = append(ok, map[string]any{"Id": em["Id"]})
 		}
 		out["Successful"], out["Failed"] = ok, []any{}
@@ -437,12 +464,12 @@ func (s *sqsServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if q == nil {
 			return
 		}
-		v, f, d := q.counts()
+		v, f, d := q.Counts()
 		attrs := map[string]string{"ApproximateNumberOfMessages": strconv.Itoa(v), "ApproximateNumberOfMessagesNotVisible": strconv.Itoa(f),
-			"ApproximateNumberOfMessagesDelayed": strconv.Itoa(d), "QueueArn": q.arn,
+			"ApproximateNumberOfMessagesDelayed": strconv.Itoa(d), "QueueArn": q.ARN,
 			"VisibilityTimeout": strconv.Itoa(int(q.visibility.Seconds())), "DelaySeconds": strconv.Itoa(int(q.delay.Seconds()))}
 		if q.deadLetter != nil {
-			rp, _ := json.Marshal(map[string]any{"deadLetterTargetArn": q.deadLetter.arn, "maxReceiveCount": q.maxReceives})
+			rp, _ := json.Marshal(map[string]any{"deadLetterTargetArn": q.deadLetter.ARN, "maxReceiveCount": q.maxReceives})
 			attrs["RedrivePolicy"] = string(rp)
 		}
 		out["Attributes"] = attrs

@@ -1,4 +1,4 @@
-package main
+package lambda
 
 import (
 	"encoding/json"
@@ -7,30 +7,30 @@ import (
 	"sync"
 )
 
-// logWriter serialises whole lines from many processes onto one stream.
-type logWriter struct {
+// LogWriter serialises whole lines from many processes onto one stream.
+type LogWriter struct {
 	mu sync.Mutex
-	w  io.Writer
+	W  io.Writer
 }
 
-func (l *logWriter) line(s string) {
+func (l *LogWriter) line(s string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	fmt.Fprintln(l.w, s)
+	fmt.Fprintln(l.W, s)
 }
 
-// lineLogger writes one function's lines, prefixed with its name, as
+// Logger writes one function's lines, prefixed with its name, as
 // CloudWatch would hold them in its log group: the function's own JSON
 // lines (filtered by its LoggingConfig's application log level, as Lambda
 // filters them) and the platform's REPORT line of each invocation.
-type lineLogger struct {
-	name string
-	w    *logWriter
+type Logger struct {
+	Name string
+	W    *LogWriter
 }
 
 var levels = map[string]int{"TRACE": 0, "DEBUG": 1, "INFO": 2, "WARN": 3, "WARNING": 3, "ERROR": 4, "FATAL": 5}
 
-func (l *lineLogger) app(s, minLevel string) {
+func (l *Logger) app(s, minLevel string) {
 	if minLevel != "" {
 		var rec struct {
 			Level string `json:"level"`
@@ -41,7 +41,7 @@ func (l *lineLogger) app(s, minLevel string) {
 			}
 		}
 	}
-	l.w.line("[" + l.name + "] " + s)
+	l.W.line("[" + l.Name + "] " + s)
 }
 
-func (l *lineLogger) system(s string) { l.w.line("[" + l.name + "] " + s) }
+func (l *Logger) system(s string) { l.W.line("[" + l.Name + "] " + s) }

@@ -1,4 +1,4 @@
-package main
+package sqsserver
 
 import (
 	"context"
@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/iam"
+	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/stack"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
@@ -25,7 +28,7 @@ import (
 // message received maxReceiveCount times to its dead-letter queue.
 func TestSQSServerKeepsSQSSemantics(t *testing.T) {
 	jobs, dlq, client := jobsQueue(t, 2)
-	q := queue.NewSQS(client, jobs.url)
+	q := queue.NewSQS(client, jobs.URL)
 	ctx := context.Background()
 
 	if err := q.Send(ctx, []byte("later"), 2*time.Second); err != nil {
@@ -43,14 +46,14 @@ func TestSQSServerKeepsSQSSemantics(t *testing.T) {
 		for _, m := range got {
 			counts = append(counts, m.ReceiveCount) // never deleted: it fails each time
 		}
-		if v, _, _ := dlq.counts(); v == 1 {
+		if v, _, _ := dlq.Counts(); v == 1 {
 			break
 		}
 	}
 	if fmt.Sprint(counts) != "[1 2]" {
 		t.Fatalf("receive counts %v, want [1 2] and then the dead-letter queue", counts)
 	}
-	if v, f, d := jobs.counts(); v+f+d != 0 {
+	if v, f, d := jobs.Counts(); v+f+d != 0 {
 		t.Fatalf("the message is still in its queue: %d %d %d", v, f, d)
 	}
 
@@ -82,49 +85,6 @@ func TestSQSServerKeepsSQSSemantics(t *testing.T) {
 	}
 }
 
-func TestFilterPatterns(t *testing.T) {
-	rec := map[string]any{"eventName": "INSERT", "dynamodb": map[string]any{"NewImage": map[string]any{
-		"kind": map[string]any{"S": "event"}, "type": map[string]any{"S": "matter.created"}}}}
-	for pattern, want := range map[string]bool{
-		`{"dynamodb":{"NewImage":{"kind":{"S":["event"]}}},"eventName":["INSERT"]}`:                 true,
-		`{"dynamodb":{"NewImage":{"kind":{"S":["event"]}}},"eventName":["MODIFY"]}`:                 false,
-		`{"dynamodb":{"NewImage":{"type":{"S":[{"anything-but":["matter.created"]}]}}}}`:            false,
-		`{"dynamodb":{"NewImage":{"type":{"S":[{"prefix":"matter."}]}}}}`:                           true,
-		`{"dynamodb":{"NewImage":{"gone":{"S":[{"exists":false}]}}}}`:                               false, // the object itself is absent
-		`{"dynamodb":{"NewImage":{"kind":[{"exists":true}]}}}`:                                      true,
-		`{"eventName":["INSERT","MODIFY"],"dynamodb":{"NewImage":{"type":{"S":["invoice.paid"]}}}}`: false,
-	} {
-		f, err := parseFilter(pattern)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := passes([]filter{f}, rec); got != want {
-			t.Errorf("%s: %v, want %v", pattern, got, want)
-		}
-	}
-}
-
-// TestUnimplementedFilterOperatorsStopLocalcloud: an operator localcloud
-// does not implement is refused by name at start, never matched some
-// other way.
-func TestUnimplementedFilterOperatorsStopLocalcloud(t *testing.T) {
-	for pattern, names := range map[string]string{
-		`{"size":[{"numeric":[">",0]}]}`:                              "numeric",
-		`{"ip":[{"cidr":"10.0.0.0/24"}]}`:                             "cidr",
-		`{"name":[{"wildcard":"matter.*"}]}`:                          "wildcard",
-		`{"$or":[{"a":["x"]},{"b":["y"]}]}`:                           "$or",
-		`{"type":[{"anything-but":{"prefix":"matter."}}]}`:            "anything-but of an operator",
-		`{"type":[{"anything-but":[{"prefix":"matter."}]}]}`:          "anything-but of an operator",
-		`{"dynamodb":{"NewImage":{"n":{"N":[{"numeric":["=",1]}]}}}}`: "dynamodb.NewImage.n.N: the numeric operator",
-		`{"type":"matter.created"}`:                                   "values are arrays",
-		`{"type":[{"prefix":"a","suffix":"b"}]}`:                      "one operator",
-	} {
-		if _, err := parseFilter(pattern); err == nil || !strings.Contains(err.Error(), names) {
-			t.Errorf("%s: %v, want an error naming %q", pattern, err, names)
-		}
-	}
-}
-
 // TestRedriveFromADeadLetterQueue rehearses the runbook's redrive
 // (docs/operations.md#dead-letter-queue) with the SDK's own calls:
 // StartMessageMoveTask puts a dead-letter queue's messages back on the
@@ -134,7 +94,7 @@ func TestUnimplementedFilterOperatorsStopLocalcloud(t *testing.T) {
 func TestRedriveFromADeadLetterQueue(t *testing.T) {
 	jobs, dlq, client := jobsQueue(t, 1)
 	ctx := context.Background()
-	q := queue.NewSQS(client, jobs.url)
+	q := queue.NewSQS(client, jobs.URL)
 	for i := range 3 {
 		if err := q.Send(ctx, fmt.Appendf(nil, `{"n":%d}`, i), 0); err != nil {
 			t.Fatal(err)
@@ -146,44 +106,44 @@ func TestRedriveFromADeadLetterQueue(t *testing.T) {
 		if _, err := q.Receive(ctx, 10, 1500*time.Millisecond); err != nil {
 			t.Fatal(err)
 		}
-		if v, _, _ := dlq.counts(); v == 3 {
+		if v, _, _ := dlq.Counts(); v == 3 {
 			break
 		}
 	}
-	if v, _, _ := dlq.counts(); v != 3 {
+	if v, _, _ := dlq.Counts(); v != 3 {
 		t.Fatalf("%d messages in the dead-letter queue, want 3", v)
 	}
-	if _, err := client.StartMessageMoveTask(ctx, &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(jobs.arn)}); err == nil {
+	if _, err := client.StartMessageMoveTask(ctx, &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(jobs.ARN)}); err == nil {
 		t.Fatal("a move from a queue that is no one's dead-letter queue was accepted")
 	}
-	start, err := client.StartMessageMoveTask(ctx, &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(dlq.arn)})
+	start, err := client.StartMessageMoveTask(ctx, &sqs.StartMessageMoveTaskInput{SourceArn: aws.String(dlq.ARN)})
 	if err != nil || aws.ToString(start.TaskHandle) == "" {
 		t.Fatalf("start: %v", err)
 	}
-	list, err := client.ListMessageMoveTasks(ctx, &sqs.ListMessageMoveTasksInput{SourceArn: aws.String(dlq.arn)})
+	list, err := client.ListMessageMoveTasks(ctx, &sqs.ListMessageMoveTasksInput{SourceArn: aws.String(dlq.ARN)})
 	if err != nil || len(list.Results) != 1 || aws.ToString(list.Results[0].Status) != "COMPLETED" ||
-		list.Results[0].ApproximateNumberOfMessagesMoved != 3 || aws.ToString(list.Results[0].DestinationArn) != jobs.arn {
+		list.Results[0].ApproximateNumberOfMessagesMoved != 3 || aws.ToString(list.Results[0].DestinationArn) != jobs.ARN {
 		t.Fatalf("tasks: %+v %v", list, err)
 	}
 	got, err := q.Receive(ctx, 10, time.Second)
 	if err != nil || len(got) != 3 || got[0].ReceiveCount != 1 {
 		t.Fatalf("after the redrive: %+v %v", got, err)
 	}
-	if v, f, d := dlq.counts(); v+f+d != 0 {
+	if v, f, d := dlq.Counts(); v+f+d != 0 {
 		t.Fatalf("the dead-letter queue still holds %d", v+f+d)
 	}
 }
 
 // jobsQueue serves a queue "jobs" whose messages go to "jobs-dlq" after
 // maxReceives receives, and returns them with an SDK client of the server.
-func jobsQueue(t *testing.T, maxReceives int) (jobs, dlq *sqsQueue, client *sqs.Client) {
+func jobsQueue(t *testing.T, maxReceives int) (jobs, dlq *Queue, client *sqs.Client) {
 	srv := httptest.NewServer(nil)
 	t.Cleanup(srv.Close)
-	s := newSQSServer(srv.URL)
+	s := New(srv.URL, iam.NewIdentities())
 	srv.Config.Handler = s
-	dlq = s.create(&queueSpec{name: "jobs-dlq", visibility: time.Second, retention: time.Hour}, nil)
-	jobs = s.create(&queueSpec{name: "jobs", visibility: time.Second, retention: time.Hour, maxReceives: maxReceives}, dlq)
-	client = sqs.New(sqs.Options{Region: localRegion, BaseEndpoint: aws.String(srv.URL), Credentials: credentials.NewStaticCredentialsProvider(s.credential("test"), "x", "")})
+	dlq = s.Create(&stack.Queue{Name: "jobs-dlq", Visibility: time.Second, Retention: time.Hour}, nil)
+	jobs = s.Create(&stack.Queue{Name: "jobs", Visibility: time.Second, Retention: time.Hour, MaxReceives: maxReceives}, dlq)
+	client = sqs.New(sqs.Options{Region: stack.Region, BaseEndpoint: aws.String(srv.URL), Credentials: credentials.NewStaticCredentialsProvider(s.Credential("test"), "x", "")})
 	return jobs, dlq, client
 }
 
@@ -192,7 +152,7 @@ func jobsQueue(t *testing.T, maxReceives int) (jobs, dlq *sqsQueue, client *sqs.
 // JSON protocol's error), before it reads or changes a queue.
 func TestSQSServerRefusesStrangers(t *testing.T) {
 	jobs, _, _ := jobsQueue(t, 2)
-	srvURL := strings.TrimSuffix(jobs.url, "/"+localAccount+"/jobs")
+	srvURL := strings.TrimSuffix(jobs.URL, "/"+stack.Account+"/jobs")
 	for _, c := range []struct{ key, want string }{
 		{"", "MissingAuthenticationToken"},
 		{"local", "InvalidClientTokenId"},
@@ -202,14 +162,14 @@ func TestSQSServerRefusesStrangers(t *testing.T) {
 		if c.key != "" {
 			creds = credentials.NewStaticCredentialsProvider(c.key, "x", "")
 		}
-		client := sqs.New(sqs.Options{Region: localRegion, BaseEndpoint: aws.String(srvURL), Credentials: creds})
-		_, err := client.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(jobs.url), MessageBody: aws.String("x")})
+		client := sqs.New(sqs.Options{Region: stack.Region, BaseEndpoint: aws.String(srvURL), Credentials: creds})
+		_, err := client.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(jobs.URL), MessageBody: aws.String("x")})
 		var re *awshttp.ResponseError
 		if err == nil || !errors.As(err, &re) || re.HTTPStatusCode() != 403 || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("key %q: %v", c.key, err)
 		}
 	}
-	if v, f, d := jobs.counts(); v+f+d != 0 {
+	if v, f, d := jobs.Counts(); v+f+d != 0 {
 		t.Fatalf("a stranger's message is in the queue: %d %d %d", v, f, d)
 	}
 }
@@ -221,23 +181,23 @@ func TestSQSServerRefusesStrangers(t *testing.T) {
 func TestQueueCallsNeedTheRole(t *testing.T) {
 	srv := httptest.NewServer(nil)
 	defer srv.Close()
-	q := newSQSServer(srv.URL)
+	q := New(srv.URL, iam.NewIdentities())
 	srv.Config.Handler = q
-	queue := q.create(&queueSpec{name: "jobs", visibility: time.Second, retention: time.Hour}, nil)
-	q.pol = &policies{roles: map[string]string{"sender": "senderRole"}, byCaller: map[string][]statement{
-		"sender": {{allow: true, actions: []string{"sqs:SendMessage", "sqs:GetQueueUrl"}, resources: []string{queue.arn}}}}}
-	client := sqs.New(sqs.Options{Region: localRegion, BaseEndpoint: aws.String(srv.URL), Credentials: credentials.NewStaticCredentialsProvider(q.credential("sender"), "x", "")})
+	queue := q.Create(&stack.Queue{Name: "jobs", Visibility: time.Second, Retention: time.Hour}, nil)
+	q.Policy = &iam.Policies{Roles: map[string]string{"sender": "senderRole"}, ByCaller: map[string][]iam.Statement{
+		"sender": {{Allow: true, Actions: []string{"sqs:SendMessage", "sqs:GetQueueUrl"}, Resources: []string{queue.ARN}}}}}
+	client := sqs.New(sqs.Options{Region: stack.Region, BaseEndpoint: aws.String(srv.URL), Credentials: credentials.NewStaticCredentialsProvider(q.Credential("sender"), "x", "")})
 	ctx := context.Background()
-	if _, err := client.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(queue.url), Entries: []sqstypes.SendMessageBatchRequestEntry{{Id: aws.String("1"), MessageBody: aws.String("x")}}}); err != nil {
+	if _, err := client.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(queue.URL), Entries: []sqstypes.SendMessageBatchRequestEntry{{Id: aws.String("1"), MessageBody: aws.String("x")}}}); err != nil {
 		t.Fatalf("a batch its role allows: %v", err)
 	}
-	_, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(queue.url)})
+	_, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(queue.URL)})
 	var ae smithy.APIError
-	if !errors.As(err, &ae) || !strings.Contains(ae.ErrorMessage(), "is not authorized to perform: sqs:ReceiveMessage on resource: "+queue.arn) {
+	if !errors.As(err, &ae) || !strings.Contains(ae.ErrorMessage(), "is not authorized to perform: sqs:ReceiveMessage on resource: "+queue.ARN) {
 		t.Fatalf("a call its role lacks: %v", err)
 	}
-	operator := sqs.New(sqs.Options{Region: localRegion, BaseEndpoint: aws.String(srv.URL), Credentials: credentials.NewStaticCredentialsProvider(q.credential("operator"), "x", "")})
-	if out, err := operator.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(queue.url)}); err != nil || len(out.Messages) != 1 {
+	operator := sqs.New(sqs.Options{Region: stack.Region, BaseEndpoint: aws.String(srv.URL), Credentials: credentials.NewStaticCredentialsProvider(q.Credential("operator"), "x", "")})
+	if out, err := operator.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(queue.URL)}); err != nil || len(out.Messages) != 1 {
 		t.Fatalf("the operator, who has no role here: %v %v", out, err)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package eventsource
 
 import (
 	"context"
@@ -8,33 +8,14 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/iam"
+	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/lambdatest"
+	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/sqsserver"
+	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/stack"
 )
 
-// queueAnswer is the test bootstrap's answer to an SQS batch: the
-// messages whose body is "bad" are reported failed; "alien" reports an
-// identifier that is not in the batch.
-func queueAnswer(raw []byte) (any, error) {
-	var ev struct {
-		Records []struct {
-			ID   string `json:"messageId"`
-			Body string `json:"body"`
-		}
-	}
-	_ = json.Unmarshal(raw, &ev)
-	type item struct {
-		ID string `json:"itemIdentifier"`
-	}
-	failures := []item{}
-	for _, r := range ev.Records {
-		switch r.Body {
-		case "bad":
-			failures = append(failures, item{r.ID})
-		case "alien":
-			failures = append(failures, item{"not-in-this-batch"})
-		}
-	}
-	return map[string]any{"batchItemFailures": failures}, nil
-}
+func TestMain(m *testing.M) { lambdatest.Main(m) }
 
 // TestQueueMappingDeletesOnlyWhatSucceeded: with ReportBatchItemFailures,
 // the messages a batch reports failed come back after the visibility
@@ -42,29 +23,29 @@ func queueAnswer(raw []byte) (any, error) {
 // are deleted once. An identifier that is not in the batch fails the whole
 // batch, as Lambda does.
 func TestQueueMappingDeletesOnlyWhatSucceeded(t *testing.T) {
-	f, _ := testFunction(t, 5*time.Second, 0)
-	s := newSQSServer("http://127.0.0.1:1")
-	dlq := s.create(&queueSpec{name: "dlq", visibility: time.Second, retention: time.Hour}, nil)
-	q := s.create(&queueSpec{name: "jobs", visibility: time.Second, retention: time.Hour, maxReceives: 2}, dlq)
+	f, _ := lambdatest.Function(t, 5*time.Second, 0)
+	s := sqsserver.New("http://127.0.0.1:1", iam.NewIdentities())
+	dlq := s.Create(&stack.Queue{Name: "dlq", Visibility: time.Second, Retention: time.Hour}, nil)
+	q := s.Create(&stack.Queue{Name: "jobs", Visibility: time.Second, Retention: time.Hour, MaxReceives: 2}, dlq)
 	for _, body := range []string{"ok-1", "bad", "ok-2", "ok-3"} {
-		q.send(body, 0)
+		q.Send(body, 0)
 	}
 	// A batching window gathers what is sent together into one batch.
-	src := &queueSource{spec: queueMappingSpec{batchSize: 10, window: 300 * time.Millisecond, reportFailures: true, maxConcurrency: 2}, fn: f, queue: q}
+	src := &Queue{Spec: stack.QueueMapping{BatchSize: 10, Window: 300 * time.Millisecond, ReportFailures: true, MaxConcurrency: 2}, Fn: f, Queue: q}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	wg.Go(func() { src.run(ctx) })
+	wg.Go(func() { src.Run(ctx) })
 	defer func() { cancel(); wg.Wait() }()
 
 	deadLetters := func(want int) []string {
 		var dead []string
 		for deadline := time.Now().Add(15 * time.Second); len(dead) < want && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-			for _, m := range dlq.receive(10, time.Hour) {
-				dead = append(dead, m.body)
+			for _, m := range dlq.Receive(10, time.Hour) {
+				dead = append(dead, m.Body)
 			}
 		}
 		time.Sleep(1500 * time.Millisecond) // past a visibility timeout: nothing more comes back
-		if visible, inFlight, delayed := q.counts(); visible+inFlight+delayed != 0 {
+		if visible, inFlight, delayed := q.Counts(); visible+inFlight+delayed != 0 {
 			t.Fatalf("left in the queue: %d visible, %d in flight, %d delayed", visible, inFlight, delayed)
 		}
 		sort.Strings(dead)
@@ -73,11 +54,11 @@ func TestQueueMappingDeletesOnlyWhatSucceeded(t *testing.T) {
 	if dead := deadLetters(1); strings.Join(dead, " ") != "bad" {
 		t.Fatalf("dead-lettered: %v, want only bad", dead)
 	}
-	if n := f.invocations.Load(); n != 2 {
+	if n := f.Invocations.Load(); n != 2 {
 		t.Errorf("%d invocations, want 2 (the batch, then bad again)", n)
 	}
-	q.send("alien", 0)
-	q.send("ok-4", 0)
+	q.Send("alien", 0)
+	q.Send("ok-4", 0)
 	if dead := deadLetters(2); strings.Join(dead, " ") != "alien ok-4" {
 		t.Fatalf("dead-lettered: %v, want the whole batch with an alien identifier", dead)
 	}
@@ -89,10 +70,10 @@ func TestQueueMappingDeletesOnlyWhatSucceeded(t *testing.T) {
 // invoked and how the last invocation ended; records past the maximum
 // age are one record too, never invoked.
 func TestStreamFailuresGoOutOnePerBatch(t *testing.T) {
-	f, _ := testFunction(t, 5*time.Second, 0)
-	dest := newSQSServer("http://127.0.0.1:1").create(&queueSpec{name: "failures", visibility: time.Minute, retention: time.Hour}, nil)
-	s := &streamSource{spec: streamMappingSpec{retries: 1, maxAge: time.Hour}, fn: f, onFailure: dest,
-		streamArn: "arn:aws:dynamodb:us-east-1:000000000000:table/t/stream/2026-01-01T00:00:00.000"}
+	f, _ := lambdatest.Function(t, 5*time.Second, 0)
+	dest := sqsserver.New("http://127.0.0.1:1", iam.NewIdentities()).Create(&stack.Queue{Name: "failures", Visibility: time.Minute, Retention: time.Hour}, nil)
+	s := &Stream{Spec: stack.StreamMapping{Retries: 1, MaxAge: time.Hour}, Fn: f, OnFailure: dest,
+		StreamArn: "arn:aws:dynamodb:us-east-1:000000000000:table/t/stream/2026-01-01T00:00:00.000"}
 	rec := func(seq string, at time.Time, marker string) map[string]any {
 		return map[string]any{"eventID": "ev" + seq, "eventName": "INSERT", "dynamodb": map[string]any{
 			"SequenceNumber": seq, "ApproximateCreationDateTime": float64(at.Unix()), "NewImage": map[string]any{"m": map[string]any{"S": marker}}}}
@@ -101,14 +82,14 @@ func TestStreamFailuresGoOutOnePerBatch(t *testing.T) {
 	s.deliver(context.Background(), "shardId-0001", []map[string]any{
 		rec("100", now.Add(-2*time.Hour), "old"), rec("150", now.Add(-90*time.Minute), "old"),
 		rec("200", now.Add(-2*time.Second), "fail-me"), rec("300", now, "fail-me")})
-	msgs := dest.receive(10, -1)
+	msgs := dest.Receive(10, -1)
 	if len(msgs) != 2 {
 		t.Fatalf("%d on-failure records, want 2 (one per batch)", len(msgs))
 	}
 	var got []map[string]any
 	for _, m := range msgs {
 		var r map[string]any
-		if err := json.Unmarshal([]byte(m.body), &r); err != nil {
+		if err := json.Unmarshal([]byte(m.Body), &r); err != nil {
 			t.Fatal(err)
 		}
 		got = append(got, r)
@@ -128,10 +109,10 @@ func TestStreamFailuresGoOutOnePerBatch(t *testing.T) {
 		rc := got[i]["requestContext"].(map[string]any)
 		info := got[i]["DDBStreamBatchInfo"].(map[string]any)
 		_, hasResponse := got[i]["responseContext"]
-		if rc["condition"] != w.condition || rc["approximateInvokeCount"] != w.invoked || rc["functionArn"] != f.arn ||
+		if rc["condition"] != w.condition || rc["approximateInvokeCount"] != w.invoked || rc["functionArn"] != f.ARN() ||
 			info["shardId"] != "shardId-0001" || info["startSequenceNumber"] != w.start || info["endSequenceNumber"] != w.end ||
 			info["approximateArrivalOfFirstRecord"] != w.first || info["approximateArrivalOfLastRecord"] != w.last ||
-			info["batchSize"] != w.size || info["streamArn"] != s.streamArn || hasResponse != w.response || got[i]["version"] != "1.0" {
+			info["batchSize"] != w.size || info["streamArn"] != s.StreamArn || hasResponse != w.response || got[i]["version"] != "1.0" {
 			t.Errorf("record %d: %v", i, got[i])
 		}
 	}

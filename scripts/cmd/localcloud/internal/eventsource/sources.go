@@ -1,4 +1,9 @@
-package main
+// Package eventsource runs Lambda's event source mappings: a DynamoDB
+// stream (batches per shard, filters, retries, bisection, record age, the
+// on-failure destination) and SQS queues (batches, the batching window,
+// partial batch responses, maximum concurrency), with Lambda's filter
+// patterns.
+package eventsource
 
 import (
 	"context"
@@ -9,13 +14,36 @@ import (
 	"sync"
 	"time"
 
+	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/lambda"
+	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/sqsserver"
+	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/stack"
+
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 	"github.com/google/uuid"
 )
 
-// streamSource is a DynamoDB stream event source mapping: it reads the
+// Function is a mapping's function (a lambda.Function).
+type Function interface {
+	Invoke(ctx context.Context, payload []byte, wait time.Duration) (lambda.Outcome, string, error)
+	ARN() string
+}
+
+// Source is the queue a mapping polls (an sqsserver.Queue).
+type Source interface {
+	Receive(max int, visibility time.Duration) []sqsserver.Message
+	Delete(receipt string) bool
+	Woken() <-chan struct{} // a message may be visible
+	Addr() stack.QueueAddr
+}
+
+// Destination takes what a mapping gives up on (an sqsserver.Queue).
+type Destination interface {
+	Send(body string, delay time.Duration) *sqsserver.Message
+}
+
+// Stream is a DynamoDB stream event source mapping: it reads the
 // table's stream from DynamoDB Local's Streams API, shard by shard and in
 // order, keeps the records that pass the mapping's filters (the others are
 // dropped, as Lambda drops them), and invokes the function with batches of
@@ -23,22 +51,22 @@ import (
 // batch that fails is split in two when the mapping bisects, retried up to
 // MaximumRetryAttempts, and then sent, as Lambda does, to the on-failure
 // destination; records older than MaximumRecordAge go there unsent.
-type streamSource struct {
-	spec      streamMappingSpec
-	fn        *function
-	client    *dynamodbstreams.Client
-	streamArn string
-	filters   []filter
-	onFailure *sqsQueue
+type Stream struct {
+	Spec      stack.StreamMapping
+	Fn        Function
+	Client    *dynamodbstreams.Client
+	StreamArn string
+	Filters   []Filter
+	OnFailure Destination // nil: none
 }
 
-func (s *streamSource) run(ctx context.Context) {
+func (s *Stream) Run(ctx context.Context) {
 	shards := map[string]bool{}
 	first := true
 	for ctx.Err() == nil {
 		var start *string
 		for {
-			out, err := s.client.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(s.streamArn), ExclusiveStartShardId: start})
+			out, err := s.Client.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(s.StreamArn), ExclusiveStartShardId: start})
 			if err != nil {
 				if ctx.Err() == nil {
 					slog.Error("stream: describe", "err", err)
@@ -56,7 +84,7 @@ func (s *streamSource) run(ctx context.Context) {
 					continue // closed before we started: LATEST skips it
 				}
 				pos := streamtypes.ShardIteratorTypeTrimHorizon // a shard that appeared while running: from its start
-				if first && s.spec.start == "LATEST" {
+				if first && s.Spec.Start == "LATEST" {
 					pos = streamtypes.ShardIteratorTypeLatest
 				}
 				go s.shard(ctx, id, pos)
@@ -74,8 +102,8 @@ func (s *streamSource) run(ctx context.Context) {
 }
 
 // shard reads one shard to its end (a closed shard) or until ctx ends.
-func (s *streamSource) shard(ctx context.Context, id string, pos streamtypes.ShardIteratorType) {
-	it, err := s.client.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: aws.String(s.streamArn), ShardId: aws.String(id), ShardIteratorType: pos})
+func (s *Stream) shard(ctx context.Context, id string, pos streamtypes.ShardIteratorType) {
+	it, err := s.Client.GetShardIterator(ctx, &dynamodbstreams.GetShardIteratorInput{StreamArn: aws.String(s.StreamArn), ShardId: aws.String(id), ShardIteratorType: pos})
 	if err != nil {
 		if ctx.Err() == nil {
 			slog.Error("stream: shard iterator", "shard", id, "err", err)
@@ -86,7 +114,7 @@ func (s *streamSource) shard(ctx context.Context, id string, pos streamtypes.Sha
 	var batch []map[string]any
 	var batchStart time.Time
 	for iter != nil && ctx.Err() == nil {
-		out, err := s.client.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: iter, Limit: aws.Int32(1000)})
+		out, err := s.Client.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: iter, Limit: aws.Int32(1000)})
 		if err != nil {
 			if ctx.Err() == nil {
 				slog.Error("stream: get records", "shard", id, "err", err)
@@ -97,19 +125,19 @@ func (s *streamSource) shard(ctx context.Context, id string, pos streamtypes.Sha
 		iter = out.NextShardIterator
 		for _, r := range out.Records {
 			rec := s.eventRecord(r)
-			if !passes(s.filters, rec) {
+			if !passes(s.Filters, rec) {
 				continue
 			}
 			if len(batch) == 0 {
 				batchStart = time.Now()
 			}
 			batch = append(batch, rec)
-			if len(batch) == s.spec.batchSize {
+			if len(batch) == s.Spec.BatchSize {
 				s.deliver(ctx, id, batch)
 				batch = nil
 			}
 		}
-		if len(batch) > 0 && (time.Since(batchStart) >= s.spec.window || len(out.Records) == 0) {
+		if len(batch) > 0 && (time.Since(batchStart) >= s.Spec.Window || len(out.Records) == 0) {
 			s.deliver(ctx, id, batch)
 			batch = nil
 		}
@@ -127,12 +155,12 @@ func (s *streamSource) shard(ctx context.Context, id string, pos streamtypes.Sha
 
 // deliver invokes the function with a batch of one shard's records, with
 // the mapping's retries, bisection and record age.
-func (s *streamSource) deliver(ctx context.Context, shard string, batch []map[string]any) {
-	if s.spec.maxAge > 0 {
+func (s *Stream) deliver(ctx context.Context, shard string, batch []map[string]any) {
+	if s.Spec.MaxAge > 0 {
 		var fresh, expired []map[string]any
 		for _, r := range batch {
 			created, _ := r["dynamodb"].(map[string]any)["ApproximateCreationDateTime"].(float64)
-			if time.Since(time.Unix(int64(created), 0)) > s.spec.maxAge {
+			if time.Since(time.Unix(int64(created), 0)) > s.Spec.MaxAge {
 				expired = append(expired, r)
 				continue
 			}
@@ -148,15 +176,15 @@ func (s *streamSource) deliver(ctx context.Context, shard string, batch []map[st
 	}
 	for attempt := 0; ctx.Err() == nil; attempt++ {
 		payload, _ := json.Marshal(map[string]any{"Records": batch})
-		o, _, err := s.fn.Invoke(ctx, payload, 0)
-		if err == nil && o.status == "ok" {
+		o, _, err := s.Fn.Invoke(ctx, payload, 0)
+		if err == nil && o.Status == "ok" {
 			return
 		}
-		if s.spec.retries >= 0 && attempt >= s.spec.retries {
+		if s.Spec.Retries >= 0 && attempt >= s.Spec.Retries {
 			s.fail(shard, batch, "RetryAttemptsExhausted", attempt+1, &o)
 			return
 		}
-		if s.spec.bisect && len(batch) > 1 {
+		if s.Spec.Bisect && len(batch) > 1 {
 			half := len(batch) / 2
 			s.deliver(ctx, shard, batch[:half])
 			s.deliver(ctx, shard, batch[half:])
@@ -172,8 +200,8 @@ func (s *streamSource) deliver(ctx context.Context, shard string, batch []map[st
 // how often it was invoked and how the last invocation ended). The records
 // themselves are not in it: they are read back from the stream by those
 // numbers while the stream keeps them.
-func (s *streamSource) fail(shard string, batch []map[string]any, condition string, invocations int, last *outcome) {
-	if s.onFailure == nil {
+func (s *Stream) fail(shard string, batch []map[string]any, condition string, invocations int, last *lambda.Outcome) {
+	if s.OnFailure == nil {
 		slog.Warn("stream: a batch was given up on, and the mapping has no destination", "condition", condition, "shard", shard, "records", len(batch))
 		return
 	}
@@ -184,25 +212,25 @@ func (s *streamSource) fail(shard string, batch []map[string]any, condition stri
 	}
 	first, lastRec := batch[0], batch[len(batch)-1]
 	record := map[string]any{
-		"requestContext": map[string]any{"requestId": uuid.NewString(), "functionArn": s.fn.arn, "condition": condition, "approximateInvokeCount": invocations},
+		"requestContext": map[string]any{"requestId": uuid.NewString(), "functionArn": s.Fn.ARN(), "condition": condition, "approximateInvokeCount": invocations},
 		"version":        "1.0", "timestamp": time.Now().UTC().Format(time.RFC3339Nano),
 		"DDBStreamBatchInfo": map[string]any{"shardId": shard, "startSequenceNumber": ddb(first)["SequenceNumber"], "endSequenceNumber": ddb(lastRec)["SequenceNumber"],
 			"approximateArrivalOfFirstRecord": arrival(first), "approximateArrivalOfLastRecord": arrival(lastRec),
-			"batchSize": len(batch), "streamArn": s.streamArn},
+			"batchSize": len(batch), "streamArn": s.StreamArn},
 	}
 	if last != nil {
 		rc := map[string]any{"statusCode": 200, "executedVersion": "$LATEST", "functionError": "Unhandled"}
-		if last.status == "" { // the invocation itself failed (throttled, could not start)
+		if last.Status == "" { // the invocation itself failed (throttled, could not start)
 			rc = map[string]any{"statusCode": 429, "executedVersion": "$LATEST", "functionError": ""}
 		}
 		record["responseContext"] = rc
 	}
 	body, _ := json.Marshal(record)
-	s.onFailure.send(string(body), 0)
+	s.OnFailure.Send(string(body), 0)
 }
 
 // eventRecord is a stream record as Lambda hands it to a function.
-func (s *streamSource) eventRecord(r streamtypes.Record) map[string]any {
+func (s *Stream) eventRecord(r streamtypes.Record) map[string]any {
 	d := r.Dynamodb
 	ddb := map[string]any{"StreamViewType": string(d.StreamViewType), "SequenceNumber": aws.ToString(d.SequenceNumber), "SizeBytes": aws.ToInt64(d.SizeBytes)}
 	if d.ApproximateCreationDateTime != nil {
@@ -214,7 +242,7 @@ func (s *streamSource) eventRecord(r streamtypes.Record) map[string]any {
 		}
 	}
 	return map[string]any{"eventID": aws.ToString(r.EventID), "eventName": string(r.EventName), "eventVersion": aws.ToString(r.EventVersion),
-		"eventSource": "aws:dynamodb", "awsRegion": localRegion, "eventSourceARN": s.streamArn, "dynamodb": ddb}
+		"eventSource": "aws:dynamodb", "awsRegion": stack.Region, "eventSourceARN": s.StreamArn, "dynamodb": ddb}
 }
 
 func lambdaImage(img map[string]streamtypes.AttributeValue) map[string]any {
@@ -260,21 +288,21 @@ func lambdaValue(v streamtypes.AttributeValue) map[string]any {
 	return map[string]any{"NULL": true}
 }
 
-// queueSource is an SQS event source mapping: up to MaximumConcurrency
+// Queue is an SQS event source mapping: up to MaximumConcurrency
 // batches in flight, each of up to BatchSize messages; a message the
 // function reports as failed (ReportBatchItemFailures), or every message
 // of a batch whose invocation failed, is left to come back after the
 // queue's visibility timeout, and to its dead-letter queue after
 // maxReceiveCount receives; the others are deleted.
-type queueSource struct {
-	spec    queueMappingSpec
-	fn      *function
-	queue   *sqsQueue
-	filters []filter
+type Queue struct {
+	Spec    stack.QueueMapping
+	Fn      Function
+	Queue   Source
+	Filters []Filter
 }
 
-func (s *queueSource) run(ctx context.Context) {
-	sem := make(chan struct{}, s.spec.maxConcurrency)
+func (s *Queue) Run(ctx context.Context) {
+	sem := make(chan struct{}, s.Spec.MaxConcurrency)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	for ctx.Err() == nil {
@@ -297,17 +325,17 @@ func (s *queueSource) run(ctx context.Context) {
 
 // gather receives one batch, waiting for messages and, within the
 // batching window, for a fuller batch.
-func (s *queueSource) gather(ctx context.Context) []sqsMessage {
-	var msgs []sqsMessage
-	deadline := time.Now().Add(s.spec.window)
+func (s *Queue) gather(ctx context.Context) []sqsserver.Message {
+	var msgs []sqsserver.Message
+	deadline := time.Now().Add(s.Spec.Window)
 	for ctx.Err() == nil {
-		msgs = append(msgs, s.queue.receive(s.spec.batchSize-len(msgs), -1)...)
-		if len(msgs) == s.spec.batchSize || (len(msgs) > 0 && !time.Now().Before(deadline)) {
+		msgs = append(msgs, s.Queue.Receive(s.Spec.BatchSize-len(msgs), -1)...)
+		if len(msgs) == s.Spec.BatchSize || (len(msgs) > 0 && !time.Now().Before(deadline)) {
 			return msgs
 		}
 		select {
 		case <-ctx.Done():
-		case <-s.queue.wake:
+		case <-s.Queue.Woken():
 		case <-time.After(100 * time.Millisecond):
 			if len(msgs) > 0 && !time.Now().Before(deadline) {
 				return msgs
@@ -317,22 +345,22 @@ func (s *queueSource) gather(ctx context.Context) []sqsMessage {
 	return msgs
 }
 
-func (s *queueSource) invoke(ctx context.Context, msgs []sqsMessage) {
+func (s *Queue) invoke(ctx context.Context, msgs []sqsserver.Message) {
 	var records []map[string]any
-	var passed []sqsMessage
+	var passed []sqsserver.Message
 	for _, m := range msgs {
-		rec := map[string]any{"messageId": m.id, "receiptHandle": m.receipt, "body": m.body, "md5OfBody": m.md5,
-			"attributes": map[string]string{"ApproximateReceiveCount": strconv.Itoa(m.receives), "SentTimestamp": strconv.FormatInt(m.sent.UnixMilli(), 10),
-				"SenderId": localAccount, "ApproximateFirstReceiveTimestamp": strconv.FormatInt(m.firstReceive.UnixMilli(), 10)},
-			"messageAttributes": map[string]any{}, "eventSource": "aws:sqs", "eventSourceARN": s.queue.arn, "awsRegion": localRegion}
-		if len(s.filters) > 0 {
-			view := map[string]any{"body": m.body}
+		rec := map[string]any{"messageId": m.ID, "receiptHandle": m.Receipt, "body": m.Body, "md5OfBody": m.MD5,
+			"attributes": map[string]string{"ApproximateReceiveCount": strconv.Itoa(m.Receives), "SentTimestamp": strconv.FormatInt(m.Sent.UnixMilli(), 10),
+				"SenderId": stack.Account, "ApproximateFirstReceiveTimestamp": strconv.FormatInt(m.FirstReceive.UnixMilli(), 10)},
+			"messageAttributes": map[string]any{}, "eventSource": "aws:sqs", "eventSourceARN": s.Queue.Addr().ARN, "awsRegion": stack.Region}
+		if len(s.Filters) > 0 {
+			view := map[string]any{"body": m.Body}
 			var body any
-			if json.Unmarshal([]byte(m.body), &body) == nil {
+			if json.Unmarshal([]byte(m.Body), &body) == nil {
 				view["body"] = body
 			}
-			if !passes(s.filters, view) {
-				s.queue.delete(m.receipt) // Lambda deletes what its filters drop
+			if !passes(s.Filters, view) {
+				s.Queue.Delete(m.Receipt) // Lambda deletes what its filters drop
 				continue
 			}
 		}
@@ -342,21 +370,21 @@ func (s *queueSource) invoke(ctx context.Context, msgs []sqsMessage) {
 		return
 	}
 	payload, _ := json.Marshal(map[string]any{"Records": records})
-	o, _, err := s.fn.Invoke(ctx, payload, 0)
-	if err != nil || o.status != "ok" {
+	o, _, err := s.Fn.Invoke(ctx, payload, 0)
+	if err != nil || o.Status != "ok" {
 		return // the whole batch comes back after the visibility timeout
 	}
 	failed := map[string]bool{}
-	if s.spec.reportFailures {
+	if s.Spec.ReportFailures {
 		var resp struct {
 			Failures []struct {
 				ID string `json:"itemIdentifier"`
 			} `json:"batchItemFailures"`
 		}
-		if json.Unmarshal(o.body, &resp) == nil {
+		if json.Unmarshal(o.Body, &resp) == nil {
 			inBatch := map[string]bool{}
 			for _, m := range passed {
-				inBatch[m.id] = true
+				inBatch[m.ID] = true
 			}
 			for _, f := range resp.Failures {
 				if !inBatch[f.ID] {
@@ -367,83 +395,8 @@ func (s *queueSource) invoke(ctx context.Context, msgs []sqsMessage) {
 		}
 	}
 	for _, m := range passed {
-		if !failed[m.id] {
-			s.queue.delete(m.receipt)
+		if !failed[m.ID] {
+			s.Queue.Delete(m.Receipt)
 		}
 	}
-}
-
-// schedule runs a rule: every interval, an asynchronous invocation of each
-// target with EventBridge's scheduled event.
-type schedule struct {
-	spec    scheduleSpec
-	targets []*asyncTarget
-}
-
-// asyncTarget is a function invoked asynchronously: Lambda's retries
-// (EventInvokeConfig) on function errors, then its on-failure
-// destination; the rule's dead-letter queue when the invocation could not
-// be made at all.
-type asyncTarget struct {
-	fn         *function
-	retries    int
-	onFailure  *sqsQueue
-	deadLetter *sqsQueue
-}
-
-func (s *schedule) run(ctx context.Context) {
-	t := time.NewTicker(s.spec.every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case now := <-t.C:
-			event, _ := json.Marshal(map[string]any{"version": "0", "id": uuid.NewString(), "detail-type": "Scheduled Event", "source": "aws.events",
-				"account": localAccount, "time": now.UTC().Format(time.RFC3339), "region": localRegion,
-				"resources": []string{"arn:aws:events:" + localRegion + ":" + localAccount + ":rule/" + s.spec.rule}, "detail": map[string]any{}})
-			for _, tg := range s.targets {
-				go tg.invoke(ctx, event)
-			}
-		}
-	}
-}
-
-func (a *asyncTarget) invoke(ctx context.Context, event []byte) {
-	for attempt := 0; ; attempt++ {
-		o, id, err := a.fn.Invoke(ctx, event, time.Minute)
-		if err != nil {
-			if a.deadLetter != nil && ctx.Err() == nil {
-				a.deadLetter.send(string(event), 0)
-			}
-			return
-		}
-		if o.status == "ok" {
-			return
-		}
-		if attempt >= a.retries {
-			if a.onFailure != nil {
-				rec, _ := json.Marshal(map[string]any{"version": "1.0", "timestamp": time.Now().UTC().Format(time.RFC3339Nano),
-					"requestContext":  map[string]any{"requestId": id, "functionArn": a.fn.arn + ":$LATEST", "condition": "RetriesExhausted", "approximateInvokeCount": attempt + 1},
-					"requestPayload":  json.RawMessage(event),
-					"responseContext": map[string]any{"statusCode": 200, "executedVersion": "$LATEST", "functionError": "Unhandled"},
-					"responsePayload": json.RawMessage(orNullJSON(o.body))})
-				a.onFailure.send(string(rec), 0)
-			}
-			return
-		}
-		select { // Lambda waits a minute, then two, between async retries
-		case <-ctx.Done():
-			return
-		case <-time.After(time.Duration(attempt+1) * time.Minute):
-		}
-	}
-}
-
-func orNullJSON(b []byte) []byte {
-	if json.Valid(b) {
-		return b
-	}
-	q, _ := json.Marshal(string(b))
-	return q
 }

@@ -1,4 +1,4 @@
-package main
+package sqsserver
 
 import (
 	"bufio"
@@ -44,17 +44,17 @@ type journalMessage struct {
 	Receives               int
 }
 
-func toJournal(m *sqsMessage) *journalMessage {
-	return &journalMessage{ID: m.id, Body: m.body, MD5: m.md5, Receipt: m.receipt, Sent: m.sent, Visible: m.visible, First: m.firstReceive, Receives: m.receives}
+func toJournal(m *Message) *journalMessage {
+	return &journalMessage{ID: m.ID, Body: m.Body, MD5: m.MD5, Receipt: m.Receipt, Sent: m.Sent, Visible: m.visible, First: m.FirstReceive, Receives: m.Receives}
 }
 
-func (j *journalMessage) message() *sqsMessage {
-	return &sqsMessage{id: j.ID, body: j.Body, md5: j.MD5, receipt: j.Receipt, sent: j.Sent, visible: j.Visible, firstReceive: j.First, receives: j.Receives}
+func (j *journalMessage) message() *Message {
+	return &Message{ID: j.ID, Body: j.Body, MD5: j.MD5, Receipt: j.Receipt, Sent: j.Sent, visible: j.Visible, FirstReceive: j.First, Receives: j.Receives}
 }
 
-// openJournal replays the journal at path (if any) into the server's
+// OpenJournal replays the journal at path (if any) into the server's
 // queues, rewrites it compacted, and attaches it to every queue.
-func (s *sqsServer) openJournal(path string) error {
+func (s *Server) OpenJournal(path string) error {
 	state := map[string]map[string]*journalMessage{}
 	var order []journalLine // first appearance of each (queue, id), for the queue's order
 	if f, err := os.Open(path); err == nil {
@@ -105,7 +105,7 @@ func (s *sqsServer) openJournal(path string) error {
 	}
 	s.mu.Unlock()
 	j := &journal{path: path}
-	s.journal = j
+	s.Journal = j
 	if err := s.compact(); err != nil {
 		return err
 	}
@@ -121,15 +121,15 @@ func (s *sqsServer) openJournal(path string) error {
 // compact rewrites the journal as the queues stand: one line per message.
 // Every queue's lock is held meanwhile (in name order; no one else holds
 // two), so no change is lost between the snapshot and the new file.
-func (s *sqsServer) compact() error {
-	j := s.journal
+func (s *Server) compact() error {
+	j := s.Journal
 	s.mu.Lock()
 	names := make([]string, 0, len(s.queues))
 	for n := range s.queues {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	qs := make([]*sqsQueue, len(names))
+	qs := make([]*Queue, len(names))
 	for i, n := range names {
 		qs[i] = s.queues[n]
 	}
@@ -152,7 +152,7 @@ func (s *sqsServer) compact() error {
 	enc := json.NewEncoder(w)
 	for _, q := range qs {
 		for _, m := range q.msgs {
-			_ = enc.Encode(journalLine{Queue: q.name, Op: "set", ID: m.id, Msg: toJournal(m)})
+			_ = enc.Encode(journalLine{Queue: q.Name, Op: "set", ID: m.ID, Msg: toJournal(m)})
 		}
 	}
 	if err := w.Flush(); err != nil {
@@ -177,9 +177,9 @@ func (s *sqsServer) compact() error {
 	return nil
 }
 
-// compactEvery rewrites the journal when it has grown past ten lines per
+// CompactEvery rewrites the journal when it has grown past ten lines per
 // live message (and 50,000 lines), until stop closes.
-func (s *sqsServer) compactEvery(d time.Duration, stop <-chan struct{}) {
+func (s *Server) CompactEvery(d time.Duration, stop <-chan struct{}) {
 	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
@@ -196,9 +196,9 @@ func (s *sqsServer) compactEvery(d time.Duration, stop <-chan struct{}) {
 			q.mu.Unlock()
 		}
 		s.mu.Unlock()
-		s.journal.mu.Lock()
-		due := s.journal.appended > 50000 && s.journal.appended > 10*live
-		s.journal.mu.Unlock()
+		s.Journal.mu.Lock()
+		due := s.Journal.appended > 50000 && s.Journal.appended > 10*live
+		s.Journal.mu.Unlock()
 		if due {
 			if err := s.compact(); err != nil {
 				slog.Error("localcloud: compact the queue journal", "err", err)
@@ -210,11 +210,11 @@ func (s *sqsServer) compactEvery(d time.Duration, stop <-chan struct{}) {
 // record appends one change; the caller holds the queue's lock. The line
 // is handed to the kernel before the change is acknowledged, so a killed
 // localcloud does not lose it.
-func (j *journal) record(queue, op string, m *sqsMessage) {
+func (j *journal) record(queue, op string, m *Message) {
 	if j == nil {
 		return
 	}
-	l := journalLine{Queue: queue, Op: op, ID: m.id}
+	l := journalLine{Queue: queue, Op: op, ID: m.ID}
 	if op == "set" {
 		l.Msg = toJournal(m)
 	}
@@ -228,8 +228,8 @@ func (j *journal) record(queue, op string, m *sqsMessage) {
 	j.appended++
 }
 
-// close flushes and closes the journal.
-func (j *journal) close() {
+// Close flushes and closes the journal.
+func (j *journal) Close() {
 	if j == nil {
 		return
 	}

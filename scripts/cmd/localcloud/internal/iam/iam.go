@@ -1,7 +1,12 @@
-package main
+// Package iam checks each function's calls against its role in the
+// template: access key ids issued per caller, policies evaluated as IAM
+// does (actions, resources, conditions), and a guard in front of DynamoDB
+// that refuses what the caller's role does not allow.
+package iam
 
 import (
 	"bytes"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,6 +19,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/stack"
 )
 
 // IAM, as far as the service's calls go: each function process signs its
@@ -23,27 +30,27 @@ import (
 // ARNs, and the conditions the stack uses) before it is served. What AWS
 // refuses is refused here, in AWS's shape (AccessDeniedException).
 
-// identities are the access key ids issued this run, and who holds each.
-type identities struct {
+// Identities are the access key ids issued this run, and who holds each.
+type Identities struct {
 	mu    sync.Mutex
 	byKey map[string]string
 }
 
-func newIdentities() *identities { return &identities{byKey: map[string]string{}} }
+func NewIdentities() *Identities { return &Identities{byKey: map[string]string{}} }
 
-// issue gives a caller (a function by name, or "operator") a new key id.
-func (ids *identities) issue(caller string) string {
+// Issue gives a caller (a function by name, or "operator") a new key id.
+func (ids *Identities) Issue(caller string) string {
 	ids.mu.Lock()
 	defer ids.mu.Unlock()
-	id := "LCL" + strings.ToUpper(secretToken()[:17])
+	id := "LCL" + rand.Text()[:17] // base32: upper-case letters and digits, as AWS key ids
 	ids.byKey[id] = caller
 	return id
 }
 
-// of is who signed r (SigV4's Credential=<access key id>/…), or the error
+// Of is who signed r (SigV4's Credential=<access key id>/…), or the error
 // code and message AWS answers a request signed with no key or a key it
 // does not know.
-func (ids *identities) of(r *http.Request) (string, string, string) {
+func (ids *Identities) Of(r *http.Request) (string, string, string) {
 	_, cred, ok := strings.Cut(r.Header.Get("Authorization"), "Credential=")
 	if !ok {
 		return "", "MissingAuthenticationToken", "Request is missing Authentication Token"
@@ -58,11 +65,11 @@ func (ids *identities) of(r *http.Request) (string, string, string) {
 	return who, "", ""
 }
 
-// statement is one policy statement, its resources resolved.
-type statement struct {
-	allow      bool
-	actions    []string
-	resources  []string
+// Statement is one policy statement, its resources resolved.
+type Statement struct {
+	Allow      bool
+	Actions    []string
+	Resources  []string
 	conditions []condition
 }
 
@@ -71,49 +78,49 @@ type condition struct {
 	values  []string
 }
 
-// policies are each function's statements, by function name. A caller
+// Policies are each function's statements, by function name. A caller
 // without an entry (the operator) is not checked.
-type policies struct {
-	byCaller map[string][]statement
-	roles    map[string]string // function name -> its role's logical id, for messages
+type Policies struct {
+	ByCaller map[string][]Statement
+	Roles    map[string]string // function name -> its role's logical id, for messages
 }
 
 // supportedConditions are the condition operators evaluated; a statement
 // with another stops localcloud at start.
 var supportedConditions = []string{"StringEquals", "StringLike", "ForAllValues:StringLike", "ForAnyValue:StringLike", "ForAllValues:StringEquals"}
 
-// loadPolicies resolves each function's role statements.
-func loadPolicies(st *stack, res *resolver) (*policies, error) {
-	p := &policies{byCaller: map[string][]statement{}, roles: map[string]string{}}
-	for _, fn := range st.functions {
-		p.roles[fn.name] = fn.role
-		if m := st.managedPolicies[fn.role]; len(m) > 0 {
-			return nil, fmt.Errorf("role %s of function %s: managed policies (%v) are not emulated: localcloud cannot know what they allow", fn.role, fn.name, m)
+// LoadPolicies resolves each function's role statements.
+func LoadPolicies(st *stack.Stack, res *stack.Resolver) (*Policies, error) {
+	p := &Policies{ByCaller: map[string][]Statement{}, Roles: map[string]string{}}
+	for _, fn := range st.Functions {
+		p.Roles[fn.Name] = fn.Role
+		if m := st.ManagedPolicies[fn.Role]; len(m) > 0 {
+			return nil, fmt.Errorf("role %s of function %s: managed policies (%v) are not emulated: localcloud cannot know what they allow", fn.Role, fn.Name, m)
 		}
-		stmts := []statement{}
-		for _, raw := range st.roleStatements[fn.role] {
+		stmts := []Statement{}
+		for _, raw := range st.RoleStatements[fn.Role] {
 			m, _ := raw.(map[string]any)
 			for _, k := range []string{"NotAction", "NotResource", "NotPrincipal"} {
 				if _, ok := m[k]; ok {
-					return nil, fmt.Errorf("role %s: %s is not emulated", fn.role, k)
+					return nil, fmt.Errorf("role %s: %s is not emulated", fn.Role, k)
 				}
 			}
-			s := statement{allow: m["Effect"] == "Allow"}
+			s := Statement{Allow: m["Effect"] == "Allow"}
 			for _, a := range listOf(m["Action"]) {
 				as, _ := a.(string)
-				s.actions = append(s.actions, as)
+				s.Actions = append(s.Actions, as)
 			}
 			for _, r := range listOf(m["Resource"]) {
-				v, err := res.resolve(r)
+				v, err := res.Resolve(r)
 				if err != nil { // a resource localcloud does not have (a log group): no call here reaches it
 					v = fmt.Sprintf("unresolved:%v", r)
 				}
-				s.resources = append(s.resources, v)
+				s.Resources = append(s.Resources, v)
 			}
 			conds, _ := m["Condition"].(map[string]any)
 			for op, kv := range conds {
 				if !slices.Contains(supportedConditions, op) {
-					return nil, fmt.Errorf("role %s: the condition operator %s is not emulated", fn.role, op)
+					return nil, fmt.Errorf("role %s: the condition operator %s is not emulated", fn.Role, op)
 				}
 				for key, vals := range kv.(map[string]any) {
 					c := condition{op: op, key: key}
@@ -125,7 +132,7 @@ func loadPolicies(st *stack, res *resolver) (*policies, error) {
 			}
 			stmts = append(stmts, s)
 		}
-		p.byCaller[fn.name] = stmts
+		p.ByCaller[fn.Name] = stmts
 	}
 	return p, nil
 }
@@ -149,10 +156,10 @@ func wildcard(pattern, s string, fold bool) bool {
 	return err == nil && ok
 }
 
-// allows evaluates caller's statements for action on resource, with the
+// Allows evaluates caller's statements for action on resource, with the
 // request's condition keys: an explicit deny wins, then any allow.
-func (p *policies) allows(caller, action, resource string, keys map[string][]string) bool {
-	stmts, checked := p.byCaller[caller]
+func (p *Policies) Allows(caller, action, resource string, keys map[string][]string) bool {
+	stmts, checked := p.ByCaller[caller]
 	if !checked {
 		return true
 	}
@@ -161,7 +168,7 @@ func (p *policies) allows(caller, action, resource string, keys map[string][]str
 		if !s.matches(action, resource, keys) {
 			continue
 		}
-		if !s.allow {
+		if !s.Allow {
 			return false
 		}
 		allowed = true
@@ -169,16 +176,16 @@ func (p *policies) allows(caller, action, resource string, keys map[string][]str
 	return allowed
 }
 
-func (s statement) matches(action, resource string, keys map[string][]string) bool {
+func (s Statement) matches(action, resource string, keys map[string][]string) bool {
 	hit := false
-	for _, a := range s.actions {
+	for _, a := range s.Actions {
 		hit = hit || wildcard(a, action, true)
 	}
 	if !hit {
 		return false
 	}
 	hit = false
-	for _, r := range s.resources {
+	for _, r := range s.Resources {
 		hit = hit || wildcard(r, resource, false)
 	}
 	if !hit {
@@ -224,47 +231,47 @@ func (c condition) holds(got []string) bool {
 	return len(got) == 1 && match(got[0])
 }
 
-// denial is AWS's message for a refused call.
-func (p *policies) denial(caller, action, resource string) string {
+// Denial is AWS's message for a refused call.
+func (p *Policies) Denial(caller, action, resource string) string {
 	return fmt.Sprintf("User: arn:aws:sts::%s:assumed-role/%s/%s is not authorized to perform: %s on resource: %s because no identity-based policy allows the %s action",
-		localAccount, p.roles[caller], caller, action, resource, action)
+		stack.Account, p.Roles[caller], caller, action, resource, action)
 }
 
-// require is a permission a mapping or destination needs from a
+// Require is a permission a mapping or destination needs from a
 // function's role, which AWS checks when it creates it.
-func (p *policies) require(caller string, resource string, actions ...string) error {
+func (p *Policies) Require(caller string, resource string, actions ...string) error {
 	var missing []string
 	for _, a := range actions {
-		if !p.allows(caller, a, resource, nil) {
+		if !p.Allows(caller, a, resource, nil) {
 			missing = append(missing, a)
 		}
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("the execution role of %s (%s) does not allow %s on %s, which Lambda needs for the function's event source or destination: AWS refuses to create it",
-			caller, p.roles[caller], strings.Join(missing, ", "), resource)
+			caller, p.Roles[caller], strings.Join(missing, ", "), resource)
 	}
 	return nil
 }
 
 // dynamoGuard stands in front of the engine for the functions: it checks
 // each call against the caller's role and passes the allowed ones on.
-type dynamoGuard struct {
-	ids    *identities
-	pol    *policies
+type DynamoGuard struct {
+	ids    *Identities
+	pol    *Policies
 	proxy  *httputil.ReverseProxy
 	tables map[string]map[string]string // table name -> index name ("" for the table) -> its partition key attribute
 }
 
-func newDynamoGuard(engine string, ids *identities, pol *policies, table string, keys map[string]string) (*dynamoGuard, error) {
+func NewDynamoGuard(engine string, ids *Identities, pol *Policies, table string, keys map[string]string) (*DynamoGuard, error) {
 	u, err := url.Parse(engine)
 	if err != nil {
 		return nil, err
 	}
-	return &dynamoGuard{ids: ids, pol: pol, proxy: httputil.NewSingleHostReverseProxy(u), tables: map[string]map[string]string{table: keys}}, nil
+	return &DynamoGuard{ids: ids, pol: pol, proxy: httputil.NewSingleHostReverseProxy(u), tables: map[string]map[string]string{table: keys}}, nil
 }
 
-// tableKeys reads the table's partition key attribute, and each index's.
-func tableKeys(props map[string]any) map[string]string {
+// TableKeys reads the table's partition key attribute, and each index's.
+func TableKeys(props map[string]any) map[string]string {
 	hash := func(schema any) string {
 		for _, k := range listOf(schema) {
 			km, _ := k.(map[string]any)
@@ -290,8 +297,8 @@ type access struct {
 	leading          []string // dynamodb:LeadingKeys
 }
 
-func (g *dynamoGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	caller, code, msg := g.ids.of(r)
+func (g *DynamoGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	caller, code, msg := g.ids.Of(r)
 	if code != "" {
 		dynamoError(w, "UnrecognizedClientException", msg)
 		return
@@ -303,8 +310,8 @@ func (g *dynamoGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	target := strings.TrimPrefix(r.Header.Get("X-Amz-Target"), "DynamoDB_20120810.")
 	for _, a := range g.accesses(target, body) {
-		if !g.pol.allows(caller, a.action, a.resource, map[string][]string{"dynamodb:LeadingKeys": a.leading}) {
-			dynamoError(w, "AccessDeniedException", g.pol.denial(caller, a.action, a.resource))
+		if !g.pol.Allows(caller, a.action, a.resource, map[string][]string{"dynamodb:LeadingKeys": a.leading}) {
+			dynamoError(w, "AccessDeniedException", g.pol.Denial(caller, a.action, a.resource))
 			return
 		}
 	}
@@ -320,8 +327,8 @@ func dynamoError(w http.ResponseWriter, code, msg string) {
 	_ = json.NewEncoder(w).Encode(map[string]string{"__type": "com.amazon.coral.service#" + code, "Message": msg})
 }
 
-func (g *dynamoGuard) arn(table, index string) string {
-	a := "arn:aws:dynamodb:" + localRegion + ":" + localAccount + ":table/" + table
+func (g *DynamoGuard) arn(table, index string) string {
+	a := "arn:aws:dynamodb:" + stack.Region + ":" + stack.Account + ":table/" + table
 	if index != "" {
 		a += "/index/" + index
 	}
@@ -331,7 +338,7 @@ func (g *dynamoGuard) arn(table, index string) string {
 // accesses are the permissions a call needs: the item-level action of each
 // part of a transaction, the batch action per table, the call's own
 // otherwise; each with the partition keys it touches.
-func (g *dynamoGuard) accesses(target string, body []byte) []access {
+func (g *DynamoGuard) accesses(target string, body []byte) []access {
 	var in map[string]any
 	_ = json.Unmarshal(body, &in)
 	str := func(m map[string]any, k string) string { v, _ := m[k].(string); return v }
@@ -408,7 +415,7 @@ func (g *dynamoGuard) accesses(target string, body []byte) []access {
 }
 
 // keyValue is the partition key's string value in an item or key.
-func (g *dynamoGuard) keyValue(table, index string, v any) string {
+func (g *DynamoGuard) keyValue(table, index string, v any) string {
 	m, _ := v.(map[string]any)
 	attr := g.tables[table][index]
 	av, _ := m[attr].(map[string]any)
@@ -422,7 +429,7 @@ var (
 )
 
 // queryKey is the partition key value a Query's key condition names.
-func (g *dynamoGuard) queryKey(table, index string, in map[string]any) string {
+func (g *DynamoGuard) queryKey(table, index string, in map[string]any) string {
 	expr, _ := in["KeyConditionExpression"].(string)
 	names, _ := in["ExpressionAttributeNames"].(map[string]any)
 	values, _ := in["ExpressionAttributeValues"].(map[string]any)

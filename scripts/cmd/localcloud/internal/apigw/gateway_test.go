@@ -1,10 +1,8 @@
-package main
+package apigw
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -14,29 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/lambdatest"
+	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/stack"
+
 	"github.com/aws/aws-lambda-go/events"
 )
 
-// gatewayAnswer is the test bootstrap's answer to an API Gateway event
-// (see TestMain): by path, the event itself, a binary body, an error, or
-// nothing for a long while.
-func gatewayAnswer(path string, event []byte) (any, error) {
-	switch path {
-	case "/binary":
-		return events.APIGatewayV2HTTPResponse{StatusCode: 200, IsBase64Encoded: true,
-			Headers: map[string]string{"Content-Type": "application/octet-stream"}, Body: base64.StdEncoding.EncodeToString([]byte{0, 1, 2, 0xff})}, nil
-	case "/fail":
-		return nil, errors.New("asked to fail")
-	case "/slow":
-		time.Sleep(3 * time.Second)
-	case "/plain":
-		return map[string]string{"not": "structured"}, nil
-	case "/huge":
-		return events.APIGatewayV2HTTPResponse{StatusCode: 200, Body: strings.Repeat("x", 7<<20)}, nil
-	}
-	return events.APIGatewayV2HTTPResponse{StatusCode: 201, Headers: map[string]string{"Content-Type": "application/json", "X-Probe": "yes"},
-		Cookies: []string{"a=1; Path=/", "b=2"}, Body: string(event)}, nil
-}
+func TestMain(m *testing.M) { lambdatest.Main(m) }
 
 // TestGatewayServesAsAnHTTPAPIDoes: the payload 2.0 event a function
 // gets, the mapping of its answer (headers, cookies, base64, an
@@ -44,10 +26,10 @@ func gatewayAnswer(path string, event []byte) (any, error) {
 // $default, 500 on a function error, 503 past the integration timeout,
 // 429 past the stage's throttle, for parallel clients.
 func TestGatewayServesAsAnHTTPAPIDoes(t *testing.T) {
-	f, _ := testFunction(t, 10*time.Second, 0)
-	s := &stack{routes: []routeSpec{{key: "POST /things/{id}", function: "Probe"}, {key: "GET /things/mine", function: "Probe"},
-		{key: "GET /things/{id}", function: "Probe"}, {key: "$default", function: "Probe"}}}
-	g, err := newGateway(s, map[string]*function{"Probe": f})
+	f, _ := lambdatest.Function(t, 10*time.Second, 0)
+	s := &stack.Stack{Routes: []stack.Route{{Key: "POST /things/{id}", Function: "Probe"}, {Key: "GET /things/mine", Function: "Probe"},
+		{Key: "GET /things/{id}", Function: "Probe"}, {Key: "$default", Function: "Probe"}}}
+	g, err := New(s, map[string]Function{"Probe": f})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +108,7 @@ func TestGatewayServesAsAnHTTPAPIDoes(t *testing.T) {
 	}
 
 	// Without $default, an unmatched path is API Gateway's 404.
-	g2, _ := newGateway(&stack{routes: s.routes[:1]}, map[string]*function{"Probe": f})
+	g2, _ := New(&stack.Stack{Routes: s.Routes[:1]}, map[string]Function{"Probe": f})
 	rec := httptest.NewRecorder()
 	g2.ServeHTTP(rec, httptest.NewRequest("GET", "/elsewhere", nil))
 	if rec.Code != 404 || rec.Body.String() != `{"message":"Not Found"}` {
@@ -158,8 +140,8 @@ func TestGatewayServesAsAnHTTPAPIDoes(t *testing.T) {
 // (API Gateway's 500 for a throttled Lambda) and logged as a throttle;
 // once they end, calls run again.
 func TestReservedConcurrencyRefusesAtOnce(t *testing.T) {
-	f, logs := testFunction(t, 10*time.Second, 2)
-	g, err := newGateway(&stack{routes: []routeSpec{{key: "$default", function: "Probe"}}}, map[string]*function{"Probe": f})
+	f, logs := lambdatest.Function(t, 10*time.Second, 2)
+	g, err := New(&stack.Stack{Routes: []stack.Route{{Key: "$default", Function: "Probe"}}}, map[string]Function{"Probe": f})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +165,7 @@ func TestReservedConcurrencyRefusesAtOnce(t *testing.T) {
 			}
 		})
 	}
-	for deadline := time.Now().Add(5 * time.Second); len(f.slots) < 2; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(5 * time.Second); len(f.Slots) < 2; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the two slow calls never ran")
 		}
@@ -197,8 +179,8 @@ func TestReservedConcurrencyRefusesAtOnce(t *testing.T) {
 	if code, _ := get("/quick"); code != 201 {
 		t.Errorf("after the slow calls: %d", code)
 	}
-	if !strings.Contains(logs.String(), "THROTTLED Function: probe\tReserved Concurrency: 2") || f.throttles.Load() != 1 {
-		t.Errorf("the throttle is not logged or counted (%d):\n%s", f.throttles.Load(), logs.String())
+	if !strings.Contains(logs.String(), "THROTTLED Function: probe\tReserved Concurrency: 2") || f.Throttles.Load() != 1 {
+		t.Errorf("the throttle is not logged or counted (%d):\n%s", f.Throttles.Load(), logs.String())
 	}
 }
 
@@ -207,8 +189,8 @@ func TestReservedConcurrencyRefusesAtOnce(t *testing.T) {
 // over it once base64-encoded; 4 MB of text is not) and on a response (the
 // invocation fails: API Gateway's 500).
 func TestLimitsAsAWSSetsThem(t *testing.T) {
-	f, _ := testFunction(t, 10*time.Second, 0)
-	g, err := newGateway(&stack{routes: []routeSpec{{key: "$default", function: "Probe"}}}, map[string]*function{"Probe": f})
+	f, _ := lambdatest.Function(t, 10*time.Second, 0)
+	g, err := New(&stack.Stack{Routes: []stack.Route{{Key: "$default", Function: "Probe"}}}, map[string]Function{"Probe": f})
 	if err != nil {
 		t.Fatal(err)
 	}

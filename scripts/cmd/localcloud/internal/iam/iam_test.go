@@ -1,4 +1,4 @@
-package main
+package iam
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/stack"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -25,28 +27,28 @@ import (
 // issue is not recognized.
 func TestRolesDecideEveryTableCall(t *testing.T) {
 	db := storetest.NewDB(t)
-	table := "arn:aws:dynamodb:" + localRegion + ":" + localAccount + ":table/" + db.Table
-	pol := &policies{roles: map[string]string{"reader": "readerRole", "counter": "counterRole"}, byCaller: map[string][]statement{
-		"reader": {{allow: true, actions: []string{"dynamodb:GetItem", "dynamodb:Query"}, resources: []string{table, table + "/index/GSI1"}}},
+	table := "arn:aws:dynamodb:" + stack.Region + ":" + stack.Account + ":table/" + db.Table
+	pol := &Policies{Roles: map[string]string{"reader": "readerRole", "counter": "counterRole"}, ByCaller: map[string][]Statement{
+		"reader": {{Allow: true, Actions: []string{"dynamodb:GetItem", "dynamodb:Query"}, Resources: []string{table, table + "/index/GSI1"}}},
 		"counter": {
-			{allow: true, actions: []string{"dynamodb:GetItem"}, resources: []string{table}},
-			{allow: true, actions: []string{"dynamodb:PutItem", "dynamodb:UpdateItem"}, resources: []string{table},
+			{Allow: true, Actions: []string{"dynamodb:GetItem"}, Resources: []string{table}},
+			{Allow: true, Actions: []string{"dynamodb:PutItem", "dynamodb:UpdateItem"}, Resources: []string{table},
 				conditions: []condition{{op: "ForAllValues:StringLike", key: "dynamodb:LeadingKeys", values: []string{"APICLIENT#*", "CONFIG"}}}},
 		},
 	}}
-	ids := newIdentities()
+	ids := NewIdentities()
 	keys := map[string]string{"": "PK", "GSI1": "GSI1PK", "GSI2": "GSI2PK"}
-	guard, err := newDynamoGuard(storetest.Endpoint(t), ids, pol, db.Table, keys)
+	guard, err := NewDynamoGuard(storetest.Endpoint(t), ids, pol, db.Table, keys)
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(guard)
 	defer srv.Close()
 	client := func(key string) *dynamodb.Client {
-		return dynamodb.New(dynamodb.Options{Region: localRegion, BaseEndpoint: aws.String(srv.URL),
+		return dynamodb.New(dynamodb.Options{Region: stack.Region, BaseEndpoint: aws.String(srv.URL),
 			Credentials: credentials.NewStaticCredentialsProvider(key, "x", ""), RetryMaxAttempts: 1})
 	}
-	reader, counter, stranger := client(ids.issue("reader")), client(ids.issue("counter")), client("AKIASTRANGER")
+	reader, counter, stranger := client(ids.Issue("reader")), client(ids.Issue("counter")), client("AKIASTRANGER")
 	ctx := context.Background()
 	s := func(v string) ddbtypes.AttributeValue { return &ddbtypes.AttributeValueMemberS{Value: v} }
 	key := func(pk string) map[string]ddbtypes.AttributeValue {
@@ -124,11 +126,11 @@ func TestRolesDecideEveryTableCall(t *testing.T) {
 // operator needs its key), an explicit deny winning over an allow, and
 // wildcards in actions and resources.
 func TestPolicyConditions(t *testing.T) {
-	p := &policies{byCaller: map[string][]statement{"f": {
-		{allow: true, actions: []string{"sqs:*"}, resources: []string{"arn:aws:sqs:*:*:jobs-*"}},
-		{allow: false, actions: []string{"sqs:DeleteMessage"}, resources: []string{"arn:aws:sqs:*:*:jobs-dlq"}},
-		{allow: true, actions: []string{"kms:Decrypt"}, resources: []string{"*"}, conditions: []condition{{op: "StringEquals", key: "kms:ViaService", values: []string{"dynamodb.us-east-1.amazonaws.com"}}}},
-		{allow: true, actions: []string{"dynamodb:PutItem"}, resources: []string{"*"}, conditions: []condition{{op: "ForAllValues:StringLike", key: "dynamodb:LeadingKeys", values: []string{"A#*"}}}},
+	p := &Policies{ByCaller: map[string][]Statement{"f": {
+		{Allow: true, Actions: []string{"sqs:*"}, Resources: []string{"arn:aws:sqs:*:*:jobs-*"}},
+		{Allow: false, Actions: []string{"sqs:DeleteMessage"}, Resources: []string{"arn:aws:sqs:*:*:jobs-dlq"}},
+		{Allow: true, Actions: []string{"kms:Decrypt"}, Resources: []string{"*"}, conditions: []condition{{op: "StringEquals", key: "kms:ViaService", values: []string{"dynamodb.us-east-1.amazonaws.com"}}}},
+		{Allow: true, Actions: []string{"dynamodb:PutItem"}, Resources: []string{"*"}, conditions: []condition{{op: "ForAllValues:StringLike", key: "dynamodb:LeadingKeys", values: []string{"A#*"}}}},
 	}}}
 	for _, c := range []struct {
 		action, resource string
@@ -146,11 +148,11 @@ func TestPolicyConditions(t *testing.T) {
 		{"dynamodb:PutItem", "t", nil, true},
 		{"dynamodb:GetItem", "t", nil, false},
 	} {
-		if got := p.allows("f", c.action, c.resource, c.keys); got != c.want {
+		if got := p.Allows("f", c.action, c.resource, c.keys); got != c.want {
 			t.Errorf("%s on %s with %v: %v, want %v", c.action, c.resource, c.keys, got, c.want)
 		}
 	}
-	if !p.allows("operator", "dynamodb:DeleteTable", "*", nil) {
+	if !p.Allows("operator", "dynamodb:DeleteTable", "*", nil) {
 		t.Error("a caller without a role (the operator) was checked")
 	}
 }

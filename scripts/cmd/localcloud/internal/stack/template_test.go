@@ -1,4 +1,4 @@
-package main
+package stack
 
 import (
 	"encoding/json"
@@ -34,7 +34,7 @@ func TestUnemulatedMappingPropertiesStopLocalcloud(t *testing.T) {
 		if err := os.WriteFile(path, raw, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		_, err := loadStack(path)
+		_, err := Load(path)
 		return err
 	}
 	for _, ok := range []struct {

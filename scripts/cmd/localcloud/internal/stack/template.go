@@ -1,4 +1,10 @@
-package main
+// Package stack reads a synthesized CloudFormation template into what
+// localcloud runs: the functions and their roles, the HTTP API's routes and
+// throttles, the queues, the table, the event source mappings, the
+// schedule rules and the asynchronous invocation settings; and it resolves
+// the template's intrinsic functions (Ref, Fn::GetAtt, Fn::Join) to local
+// values. What it does not emulate stops it, by name.
+package stack
 
 import (
 	"encoding/json"
@@ -24,106 +30,106 @@ type resource struct {
 	Properties map[string]any `json:"Properties"`
 }
 
-// stack is what localcloud runs, read from the template: every part the
+// Stack is what localcloud runs, read from the template: every part the
 // deployed stack has that decides behaviour, and nothing else (alarms,
 // logs and permissions are AWS's business).
-type stack struct {
-	functions      map[string]*functionSpec // by logical id
-	routes         []routeSpec
-	queues         map[string]*queueSpec // by logical id
-	table          tableSpec
-	streamMappings []streamMappingSpec
-	queueMappings  []queueMappingSpec
-	schedules      []scheduleSpec
-	asyncConfigs   map[string]asyncConfig // by function logical id
-	throttles      throttleSpec
-	// roleStatements are the policy statements of each role (by logical
+type Stack struct {
+	Functions      map[string]*Function // by logical id
+	Routes         []Route
+	Queues         map[string]*Queue // by logical id
+	Table          Table
+	StreamMappings []StreamMapping
+	QueueMappings  []QueueMapping
+	Schedules      []Schedule
+	AsyncConfigs   map[string]AsyncConfig // by function logical id
+	Throttles      Throttles
+	// RoleStatements are the policy statements of each role (by logical
 	// id), as the template writes them: its AWS::IAM::Policy resources and
 	// the role's inline policies.
-	roleStatements map[string][]any
-	// managedPolicies are the roles' managed policy ARNs, unresolved.
-	managedPolicies map[string][]any
+	RoleStatements map[string][]any
+	// ManagedPolicies are the roles' managed policy ARNs, unresolved.
+	ManagedPolicies map[string][]any
 }
 
-type functionSpec struct {
-	id, name  string
-	bootstrap string         // the asset's bootstrap, in the cloud assembly
-	env       map[string]any // as the template says (intrinsics unresolved)
-	memoryMB  int
-	timeout   time.Duration
-	reserved  int // 0: none
-	arch      string
-	appLevel  string // LoggingConfig.ApplicationLogLevel ("" = everything)
-	role      string // its execution role's logical id
+type Function struct {
+	ID, Name  string
+	Bootstrap string         // the asset's bootstrap, in the cloud assembly
+	Env       map[string]any // as the template says (intrinsics unresolved)
+	MemoryMB  int
+	Timeout   time.Duration
+	Reserved  int // 0: none
+	Arch      string
+	AppLevel  string // LoggingConfig.ApplicationLogLevel ("" = everything)
+	Role      string // its execution role's logical id
 }
 
-type routeSpec struct {
-	key      string // "GET /api/v1/matters/{matter}" or "$default"
-	function string // logical id
+type Route struct {
+	Key      string // "GET /api/v1/matters/{matter}" or "$default"
+	Function string // logical id
 }
 
-type queueSpec struct {
-	id, name          string
-	visibility, delay time.Duration
-	retention         time.Duration
-	deadLetter        string // logical id of the redrive target
-	maxReceives       int
+type Queue struct {
+	ID, Name          string
+	Visibility, Delay time.Duration
+	Retention         time.Duration
+	DeadLetter        string // logical id of the redrive target
+	MaxReceives       int
 }
 
-type tableSpec struct {
-	id    string
-	props map[string]any
+type Table struct {
+	ID    string
+	Props map[string]any
 }
 
-type streamMappingSpec struct {
-	function  string
-	batchSize int
-	window    time.Duration
-	filters   []string
-	retries   int // -1: until the record expires
-	bisect    bool
-	maxAge    time.Duration
-	onFailure string // queue logical id
-	start     string
+type StreamMapping struct {
+	Function  string
+	BatchSize int
+	Window    time.Duration
+	Filters   []string
+	Retries   int // -1: until the record expires
+	Bisect    bool
+	MaxAge    time.Duration
+	OnFailure string // queue logical id
+	Start     string
 }
 
-type queueMappingSpec struct {
-	function, queue string
-	batchSize       int
-	window          time.Duration
-	reportFailures  bool
-	maxConcurrency  int
-	filters         []string
+type QueueMapping struct {
+	Function, Queue string
+	BatchSize       int
+	Window          time.Duration
+	ReportFailures  bool
+	MaxConcurrency  int
+	Filters         []string
 }
 
-type scheduleSpec struct {
-	rule       string
+type Schedule struct {
+	Rule       string
 	expression string
-	every      time.Duration
-	targets    []scheduleTarget
+	Every      time.Duration
+	Targets    []ScheduleTarget
 }
 
-type scheduleTarget struct {
-	function   string
-	retries    int
+type ScheduleTarget struct {
+	Function   string
+	Retries    int
 	maxAge     time.Duration
-	deadLetter string // queue logical id
+	DeadLetter string // queue logical id
 }
 
-type asyncConfig struct {
-	retries   int
+type AsyncConfig struct {
+	Retries   int
 	maxAge    time.Duration
-	onFailure string // queue logical id
+	OnFailure string // queue logical id
 }
 
-type throttleSpec struct {
-	rate, burst float64               // the stage's default (0: none)
-	routes      map[string][2]float64 // route key -> rate, burst
+type Throttles struct {
+	Rate, Burst float64               // the stage's default (0: none)
+	Routes      map[string][2]float64 // route key -> rate, burst
 }
 
-// loadStack reads the template at path; assets are in the same folder
+// Load reads the template at path; assets are in the same folder
 // (the cloud assembly), one asset.<hash> folder per function.
-func loadStack(path string) (*stack, error) {
+func Load(path string) (*Stack, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read the template: %w", err)
@@ -133,8 +139,8 @@ func loadStack(path string) (*stack, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	dir := filepath.Dir(path)
-	s := &stack{functions: map[string]*functionSpec{}, queues: map[string]*queueSpec{}, asyncConfigs: map[string]asyncConfig{}, roleStatements: map[string][]any{},
-		managedPolicies: map[string][]any{}}
+	s := &Stack{Functions: map[string]*Function{}, Queues: map[string]*Queue{}, AsyncConfigs: map[string]AsyncConfig{}, RoleStatements: map[string][]any{},
+		ManagedPolicies: map[string][]any{}}
 	integrations := map[string]string{} // integration id -> function id
 	aliases := map[string]string{}      // alias id -> function id: what invokes an alias runs its function
 	ids := make([]string, 0, len(t.Resources))
@@ -147,37 +153,37 @@ func loadStack(path string) (*stack, error) {
 		p := r.Properties
 		switch r.Type {
 		case "AWS::Lambda::Function":
-			f := &functionSpec{id: id, name: id, memoryMB: intOf(p["MemorySize"], 128), timeout: secondsOf(p["Timeout"], 3),
-				reserved: intOf(p["ReservedConcurrentExecutions"], 0), arch: "x86_64"}
+			f := &Function{ID: id, Name: id, MemoryMB: intOf(p["MemorySize"], 128), Timeout: secondsOf(p["Timeout"], 3),
+				Reserved: intOf(p["ReservedConcurrentExecutions"], 0), Arch: "x86_64"}
 			if d, ok := p["Description"].(string); ok && d != "" {
-				f.name = d[strings.LastIndexByte(d, ' ')+1:]
+				f.Name = d[strings.LastIndexByte(d, ' ')+1:]
 			}
-			f.role = refID(p["Role"])
+			f.Role = RefID(p["Role"])
 			if a, ok := p["Architectures"].([]any); ok && len(a) == 1 {
-				f.arch, _ = a[0].(string)
+				f.Arch, _ = a[0].(string)
 			}
 			if env, ok := p["Environment"].(map[string]any); ok {
-				f.env, _ = env["Variables"].(map[string]any)
+				f.Env, _ = env["Variables"].(map[string]any)
 			}
 			if lc, ok := p["LoggingConfig"].(map[string]any); ok {
-				f.appLevel, _ = lc["ApplicationLogLevel"].(string)
+				f.AppLevel, _ = lc["ApplicationLogLevel"].(string)
 			}
 			code, _ := p["Code"].(map[string]any)
 			key, _ := code["S3Key"].(string)
 			if key == "" {
 				return nil, fmt.Errorf("function %s: no code asset (Code.S3Key)", id)
 			}
-			f.bootstrap = filepath.Join(dir, "asset."+strings.TrimSuffix(key, ".zip"), "bootstrap")
-			s.functions[id] = f
+			f.Bootstrap = filepath.Join(dir, "asset."+strings.TrimSuffix(key, ".zip"), "bootstrap")
+			s.Functions[id] = f
 		case "AWS::IAM::Role":
 			if m, ok := p["ManagedPolicyArns"].([]any); ok && len(m) > 0 {
-				s.managedPolicies[id] = m // a function's role may not have any (loadPolicies)
+				s.ManagedPolicies[id] = m // a function's role may not have any (loadPolicies)
 			}
 			if inline, ok := p["Policies"].([]any); ok {
 				for _, pol := range inline {
 					doc, _ := pol.(map[string]any)["PolicyDocument"].(map[string]any)
 					st, _ := doc["Statement"].([]any)
-					s.roleStatements[id] = append(s.roleStatements[id], st...)
+					s.RoleStatements[id] = append(s.RoleStatements[id], st...)
 				}
 			}
 		case "AWS::IAM::Policy":
@@ -185,14 +191,14 @@ func loadStack(path string) (*stack, error) {
 			st, _ := doc["Statement"].([]any)
 			roles, _ := p["Roles"].([]any)
 			for _, r := range roles {
-				s.roleStatements[refID(r)] = append(s.roleStatements[refID(r)], st...)
+				s.RoleStatements[RefID(r)] = append(s.RoleStatements[RefID(r)], st...)
 			}
 		case "AWS::Lambda::Alias":
 			// One version serves locally, the one built: an alias (which
 			// CodeDeploy shifts on AWS) runs its function.
-			aliases[id] = refID(p["FunctionName"])
+			aliases[id] = RefID(p["FunctionName"])
 		case "AWS::ApiGatewayV2::Integration":
-			fn := refID(p["IntegrationUri"])
+			fn := RefID(p["IntegrationUri"])
 			if p["IntegrationType"] != "AWS_PROXY" || fn == "" {
 				return nil, fmt.Errorf("integration %s: only Lambda proxy integrations are served", id)
 			}
@@ -202,25 +208,25 @@ func loadStack(path string) (*stack, error) {
 			integrations[id] = fn
 		case "AWS::ApiGatewayV2::Route":
 			key, _ := p["RouteKey"].(string)
-			s.routes = append(s.routes, routeSpec{key: key, function: joinTarget(p["Target"])}) // integration id for now
+			s.Routes = append(s.Routes, Route{Key: key, Function: joinTarget(p["Target"])}) // integration id for now
 		case "AWS::SQS::Queue":
-			q := &queueSpec{id: id, name: id, visibility: secondsOf(p["VisibilityTimeout"], 30), delay: secondsOf(p["DelaySeconds"], 0),
-				retention: secondsOf(p["MessageRetentionPeriod"], 4*24*3600)}
+			q := &Queue{ID: id, Name: id, Visibility: secondsOf(p["VisibilityTimeout"], 30), Delay: secondsOf(p["DelaySeconds"], 0),
+				Retention: secondsOf(p["MessageRetentionPeriod"], 4*24*3600)}
 			if n, ok := p["QueueName"].(string); ok && n != "" {
-				q.name = n
+				q.Name = n
 			}
 			if fifo, _ := p["FifoQueue"].(bool); fifo {
 				return nil, fmt.Errorf("queue %s is FIFO: localcloud emulates standard queues only", id)
 			}
 			if rp, ok := p["RedrivePolicy"].(map[string]any); ok {
-				q.deadLetter, q.maxReceives = refID(rp["deadLetterTargetArn"]), intOf(rp["maxReceiveCount"], 0)
+				q.DeadLetter, q.MaxReceives = RefID(rp["deadLetterTargetArn"]), intOf(rp["maxReceiveCount"], 0)
 			}
-			s.queues[id] = q
+			s.Queues[id] = q
 		case "AWS::DynamoDB::Table":
-			if s.table.id != "" {
-				return nil, fmt.Errorf("two tables (%s, %s): the service has one", s.table.id, id)
+			if s.Table.ID != "" {
+				return nil, fmt.Errorf("two tables (%s, %s): the service has one", s.Table.ID, id)
 			}
-			s.table = tableSpec{id: id, props: p}
+			s.Table = Table{ID: id, Props: p}
 		case "AWS::Lambda::EventSourceMapping":
 			// An alias's mapping names it by "<function name>:live", built
 			// from the alias's ARN: the reference is inside.
@@ -232,7 +238,7 @@ func loadStack(path string) (*stack, error) {
 				}
 			}
 			window := secondsOf(p["MaximumBatchingWindowInSeconds"], 0)
-			stream := getAttName(src) == "StreamArn"
+			stream := GetAttName(src) == "StreamArn"
 			if err := checkMappingProps(id, p, stream); err != nil {
 				return nil, err
 			}
@@ -240,25 +246,25 @@ func loadStack(path string) (*stack, error) {
 				continue // a disabled mapping polls nothing
 			}
 			if stream {
-				m := streamMappingSpec{function: fn, batchSize: intOf(p["BatchSize"], 100), window: window, filters: filters,
-					retries: intOf(p["MaximumRetryAttempts"], -1), maxAge: secondsOf(p["MaximumRecordAgeInSeconds"], 0),
-					start: stringOf(p["StartingPosition"], "LATEST")}
-				m.bisect, _ = p["BisectBatchOnFunctionError"].(bool)
+				m := StreamMapping{Function: fn, BatchSize: intOf(p["BatchSize"], 100), Window: window, Filters: filters,
+					Retries: intOf(p["MaximumRetryAttempts"], -1), MaxAge: secondsOf(p["MaximumRecordAgeInSeconds"], 0),
+					Start: stringOf(p["StartingPosition"], "LATEST")}
+				m.Bisect, _ = p["BisectBatchOnFunctionError"].(bool)
 				if dc, ok := p["DestinationConfig"].(map[string]any); ok {
-					m.onFailure = refID(dc["OnFailure"].(map[string]any)["Destination"])
+					m.OnFailure = RefID(dc["OnFailure"].(map[string]any)["Destination"])
 				}
-				s.streamMappings = append(s.streamMappings, m)
+				s.StreamMappings = append(s.StreamMappings, m)
 			} else {
-				m := queueMappingSpec{function: fn, queue: refID(src), batchSize: intOf(p["BatchSize"], 10), window: window, filters: filters, maxConcurrency: 1000}
+				m := QueueMapping{Function: fn, Queue: RefID(src), BatchSize: intOf(p["BatchSize"], 10), Window: window, Filters: filters, MaxConcurrency: 1000}
 				if types, ok := p["FunctionResponseTypes"].([]any); ok {
 					for _, t := range types {
-						m.reportFailures = m.reportFailures || t == "ReportBatchItemFailures"
+						m.ReportFailures = m.ReportFailures || t == "ReportBatchItemFailures"
 					}
 				}
 				if sc, ok := p["ScalingConfig"].(map[string]any); ok {
-					m.maxConcurrency = intOf(sc["MaximumConcurrency"], 1000)
+					m.MaxConcurrency = intOf(sc["MaximumConcurrency"], 1000)
 				}
-				s.queueMappings = append(s.queueMappings, m)
+				s.QueueMappings = append(s.QueueMappings, m)
 			}
 		case "AWS::Events::Rule":
 			expr, _ := p["ScheduleExpression"].(string)
@@ -269,37 +275,37 @@ func loadStack(path string) (*stack, error) {
 			if err != nil {
 				return nil, fmt.Errorf("rule %s: %w", id, err)
 			}
-			sch := scheduleSpec{rule: id, expression: expr, every: every}
+			sch := Schedule{Rule: id, expression: expr, Every: every}
 			targets, _ := p["Targets"].([]any)
 			for _, tg := range targets {
 				tm := tg.(map[string]any)
-				st := scheduleTarget{function: refID(tm["Arn"]), retries: 185, maxAge: 24 * time.Hour}
+				st := ScheduleTarget{Function: RefID(tm["Arn"]), Retries: 185, maxAge: 24 * time.Hour}
 				if rp, ok := tm["RetryPolicy"].(map[string]any); ok {
-					st.retries, st.maxAge = intOf(rp["MaximumRetryAttempts"], 185), secondsOf(rp["MaximumEventAgeInSeconds"], 24*3600)
+					st.Retries, st.maxAge = intOf(rp["MaximumRetryAttempts"], 185), secondsOf(rp["MaximumEventAgeInSeconds"], 24*3600)
 				}
 				if dl, ok := tm["DeadLetterConfig"].(map[string]any); ok {
-					st.deadLetter = refID(dl["Arn"])
+					st.DeadLetter = RefID(dl["Arn"])
 				}
-				sch.targets = append(sch.targets, st)
+				sch.Targets = append(sch.Targets, st)
 			}
-			s.schedules = append(s.schedules, sch)
+			s.Schedules = append(s.Schedules, sch)
 		case "AWS::Lambda::EventInvokeConfig":
-			c := asyncConfig{retries: intOf(p["MaximumRetryAttempts"], 2), maxAge: secondsOf(p["MaximumEventAgeInSeconds"], 6*3600)}
+			c := AsyncConfig{Retries: intOf(p["MaximumRetryAttempts"], 2), maxAge: secondsOf(p["MaximumEventAgeInSeconds"], 6*3600)}
 			if dc, ok := p["DestinationConfig"].(map[string]any); ok {
 				if of, ok := dc["OnFailure"].(map[string]any); ok {
-					c.onFailure = refID(of["Destination"])
+					c.OnFailure = RefID(of["Destination"])
 				}
 			}
-			s.asyncConfigs[refID(p["FunctionName"])] = c
+			s.AsyncConfigs[RefID(p["FunctionName"])] = c
 		case "AWS::ApiGatewayV2::Stage":
-			s.throttles.routes = map[string][2]float64{}
+			s.Throttles.Routes = map[string][2]float64{}
 			if d, ok := p["DefaultRouteSettings"].(map[string]any); ok {
-				s.throttles.rate, s.throttles.burst = floatOf(d["ThrottlingRateLimit"]), floatOf(d["ThrottlingBurstLimit"])
+				s.Throttles.Rate, s.Throttles.Burst = floatOf(d["ThrottlingRateLimit"]), floatOf(d["ThrottlingBurstLimit"])
 			}
 			if rs, ok := p["RouteSettings"].(map[string]any); ok {
 				for key, v := range rs {
 					m := v.(map[string]any)
-					s.throttles.routes[key] = [2]float64{floatOf(m["ThrottlingRateLimit"]), floatOf(m["ThrottlingBurstLimit"])}
+					s.Throttles.Routes[key] = [2]float64{floatOf(m["ThrottlingRateLimit"]), floatOf(m["ThrottlingBurstLimit"])}
 				}
 			}
 		}
@@ -313,29 +319,29 @@ func loadStack(path string) (*stack, error) {
 	for id, fn := range integrations {
 		integrations[id] = behind(fn)
 	}
-	for i := range s.streamMappings {
-		s.streamMappings[i].function = behind(s.streamMappings[i].function)
+	for i := range s.StreamMappings {
+		s.StreamMappings[i].Function = behind(s.StreamMappings[i].Function)
 	}
-	for i := range s.queueMappings {
-		s.queueMappings[i].function = behind(s.queueMappings[i].function)
+	for i := range s.QueueMappings {
+		s.QueueMappings[i].Function = behind(s.QueueMappings[i].Function)
 	}
-	for i := range s.schedules {
-		for j := range s.schedules[i].targets {
-			s.schedules[i].targets[j].function = behind(s.schedules[i].targets[j].function)
+	for i := range s.Schedules {
+		for j := range s.Schedules[i].Targets {
+			s.Schedules[i].Targets[j].Function = behind(s.Schedules[i].Targets[j].Function)
 		}
 	}
-	for id, c := range s.asyncConfigs {
+	for id, c := range s.AsyncConfigs {
 		if fn := behind(id); fn != id {
-			delete(s.asyncConfigs, id)
-			s.asyncConfigs[fn] = c
+			delete(s.AsyncConfigs, id)
+			s.AsyncConfigs[fn] = c
 		}
 	}
-	for i, r := range s.routes {
-		fn, ok := integrations[r.function]
+	for i, r := range s.Routes {
+		fn, ok := integrations[r.Function]
 		if !ok {
-			return nil, fmt.Errorf("route %q: its target is not a Lambda integration of the template", r.key)
+			return nil, fmt.Errorf("route %q: its target is not a Lambda integration of the template", r.Key)
 		}
-		s.routes[i].function = fn
+		s.Routes[i].Function = fn
 	}
 	if err := s.check(); err != nil {
 		return nil, err
@@ -345,28 +351,28 @@ func loadStack(path string) (*stack, error) {
 
 // check refuses a template that names what it does not define: a route or
 // a mapping to a missing function, a mapping from a missing queue.
-func (s *stack) check() error {
-	if s.table.id == "" {
+func (s *Stack) check() error {
+	if s.Table.ID == "" {
 		return fmt.Errorf("the template has no DynamoDB table")
 	}
-	for _, r := range s.routes {
-		if s.functions[r.function] == nil {
-			return fmt.Errorf("route %q: no function %s", r.key, r.function)
+	for _, r := range s.Routes {
+		if s.Functions[r.Function] == nil {
+			return fmt.Errorf("route %q: no function %s", r.Key, r.Function)
 		}
 	}
-	for _, m := range s.streamMappings {
-		if s.functions[m.function] == nil {
-			return fmt.Errorf("stream mapping: no function %s", m.function)
+	for _, m := range s.StreamMappings {
+		if s.Functions[m.Function] == nil {
+			return fmt.Errorf("stream mapping: no function %s", m.Function)
 		}
 	}
-	for _, m := range s.queueMappings {
-		if s.functions[m.function] == nil || s.queues[m.queue] == nil {
-			return fmt.Errorf("queue mapping %s → %s: the template lacks one of them", m.queue, m.function)
+	for _, m := range s.QueueMappings {
+		if s.Functions[m.Function] == nil || s.Queues[m.Queue] == nil {
+			return fmt.Errorf("queue mapping %s → %s: the template lacks one of them", m.Queue, m.Function)
 		}
 	}
-	for _, q := range s.queues {
-		if q.deadLetter != "" && s.queues[q.deadLetter] == nil {
-			return fmt.Errorf("queue %s: redrive to a queue the template lacks (%s)", q.id, q.deadLetter)
+	for _, q := range s.Queues {
+		if q.DeadLetter != "" && s.Queues[q.DeadLetter] == nil {
+			return fmt.Errorf("queue %s: redrive to a queue the template lacks (%s)", q.ID, q.DeadLetter)
 		}
 	}
 	return nil
@@ -376,7 +382,7 @@ func (s *stack) check() error {
 // [id, attr]} inside v names (v itself, or within Fn::Join, Fn::Select,
 // Fn::Split and the like).
 func refWithin(v any) string {
-	if id := refID(v); id != "" {
+	if id := RefID(v); id != "" {
 		return id
 	}
 	switch x := v.(type) {
@@ -396,8 +402,8 @@ func refWithin(v any) string {
 	return ""
 }
 
-// refID is the logical id a {"Ref": id} or {"Fn::GetAtt": [id, attr]} names.
-func refID(v any) string {
+// RefID is the logical id a {"Ref": id} or {"Fn::GetAtt": [id, attr]} names.
+func RefID(v any) string {
 	m, ok := v.(map[string]any)
 	if !ok {
 		return ""
@@ -412,7 +418,7 @@ func refID(v any) string {
 	return ""
 }
 
-func getAttName(v any) string {
+func GetAttName(v any) string {
 	m, _ := v.(map[string]any)
 	if g, ok := m["Fn::GetAtt"].([]any); ok && len(g) == 2 {
 		a, _ := g[1].(string)
@@ -431,7 +437,7 @@ func joinTarget(v any) string {
 	}
 	parts, _ := j[1].([]any)
 	for _, p := range parts {
-		if id := refID(p); id != "" {
+		if id := RefID(p); id != "" {
 			return id
 		}
 	}

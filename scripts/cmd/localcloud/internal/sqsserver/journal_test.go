@@ -1,4 +1,4 @@
-package main
+package sqsserver
 
 import (
 	"os"
@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/iam"
+	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/stack"
 )
 
 // TestQueuesSurviveARestart: a localcloud killed at any point (no close,
@@ -18,28 +21,28 @@ import (
 // is compacted at start.
 func TestQueuesSurviveARestart(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "queues.jsonl")
-	serve := func() (*sqsServer, *sqsQueue, *sqsQueue) {
-		s := newSQSServer("http://127.0.0.1:1")
-		dlq := s.create(&queueSpec{name: "jobs-dlq", visibility: time.Minute, retention: time.Hour}, nil)
-		jobs := s.create(&queueSpec{name: "jobs", visibility: time.Minute, retention: time.Hour, maxReceives: 1}, dlq)
-		if err := s.openJournal(path); err != nil {
+	serve := func() (*Server, *Queue, *Queue) {
+		s := New("http://127.0.0.1:1", iam.NewIdentities())
+		dlq := s.Create(&stack.Queue{Name: "jobs-dlq", Visibility: time.Minute, Retention: time.Hour}, nil)
+		jobs := s.Create(&stack.Queue{Name: "jobs", Visibility: time.Minute, Retention: time.Hour, MaxReceives: 1}, dlq)
+		if err := s.OpenJournal(path); err != nil {
 			t.Fatal(err)
 		}
 		return s, jobs, dlq
 	}
 	_, jobs, dlq := serve()
 	for _, b := range []string{"deleted", "in-flight", "dead", "waiting"} {
-		jobs.send(b, 0)
+		jobs.Send(b, 0)
 	}
-	jobs.send("later", time.Hour) // delayed
-	got := jobs.receive(3, -1)    // deleted, in-flight, dead: received once each
-	if len(got) != 3 || !jobs.delete(got[0].receipt) {
+	jobs.Send("later", time.Hour) // delayed
+	got := jobs.Receive(3, -1)    // deleted, in-flight, dead: received once each
+	if len(got) != 3 || !jobs.Delete(got[0].Receipt) {
 		t.Fatalf("received %v", got)
 	}
-	if !jobs.changeVisibility(got[2].receipt, 0) { // "dead" back at once: its next receive moves it to the dead-letter queue
+	if !jobs.changeVisibility(got[2].Receipt, 0) { // "dead" back at once: its next receive moves it to the dead-letter queue
 		t.Fatal("change visibility")
 	}
-	if again := jobs.receive(10, -1); len(again) != 1 || again[0].body != "waiting" {
+	if again := jobs.Receive(10, -1); len(again) != 1 || again[0].Body != "waiting" {
 		t.Fatalf("the second receive: %v", again)
 	}
 	// Killed: no close; a line cut short at the end.
@@ -51,14 +54,14 @@ func TestQueuesSurviveARestart(t *testing.T) {
 	f.Close()
 
 	_, jobs2, dlq2 := serve()
-	state := func(q *sqsQueue) []string {
+	state := func(q *Queue) []string {
 		var out []string
 		for _, m := range q.msgs {
 			vis := "visible"
 			if m.visible.After(time.Now()) {
 				vis = "hidden"
 			}
-			out = append(out, m.body+"/"+vis+"/"+string(rune('0'+m.receives)))
+			out = append(out, m.Body+"/"+vis+"/"+string(rune('0'+m.Receives)))
 		}
 		sort.Strings(out)
 		return out
@@ -77,8 +80,8 @@ func TestQueuesSurviveARestart(t *testing.T) {
 	for _, m := range jobs2.msgs {
 		m.visible = time.Now()
 	}
-	for _, m := range jobs2.receive(10, -1) {
-		jobs2.delete(m.receipt)
+	for _, m := range jobs2.Receive(10, -1) {
+		jobs2.Delete(m.Receipt)
 	}
 	_, jobs3, _ := serve()
 	if len(jobs3.msgs) != 0 {

@@ -1,4 +1,4 @@
-package main
+package eventsource
 
 import (
 	"encoding/json"
@@ -6,15 +6,15 @@ import (
 	"strings"
 )
 
-// filter is one event filter pattern of an event source mapping, with
+// Filter is one event filter pattern of an event source mapping, with
 // Lambda's semantics: a record passes when every key of the pattern
 // matches; an object recurses, an array lists the values (or operators:
 // prefix, suffix, anything-but, exists, equals-ignore-case) any one of
 // which must match; a record array matches when any element does.
-type filter map[string]any
+type Filter map[string]any
 
-func parseFilter(pattern string) (filter, error) {
-	var f filter
+func ParseFilter(pattern string) (Filter, error) {
+	var f Filter
 	if err := json.Unmarshal([]byte(pattern), &f); err != nil {
 		return nil, fmt.Errorf("filter pattern %s: %w", pattern, err)
 	}
@@ -89,7 +89,7 @@ func checkOperator(op map[string]any, at string) error {
 
 // passes reports whether a record (a decoded JSON object) passes any of
 // the filters; no filters pass everything.
-func passes(filters []filter, record map[string]any) bool {
+func passes(filters []Filter, record map[string]any) bool {
 	if len(filters) == 0 {
 		return true
 	}

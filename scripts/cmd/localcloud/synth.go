@@ -1,0 +1,177 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+
+	"github.com/practice-api/practice-api/shared/store/ddblocal"
+)
+
+// repoRoot finds the module's folder from the working directory up, or
+// from the binary's (.bin/localcloud) up.
+func repoRoot() (string, error) {
+	starts := []string{}
+	if wd, err := os.Getwd(); err == nil {
+		starts = append(starts, wd)
+	}
+	if exe, err := os.Executable(); err == nil {
+		starts = append(starts, filepath.Dir(exe))
+	}
+	for _, dir := range starts {
+		for d := dir; ; d = filepath.Dir(d) {
+			if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil && strings.Contains(string(b), "module github.com/practice-api/practice-api\n") {
+				return d, nil
+			}
+			if filepath.Dir(d) == d {
+				break
+			}
+		}
+	}
+	return "", errors.New("run localcloud inside the repository (or set LOCALCLOUD_TEMPLATE)")
+}
+
+// synthesize builds every function for this machine and synthesizes the
+// local stage, with the settings this environment asks for, into
+// .bin/localcloud-stack/cdk.out-<hash of the settings>, unless nothing it
+// depends on changed since the last time; it returns the template's path. Several
+// localclouds starting at once (test packages in parallel) take turns.
+func synthesize(ctx context.Context) (string, error) {
+	root, err := repoRoot()
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(root, ".bin", "localcloud-stack") // .bin/localcloud is this binary
+	code := filepath.Join(out, "lambda")
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return "", err
+	}
+	unlock, err := ddblocal.LockFile(filepath.Join(out, ".lock"))
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	// One go build for every function (it links them in parallel), into a
+	// folder beside; each binary is then renamed into place as
+	// <function>/bootstrap: another localcloud may be running the old file
+	// (writing over it would fail, text file busy).
+	fresh := filepath.Join(out, "build")
+	if err := os.RemoveAll(fresh); err != nil {
+		return "", err
+	}
+	slog.Info("localcloud: building the functions' bootstraps", "arch", runtime.GOARCH, "into", code)
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-tags", "lambda.norpc", "-ldflags", "-s -w",
+		"-o", fresh+string(filepath.Separator), "./functions/...")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+runtime.GOARCH, "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("build functions/...: %v\n%s", err, b)
+	}
+	built, err := os.ReadDir(fresh)
+	if err != nil {
+		return "", err
+	}
+	for _, e := range built {
+		if err := os.MkdirAll(filepath.Join(code, e.Name()), 0o755); err != nil {
+			return "", err
+		}
+		if err := os.Rename(filepath.Join(fresh, e.Name()), filepath.Join(code, e.Name(), "bootstrap")); err != nil {
+			return "", err
+		}
+	}
+	arch := "arm64"
+	if runtime.GOARCH == "amd64" {
+		arch = "amd64"
+	}
+	// The local stage's settings from this environment go into the synth,
+	// so the template carries them; each set of settings has its own
+	// assembly (a run with other settings does not synthesize over it).
+	ctxMap := map[string]string{"stage": "local", "lambdaArch": arch, "codeDir": code}
+	settings := synthContext()
+	for k, v := range settings {
+		ctxMap[k] = v
+	}
+	ctxJSON, _ := json.Marshal(ctxMap)
+	settingsJSON, _ := json.Marshal(settings)
+	// A STAGE_SETTINGS file (the stage's kept settings, infra reads it) is
+	// part of what the template depends on.
+	if path := os.Getenv("STAGE_SETTINGS"); path != "" {
+		kept, err := os.ReadFile(path)
+		if err != nil {
+			return "", fmt.Errorf("STAGE_SETTINGS: %w", err)
+		}
+		settingsJSON = append(append(settingsJSON, '\n'), kept...)
+	}
+	sum := sha256.Sum256(settingsJSON)
+	assembly := filepath.Join(out, "cdk.out-"+hex.EncodeToString(sum[:6]))
+	fp, err := fingerprint(root, code)
+	if err != nil {
+		return "", err
+	}
+	fp += "\n" + string(ctxJSON) + "\n" + string(settingsJSON)
+	tpl := filepath.Join(assembly, "PracticeApi-local.template.json")
+	stamp := filepath.Join(assembly, "synth.fingerprint")
+	if old, err := os.ReadFile(stamp); err == nil && string(old) == fp {
+		if _, err := os.Stat(tpl); err == nil {
+			return tpl, nil
+		}
+	}
+	slog.Info("localcloud: synthesizing the local stage (cdk synth, offline)", "into", assembly, "settings", settings)
+	cmd = exec.CommandContext(ctx, "go", "run", "./infra")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CDK_CONTEXT_JSON="+string(ctxJSON), "SYNTH_OUTDIR="+assembly,
+		"JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION=1", "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20",
+		"CDK_DEFAULT_ACCOUNT=", "CDK_DEFAULT_REGION=")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("synthesize the local stage: %v\n%s", err, b)
+	}
+	return tpl, os.WriteFile(stamp, []byte(fp), 0o644)
+}
+
+// fingerprint hashes what the template depends on: the bootstraps, the
+// CDK app and its context.
+func fingerprint(root, code string) (string, error) {
+	h := sha256.New()
+	add := func(path string) error {
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		fmt.Fprintf(h, "%s\n", strings.TrimPrefix(path, root))
+		_, err = io.Copy(h, f)
+		return err
+	}
+	var files []string
+	for _, dir := range []string{code, filepath.Join(root, "infra")} {
+		err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && !strings.HasSuffix(p, "_test.go") {
+				files = append(files, p)
+			}
+			return err
+		})
+		if err != nil {
+			return "", err
+		}
+	}
+	files = append(files, filepath.Join(root, "cdk.json"), filepath.Join(root, "go.sum"))
+	sort.Strings(files)
+	for _, f := range files {
+		if err := add(f); err != nil {
+			return "", err
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
