@@ -62,9 +62,11 @@ var Functions = []Function{
 	// (ReportsConcurrency) caps what they take of the account's.
 	{Name: "reports", Family: routes.Reports, MemoryMB: 1024, TimeoutS: 25, Table: readActions, WriteKeys: readWriteKeys, Indexes: routes.Indexes[routes.Reports]},
 	// The dispatcher reads the pending index, claims each event and marks it
-	// dispatched or parked (conditional UpdateItems). Reserved concurrency:
-	// Props.DispatcherConcurrency.
-	{Name: "dispatcher", MemoryMB: 256, TimeoutS: 60, Table: []string{"dynamodb:Query", "dynamodb:UpdateItem"}, Indexes: []string{outbox.Index}},
+	// dispatched or parked (conditional UpdateItems). Its sweep also reads
+	// the delivery claims in the same index whose worker stopped, reads
+	// each claim, its endpoint and its event (GetItem), and queues its job
+	// again. Reserved concurrency: Props.DispatcherConcurrency.
+	{Name: "dispatcher", MemoryMB: 256, TimeoutS: 60, Table: []string{"dynamodb:Query", "dynamodb:UpdateItem", "dynamodb:GetItem"}, Indexes: []string{outbox.Index}},
 	// Enrichment reads and rewrites the company and writes its logo. One
 	// record per invocation, at most Props.RegisterConcurrency at once.
 	{Name: "enrichment", MemoryMB: 256, TimeoutS: 30, Table: []string{"dynamodb:GetItem", "dynamodb:PutItem"}},

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -21,7 +22,9 @@ import (
 // invoked by the schedule it sweeps the index for anything left behind.
 // Either way each event is claimed before it is sent, so the two running
 // at once send it once, and an event that fails does not hold back others.
-func DispatcherHandler(d *outbox.Dispatcher) func(context.Context, json.RawMessage) error {
+// The schedule's sweep also queues again the webhook delivery attempts
+// whose worker stopped and whose job is gone (claims, when not nil).
+func DispatcherHandler(d *outbox.Dispatcher, claims ClaimSweeper) func(context.Context, json.RawMessage) error {
 	return func(ctx context.Context, raw json.RawMessage) error {
 		var stream events.DynamoDBEvent
 		if json.Unmarshal(raw, &stream) == nil && len(stream.Records) > 0 {
@@ -41,11 +44,51 @@ func DispatcherHandler(d *outbox.Dispatcher) func(context.Context, json.RawMessa
 		}
 		n, err := d.Sweep(ctx, 0)
 		dispatchMetrics(ctx, "sweep", n, err)
+		if claims != nil {
+			SweepClaims(ctx, claims)
+		}
 		// Failed and parked events are counted (the alarms watch the
 		// metrics); an error here would only send the schedule's event to
 		// the dead-letter queue, which is kept for invocations that crashed
 		// or timed out.
 		return nil
+	}
+}
+
+// ClaimSweeper queues again the delivery attempts whose worker stopped
+// (webhook.Deliverer).
+type ClaimSweeper interface {
+	SweepClaims(ctx context.Context) (int, error)
+}
+
+// SweepClaims runs one sweep of stale delivery claims and logs its EMF
+// line, WebhookClaimsSwept (jobs queued again) and
+// WebhookClaimSweepFailures: at WARN when it found any, as each is a
+// worker that stopped mid-send and a job its queue no longer had.
+func SweepClaims(ctx context.Context, claims ClaimSweeper) {
+	n, err := claims.SweepClaims(ctx)
+	level, failures := slog.LevelInfo, 0
+	if err != nil {
+		failures = 1
+	}
+	if n > 0 || err != nil {
+		level = slog.LevelWarn
+	}
+	metrics.Emit(ctx, level, "webhook claims swept", map[string]int{"WebhookClaimsSwept": n, "WebhookClaimSweepFailures": failures}, "err", err)
+}
+
+// SweepClaimsEvery sweeps stale delivery claims every interval until ctx
+// ends: the devserver's stand-in for the schedule's sweep.
+func SweepClaimsEvery(ctx context.Context, claims ClaimSweeper, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			SweepClaims(ctx, claims)
+		}
 	}
 }
 

@@ -90,7 +90,7 @@ func TestStreamAndScheduleDispatchEachEventOnce(t *testing.T) {
 	})
 	for range 2 {
 		wg.Go(func() {
-			if err := app.DispatcherHandler(d)(ctx, json.RawMessage(`{"source":"aws.scheduler"}`)); err != nil {
+			if err := app.DispatcherHandler(d, nil)(ctx, json.RawMessage(`{"source":"aws.scheduler"}`)); err != nil {
 				t.Error(err)
 			}
 		})
@@ -224,11 +224,11 @@ func TestCompanyInsertsStartTheirEnrichment(t *testing.T) {
 	if !errors.As(err, &ce) || n != 2 {
 		t.Fatalf("dispatched %d, err %v: want the event and one company, and the failed company's error", n, err)
 	}
-	if err := app.DispatcherHandler(d)(ctx, mustMarshal(t, events.DynamoDBEvent{Records: records})); err == nil {
+	if err := app.DispatcherHandler(d, nil)(ctx, mustMarshal(t, events.DynamoDBEvent{Records: records})); err == nil {
 		t.Fatal("the invocation succeeded with a company's job unsent: the stream would not deliver it again")
 	}
 	enrich.failFor = ""
-	if err := app.DispatcherHandler(d)(ctx, mustMarshal(t, events.DynamoDBEvent{Records: records})); err != nil {
+	if err := app.DispatcherHandler(d, nil)(ctx, mustMarshal(t, events.DynamoDBEvent{Records: records})); err != nil {
 		t.Fatal(err)
 	}
 	if enrich.sent["c-ok"] < 1 || enrich.sent["c-fails"] != 1 || enrich.sent["c-changed"] != 0 {

@@ -102,21 +102,26 @@ func attr(prefix, slot string) string { return prefix + slot }
 // queue message msgID.
 func (s *Store) claimAttempt(ctx context.Context, job Job, msgID, owner string, now time.Time) (*claim, error) {
 	c := &claim{org: job.Event.OrgID, endpoint: job.EndpointID, event: job.Event.ID, slot: job.slot(), owner: owner, delivered: job.deliveredAttr()}
+	spk, ssk := store.GSIKeyAttrs(outbox.Index)
 	names := map[string]string{"#s": attr("s_", c.slot), "#o": attr("o_", c.slot), "#l": attr("l_", c.slot), "#r": attr("r_", c.slot), "#ttl": store.AttrTTL,
-		"#d": c.delivered}
+		"#d": c.delivered, "#spk": spk, "#ssk": ssk}
 	str := func(v string) ddbtypes.AttributeValue { return &ddbtypes.AttributeValueMemberS{Value: v} }
 	num := func(v int64) ddbtypes.AttributeValue {
 		return &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
 	}
 	out, err := s.db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(s.db.Table), Key: store.Key(DeliveriesPK(c.org, c.endpoint), eventSK(c.event)),
-		UpdateExpression:         aws.String("SET #s = :sending, #o = :owner, #l = :lease, #r = :msg, kind = :kind, #ttl = :ttl, endpoint_id = :ep, event_id = :ev"),
+		// The claim is in the sweep index until its record (SweepClaims):
+		// what a sweep needs to queue its job again rides along.
+		UpdateExpression: aws.String("SET #s = :sending, #o = :owner, #l = :lease, #r = :msg, kind = :kind, #ttl = :ttl, endpoint_id = :ep, event_id = :ev, " +
+			"org_id = :org, seq = :seq, #spk = :spk, #ssk = :ssk"),
 		ConditionExpression:      aws.String("attribute_not_exists(#d) AND (attribute_not_exists(#s) OR (#s = :sending AND #l < :now))"),
 		ExpressionAttributeNames: names,
 		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{
 			":sending": str("sending"), ":owner": str(owner), ":msg": str(msgID), ":kind": str("webhook_event_deliveries"),
 			":ep": str(c.endpoint), ":ev": str(c.event), ":lease": num(now.Add(ClaimLease).Unix()), ":now": num(now.Unix()),
 			":ttl": num(now.Add(EventRetention).Unix()),
+			":org": str(c.org), ":seq": num(job.Event.Sequence), ":spk": str(sendingPK(c.event)), ":ssk": str(sendingSK(now.Add(ClaimLease).Unix(), c.slot, job.Attempt)),
 		},
 		ReturnValues:                        ddbtypes.ReturnValueAllOld,
 		ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,
@@ -196,6 +201,9 @@ func (s *Store) record(ctx context.Context, c *claim, a Attempt, now time.Time, 
 			}
 			vals[":now"] = &ddbtypes.AttributeValueMemberS{Value: store.FormatTime(now)}
 		}
+		// Recorded, the attempt leaves the sweep index.
+		spk, ssk := store.GSIKeyAttrs(outbox.Index)
+		set += " REMOVE " + spk + ", " + ssk
 		mine := tx.Add(ddbtypes.TransactWriteItem{Update: &ddbtypes.Update{
 			TableName: aws.String(s.db.Table), Key: store.Key(DeliveriesPK(c.org, c.endpoint), eventSK(c.event)),
 			UpdateExpression: aws.String(set), ConditionExpression: aws.String("#o = :owner AND #s = :sending"),

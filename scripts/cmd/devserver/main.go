@@ -80,6 +80,7 @@ func run() error {
 	}
 	kick := make(chan struct{}, 1)
 	go workers.Dispatcher.Poll(ctx, kick, time.Second, func(err error) { slog.Error("outbox sweep", "err", err) })
+	go app.SweepClaimsEvery(ctx, workers.Deliverer, time.Minute) // as the schedule's sweep on AWS
 	go queue.Run(ctx, slog.Default(), enrichQ, "enrichment", workers.Enricher.Handle)
 	for range 4 { // deliveries to slow receivers must not queue behind each other
 		go queue.Run(ctx, slog.Default(), deliveryQ, "webhook-delivery", workers.Deliverer.Handle)
