@@ -576,3 +576,88 @@ func dropAction(res map[string]any, function, action string) {
 		}
 	}
 }
+
+// TestAWorkerThatDiesMidSendIsSweptAfterItsJobDeadLetters: the delivery
+// function's process is killed in the middle of a POST (the receiver kills
+// it when the request comes), so its claim stays "sending"; the job's next
+// receives find the claim held and come back, and after five receives (a
+// queue visibility of 1 s) the job is in the dead-letter queue. Nothing
+// but the dispatcher's one-minute sweep is left to resolve the attempt:
+// past the claim's lease it queues the job again, under the dispatcher's
+// own role (its calls checked as IAM would), and the receiver gets the
+// same attempt again.
+func TestAWorkerThatDiesMidSendIsSweptAfterItsJobDeadLetters(t *testing.T) {
+	var mu sync.Mutex
+	var attempts, events []string
+	var c *cloud
+	killed := 0
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		attempts, events = append(attempts, r.Header.Get("Service-Delivery-Attempt")), append(events, r.Header.Get("Service-Event-Id"))
+		if len(attempts) == 1 { // the worker dies while its POST is in flight
+			for _, pid := range children(c.Cmd.Process.Pid) {
+				if env, _ := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid)); strings.Contains(string(env), "\x00AWS_LAMBDA_FUNCTION_NAME=delivery\x00") {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+					killed++
+				}
+			}
+		}
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer rcv.Close()
+	c = start(t)
+	_ = c.Cmd.Process.Signal(syscall.SIGTERM)
+	<-c.Exited
+	tpl := mutate(t, c.template, "dies-mid-send", func(res map[string]any) {
+		for id, r := range res {
+			if r.(map[string]any)["Type"] == "AWS::SQS::Queue" && strings.HasPrefix(id, "deliveryqueue") {
+				r.(map[string]any)["Properties"].(map[string]any)["VisibilityTimeout"] = 1.0
+			}
+		}
+	})
+	mu.Lock()
+	c = start(t, "LOCALCLOUD_TEMPLATE="+tpl)
+	mu.Unlock()
+	resp, body := c.do(t, "POST", "/webhooks", `{"url":"`+rcv.URL+`/hooks","event_types":["matter.created"]}`)
+	if resp.StatusCode != 201 {
+		t.Fatalf("subscribe: %d %s", resp.StatusCode, body)
+	}
+	_, body = c.do(t, "GET", "/clients?per_page=1", "")
+	var cl struct {
+		Data []struct{ ID string } `json:"data"`
+	}
+	_ = json.Unmarshal(body, &cl)
+	if resp, body := c.do(t, "POST", "/matters", `{"client_id":"`+cl.Data[0].ID+`"}`, "Idempotency-Key", "dies-mid-send"); resp.StatusCode != 201 {
+		t.Fatalf("matter: %d %s", resp.StatusCode, body)
+	}
+	// The lease (60 s) and the schedule (every minute) bound the wait.
+	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(time.Second) {
+		mu.Lock()
+		n := len(attempts)
+		mu.Unlock()
+		if n >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the attempt was not sent again (%d sent):\n%s", n, strings.Join(c.log(), "\n"))
+		}
+	}
+	time.Sleep(2 * time.Second) // anything more would come now
+	mu.Lock()
+	defer mu.Unlock()
+	if killed == 0 || len(attempts) != 2 || attempts[1] != "1" || events[0] != events[1] {
+		t.Fatalf("%d processes killed; the receiver got attempts %v of %v; want attempt 1 twice, of one event", killed, attempts, events)
+	}
+	crashed, swept := false, false
+	for _, l := range c.log() {
+		crashed = crashed || (strings.Contains(l, "Function: delivery") && strings.Contains(l, "Status: crashed"))
+		swept = swept || (strings.HasPrefix(l, "[dispatcher]") && strings.Contains(l, `"WebhookClaimsSwept":1`))
+		if strings.Contains(l, "AccessDenied") {
+			t.Errorf("a call was refused: %s", l)
+		}
+	}
+	if !crashed || !swept {
+		t.Fatalf("crashed %v, swept %v:\n%s", crashed, swept, strings.Join(c.log(), "\n"))
+	}
+}
