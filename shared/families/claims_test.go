@@ -3,8 +3,8 @@ package families_test
 import (
 	"context"
 	"encoding/json"
-	"strings"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
