@@ -86,6 +86,25 @@ func (c *cloud) do(t *testing.T, method, path, body string, headers ...string) (
 	return resp, b
 }
 
+// subscribeAndCreate subscribes receiver to matter.created and creates a
+// matter for the demo organisation's first client (tag is its
+// Idempotency-Key).
+func (c *cloud) subscribeAndCreate(t *testing.T, receiver, tag string) {
+	t.Helper()
+	resp, body := c.do(t, "POST", "/webhooks", `{"url":"`+receiver+`/hooks","event_types":["matter.created"]}`)
+	if resp.StatusCode != 201 {
+		t.Fatalf("subscribe: %d %s", resp.StatusCode, body)
+	}
+	_, body = c.do(t, "GET", "/clients?per_page=1", "")
+	var cl struct {
+		Data []struct{ ID string } `json:"data"`
+	}
+	_ = json.Unmarshal(body, &cl)
+	if resp, body := c.do(t, "POST", "/matters", `{"client_id":"`+cl.Data[0].ID+`"}`, "Idempotency-Key", tag); resp.StatusCode != 201 {
+		t.Fatalf("matter: %d %s", resp.StatusCode, body)
+	}
+}
+
 // servedBy is the function whose REPORT line names the request id.
 func (c *cloud) servedBy(id string) string {
 	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
@@ -287,21 +306,7 @@ func TestDeliveriesRetryByTheQueueAndDeadLetter(t *testing.T) {
 	}))
 	defer rcv.Close()
 	c := start(t, "WEBHOOK_RETRY_SCHEDULE=1s,3s,1s,1s")
-	subscribeAndCreate := func(c *cloud, tag string) {
-		resp, body := c.do(t, "POST", "/webhooks", `{"url":"`+rcv.URL+`/hooks","event_types":["matter.created"]}`)
-		if resp.StatusCode != 201 {
-			t.Fatalf("subscribe: %d %s", resp.StatusCode, body)
-		}
-		_, body = c.do(t, "GET", "/clients?per_page=1", "")
-		var cl struct {
-			Data []struct{ ID string } `json:"data"`
-		}
-		_ = json.Unmarshal(body, &cl)
-		if resp, body := c.do(t, "POST", "/matters", `{"client_id":"`+cl.Data[0].ID+`"}`, "Idempotency-Key", tag); resp.StatusCode != 201 {
-			t.Fatalf("matter: %d %s", resp.StatusCode, body)
-		}
-	}
-	subscribeAndCreate(c, "retry")
+	c.subscribeAndCreate(t, rcv.URL, "retry")
 	for deadline := time.Now().Add(30 * time.Second); calls.Load() < 3 && time.Now().Before(deadline); {
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -327,7 +332,7 @@ func TestDeliveriesRetryByTheQueueAndDeadLetter(t *testing.T) {
 	})
 	c2 := start(t, "LOCALCLOUD_TEMPLATE="+broken)
 	calls.Store(100) // the receiver must not be reached at all
-	subscribeAndCreate(c2, "dead")
+	c2.subscribeAndCreate(t, rcv.URL, "dead")
 	st, err := stack.Load(broken)
 	if err != nil {
 		t.Fatal(err)
@@ -619,18 +624,7 @@ func TestAWorkerThatDiesMidSendIsSweptAfterItsJobDeadLetters(t *testing.T) {
 	mu.Lock()
 	c = start(t, "LOCALCLOUD_TEMPLATE="+tpl)
 	mu.Unlock()
-	resp, body := c.do(t, "POST", "/webhooks", `{"url":"`+rcv.URL+`/hooks","event_types":["matter.created"]}`)
-	if resp.StatusCode != 201 {
-		t.Fatalf("subscribe: %d %s", resp.StatusCode, body)
-	}
-	_, body = c.do(t, "GET", "/clients?per_page=1", "")
-	var cl struct {
-		Data []struct{ ID string } `json:"data"`
-	}
-	_ = json.Unmarshal(body, &cl)
-	if resp, body := c.do(t, "POST", "/matters", `{"client_id":"`+cl.Data[0].ID+`"}`, "Idempotency-Key", "dies-mid-send"); resp.StatusCode != 201 {
-		t.Fatalf("matter: %d %s", resp.StatusCode, body)
-	}
+	c.subscribeAndCreate(t, rcv.URL, "dies-mid-send")
 	// The lease (60 s) and the schedule (every minute) bound the wait.
 	for deadline := time.Now().Add(3 * time.Minute); ; time.Sleep(time.Second) {
 		mu.Lock()

@@ -41,6 +41,24 @@ func (p *probe) Invoke(_ context.Context, payload []byte, _ time.Duration) (lamb
 
 func (p *probe) ARN() string { return "arn:aws:lambda:us-east-1:000000000000:function:sweep" }
 
+// firstMessage waits for q's first message and decodes it.
+func firstMessage(ctx context.Context, t *testing.T, q *sqsserver.Queue) map[string]any {
+	t.Helper()
+	for {
+		if m := q.Receive(1, time.Minute); len(m) == 1 {
+			var v map[string]any
+			if err := json.Unmarshal([]byte(m[0].Body), &v); err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("nothing in %s", q.Name)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // TestRuleInvokesItsTargetsAsEventBridgeAndLambdaDo: one rule, three
 // targets at once. Each is invoked with EventBridge's scheduled event; a
 // function that keeps failing is retried Retries times and then goes to
@@ -62,26 +80,7 @@ func TestRuleInvokesItsTargetsAsEventBridgeAndLambdaDo(t *testing.T) {
 	defer cancel()
 	go rule.Run(ctx)
 
-	var rec map[string]any
-	for rec == nil {
-		if m := failures.Receive(1, time.Minute); len(m) == 1 {
-			_ = json.Unmarshal([]byte(m[0].Body), &rec)
-		}
-		if ctx.Err() != nil {
-			t.Fatal("no on-failure record")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	var deadEvent map[string]any
-	for deadEvent == nil {
-		if m := dead.Receive(1, time.Minute); len(m) == 1 {
-			_ = json.Unmarshal([]byte(m[0].Body), &deadEvent)
-		}
-		if ctx.Err() != nil {
-			t.Fatal("nothing in the rule's dead-letter queue")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	rec, deadEvent := firstMessage(ctx, t, failures), firstMessage(ctx, t, dead)
 	cancel()
 
 	ok.mu.Lock()
