@@ -232,23 +232,17 @@ func startSources(ctx context.Context, sources *sync.WaitGroup, st *stack.Stack,
 		if m.OnFailure != "" {
 			s.OnFailure = queues[m.OnFailure]
 		}
-		for _, p := range m.Filters {
-			f, err := eventsource.ParseFilter(p)
-			if err != nil {
-				return err
-			}
-			s.Filters = append(s.Filters, f)
+		var err error
+		if s.Filters, err = eventsource.ParseFilters(m.Filters); err != nil {
+			return err
 		}
 		sources.Go(func() { s.Run(ctx) })
 	}
 	for _, m := range st.QueueMappings {
 		q := &eventsource.Queue{Spec: m, Fn: fns[m.Function], Queue: queues[m.Queue]}
-		for _, p := range m.Filters {
-			f, err := eventsource.ParseFilter(p)
-			if err != nil {
-				return err
-			}
-			q.Filters = append(q.Filters, f)
+		var err error
+		if q.Filters, err = eventsource.ParseFilters(m.Filters); err != nil {
+			return err
 		}
 		sources.Go(func() { q.Run(ctx) })
 	}

@@ -13,6 +13,21 @@ import (
 // which must match; a record array matches when any element does.
 type Filter map[string]any
 
+// ParseFilters parses a mapping's filter patterns.
+func ParseFilters(patterns []string) ([]Filter, error) {
+	var out []Filter
+	for _, p := range patterns {
+		f, err := ParseFilter(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// ParseFilter parses one filter pattern, refusing operators it does not
+// implement.
 func ParseFilter(pattern string) (Filter, error) {
 	var f Filter
 	if err := json.Unmarshal([]byte(pattern), &f); err != nil {
