@@ -191,6 +191,7 @@ func TestCustomDomainCloudFrontAndBackupCopy(t *testing.T) {
 			assertions.Match_StringLikeRegexp(jsii.String("^alarmdeliveryfailures")), "QueueName"}}}},
 	})
 	out := tpl.ToJSON()
+	checkDeployOrder(t, "staging with a custom domain", *out) // its API mapping waits for the stage
 	for id, r := range (*out)["Resources"].(map[string]any) {
 		if r.(map[string]any)["Type"] == "AWS::CloudWatch::Dashboard" {
 			body, _ := json.Marshal(r.(map[string]any)["Properties"].(map[string]any)["DashboardBody"])

@@ -60,13 +60,17 @@ func (s *Stack) releases(p *Props) {
 		for _, a := range s.ReleaseAlarms[fn.Name] {
 			alarms = append(alarms, a)
 		}
-		awscodedeploy.NewLambdaDeploymentGroup(s.Stack, jsii.String(fn.Name+"-release"), &awscodedeploy.LambdaDeploymentGroupProps{
+		group := awscodedeploy.NewLambdaDeploymentGroup(s.Stack, jsii.String(fn.Name+"-release"), &awscodedeploy.LambdaDeploymentGroupProps{
 			Application: app, Alias: s.Aliases[fn.Name], DeploymentConfig: Deployments[p.Deployment](),
 			Alarms: &alarms,
 			AutoRollback: &awscodedeploy.AutoRollbackConfig{
 				FailedDeployment: jsii.Bool(true), StoppedDeployment: jsii.Bool(true), DeploymentInAlarm: jsii.Bool(true),
 			},
 		})
+		// The alias's update starts the deployment: its group and the
+		// alarms the group watches (which follow the new version) are
+		// updated first (infra's TestDeployOrder).
+		s.Aliases[fn.Name].Node().AddDependency(group)
 	}
 }
 

@@ -616,16 +616,27 @@ func (s *Stack) newAPI(p *Props) awsapigatewayv2.HttpApi {
 	}
 	api := awsapigatewayv2.NewHttpApi(s.Stack, jsii.String("Api"), apiProps)
 	s.guardStage(api, p)
+	var added []constructs.IDependable
+	if d := api.Node().TryFindChild(jsii.String("DefaultRoute")); d != nil {
+		added = append(added, d)
+	}
 	for _, rt := range routes.Table {
 		integ, ok := integrations[rt.Family]
 		if !ok {
 			panic(fmt.Sprintf("route %s: family %s has no function in infra/functions.go", rt.Name, rt.Family))
 		}
-		api.AddRoutes(&awsapigatewayv2.AddRoutesOptions{
+		for _, r := range *api.AddRoutes(&awsapigatewayv2.AddRoutesOptions{
 			Path:        jsii.String(routes.Prefix + rt.Path),
 			Methods:     &[]awsapigatewayv2.HttpMethod{awsapigatewayv2.HttpMethod(rt.Method)},
 			Integration: integ,
-		})
+		}) {
+			added = append(added, r)
+		}
 	}
+	// The stage's RouteSettings name every route: API Gateway refuses a
+	// stage whose settings name a route that does not exist yet
+	// (NotFoundException: Unable to find Route by key …), so the stage
+	// waits for them all (infra's TestDeployOrder).
+	api.DefaultStage().Node().AddDependency(added...)
 	return api
 }
