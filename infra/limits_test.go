@@ -2,10 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"math"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
 	"github.com/aws/jsii-runtime-go"
 
@@ -140,6 +143,56 @@ func TestCapacityAlarmsAndOutboxSettings(t *testing.T) {
 		}
 		if vars["OUTBOX_SHARDS"] != "32" || vars["OUTBOX_RETENTION"] != "168h" || vars["EVENT_RETENTION"] != "720h" {
 			t.Errorf("%s: OUTBOX_SHARDS=%v OUTBOX_RETENTION=%v EVENT_RETENTION=%v", props(f)["Description"], vars["OUTBOX_SHARDS"], vars["OUTBOX_RETENTION"], vars["EVENT_RETENTION"])
+		}
+	}
+}
+
+// TestThrottleSettingsScaleEveryRoute: throttleRate and throttleBurst are
+// the stage's peak; a stage that doubles the rate (2,000) and sets a burst
+// of 1.5 times it sees every keyed route's throttle double and its burst
+// follow, and a freeze (throttleRate 1) takes every keyed route down to a
+// trickle; the routes that need no key keep their own settings. (Before,
+// every route had settings of its own from the traffic model, so the two
+// settings changed nothing.)
+func TestThrottleSettingsScaleEveryRoute(t *testing.T) {
+	dir := standInCode(t)
+	ctx, err := CDKJSONContext("../cdk.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	settingsOf := func(rate, burst float64) map[string]any {
+		app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(filepath.Join(dir, "out")), Context: &ctx})
+		s := NewPracticeStack(app, "PracticeApi-dev", &Props{Stage: "dev", CodeDir: dir, RateLimit: 120, ThrottleRate: rate, ThrottleBurst: burst})
+		out := *assertions.Template_FromStack(s.Stack, nil).ToJSON()
+		for _, r := range out["Resources"].(map[string]any) {
+			if rm := r.(map[string]any); rm["Type"] == "AWS::ApiGatewayV2::Stage" {
+				return rm["Properties"].(map[string]any)["RouteSettings"].(map[string]any)
+			}
+		}
+		t.Fatal("no stage")
+		return nil
+	}
+	base := resources("dev", "AWS::ApiGatewayV2::Stage")
+	var def map[string]any
+	for _, r := range base {
+		def = props(r)["RouteSettings"].(map[string]any)
+	}
+	doubled, frozen := settingsOf(2000, 3000), settingsOf(1, 1)
+	for _, rt := range routes.Table {
+		key := rt.Method + " " + routes.Prefix + rt.Path
+		d, x, f := def[key].(map[string]any), doubled[key].(map[string]any), frozen[key].(map[string]any)
+		if rt.Public {
+			if x["ThrottlingRateLimit"] != d["ThrottlingRateLimit"] || f["ThrottlingRateLimit"] != d["ThrottlingRateLimit"] {
+				t.Errorf("%s (public) moved with throttleRate: %v, %v, %v", key, d, x, f)
+			}
+			continue
+		}
+		dr, xr, xb, fr := d["ThrottlingRateLimit"].(float64), x["ThrottlingRateLimit"].(float64), x["ThrottlingBurstLimit"].(float64), f["ThrottlingRateLimit"].(float64)
+		if xr != 2*dr || xb != math.Round(1.5*xr) {
+			t.Errorf("%s: rate %v burst %v at throttleRate 2000/3000, want %v and %v (default rate %v)", key, xr, xb, 2*dr, math.Round(1.5*xr), dr)
+		}
+		if fr >= 1 || f["ThrottlingBurstLimit"] != 1.0 {
+			t.Errorf("%s frozen at rate %v burst %v", key, fr, f["ThrottlingBurstLimit"])
 		}
 	}
 }

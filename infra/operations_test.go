@@ -120,7 +120,7 @@ func TestOperationsGuardRails(t *testing.T) {
 	}
 	assertTemplates["dev"].HasResourceProperties(jsii.String("AWS::ApiGatewayV2::Stage"), &map[string]any{
 		"RouteSettings":        public,
-		"DefaultRouteSettings": assertions.Match_ObjectLike(&map[string]any{"DetailedMetricsEnabled": true, "ThrottlingRateLimit": DefaultThrottleRate}),
+		"DefaultRouteSettings": assertions.Match_ObjectLike(&map[string]any{"DetailedMetricsEnabled": true, "ThrottlingRateLimit": MinRouteRate}),
 	})
 	for _, stage := range []string{"dev", "prod"} {
 		for _, f := range resources(stage, "AWS::Lambda::Function") {

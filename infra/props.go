@@ -49,9 +49,11 @@ type Props struct {
 	CompanyRegisterKeySecret string
 	// AlarmEmail, when set, subscribes to the alarm topic.
 	AlarmEmail string
-	// ThrottleRate and ThrottleBurst limit every route of the stage, in
-	// requests per second, at the gateway (context throttleRate,
-	// throttleBurst): a flood, even of unknown keys, stops there.
+	// ThrottleRate and ThrottleBurst are the stage's peak rate (requests
+	// per second) and burst at the gateway (context throttleRate,
+	// throttleBurst): every keyed route's throttle is its share of them
+	// (ScaledRouteThrottle), so a flood, even of unknown keys, stops there,
+	// and one setting moves every route.
 	ThrottleRate, ThrottleBurst float64 // 0: DefaultThrottleRate, DefaultThrottleBurst
 	// X86 builds the functions for x86_64 (context lambdaArch=amd64): for
 	// LocalStack on x86_64 hosts; AWS stages run arm64.
@@ -173,12 +175,11 @@ func (p *Props) defaults() {
 // PlaceholderAccount is the account id committed in cdk.json's stages.
 const PlaceholderAccount = "000000000000"
 
-// The gateway's default limits per stage: well above what the per-client
-// limits let through (120 per minute per client), well below what would
-// exhaust the account's Lambda concurrency.
+// The gateway's default peak per stage: the traffic model's (ModelPeak),
+// from which each keyed route gets three times its share.
 const (
-	DefaultThrottleRate  = 100 // requests per second, steady
-	DefaultThrottleBurst = 200
+	DefaultThrottleRate  = ModelPeak // requests per second, steady
+	DefaultThrottleBurst = 2 * ModelPeak
 )
 
 var stagePattern = regexp.MustCompile(`^[a-z][a-z0-9-]{1,19}$`)

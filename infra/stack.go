@@ -522,12 +522,22 @@ func (s *Stack) guardStage(api awsapigatewayv2.HttpApi, p *Props) {
 	s.AccessLogs = logs
 	stage := api.DefaultStage().Node().DefaultChild().(awsapigatewayv2.CfnStage)
 	rate, burst := cmp.Or(p.ThrottleRate, DefaultThrottleRate), cmp.Or(p.ThrottleBurst, DefaultThrottleBurst)
+	// Every route has settings of its own, so the stage's default applies
+	// to none of today's: it is the floor a route would get that the
+	// table somehow missed (API Gateway applies DefaultRouteSettings only
+	// to routes without their own).
+	floorRate, floorBurst := ScaledRouteThrottle(routes.Route{}, rate, burst)
+	if p.Stage == "local" {
+		floorRate, floorBurst = rate, burst
+	}
 	stage.SetDefaultRouteSettings(&awsapigatewayv2.CfnStage_RouteSettingsProperty{
-		ThrottlingRateLimit: jsii.Number(rate), ThrottlingBurstLimit: jsii.Number(burst),
+		ThrottlingRateLimit: jsii.Number(floorRate), ThrottlingBurstLimit: jsii.Number(floorBurst),
 		DetailedMetricsEnabled: jsii.Bool(true), // per-route metrics, for per-route latency alarms
 	})
-	// Each keyed route is throttled from the traffic model (traffic.go):
-	// a flood of one route stops at the gateway, whatever keys it uses.
+	// Each keyed route is throttled from the traffic model (traffic.go),
+	// scaled by the stage's throttleRate and throttleBurst: a flood of one
+	// route stops at the gateway, whatever keys it uses, and one setting
+	// moves every route (the runbook's write freeze sets it very low).
 	// Routes that need no key have no per-client limit either: a client
 	// that floods them must not take the stage's whole budget.
 	settings := map[string]any{}
@@ -535,7 +545,7 @@ func (s *Stack) guardStage(api awsapigatewayv2.HttpApi, p *Props) {
 		if rt.Public {
 			continue
 		}
-		r, b := RouteThrottle(rt)
+		r, b := ScaledRouteThrottle(rt, rate, burst)
 		if p.Stage == "local" { // the black-box suites' bursts, as the devserver takes them
 			r, b = rate, burst
 		}

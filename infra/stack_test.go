@@ -479,7 +479,7 @@ func TestGatewayGuardRails(t *testing.T) {
 		tpl := assertTemplates[stage]
 		tpl.HasResourceProperties(jsii.String("AWS::ApiGatewayV2::Stage"), &map[string]any{
 			"StageName":            "$default",
-			"DefaultRouteSettings": map[string]any{"ThrottlingRateLimit": 100, "ThrottlingBurstLimit": 200},
+			"DefaultRouteSettings": map[string]any{"ThrottlingRateLimit": MinRouteRate, "ThrottlingBurstLimit": 2 * MinRouteRate},
 			"AccessLogSettings": map[string]any{
 				"DestinationArn": assertions.Match_AnyValue(),
 				"Format":         assertions.Match_StringLikeRegexp(jsii.String(`"requestId":"\$context.requestId".*"routeKey":"\$context.routeKey".*"status":"\$context.status"`)),

@@ -24,7 +24,24 @@ const (
 	ReportsConcurrency        = 10
 )
 
-// RouteThrottle is a keyed route's rate and burst at the gateway.
+// ModelPeak is the traffic model's total (requests/s): the stage's
+// throttleRate that gives every keyed route exactly RouteThrottle.
+const ModelPeak = 1000
+
+// ScaledRouteThrottle is a keyed route's rate and burst at the gateway for
+// a stage whose throttleRate is peak and throttleBurst burst: the model's
+// throttle (RouteThrottle) times peak/ModelPeak, with a burst of
+// burst/peak times its rate (a whole number, at least 1: API Gateway's
+// burst limit is an integer). So throttleRate scales every keyed route
+// together: 2,000 doubles each, a very low one freezes them all.
+func ScaledRouteThrottle(rt routes.Route, peak, burst float64) (r, b float64) {
+	model, _ := RouteThrottle(rt)
+	r = model * peak / ModelPeak
+	return r, math.Max(1, math.Round(r*burst/peak))
+}
+
+// RouteThrottle is a keyed route's rate and burst at the gateway under
+// the traffic model's peak (throttleRate = ModelPeak).
 func RouteThrottle(rt routes.Route) (rate, burst float64) {
 	if rt.Family == routes.Reports {
 		return ReportsRate, ReportsBurst
