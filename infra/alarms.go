@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssnssubscriptions"
@@ -46,6 +47,14 @@ func (r runbook) describe(desc string) string {
 func newAlarms(s *Stack, p *Props) {
 	topic := awssns.NewTopic(s.Stack, jsii.String("alarms"), &awssns.TopicProps{DisplayName: jsii.String("practice-api " + p.Stage + " alarms"),
 		EnforceSSL: jsii.Bool(true)})
+	allowCloudWatch(s, topic)
+	// Critical alarms page: they go to a second topic too, for a pager (an
+	// HTTPS endpoint, setting pagerUrl, or any subscription to the output
+	// PagerTopicArn).
+	pager := awssns.NewTopic(s.Stack, jsii.String("pager"), &awssns.TopicProps{DisplayName: jsii.String("practice-api " + p.Stage + " pager"),
+		EnforceSSL: jsii.Bool(true)})
+	allowCloudWatch(s, pager)
+	s.AlarmTopic, s.PagerTopic = topic, pager
 	if p.AlarmEmail != "" {
 		// Notifications SNS could not hand to the e-mail service are kept
 		// 14 days, not dropped (the dashboard shows the queue).
@@ -55,9 +64,20 @@ func newAlarms(s *Stack, p *Props) {
 		topic.AddSubscription(awssnssubscriptions.NewEmailSubscription(jsii.String(p.AlarmEmail),
 			&awssnssubscriptions.EmailSubscriptionProps{DeadLetterQueue: s.AlarmDeliveryFailures}))
 	}
+	if p.PagerURL != "" {
+		if s.AlarmDeliveryFailures == nil {
+			s.AlarmDeliveryFailures = awssqs.NewQueue(s.Stack, jsii.String("alarm-delivery-failures"), &awssqs.QueueProps{
+				RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)), EnforceSSL: jsii.Bool(true),
+			})
+		}
+		pager.AddSubscription(awssnssubscriptions.NewUrlSubscription(jsii.String(p.PagerURL),
+			&awssnssubscriptions.UrlSubscriptionProps{DeadLetterQueue: s.AlarmDeliveryFailures, Protocol: awssns.SubscriptionProtocol_HTTPS}))
+	}
 	awscdk.NewCfnOutput(s.Stack, jsii.String("AlarmTopicArn"), &awscdk.CfnOutputProps{Value: topic.TopicArn(),
 		Description: jsii.String("SNS topic of the stage's alarms: subscribe the on-call tool")})
-	action := awscloudwatchactions.NewSnsAction(topic)
+	awscdk.NewCfnOutput(s.Stack, jsii.String("PagerTopicArn"), &awscdk.CfnOutputProps{Value: pager.TopicArn(),
+		Description: jsii.String("SNS topic of the stage's critical alarms: subscribe the pager (or set pagerUrl)")})
+	action, page := awscloudwatchactions.NewSnsAction(topic), awscloudwatchactions.NewSnsAction(pager)
 	// Every alarm says how urgent it is and where its runbook section is
 	// (docs/operations.md; a test holds the two in step).
 	alarm := func(id string, rb runbook, desc string, metric awscloudwatch.IMetric, threshold, datapoints, periods float64) awscloudwatch.Alarm {
@@ -72,8 +92,13 @@ func newAlarms(s *Stack, p *Props) {
 		})
 		a.AddAlarmAction(action)
 		a.AddOkAction(action)
+		if rb.severity == critical {
+			a.AddAlarmAction(page)
+			a.AddOkAction(page)
+		}
 		return a
 	}
+	s.alarm = alarm
 	minute, five := awscdk.Duration_Minutes(jsii.Number(1)), awscdk.Duration_Minutes(jsii.Number(5))
 	sum := func(period awscdk.Duration) *awscloudwatch.MetricOptions {
 		return &awscloudwatch.MetricOptions{Period: period, Statistic: jsii.String("Sum")}
@@ -98,13 +123,53 @@ func newAlarms(s *Stack, p *Props) {
 					"Method": jsii.String(rt.Method), "Resource": jsii.String(routes.Prefix + rt.Path)},
 				Period: minute, Statistic: jsii.String("p99")}), threshold, 3, 5)
 	}
+	// 5xx per route: a route with a small share of the traffic can fail
+	// completely under the API-wide rate. Every route of the table gets one
+	// (a route added to it is covered without a line here).
+	for _, rt := range routes.Table {
+		dims := &map[string]*string{"ApiId": s.API.ApiId(), "Stage": jsii.String("$default"),
+			"Method": jsii.String(rt.Method), "Resource": jsii.String(routes.Prefix + rt.Path)}
+		routeMetric := func(name string) awscloudwatch.IMetric {
+			return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: jsii.String("AWS/ApiGateway"), MetricName: jsii.String(name),
+				DimensionsMap: dims, Period: five, Statistic: jsii.String("Sum")})
+		}
+		alarm("5xx-"+routeAlarmID(rt), runbook{"route-5xx", critical}, fmt.Sprintf("%s %s: more than 5%% of its requests answered 5xx (at least 2), in 2 of 3 five-minute periods", rt.Method, routes.Prefix+rt.Path),
+			awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+				Expression:   jsii.String("IF(errors >= 2, 100 * errors / requests, 0)"),
+				UsingMetrics: &map[string]awscloudwatch.IMetric{"errors": routeMetric("5xx"), "requests": routeMetric("Count")},
+				Period:       five, Label: jsii.String("5xx %"),
+			}), 5, 2, 3)
+	}
+	// 401s: a key store or auth path that broke answers everyone 401 (no
+	// 5xx at all); so does a flood of guessed keys. From the gateway's
+	// access log, against the API's requests.
+	unauthorized := s.accessLogMetric("Unauthorized", `{ $.status = "401" }`, &map[string]*string{"Stage": jsii.String(p.Stage)})
+	alarm("api-401-rate", runbook{"api-401-rate", critical}, "more than 25% of API requests answered 401, in 2 of 3 five-minute periods (50+ requests)",
+		awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+			Expression:   jsii.String("IF(requests >= 50, 100 * unauthorized / requests, 0)"),
+			UsingMetrics: &map[string]awscloudwatch.IMetric{"unauthorized": unauthorized, "requests": s.API.MetricCount(sum(five))},
+			Period:       five, Label: jsii.String("401 %"),
+		}), 25, 2, 3)
+	// The synthetic check: a failed check, or a minute without one (the
+	// schedule or the function broken: zero traffic is not health).
+	synthetic := awscloudwatch.NewAlarm(s.Stack, jsii.String("synthetic-check-alarm"), &awscloudwatch.AlarmProps{
+		AlarmDescription: jsii.String(runbook{"synthetic-check", critical}.describe("the synthetic check failed, or did not run, in 2 of 3 minutes")),
+		Metric: awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: jsii.String(MetricNamespace), MetricName: jsii.String("SyntheticCheckFailures"),
+			DimensionsMap: &map[string]*string{"Stage": jsii.String(p.Stage)}, Period: minute, Statistic: jsii.String("Sum")}),
+		Threshold: jsii.Number(0), DatapointsToAlarm: jsii.Number(2), EvaluationPeriods: jsii.Number(3),
+		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
+		TreatMissingData:   awscloudwatch.TreatMissingData_BREACHING,
+	})
+	for _, act := range []awscloudwatch.IAlarmAction{action, page} {
+		synthetic.AddAlarmAction(act)
+		synthetic.AddOkAction(act)
+	}
 	for _, fn := range Functions {
 		f := s.Functions[fn.Name]
-		errs := alarm(fn.Name+"-errors", runbook{"function-errors", high}, fn.Name+": invocation errors in 2 of 3 five-minute periods", f.MetricErrors(sum(five)), 0, 2, 3)
+		alarm(fn.Name+"-errors", runbook{"function-errors", high}, fn.Name+": invocation errors in 2 of 3 five-minute periods", f.MetricErrors(sum(five)), 0, 2, 3)
 		alarm(fn.Name+"-throttles", runbook{"function-throttles", high}, fn.Name+": throttled invocations in 2 of 3 five-minute periods", f.MetricThrottles(sum(five)), 0, 2, 3)
-		slow := alarm(fn.Name+"-duration", runbook{"function-duration", warning}, fn.Name+": p99 duration above 80% of its timeout in 3 of 5 minutes",
+		alarm(fn.Name+"-duration", runbook{"function-duration", warning}, fn.Name+": p99 duration above 80% of its timeout in 3 of 5 minutes",
 			f.MetricDuration(&awscloudwatch.MetricOptions{Period: minute, Statistic: jsii.String("p99")}), 0.8*fn.TimeoutS*1000, 3, 5)
-		s.ReleaseAlarms[fn.Name] = []awscloudwatch.IAlarm{errs, slow}
 	}
 	for _, name := range []string{"enrichment", "delivery"} {
 		alarm(name+"-queue-age", runbook{"queue-age", high}, name+": the oldest message has waited over 15 minutes (workers stuck or too few), 3 of 5 minutes",
@@ -239,4 +304,23 @@ func newDashboard(s *Stack, p *Props) {
 				graph("DynamoDB system errors", s.Table.MetricSystemErrorsForOperations(&awsdynamodb.SystemErrorsForOperationsMetricOptions{Period: minute, Operations: tableOps}))},
 		},
 	})
+}
+
+// allowCloudWatch lets CloudWatch alarms of this account publish to topic
+// (an EnforceSSL topic's policy is otherwise a lone Deny, and an alarm's
+// notification fails: "CloudWatch … is not authorized to perform:
+// SNS:Publish"), and no other account's (aws:SourceAccount, the
+// confused-deputy guard SNS documents for service principals).
+// https://docs.aws.amazon.com/sns/latest/dg/sns-access-policy-use-cases.html#source-account-versus-source-owner
+// https://repost.aws/knowledge-center/cloudwatch-receive-sns-for-alarm-trigger
+func allowCloudWatch(s *Stack, topic awssns.Topic) {
+	topic.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String("CloudWatchAlarmsOfThisAccount"),
+		Principals: &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String("cloudwatch.amazonaws.com"), nil)},
+		Actions:    jsii.Strings("sns:Publish"), Resources: &[]*string{topic.TopicArn()},
+		Conditions: &map[string]any{
+			"StringEquals": map[string]any{"aws:SourceAccount": s.Stack.Account()},
+			"ArnLike":      map[string]any{"aws:SourceArn": "arn:" + *s.Stack.Partition() + ":cloudwatch:" + *s.Stack.Region() + ":" + *s.Stack.Account() + ":alarm:*"},
+		},
+	}))
 }

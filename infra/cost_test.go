@@ -93,6 +93,7 @@ func TestFixedCostsFollowTheTemplate(t *testing.T) {
 		{"alarms (per metric each reads)", alarmMetrics, alarmMonth, "metric-month"},
 		{"route metrics (6 per route, detailed)", func(s string) float64 { return routeMetrics * count("AWS::ApiGatewayV2::Route")(s) }, metricMonth, "metric-month"},
 		{"the service's own metrics", func(string) float64 { return own }, metricMonth, "metric-month"},
+		{"request metrics per live version (4 per API function: Requests, ServerErrors, ClientErrors, Latency)", func(string) float64 { return 4 * apiFunctions() }, metricMonth, "metric-month"},
 		{"dashboards", count("AWS::CloudWatch::Dashboard"), dashboardMonth, "month"},
 		{"KMS keys (table, webhook secrets)", count("AWS::KMS::Key"), kmsKeyMonth, "month"},
 	}
@@ -123,4 +124,17 @@ func TestFixedCostsFollowTheTemplate(t *testing.T) {
 	default:
 		t.Errorf("%s's fixed costs differ from the templates; run UPDATE_COST_MODEL=1 go test ./infra -run TestFixedCostsFollowTheTemplate\nwant:\n%s", doc, b.String())
 	}
+}
+
+// apiFunctions counts the functions that serve routes: each publishes its
+// live version's request metrics (shared/metrics, in the access log's
+// lines); during a release the new version's are billed too, by the hour.
+func apiFunctions() float64 {
+	n := 0.0
+	for _, fn := range Functions {
+		if fn.Family != "" {
+			n++
+		}
+	}
+	return n
 }

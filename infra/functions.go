@@ -79,4 +79,7 @@ var Functions = []Function{
 	// the delivery log and the endpoint's count in one transaction.
 	// Its timeout covers 5 s to connect and 10 s for the answer, with room.
 	{Name: "delivery", MemoryMB: 256, TimeoutS: 30, Table: []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}, Reserved: 25},
+	// The synthetic check calls the stage every minute as an integrator
+	// would, read-only (seven requests of at most 5 s): no table, no queue.
+	{Name: "synthetic", MemoryMB: 128, TimeoutS: 50},
 }

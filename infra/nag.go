@@ -45,6 +45,8 @@ func suppressNag(s *Stack) {
 		case "dispatcher":
 			suppress(f, true, "Serverless-LambdaDLQ", "Its asynchronous invocations (the schedule) have an on-failure destination, the dispatch-failures queue "+
 				"(EventInvokeConfig): a destination records the failed invocation with its error, which a DLQ would not; both would send each failure twice.")
+		case "synthetic":
+			suppress(f, true, "Serverless-LambdaDLQ", "Invoked only by its one-minute schedule; a run that failed or never ran is what its alarm watches (missing data counts as failing), so a dead-letter queue would only hold what already paged.")
 		case "enrichment", "delivery":
 			suppress(f, true, "Serverless-LambdaDLQ", "Invoked only by its SQS event source mapping, never asynchronously: failed messages go to the queue's own dead-letter queue after five receives.")
 			suppress(f, true, "Serverless-LambdaEventSourceMappingDestination", "SQS event source mappings take no on-failure destination; "+
@@ -58,6 +60,12 @@ func suppressNag(s *Stack) {
 			suppress(a, true, "Serverless-LambdaEventSourceMappingDestination", "SQS event source mappings take no on-failure destination; "+
 				"the queue's redrive policy (five receives, then its dead-letter queue, with an alarm) is the failure path. Partial batch failures are reported.")
 		}
+	}
+	if r := s.Node().TryFindChild(jsii.String("synthetic-check")); r != nil {
+		suppress(r, true, "Serverless-EventBusDLQ", "The synthetic check's schedule: an event EventBridge could not deliver is a minute without a check, which its alarm treats as failing and pages; the next minute's event is the retry.")
+	}
+	if a := s.Aliases["synthetic"]; a != nil {
+		suppress(a, true, "Serverless-LambdaAsyncFailureDestination", "The synthetic check's failed runs are recorded as its metric (SyntheticCheckFailures) and page through its alarm; a failure destination would hold what already paged.")
 	}
 	for _, fn := range Functions {
 		if g := s.Node().TryFindChild(jsii.String(fn.Name + "-release")); g != nil {

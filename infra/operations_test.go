@@ -549,7 +549,7 @@ func TestRestoreMovesTheStageOntoARestoredTable(t *testing.T) {
 // itself when the function's errors or duration alarm fires; an unknown
 // deployment stops the synth.
 func TestReleasesShiftGraduallyAndRollBack(t *testing.T) {
-	for stage, config := range map[string]string{"dev": "CodeDeployDefault.LambdaAllAtOnce", "prod": "CodeDeployDefault.LambdaCanary10Percent5Minutes"} {
+	for stage, config := range map[string]string{"dev": "CodeDeployDefault.LambdaAllAtOnce", "prod": "CodeDeployDefault.LambdaCanary10Percent10Minutes"} {
 		aliases := resources(stage, "AWS::Lambda::Alias")
 		fns := functionIDs(stage)
 		byFunction := map[string]string{}
@@ -588,8 +588,18 @@ func TestReleasesShiftGraduallyAndRollBack(t *testing.T) {
 			p := props(g)
 			raw, _ := json.Marshal(p)
 			if !strings.Contains(string(raw), config) || !strings.Contains(string(raw), `"DEPLOYMENT_STOP_ON_ALARM"`) ||
-				len(p["AlarmConfiguration"].(map[string]any)["Alarms"].([]any)) != 2 {
+				len(p["AlarmConfiguration"].(map[string]any)["Alarms"].([]any)) < 1 {
 				t.Errorf("%s deployment group %s: %s", stage, id, raw)
+			}
+			// Each alarm it watches is of the version being released: a
+			// one-minute period, and a Version (or ExecutedVersion) that is
+			// the function's current version.
+			for _, al := range p["AlarmConfiguration"].(map[string]any)["Alarms"].([]any) {
+				a := templates[stage]["Resources"].(map[string]any)[refOf(al.(map[string]any)["Name"])].(map[string]any)
+				araw, _ := json.Marshal(a["Properties"])
+				if !strings.Contains(string(araw), "CurrentVersion") || (!strings.Contains(string(araw), `"Period":60`) && props(a)["Period"] != 60.0) {
+					t.Errorf("%s deployment group %s watches %s, not its new version in one-minute periods", stage, id, araw)
+				}
 			}
 		}
 	}

@@ -49,6 +49,14 @@ type Props struct {
 	CompanyRegisterKeySecret string
 	// AlarmEmail, when set, subscribes to the alarm topic.
 	AlarmEmail string
+	// PagerURL, when set, subscribes an HTTPS endpoint (a paging
+	// service's SNS integration) to the pager topic, which critical alarms
+	// notify besides the alarm topic (setting pagerUrl).
+	PagerURL string
+	// SmokeKeySecret names the Secrets Manager secret holding a key with
+	// matters:read for the synthetic check (setting smokeKeySecret): its
+	// name or ARN, never the key. Unset, the keyed checks are skipped.
+	SmokeKeySecret string
 	// ThrottleRate and ThrottleBurst are the stage's peak rate (requests
 	// per second) and burst at the gateway (context throttleRate,
 	// throttleBurst): every keyed route's throttle is its share of them
@@ -194,7 +202,8 @@ var stagePattern = regexp.MustCompile(`^[a-z][a-z0-9-]{1,19}$`)
 var SettingKeys = []string{"rateLimit", "companyRegisterUrl", "companyRegisterKeySecret", "alarmEmail", "publicBaseUrl", "logLevel",
 	"systemLogLevel", "domainName", "certificateArn", "backupCopyVaultArn", "wafWebAclArn", "cloudFront", "dispatcherConcurrency",
 	"registerConcurrency", "tableName", "deployment", "outboxShards", "outboxRetentionDays", "eventRetentionDays", "accountConcurrency", "throttleRate",
-	"throttleBurst", "publicThrottleRate", "publicThrottleBurst", "lambdaArch", "reservedConcurrency", "allowPrivateTargets", "apiKeyModes"}
+	"throttleBurst", "publicThrottleRate", "publicThrottleBurst", "lambdaArch", "reservedConcurrency", "allowPrivateTargets", "apiKeyModes",
+	"pagerUrl", "smokeKeySecret"}
 
 // stageSettings are the stage's kept settings: cdk.json's, then the
 // STAGE_SETTINGS file's over them. An unknown key is an error (a typo
@@ -260,6 +269,7 @@ func PropsFromContext(app awscdk.App) (*Props, error) {
 	p := &Props{Stage: stage, CodeDir: get("codeDir", ".bin/lambda"),
 		Deployment: get("deployment", ""), TableName: get("tableName", ""), RestoringFrom: ctxValue("restoring"),
 		CompanyRegisterURL: get("companyRegisterUrl", ""), CompanyRegisterKeySecret: get("companyRegisterKeySecret", ""), AlarmEmail: get("alarmEmail", ""), PublicBaseURL: get("publicBaseUrl", ""),
+		PagerURL: get("pagerUrl", ""), SmokeKeySecret: get("smokeKeySecret", ""),
 		LogLevel: strings.ToUpper(get("logLevel", "INFO")), SystemLogLevel: strings.ToUpper(get("systemLogLevel", "WARN")),
 		DomainName: get("domainName", ""), CertificateArn: get("certificateArn", ""), BackupCopyVaultArn: get("backupCopyVaultArn", ""),
 		WafWebAclArn: get("wafWebAclArn", "")}
@@ -363,6 +373,9 @@ func PropsFromContext(app awscdk.App) (*Props, error) {
 	if p.Protected() && p.AlarmEmail == "" && ctxValue("teardown") != "on" {
 		return nil, fmt.Errorf("stage %s keeps data, so its alarms must reach someone: pass -c alarmEmail=<address> "+
 			"(make deploy STAGE=%s ALARM_EMAIL=<address>)", p.Stage, p.Stage)
+	}
+	if u, err := url.Parse(p.PagerURL); p.PagerURL != "" && (err != nil || u.Scheme != "https" || u.Host == "") {
+		return nil, fmt.Errorf("pagerUrl must be an https URL (SNS delivers to it; a paging service's integration URL)")
 	}
 	if p.Deployment != "" {
 		if err := checkDeployment(p.Deployment); err != nil {

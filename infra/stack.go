@@ -27,6 +27,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/constructs-go/constructs/v10"
@@ -62,6 +63,10 @@ type Stack struct {
 	// the stage has an alarm address).
 	AlarmDeliveryFailures awssqs.Queue
 	API                   awsapigatewayv2.HttpApi
+	// AlarmTopic gets every alarm; PagerTopic the critical ones besides.
+	AlarmTopic, PagerTopic awssns.Topic
+	// alarm makes an alarm with its runbook, notifying the topics.
+	alarm func(id string, rb runbook, desc string, metric awscloudwatch.IMetric, threshold, datapoints, periods float64) awscloudwatch.Alarm
 }
 
 // NewPracticeStack builds the stack: data, queues, functions, the HTTP API
@@ -112,6 +117,9 @@ func NewPracticeStack(scope constructs.Construct, id string, p *Props) *Stack {
 	s.DispatchFailures = awssqs.NewQueue(st, jsii.String("dispatch-failures"), &awssqs.QueueProps{
 		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)), EnforceSSL: jsii.Bool(true),
 	})
+	// The API first: the synthetic check's function is given its URL (the
+	// routes come after the functions, newAPI).
+	s.API = s.newAPIBase(p)
 	for _, fn := range Functions {
 		f := s.newFunction(fn, p)
 		s.Functions[fn.Name] = f
@@ -123,7 +131,7 @@ func NewPracticeStack(scope constructs.Construct, id string, p *Props) *Stack {
 		})
 	}
 	s.wireWorkers(p)
-	s.API = s.newAPI(p)
+	s.addRoutes()
 	if p.Protected() {
 		s.backups(p)
 	}
@@ -143,7 +151,9 @@ func (s *Stack) apiURL(p *Props) string {
 	if p.DomainName != "" {
 		return "https://" + p.DomainName + routes.Prefix
 	}
-	return *s.API.ApiEndpoint() + routes.Prefix
+	// The API's endpoint attribute (https://<id>.execute-api.<region>.<suffix>):
+	// localcloud answers it with its own gateway's address.
+	return *s.API.Node().DefaultChild().(awsapigatewayv2.CfnApi).AttrApiEndpoint() + routes.Prefix
 }
 
 // newTable is the single table, its keys and GSIs exactly as the code
@@ -179,8 +189,15 @@ func newTable(scope constructs.Construct, p *Props, encryptionKey awskms.IKey, n
 		BillingMode:         awsdynamodb.BillingMode_PAY_PER_REQUEST,
 		TimeToLiveAttribute: jsii.String(store.AttrTTL),
 		Stream:              awsdynamodb.StreamViewType_NEW_IMAGE,
-		DeletionProtection:  jsii.Bool(p.Protected()),
-		RemovalPolicy:       removal,
+		// Which partitions DynamoDB throttled, by key (the hot-organisation
+		// runbook names the organisation from them): throttled keys only,
+		// so it costs per throttled request, not per request.
+		// https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/contributorinsights_HowItWorks.html
+		ContributorInsightsSpecification: &awsdynamodb.ContributorInsightsSpecification{
+			Enabled: jsii.Bool(true), Mode: awsdynamodb.ContributorInsightsMode_THROTTLED_KEYS,
+		},
+		DeletionProtection: jsii.Bool(p.Protected()),
+		RemovalPolicy:      removal,
 		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
 			PointInTimeRecoveryEnabled: jsii.Bool(true),
 		},
@@ -259,6 +276,12 @@ func (s *Stack) newFunction(fn Function, p *Props) awslambda.Function {
 	if len(fn.Table) == 0 { // no store, no queues: only what it reads
 		env = map[string]*string{"STAGE": jsii.String(p.Stage)}
 	}
+	if fn.Name == "synthetic" || fn.Name == "releasecheck" {
+		env["SYNTHETIC_BASE_URL"] = jsii.String(s.apiURL(p))
+		if p.SmokeKeySecret != "" {
+			env["SMOKE_KEY_SECRET"] = jsii.String(p.SmokeKeySecret)
+		}
+	}
 	// Its own role, without AWSLambdaBasicExecutionRole (which may write
 	// to any log group of the account): it may write to its own log group
 	// only. Lambda creates no group, as this one exists before the function.
@@ -305,6 +328,13 @@ func (s *Stack) newFunction(fn Function, p *Props) awslambda.Function {
 		secret := awssecretsmanager.Secret_FromSecretNameV2(s.Stack, jsii.String("register-key"), jsii.String(p.CompanyRegisterKeySecret))
 		if strings.HasPrefix(p.CompanyRegisterKeySecret, "arn:") {
 			secret = awssecretsmanager.Secret_FromSecretCompleteArn(s.Stack, jsii.String("register-key"), jsii.String(p.CompanyRegisterKeySecret))
+		}
+		secret.GrantRead(f, nil)
+	}
+	if p.SmokeKeySecret != "" && fn.Name == "synthetic" {
+		secret := awssecretsmanager.Secret_FromSecretNameV2(s.Stack, jsii.String("smoke-key"), jsii.String(p.SmokeKeySecret))
+		if strings.HasPrefix(p.SmokeKeySecret, "arn:") {
+			secret = awssecretsmanager.Secret_FromSecretCompleteArn(s.Stack, jsii.String("smoke-key"), jsii.String(p.SmokeKeySecret))
 		}
 		secret.GrantRead(f, nil)
 	}
@@ -443,6 +473,17 @@ func (s *Stack) wireWorkers(p *Props) {
 	w.AddEventSource(awslambdaeventsources.NewSqsEventSource(s.Queues["delivery"], &awslambdaeventsources.SqsEventSourceProps{
 		BatchSize: jsii.Number(10), ReportBatchItemFailures: jsii.Bool(true), MaxConcurrency: jsii.Number(20),
 	}))
+	// The synthetic check, every minute; a run that fails is its metric's
+	// (and a run that did not happen pages too: its alarm treats missing
+	// data as failing), so none is retried.
+	awsevents.NewRule(s.Stack, jsii.String("synthetic-check"), &awsevents.RuleProps{
+		Description: jsii.String("call the stage as an integrator would, read-only, every minute"),
+		Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(1))),
+		Targets: &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(s.Aliases["synthetic"], &awseventstargets.LambdaFunctionProps{
+			RetryAttempts: jsii.Number(0), MaxEventAge: awscdk.Duration_Minutes(jsii.Number(1)),
+		})},
+	})
+	s.Aliases["synthetic"].ConfigureAsyncInvoke(&awslambda.EventInvokeConfigOptions{RetryAttempts: jsii.Number(0)})
 	s.Queues["delivery"].GrantSendMessages(w)                       // the next attempt
 	s.Queues["delivery"].GrantSendMessages(s.Functions["webhooks"]) // manual retries
 }
@@ -589,24 +630,13 @@ func publicRouteKeys() []string {
 	return keys
 }
 
-// newAPI creates the HTTP API (payload v2) with one route per row of the
-// route table, each to its family's function, on the custom domain when
-// the stage has one (and then only there).
-func (s *Stack) newAPI(p *Props) awsapigatewayv2.HttpApi {
-	integrations := map[string]awsapigatewayv2integrations.HttpLambdaIntegration{}
-	for _, fn := range Functions {
-		if fn.Family != "" {
-			integrations[fn.Family] = awsapigatewayv2integrations.NewHttpLambdaIntegration(jsii.String(fn.Name+"-integration"), s.Aliases[fn.Name],
-				&awsapigatewayv2integrations.HttpLambdaIntegrationProps{PayloadFormatVersion: awsapigatewayv2.PayloadFormatVersion_VERSION_2_0()})
-		}
-	}
+// newAPIBase creates the HTTP API (payload v2) and its stage, on the
+// custom domain when the stage has one (and then only there); addRoutes
+// adds its routes once the functions exist.
+func (s *Stack) newAPIBase(p *Props) awsapigatewayv2.HttpApi {
 	apiProps := &awsapigatewayv2.HttpApiProps{
 		ApiName:     jsii.String("practice-api-" + p.Stage),
 		Description: jsii.String("Practice API /api/v1 (" + p.Stage + ")"),
-		// $default: what matches no route goes to the meta function, which
-		// answers as the API does (JSON 404, or 405 with Allow, with a
-		// request id), not with API Gateway's own {"message":"Not Found"}.
-		DefaultIntegration: integrations[routes.Meta],
 		// No CORS: integrators call the API from servers with a secret key,
 		// which must never sit in a browser (docs/api.md).
 	}
@@ -626,10 +656,26 @@ func (s *Stack) newAPI(p *Props) awsapigatewayv2.HttpApi {
 	}
 	api := awsapigatewayv2.NewHttpApi(s.Stack, jsii.String("Api"), apiProps)
 	s.guardStage(api, p)
-	var added []constructs.IDependable
-	if d := api.Node().TryFindChild(jsii.String("DefaultRoute")); d != nil {
-		added = append(added, d)
+	return api
+}
+
+// addRoutes gives the API one route per row of the route table, each to
+// its family's function, and $default: what matches no route goes to the
+// meta function, which answers as the API does (JSON 404, or 405 with
+// Allow, with a request id), not with API Gateway's own {"message":"Not
+// Found"}.
+func (s *Stack) addRoutes() {
+	api := s.API
+	integrations := map[string]awsapigatewayv2integrations.HttpLambdaIntegration{}
+	for _, fn := range Functions {
+		if fn.Family != "" {
+			integrations[fn.Family] = awsapigatewayv2integrations.NewHttpLambdaIntegration(jsii.String(fn.Name+"-integration"), s.Aliases[fn.Name],
+				&awsapigatewayv2integrations.HttpLambdaIntegrationProps{PayloadFormatVersion: awsapigatewayv2.PayloadFormatVersion_VERSION_2_0()})
+		}
 	}
+	added := []constructs.IDependable{awsapigatewayv2.NewHttpRoute(api, jsii.String("DefaultRoute"), &awsapigatewayv2.HttpRouteProps{
+		HttpApi: api, RouteKey: awsapigatewayv2.HttpRouteKey_DEFAULT(), Integration: integrations[routes.Meta],
+	})}
 	for _, rt := range routes.Table {
 		integ, ok := integrations[rt.Family]
 		if !ok {
@@ -648,5 +694,4 @@ func (s *Stack) newAPI(p *Props) awsapigatewayv2.HttpApi {
 	// (NotFoundException: Unable to find Route by key …), so the stage
 	// waits for them all (infra's TestDeployOrder).
 	api.DefaultStage().Node().AddDependency(added...)
-	return api
 }

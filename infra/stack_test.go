@@ -310,15 +310,32 @@ func TestAlarmsGoToTheTopic(t *testing.T) {
 	// system errors; stream iterator age, dispatch failures, parked events,
 	// the dispatcher's failure queue, disabled webhooks; the gateway's own
 	// throttles and the account's concurrency.
-	want := 1 + len(routes.Table) + 3*len(Functions) + 2 + 2 + 2 + 5 + 2
+	// Per route besides: its 5xx share; the 401 rate and the synthetic
+	// check; per function the release's own (its version's errors, and for
+	// the API's the version's 5xx and latency, for the keyed its 4xx).
+	api, keyed := 0, 0
+	for _, fn := range Functions {
+		if fn.Family != "" {
+			api++
+			if fn.Family != routes.Meta {
+				keyed++
+			}
+		}
+	}
+	want := 1 + len(routes.Table) + 3*len(Functions) + 2 + 2 + 2 + 5 + 2 + len(routes.Table) + 2 + len(Functions) + 2*api + keyed
 	if len(alarms) != want {
 		t.Fatalf("%d alarms, want %d", len(alarms), want)
 	}
-	var topic string
+	var topic, pager string
 	for id := range resources("dev", "AWS::SNS::Topic") {
-		topic = id
+		if strings.HasPrefix(id, "pager") {
+			pager = id
+		} else {
+			topic = id
+		}
 	}
 	var descs []string
+	pages := 0
 	for _, a := range alarms {
 		p := props(a)
 		actions, _ := json.Marshal(p["AlarmActions"])
@@ -326,12 +343,21 @@ func TestAlarmsGoToTheTopic(t *testing.T) {
 		if !strings.Contains(string(actions), topic) || !strings.Contains(string(ok), topic) {
 			t.Fatalf("alarm %v does not notify the topic when it fires and when it clears", p["AlarmDescription"])
 		}
+		critical := strings.Contains(p["AlarmDescription"].(string), "Severity: critical.")
+		if critical != strings.Contains(string(actions), pager) || critical != strings.Contains(string(ok), pager) {
+			t.Errorf("alarm %v: critical %v, pages %s", p["AlarmDescription"], critical, actions)
+		}
+		if critical {
+			pages++
+		}
 		descs = append(descs, p["AlarmDescription"].(string))
 	}
+	t.Logf("dev: %d alarms, %d of them critical (paging)", len(alarms), pages)
 	all := strings.Join(descs, "\n")
 	for _, s := range []string{"5xx", "dead-letter", "webhook endpoint was disabled", "throttled", "invocation errors",
 		"p99 latency", "p99 duration above 80% of its timeout", "oldest message", "DynamoDB throttled", "DynamoDB system errors",
-		"stream is over 5 minutes behind", "failed to dispatch", "were parked", "triggers failed", "gateway refused", "account's Lambda concurrency"} {
+		"stream is over 5 minutes behind", "failed to dispatch", "were parked", "triggers failed", "gateway refused", "account's Lambda concurrency",
+		"answered 401", "synthetic check failed, or did not run", "the version being released"} {
 		if !strings.Contains(all, s) {
 			t.Errorf("no alarm on %s", s)
 		}
@@ -371,6 +397,8 @@ func TestWiringFromTheStacksEnvironment(t *testing.T) {
 					s = db.Table
 				case k == "ENRICHMENT_QUEUE_URL" || k == "DELIVERY_QUEUE_URL":
 					s = "http://127.0.0.1:1/queue/" + k
+				case k == "SYNTHETIC_BASE_URL":
+					s = "http://127.0.0.1:1/api/v1"
 				case !ok:
 					t.Fatalf("%s=%v is a reference the test cannot resolve", k, v)
 				}
@@ -390,6 +418,12 @@ func TestWiringFromTheStacksEnvironment(t *testing.T) {
 				}
 			}
 			ctx := context.Background()
+			if fn.Name == "synthetic" { // its check's target, and nothing else
+				if cfg.SyntheticBaseURL == "" || cfg.TableName != "practice-api" {
+					t.Fatalf("synthetic: base URL %q, table %q", cfg.SyntheticBaseURL, cfg.TableName)
+				}
+				return
+			}
 			if fn.Family == routes.Meta {
 				// Public: no key, no store, so no table name to be given.
 				if _, ok := vars["TABLE_NAME"]; ok {
@@ -459,7 +493,7 @@ func TestWiringFromTheStacksEnvironment(t *testing.T) {
 func TestMemorySizesFollowTheCostModel(t *testing.T) {
 	want := map[string]float64{
 		"matters": 512, "parties": 512, "timeentries": 512, "invoices": 512, "documents": 512, "webhooks": 512,
-		"reports": 1024, "meta": 128, "dispatcher": 256, "enrichment": 256, "delivery": 256,
+		"reports": 1024, "meta": 128, "dispatcher": 256, "enrichment": 256, "delivery": 256, "synthetic": 128,
 	}
 	if len(want) != len(Functions) {
 		t.Fatalf("%d functions, %d sizes pinned", len(Functions), len(want))
@@ -826,6 +860,43 @@ func TestPrivateTargetsOnlyOnTheLocalStage(t *testing.T) {
 			vars, _ := props(f)["Environment"].(map[string]any)["Variables"].(map[string]any)
 			if v, ok := vars["WEBHOOK_ALLOW_PRIVATE_TARGETS"]; ok && v != "0" {
 				t.Errorf("%s, %s: WEBHOOK_ALLOW_PRIVATE_TARGETS=%v", stage, props(f)["Description"], v)
+			}
+		}
+	}
+}
+
+// TestAlarmTopicsLetCloudWatchPublish: both topics' policies allow this
+// account's CloudWatch alarms (and only this account's: aws:SourceAccount,
+// aws:SourceArn) to publish, beside the SSL-only Deny; a policy with the
+// Deny alone drops every alarm notification.
+func TestAlarmTopicsLetCloudWatchPublish(t *testing.T) {
+	for _, stage := range []string{"dev", "prod"} {
+		topics := resources(stage, "AWS::SNS::Topic")
+		if len(topics) != 2 {
+			t.Fatalf("%s: %d topics, want the alarm topic and the pager topic", stage, len(topics))
+		}
+		allowed := map[string]bool{}
+		for _, pol := range resources(stage, "AWS::SNS::TopicPolicy") {
+			p := props(pol)
+			for _, st := range p["PolicyDocument"].(map[string]any)["Statement"].([]any) {
+				sm := st.(map[string]any)
+				principal, _ := json.Marshal(sm["Principal"])
+				cond, _ := json.Marshal(sm["Condition"])
+				if sm["Effect"] != "Allow" || string(principal) != `{"Service":"cloudwatch.amazonaws.com"}` || sm["Action"] != "sns:Publish" {
+					continue
+				}
+				if !strings.Contains(string(cond), `"StringEquals":{"aws:SourceAccount":{"Ref":"AWS::AccountId"}}`) || !strings.Contains(string(cond), `:alarm:*`) {
+					t.Errorf("%s: CloudWatch may publish without this account's condition: %s", stage, cond)
+					continue
+				}
+				for _, tp := range p["Topics"].([]any) {
+					allowed[refOf(tp)] = true
+				}
+			}
+		}
+		for id := range topics {
+			if !allowed[id] {
+				t.Errorf("%s: topic %s does not let CloudWatch alarms publish", stage, id)
 			}
 		}
 	}

@@ -53,17 +53,19 @@ func Load(ctx context.Context, db *store.DB, cfg config.Config) (*Env, error) {
 	keys.DefaultLimit = cfg.RateLimitPerMinute
 	return &Env{DB: db, Edge: httpapi.Config{
 		Auth: keys, Sealer: sealer, RateLimit: cfg.RateLimitPerMinute, AcceptedModes: cfg.APIKeyModes,
-		AccessLog: slog.Default(), Idempotency: idempotency.NewStore(db, key), Deprecation: deprecation(cfg),
+		AccessLog: metrics.RequestLog(slog.Default()), Idempotency: idempotency.NewStore(db, key), Deprecation: deprecation(cfg),
 		PublicBaseURL: cfg.PublicBaseURL, BaseURLOf: apiGatewayBaseURL,
 	}}, nil
 }
 
-// Apply sets the two process-wide values cfg holds: the outbox's shard
-// count (OUTBOX_SHARDS, which every process that writes or sweeps events
-// must agree on) and the Stage dimension of the service's metrics.
+// Apply sets the process-wide values cfg holds: the outbox's shard count
+// (OUTBOX_SHARDS, which every process that writes or sweeps events must
+// agree on) and the dimensions of the service's metrics (its stage, and
+// the function and version a Lambda runs).
 func Apply(cfg config.Config) {
 	outbox.Shards = cfg.OutboxShards
 	metrics.Stage = cfg.Stage
+	metrics.Function, metrics.Version = cfg.FunctionName, cfg.FunctionVersion
 }
 
 // apiGatewayBaseURL is the origin API Gateway says it was called on: its

@@ -15,6 +15,7 @@ import (
 
 	"github.com/practice-api/practice-api/shared/config"
 	"github.com/practice-api/practice-api/shared/httpapi"
+	"github.com/practice-api/practice-api/shared/metrics"
 	"github.com/practice-api/practice-api/shared/queue"
 	"github.com/practice-api/practice-api/shared/store"
 )
@@ -78,7 +79,8 @@ func WithRequestDeadline(next http.Handler, margin time.Duration) http.Handler {
 // no store): the edge's request ids, access log and deprecation headers
 // only.
 func PublicHandler(cfg config.Config, family string, h httpapi.Handlers) (http.Handler, error) {
-	return httpapi.NewHandler(httpapi.Config{AccessLog: slog.Default(), Deprecation: deprecation(cfg)}, map[string]httpapi.Handlers{family: h})
+	Apply(cfg)
+	return httpapi.NewHandler(httpapi.Config{AccessLog: metrics.RequestLog(slog.Default()), Deprecation: deprecation(cfg)}, map[string]httpapi.Handlers{family: h})
 }
 
 // StartPublicLambda serves PublicHandler as an HTTP API (payload v2) Lambda.

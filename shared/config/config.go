@@ -29,6 +29,14 @@ type Config struct {
 	TableName        string
 	DynamoDBEndpoint string // "" means AWS's own endpoint resolution
 	Stage            string
+	// FunctionName and FunctionVersion are the Lambda function and
+	// version the process runs (Lambda sets them): the dimensions of the
+	// request metrics a release's alarms watch.
+	FunctionName, FunctionVersion string
+
+	// The synthetic check.
+	SyntheticBaseURL string
+	SmokeKeySecret   string
 
 	// The HTTP edge.
 	RateLimitPerMinute int
@@ -99,6 +107,14 @@ var Vars = []Var{
 		}},
 	{"STAGE", "`local`", Service, "the stage's name: the `Stage` dimension of the custom metrics",
 		func(c *Config, v string) error { c.Stage = v; return nil }},
+	{"AWS_LAMBDA_FUNCTION_NAME", "set by Lambda", Edge, "the function's name: the `Function` dimension of the request metrics (each request's `Requests`, `ServerErrors`, `ClientErrors`, `Latency`, in the access log line)",
+		func(c *Config, v string) error { c.FunctionName = v; return nil }},
+	{"AWS_LAMBDA_FUNCTION_VERSION", "set by Lambda", Edge, "the version the process runs: the `Version` dimension of the request metrics, which a release's alarms watch",
+		func(c *Config, v string) error { c.FunctionVersion = v; return nil }},
+	{"SYNTHETIC_BASE_URL", "set by the stack", Workers, "the synthetic check's target: the stage's base URL (`…/api/v1`), checked read-only every minute",
+		func(c *Config, v string) error { c.SyntheticBaseURL = v; return nil }},
+	{"SMOKE_KEY_SECRET", "unset", Workers, "the name or ARN of a Secrets Manager secret holding a key with `matters:read` for the synthetic check and a release's pre-traffic check (the stage's `smokeKeySecret`); unset, the checks that need a key are skipped",
+		func(c *Config, v string) error { c.SmokeKeySecret = v; return nil }},
 	{"RATE_LIMIT_PER_MINUTE", "`120`", Service, "requests per minute per API client without a limit of its own (`scripts/admin key set-limit`)",
 		func(c *Config, v string) error { return positive(&c.RateLimitPerMinute, v, 1, 1_000_000) }},
 	{"API_KEY_MODES", "both", Edge, "`live`, `test` or both (comma-separated): the key modes this stage accepts",

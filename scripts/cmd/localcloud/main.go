@@ -152,7 +152,7 @@ func run() error {
 	// contract's settings, and where the local services are.
 	base := "http://" + ln.Addr().String()
 	settings := passedThrough()
-	res := &stack.Resolver{Stack: st, Table: cfg.TableName, StreamArn: streamArn, Queues: addrsOf(queues)}
+	res := &stack.Resolver{Stack: st, Table: cfg.TableName, StreamArn: streamArn, Queues: addrsOf(queues), APIEndpoint: base}
 	// Each function's calls are checked against its role (package iam): the
 	// queue server checks its own; the functions reach the table through a
 	// guard in front of the engine.

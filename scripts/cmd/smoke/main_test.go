@@ -13,6 +13,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/practice-api/practice-api/shared/apitest"
+	"github.com/practice-api/practice-api/shared/smoke"
 )
 
 // TestSmokePassesOnTheAPIAndWritesNothing runs the smoke checks against the
@@ -25,7 +26,7 @@ func TestSmokePassesOnTheAPIAndWritesNothing(t *testing.T) {
 	key := e.Key(org, "matters:read")
 	before := count(t, e)
 	var out bytes.Buffer
-	failed, err := Run(context.Background(), e.Server.URL+"/api/v1", key, &out)
+	failed, err := smoke.Run(context.Background(), e.Server.URL+"/api/v1", key, &out)
 	if err != nil || failed != 0 {
 		t.Fatalf("%d failed (%v):\n%s", failed, err, out.String())
 	}
@@ -44,7 +45,7 @@ func TestSmokeFailsWhatIsWrong(t *testing.T) {
 	e := apitest.New(t, apitest.Options{})
 	key := e.Key(e.Org("A"), "clients:read")
 	var out bytes.Buffer
-	if failed, err := Run(context.Background(), e.Server.URL+"/api/v1", key, &out); err != nil || failed != 3 ||
+	if failed, err := smoke.Run(context.Background(), e.Server.URL+"/api/v1", key, &out); err != nil || failed != 3 ||
 		!strings.Contains(out.String(), "FAIL  the key lists matters") {
 		t.Fatalf("a key without matters:read: %d failed (%v)\n%s", failed, err, out.String())
 	}
@@ -54,10 +55,10 @@ func TestSmokeFailsWhatIsWrong(t *testing.T) {
 	}))
 	defer bare.Close()
 	out.Reset()
-	if failed, err := Run(context.Background(), bare.URL, "k", &out); err != nil || failed != 7 {
+	if failed, err := smoke.Run(context.Background(), bare.URL, "k", &out); err != nil || failed != 7 {
 		t.Fatalf("a server that is not the API: %d failed (%v)\n%s", failed, err, out.String())
 	}
-	if _, err := Run(context.Background(), "http://api.example.dk/api/v1", "k", &out); err == nil || !strings.Contains(err.Error(), "must be https") {
+	if _, err := smoke.Run(context.Background(), "http://api.example.dk/api/v1", "k", &out); err == nil || !strings.Contains(err.Error(), "must be https") {
 		t.Fatalf("plain http to a remote host: %v", err)
 	}
 }

@@ -20,6 +20,9 @@ type Resolver struct {
 	Table     string
 	StreamArn string
 	Queues    map[string]QueueAddr // by logical id
+	// APIEndpoint is the local gateway's origin (http://127.0.0.1:port):
+	// what the API's ApiEndpoint attribute names on AWS.
+	APIEndpoint string
 }
 
 func (r *Resolver) FunctionArn(id string) string {
@@ -96,6 +99,9 @@ func (r *Resolver) getAtt(id, attr string) (string, error) {
 		case "QueueUrl":
 			return q.URL, nil
 		}
+	}
+	if id == r.Stack.API && id != "" && attr == "ApiEndpoint" && r.APIEndpoint != "" {
+		return r.APIEndpoint, nil
 	}
 	if _, ok := r.Stack.Functions[id]; ok && attr == "Arn" {
 		return r.FunctionArn(id), nil

@@ -43,6 +43,9 @@ type Stack struct {
 	Schedules      []Schedule
 	AsyncConfigs   map[string]AsyncConfig // by function logical id
 	Throttles      Throttles
+	// API is the logical id of the HTTP API (its endpoint attribute is
+	// the local gateway's address).
+	API string
 	// RoleStatements are the policy statements of each role (by logical
 	// id), as the template writes them: its AWS::IAM::Policy resources and
 	// the role's inline policies.
@@ -197,6 +200,8 @@ func Load(path string) (*Stack, error) {
 			// One version serves locally, the one built: an alias (which
 			// CodeDeploy shifts on AWS) runs its function.
 			aliases[id] = RefID(p["FunctionName"])
+		case "AWS::ApiGatewayV2::Api":
+			s.API = id
 		case "AWS::ApiGatewayV2::Integration":
 			fn := RefID(p["IntegrationUri"])
 			if p["IntegrationType"] != "AWS_PROXY" || fn == "" {
