@@ -4,7 +4,7 @@ GO ?= $(shell command -v go || echo /usr/local/go/bin/go)
 FUNCTIONS := $(notdir $(wildcard functions/*))
 LAMBDA_OUT := .bin/lambda
 
-.PHONY: help run test check oas-lint unit e2e bench soak capacity openapi openapi-coverage build synth diff deploy import destroy smoke local-cloud local-cloud-test local-up local-deploy local-test local-down clean dynamodb-local docs-assets chromium
+.PHONY: help run test check cfn-lint oas-lint unit e2e bench soak capacity openapi openapi-coverage build synth diff deploy import destroy smoke local-cloud local-cloud-test local-up local-deploy local-test local-down clean dynamodb-local docs-assets chromium
 
 # jsii (the CDK's Go bridge) runs on Node; Node 20 works but warns loudly.
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
@@ -54,13 +54,19 @@ oas-lint: $(OAS_LINT)/node_modules/.package-lock.json
 	cd $(OAS_LINT) && node_modules/.bin/spectral lint ../../shared/openapi/openapi.json --ruleset .spectral.yaml --fail-severity=hint
 	cd $(OAS_LINT) && node_modules/.bin/spectral lint ../../shared/openapi/openapi.json --ruleset .spectral-owasp.yaml --fail-severity=error --display-only-failures
 
-## check: gofmt, go vet, staticcheck (pinned in go.mod as a tool) and go mod tidy -diff
+## check: gofmt, go vet, staticcheck (pinned in go.mod as a tool), go mod tidy -diff, and cfn-lint (1.51.0) on the dev and prod templates in prod's region and us-east-1, run beside them
 check:
 	@unformatted="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
-	$(GO) vet ./...
-	$(GO) tool staticcheck ./...
-	$(GO) mod tidy -diff
+	@mkdir -p .bin; scripts/lib/cfn-lint > .bin/cfn-lint.out 2>&1 & lint=$$!; \
+	  $(GO) vet ./... && $(GO) tool staticcheck ./... && $(GO) mod tidy -diff; rc=$$?; \
+	  wait $$lint; lrc=$$?; cat .bin/cfn-lint.out; \
+	  if [ $$lrc != 0 ]; then echo "cfn-lint failed (scripts/lib/cfn-lint)"; fi; \
+	  exit $$(( rc || lrc ))
+
+## cfn-lint: cfn-lint alone (make check runs it): the dev and prod templates, synthesized offline, in prod's region and us-east-1, no finding allowed
+cfn-lint:
+	@scripts/lib/cfn-lint
 
 ## unit: the fast loop (under a minute warm, no Java): every test that needs no engine, no Node synth and no whole runtime (-short skips those)
 unit:

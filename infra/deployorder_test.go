@@ -10,10 +10,9 @@ import (
 )
 
 // The order CloudFormation creates and updates a stack's resources in is
-// its dependency graph: a resource waits for every resource its properties
-// name (Ref, Fn::GetAtt, the ${…} of Fn::Sub) and every one its DependsOn
-// lists; nothing else orders it (an UpdatePolicy's references do not
-// count here: the template orders by DependsOn what must come first).
+// its dependency graph: a resource waits for every resource it names (Ref,
+// Fn::GetAtt, the ${…} of Fn::Sub, in its properties or its UpdatePolicy,
+// as cfn-lint's graph reads them too) and every one its DependsOn lists.
 // https://docs.aws.amazon.com/AWSCloudFormation/latest/UserGuide/aws-attribute-dependson.html
 
 // deployGraph is a template's dependency graph: each resource and the
@@ -28,6 +27,7 @@ func newDeployGraph(tpl map[string]any) deployGraph {
 		rm := r.(map[string]any)
 		deps := map[string]bool{}
 		collectRefs(rm["Properties"], res, deps)
+		collectRefs(rm["UpdatePolicy"], res, deps)
 		switch d := rm["DependsOn"].(type) {
 		case string:
 			deps[d] = true

@@ -78,8 +78,11 @@ func NewPracticeStack(scope constructs.Construct, id string, p *Props) *Stack {
 	st := awscdk.NewStack(scope, jsii.String(id), &sp)
 	s := &Stack{Stack: st, Functions: map[string]awslambda.Function{}, Aliases: map[string]awslambda.Alias{},
 		ReleaseAlarms: map[string][]awscloudwatch.IAlarm{}, Queues: map[string]awssqs.Queue{}, DLQs: map[string]awssqs.Queue{}}
-	awscdk.Tags_Of(st).Add(jsii.String("service"), jsii.String("practice-api"), nil)
-	awscdk.Tags_Of(st).Add(jsii.String("stage"), jsii.String(p.Stage), nil)
+	// Not on the dashboard: AWS::CloudWatch::Dashboard has no Tags in
+	// every region's schema (cfn-lint's E3002 in us-east-1).
+	untagged := &awscdk.TagProps{ExcludeResourceTypes: jsii.Strings("AWS::CloudWatch::Dashboard")}
+	awscdk.Tags_Of(st).Add(jsii.String("service"), jsii.String("practice-api"), untagged)
+	awscdk.Tags_Of(st).Add(jsii.String("stage"), jsii.String(p.Stage), untagged)
 	var tableKey awskms.IKey
 	if p.Protected() {
 		// A customer-managed key: its use is in CloudTrail and it can be
@@ -314,6 +317,12 @@ func (s *Stack) newFunction(fn Function, p *Props) awslambda.Function {
 	if reserved := p.reserved(fn); reserved > 0 && p.ReserveConcurrency() {
 		f.Node().DefaultChild().(awslambda.CfnFunction).SetReservedConcurrentExecutions(jsii.Number(reserved))
 	}
+	// cfn-lint's W3005 (a DependsOn a reference already enforces): the CDK
+	// lists the function's role in its DependsOn beside the Role's GetAtt
+	// (with the role's policy, which is what that DependsOn is for). The
+	// one warning make check allows, here only (scripts/lib/cfn-lint).
+	f.Node().DefaultChild().(awslambda.CfnFunction).AddMetadata(jsii.String("cfn-lint"),
+		map[string]any{"config": map[string]any{"ignore_checks": []string{"W3005"}}})
 	if s.SecretsKey != nil && sealsSecrets(fn.Name) {
 		// The webhooks family seals new secrets (a data key) and opens
 		// them (test events); delivery only opens them.
