@@ -143,7 +143,7 @@ func newAlarms(s *Stack, p *Props) {
 	// 401s: a key store or auth path that broke answers everyone 401 (no
 	// 5xx at all); so does a flood of guessed keys. From the gateway's
 	// access log, against the API's requests.
-	unauthorized := s.accessLogMetric("Unauthorized", `{ $.status = "401" }`, &map[string]*string{"Stage": jsii.String(p.Stage)})
+	unauthorized := s.accessLogMetric("Unauthorized", `{ $.status = "401" }`)
 	alarm("api-401-rate", runbook{"api-401-rate", critical}, "more than 25% of API requests answered 401, in 2 of 3 five-minute periods (50+ requests)",
 		awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
 			Expression:   jsii.String("IF(requests >= 50, 100 * unauthorized / requests, 0)"),
@@ -207,8 +207,8 @@ func newAlarms(s *Stack, p *Props) {
 	// What the gateway refuses itself (a route's throttle, from the traffic
 	// model): a 429 no function answered. The per-client limits' own 429s
 	// come from the functions and are counted apart, for the dashboard.
-	gatewayThrottled := s.accessLogMetric("GatewayThrottled", `{ ($.status = "429") && ($.integrationStatus = "-") }`, stage)
-	s.accessLogMetric("ClientRateLimited", `{ ($.status = "429") && ($.integrationStatus != "-") }`, stage)
+	gatewayThrottled := s.accessLogMetric("GatewayThrottled", `{ ($.status = "429") && ($.integrationStatus = "-") }`)
+	s.accessLogMetric("ClientRateLimited", `{ ($.status = "429") && ($.integrationStatus != "-") }`)
 	alarm("api-gateway-throttles", runbook{"gateway-throttles", warning}, "the gateway refused requests over a route's throttle (the traffic model's peak, docs/cost-model.md), more than 100 in 2 of 3 five-minute periods",
 		gatewayThrottled, 100, 2, 3)
 	// The account's Lambda concurrency is shared by every function (and
@@ -220,15 +220,19 @@ func newAlarms(s *Stack, p *Props) {
 }
 
 // accessLogMetric counts the gateway's access log lines that match pattern
-// as metric name of the service's namespace, with the stage's dimension.
-func (s *Stack) accessLogMetric(name, pattern string, stage *map[string]*string) awscloudwatch.IMetric {
+// as metric name of the service's namespace, per API (its ApiId, which
+// tells stages in one account apart). A metric filter's dimension takes
+// its value from a field of the event ("$.apiId"), never a literal: a
+// literal stage name published nothing.
+// https://docs.aws.amazon.com/AmazonCloudWatch/latest/logs/FilterAndPatternSyntax.html (publishing dimensions)
+func (s *Stack) accessLogMetric(name, pattern string) awscloudwatch.IMetric {
 	awslogs.NewMetricFilter(s.Stack, jsii.String(name+"-filter"), &awslogs.MetricFilterProps{
 		LogGroup: s.AccessLogs, FilterPattern: awslogs.FilterPattern_Literal(jsii.String(pattern)),
 		MetricNamespace: jsii.String(MetricNamespace), MetricName: jsii.String(name), MetricValue: jsii.String("1"),
-		Dimensions: &map[string]*string{"Stage": (*stage)["Stage"]},
+		Dimensions: &map[string]*string{"ApiId": jsii.String("$.apiId")},
 	})
 	return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: jsii.String(MetricNamespace), MetricName: jsii.String(name),
-		DimensionsMap: stage, Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Sum")})
+		DimensionsMap: &map[string]*string{"ApiId": s.API.ApiId()}, Period: awscdk.Duration_Minutes(jsii.Number(5)), Statistic: jsii.String("Sum")})
 }
 
 // RouteLatencyThresholdMS is a route's p99 latency alarm threshold: 15 s
@@ -286,6 +290,10 @@ func newDashboard(s *Stack, p *Props) {
 		return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: jsii.String(MetricNamespace), MetricName: jsii.String(name),
 			DimensionsMap: stage, Period: minute, Statistic: jsii.String("Sum")})
 	}
+	perAPI := func(name string) awscloudwatch.IMetric { // the access log's metric filters (accessLogMetric)
+		return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: jsii.String(MetricNamespace), MetricName: jsii.String(name),
+			DimensionsMap: &map[string]*string{"ApiId": s.API.ApiId()}, Period: minute, Statistic: jsii.String("Sum")})
+	}
 	awscloudwatch.NewDashboard(s.Stack, jsii.String("dashboard"), &awscloudwatch.DashboardProps{
 		DashboardName: jsii.String("practice-api-" + p.Stage),
 		Widgets: &[]*[]awscloudwatch.IWidget{
@@ -296,7 +304,7 @@ func newDashboard(s *Stack, p *Props) {
 				graph("Outbox: dispatched, failed, parked; stream iterator age", custom("OutboxDispatched"), custom("OutboxDispatchFailures"),
 					custom("OutboxEventsParked"), s.Functions["dispatcher"].Metric(jsii.String("IteratorAge"), opts("Maximum")),
 					s.DispatchFailures.MetricApproximateNumberOfMessagesVisible(opts("Maximum")))},
-			{graph("Gateway throttles and per-client 429s", custom("GatewayThrottled"), custom("ClientRateLimited")),
+			{graph("Gateway throttles, per-client 429s, 401s", perAPI("GatewayThrottled"), perAPI("ClientRateLimited"), perAPI("Unauthorized")),
 				graph("Account Lambda concurrency", awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: jsii.String("AWS/Lambda"),
 					MetricName: jsii.String("ConcurrentExecutions"), Period: minute, Statistic: jsii.String("Maximum")}))},
 			{graph("Webhook endpoints disabled", custom("WebhookEndpointsDisabled")),

@@ -122,6 +122,24 @@ func TestCapacityAlarmsAndOutboxSettings(t *testing.T) {
 		"MetricTransformations": assertions.Match_ArrayWith(&[]any{assertions.Match_ObjectLike(&map[string]any{"MetricName": "GatewayThrottled"})}),
 	})
 	tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), &map[string]any{"MetricName": "GatewayThrottled", "Threshold": 100})
+	// A metric filter's dimensions take their values from the event's
+	// fields ($.apiId, which the access log carries): a literal publishes
+	// nothing, and the alarm on it would never fire.
+	format := ""
+	for _, st := range resources("prod", "AWS::ApiGatewayV2::Stage") {
+		format = props(st)["AccessLogSettings"].(map[string]any)["Format"].(string)
+	}
+	for id, f := range resources("prod", "AWS::Logs::MetricFilter") {
+		for _, tr := range props(f)["MetricTransformations"].([]any) {
+			dims, _ := tr.(map[string]any)["Dimensions"].([]any)
+			for _, d := range dims {
+				v, _ := d.(map[string]any)["Value"].(string)
+				if !strings.HasPrefix(v, "$.") || !strings.Contains(format, `"`+strings.TrimPrefix(v, "$.")+`":`) {
+					t.Errorf("metric filter %s: dimension %v is not a field of the access log line", id, d)
+				}
+			}
+		}
+	}
 	tpl.HasResourceProperties(jsii.String("AWS::CloudWatch::Alarm"), &map[string]any{
 		"MetricName": "ConcurrentExecutions", "Namespace": "AWS/Lambda", "Threshold": 800,
 	})

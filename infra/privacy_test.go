@@ -15,7 +15,7 @@ import (
 func TestAccessLogCarriesNoRawPath(t *testing.T) {
 	safe := []string{"$context.requestId", "$context.routeKey", "$context.status", "$context.integrationErrorMessage",
 		"$context.integrationStatus", "$context.responseLatency", "$context.integrationLatency", "$context.httpMethod",
-		"$context.identity.sourceIp", "$context.requestTimeEpoch"}
+		"$context.identity.sourceIp", "$context.requestTimeEpoch", "$context.apiId"}
 	variable := regexp.MustCompile(`\$context\.[A-Za-z.]+`)
 	for _, stage := range []string{"dev", "prod"} {
 		stages := resources(stage, "AWS::ApiGatewayV2::Stage")

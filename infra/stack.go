@@ -625,6 +625,7 @@ var AccessLogFormat = map[string]string{
 	"integrationError": "$context.integrationErrorMessage", "integrationStatus": "$context.integrationStatus",
 	"latencyMs": "$context.responseLatency", "integrationLatencyMs": "$context.integrationLatency",
 	"method": "$context.httpMethod", "ip": "$context.identity.sourceIp", "time": "$context.requestTimeEpoch",
+	"apiId": "$context.apiId", // the access log's metrics' dimension (metric filters take it from the line)
 }
 
 // publicRouteKeys are the route keys that need no key: $default and the

@@ -1,0 +1,107 @@
+package cloudwatch
+
+import (
+	"testing"
+	"time"
+)
+
+// TestMissingDataAsCloudWatchTreatsIt: an alarm of 3 periods, 2 to alarm,
+// threshold > 0, on the datapoints of the rows of AWS's table ("-" is
+// missing, "X" breaching, "0" not), under each treatment.
+// https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarms-and-missing-data.html
+func TestMissingDataAsCloudWatchTreatsIt(t *testing.T) {
+	for _, c := range []struct {
+		points                                string
+		missing, notBreaching, breaching, ign string
+	}{
+		{"0 - X", OK, OK, InAlarm, OK},
+		{"X - X", InAlarm, InAlarm, InAlarm, InAlarm},
+		{"- - -", InsufficientData, OK, InAlarm, InsufficientData},
+		{"0 0 X", OK, OK, OK, OK},
+		{"- X -", OK, OK, InAlarm, OK},
+	} {
+		for treatment, want := range map[string]string{"missing": c.missing, "notBreaching": c.notBreaching, "breaching": c.breaching, "ignore": c.ign} {
+			s := NewStore()
+			base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+			m := Metric{Namespace: "PracticeApi", Name: "Errors", Dims: map[string]string{"Stage": "local"}}
+			for i, f := range []byte{c.points[0], c.points[2], c.points[4]} {
+				at := base.Add(time.Duration(i)*time.Minute + time.Second)
+				s.Now = func() time.Time { return at }
+				switch f {
+				case 'X':
+					s.Put(m, 1)
+				case '0':
+					s.Put(m, 0)
+				}
+			}
+			a, err := ParseAlarm("a", map[string]any{"MetricName": "Errors", "Namespace": "PracticeApi", "Statistic": "Sum", "Period": 60.0,
+				"Dimensions": []any{map[string]any{"Name": "Stage", "Value": "local"}}, "Threshold": 0.0, "ComparisonOperator": "GreaterThanThreshold",
+				"EvaluationPeriods": 3.0, "DatapointsToAlarm": 2.0, "TreatMissingData": treatment})
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := &Evaluator{Store: s, Alarms: []*Alarm{a}, Resolve: func(v any) (string, error) { return v.(string), nil }}
+			e.Evaluate(base.Add(3 * time.Minute))
+			if got, _ := a.State(); got != want {
+				t.Errorf("%s, %s: %s, want %s", c.points, treatment, got, want)
+			}
+		}
+	}
+}
+
+// TestMetricMathAsAlarmsUseIt: the expressions the template's alarms use,
+// on per-period values; a missing metric or a division by zero is a
+// missing data point; an unknown function is refused.
+func TestMetricMathAsAlarmsUseIt(t *testing.T) {
+	for _, c := range []struct {
+		expr string
+		vars map[string]float64
+		want float64
+		ok   bool
+	}{
+		{"IF(requests > 20, 100 * errors / requests, 0)", map[string]float64{"requests": 40, "errors": 2}, 5, true},
+		{"IF(requests > 20, 100 * errors / requests, 0)", map[string]float64{"requests": 10, "errors": 2}, 0, true},
+		{"IF(part >= 2, 100 * part / requests, 0)", map[string]float64{"requests": 10}, 0, false},
+		{"IF(errors >= 2 AND requests > 0, 1, 0)", map[string]float64{"requests": 1, "errors": 3}, 1, true},
+		{"a / b", map[string]float64{"a": 1, "b": 0}, 0, false},
+		{"-a + 2 * (b - 1)", map[string]float64{"a": 1, "b": 3}, 3, true},
+	} {
+		e, _, err := ParseExpr(c.expr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, ok := e(c.vars); ok != c.ok || (ok && got != c.want) {
+			t.Errorf("%s on %v: %v %v, want %v %v", c.expr, c.vars, got, ok, c.want, c.ok)
+		}
+	}
+	if _, _, err := ParseExpr("ANOMALY_DETECTION_BAND(m1)"); err == nil {
+		t.Error("an unknown function was accepted")
+	}
+}
+
+// TestEMFAndFilters: an EMF line becomes its metrics, per dimension set;
+// a metric filter counts the access log lines that match, with its
+// dimension from the line.
+func TestEMFAndFilters(t *testing.T) {
+	s := NewStore()
+	n := s.EMF(`{"msg":"request","Stage":"local","Function":"matters","Version":"2","ServerErrors":1,"Requests":1,"_aws":{"Timestamp":1,"CloudWatchMetrics":[{"Namespace":"PracticeApi","Dimensions":[["Stage","Function","Version"]],"Metrics":[{"Name":"ServerErrors"},{"Name":"Requests"}]}]}}`)
+	m := Metric{Namespace: "PracticeApi", Name: "ServerErrors", Dims: map[string]string{"Stage": "local", "Function": "matters", "Version": "2"}}
+	if v, ok := s.Stat(m, "Sum", time.Time{}, time.Now().Add(time.Second)); n != 2 || !ok || v != 1 {
+		t.Fatalf("EMF: %d metrics, ServerErrors %v %v", n, v, ok)
+	}
+	f, err := ParseFilter(`{ ($.status = "429") && ($.integrationStatus = "-") }`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Namespace, f.Name, f.Dims, f.Value = "PracticeApi", "GatewayThrottled", map[string]string{"ApiId": "$.apiId"}, 1
+	if !f.Count(s, map[string]string{"status": "429", "integrationStatus": "-", "apiId": "abc"}) || f.Count(s, map[string]string{"status": "429", "integrationStatus": "200", "apiId": "abc"}) {
+		t.Fatal("the filter matched wrongly")
+	}
+	f.Dims = map[string]string{"Stage": "local"}
+	if f.Count(s, map[string]string{"status": "429", "integrationStatus": "-"}) {
+		t.Fatal("a literal dimension value published a metric")
+	}
+	if _, err := ParseFilter(`[ip, user, status = 429]`); err == nil {
+		t.Fatal("a space-delimited pattern was accepted")
+	}
+}
