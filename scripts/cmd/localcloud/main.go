@@ -175,15 +175,22 @@ func run() error {
 	guardSrv := &http.Server{Handler: guard, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = guardSrv.Serve(guardLn) }()
 	defer guardSrv.Close()
+	scale, err := timeScale()
+	if err != nil {
+		return err
+	}
 	logs := &lambda.LogWriter{W: os.Stderr}
 	maxConc := 10
-	fns := map[string]*lambda.Function{}
+	// Each function serves through its live alias, on version 1 (the
+	// template's bootstrap) until a release publishes another.
+	fns := map[string]*lambda.Alias{}
+	var obs *observability
 	for id, spec := range st.Functions {
 		env, err := functionEnv(spec, res, settings, "http://"+guardLn.Addr().String(), sqs.Base, sqs.Credential(spec.Name))
 		if err != nil {
 			return err
 		}
-		fns[id] = lambda.New(spec, env, res.FunctionArn(id), maxConc, &lambda.Logger{Name: spec.Name, W: logs})
+		fns[id] = lambda.NewAlias("live", lambda.New(spec, env, res.FunctionArn(id), maxConc, &lambda.Logger{Name: spec.Name, W: logs}))
 	}
 	defer func() {
 		var wg sync.WaitGroup
@@ -192,6 +199,15 @@ func run() error {
 		}
 		wg.Wait()
 	}()
+	// CloudWatch (metrics and the template's alarms), SNS (the alarms'
+	// topics) and CodeDeploy (releases), on LOCALCLOUD_TIME_SCALE's clock.
+	if obs, err = newObservability(st, res, scale, fns); err != nil {
+		return err
+	}
+	logs.Metrics = obs.store
+	for _, a := range fns {
+		a.Version("1").Metrics = obs.store
+	}
 
 	// The demo organisation, as the devserver makes it.
 	if err := seed.DemoLine(ctx, db, os.Stdout, conf.SeedDemo); err != nil {
@@ -202,7 +218,7 @@ func run() error {
 	srcCtx, stopSources := context.WithCancel(ctx)
 	var sources sync.WaitGroup
 	defer func() { stopSources(); sources.Wait() }()
-	if err := startSources(srcCtx, &sources, st, cfg.Endpoint, streamArn, fns, queues); err != nil {
+	if err := startSources(srcCtx, &sources, st, cfg.Endpoint, streamArn, fns, queues, scale); err != nil {
 		return err
 	}
 	routes := map[string]apigw.Function{}
@@ -213,18 +229,28 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	gw.Metrics, gw.AccessLog = obs.store, obs.accessLog
+	res.APIID = gw.APIID()
+	sources.Go(func() { obs.evaluator.Run(srcCtx) })
+	sources.Go(func() { obs.sampleQueues(srcCtx, queues, scale) })
 	operator := sqs.Credential("operator") // for the runbook's rehearsals (aws --endpoint-url)
+	control, stopControl, err := serveControl(obs.control(srcCtx, operator, st))
+	if err != nil {
+		return err
+	}
+	defer stopControl()
 	apiSrv := &http.Server{Handler: gw, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: apigw.IntegrationTimeout, IdleTimeout: 2 * time.Minute}
 	return localrun.Serve(ctx, apiSrv, ln, engine, base+"/api/v1", func() {
 		slog.Info("localcloud ready", "base_url", base+"/api/v1", "template", tplPath, "functions", len(fns), "routes", len(st.Routes),
-			"queues", len(st.Queues), "sqs_endpoint", sqs.Base, "sqs_access_key_id", operator, "dynamodb_endpoint", cfg.Endpoint, "table", cfg.TableName)
+			"queues", len(st.Queues), "sqs_endpoint", sqs.Base, "sqs_access_key_id", operator, "dynamodb_endpoint", cfg.Endpoint, "table", cfg.TableName,
+			"control_endpoint", control, "alarms", len(obs.alarms), "time_scale", scale)
 	})
 }
 
 // startSources starts the template's event source mappings (the table's
 // stream, the queues) and schedule rules, each a goroutine of sources
 // until ctx ends.
-func startSources(ctx context.Context, sources *sync.WaitGroup, st *stack.Stack, engine, streamArn string, fns map[string]*lambda.Function, queues map[string]*sqsserver.Queue) error {
+func startSources(ctx context.Context, sources *sync.WaitGroup, st *stack.Stack, engine, streamArn string, fns map[string]*lambda.Alias, queues map[string]*sqsserver.Queue, scale float64) error {
 	streams := dynamodbstreams.New(dynamodbstreams.Options{Region: stack.Region, BaseEndpoint: aws.String(engine),
 		Credentials: credentials.NewStaticCredentialsProvider("local", "local", "")})
 	for _, m := range st.StreamMappings {
@@ -247,6 +273,7 @@ func startSources(ctx context.Context, sources *sync.WaitGroup, st *stack.Stack,
 		sources.Go(func() { q.Run(ctx) })
 	}
 	for _, sp := range st.Schedules {
+		sp.Every = time.Duration(float64(sp.Every) / scale) // EventBridge's clock runs at LOCALCLOUD_TIME_SCALE
 		sch := &schedule.Rule{Spec: sp}
 		for _, t := range sp.Targets {
 			at := &schedule.Target{Fn: fns[t.Function], Retries: t.Retries}

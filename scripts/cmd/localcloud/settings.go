@@ -122,7 +122,7 @@ func functionEnv(spec *stack.Function, res *stack.Resolver, settings map[string]
 	for k, v := range map[string]string{
 		"DYNAMODB_ENDPOINT": dynamo, "SQS_ENDPOINT": sqsEndpoint,
 		"AWS_REGION": stack.Region, "AWS_DEFAULT_REGION": stack.Region, "AWS_ACCESS_KEY_ID": accessKey, "AWS_SECRET_ACCESS_KEY": "local",
-		"AWS_EC2_METADATA_DISABLED": "true", "AWS_LAMBDA_FUNCTION_NAME": spec.Name, "AWS_LAMBDA_FUNCTION_VERSION": "$LATEST",
+		"AWS_EC2_METADATA_DISABLED": "true", "AWS_LAMBDA_FUNCTION_NAME": spec.Name, "AWS_LAMBDA_FUNCTION_VERSION": "1",
 		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": fmt.Sprint(spec.MemoryMB), "AWS_LAMBDA_LOG_GROUP_NAME": "/aws/lambda/" + spec.Name,
 		"AWS_LAMBDA_LOG_STREAM_NAME": "localcloud", "AWS_LAMBDA_LOG_FORMAT": "JSON", "_HANDLER": "bootstrap",
 		"LAMBDA_TASK_ROOT": filepath.Dir(spec.Bootstrap), "TZ": ":UTC", "LANG": "en_US.UTF-8", "PATH": "/usr/local/bin:/usr/bin:/bin",

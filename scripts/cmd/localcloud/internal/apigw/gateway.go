@@ -20,6 +20,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/cloudwatch"
 	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/lambda"
 	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/stack"
 
@@ -40,6 +41,59 @@ type Gateway struct {
 	buckets  map[string]*bucket // route key -> throttle
 	stage    *bucket
 	timeout  time.Duration // IntegrationTimeout
+
+	// Metrics, when set, gets API Gateway's metrics of each request
+	// (Count, 4xx, 5xx, Latency, IntegrationLatency), per ApiId and Stage
+	// and, as detailed metrics, per route (Method, Resource).
+	// https://docs.aws.amazon.com/apigateway/latest/developerguide/http-api-metrics.html
+	Metrics *cloudwatch.Store
+	// AccessLog, when set, gets each request's access log fields, by
+	// their $context variable's name (status, integrationStatus: "-" when
+	// no integration was called, routeKey, apiId, …).
+	AccessLog func(fields map[string]string)
+}
+
+// APIID is the API's id (its Ref).
+func (g *Gateway) APIID() string { return g.apiID }
+
+// record puts a request's metrics and access log fields.
+func (g *Gateway) record(route *gatewayRoute, method string, status int, integrated bool, latency, integration time.Duration, reqID string) {
+	if g.Metrics != nil {
+		sets := []map[string]string{{"ApiId": g.apiID, "Stage": "$default"}}
+		if route != nil {
+			res := route.key
+			if m, path, ok := strings.Cut(route.key, " "); ok {
+				method, res = m, path
+			}
+			sets = append(sets, map[string]string{"ApiId": g.apiID, "Stage": "$default", "Method": method, "Resource": res})
+		}
+		flag := func(b bool) float64 {
+			if b {
+				return 1
+			}
+			return 0
+		}
+		for _, d := range sets {
+			put := func(name string, v float64) {
+				g.Metrics.Put(cloudwatch.Metric{Namespace: "AWS/ApiGateway", Name: name, Dims: d}, v)
+			}
+			put("Count", 1)
+			put("4xx", flag(status >= 400 && status < 500))
+			put("5xx", flag(status >= 500))
+			put("Latency", float64(latency.Milliseconds()))
+			if integrated {
+				put("IntegrationLatency", float64(integration.Milliseconds()))
+			}
+		}
+	}
+	if g.AccessLog != nil {
+		is := "-"
+		if integrated {
+			is = "200"
+		}
+		g.AccessLog(map[string]string{"requestId": reqID, "routeKey": routeKeyOf(route), "status": strconv.Itoa(status), "integrationStatus": is,
+			"httpMethod": method, "apiId": g.apiID, "responseLatency": strconv.FormatInt(latency.Milliseconds(), 10), "integrationErrorMessage": "-"})
+	}
 }
 
 type gatewayRoute struct {
@@ -155,9 +209,12 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	route, vars := g.match(r.Method, r.URL.EscapedPath())
 	status := 0
 	fnName := ""
+	integrated := false
+	var integrationTook time.Duration
 	defer func() {
 		slog.Info("api gateway", "requestId", reqID, "routeKey", routeKeyOf(route), "status", status, "function", fnName,
 			"method", r.Method, "latencyMs", time.Since(start).Milliseconds()) // the route key, never the raw path (infra.AccessLogFormat)
+		g.record(route, r.Method, status, integrated, time.Since(start), integrationTook, reqID)
 	}()
 	if route == nil {
 		status = http.StatusNotFound
@@ -225,6 +282,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if route.fn.Reserved() > 0 {
 		wait = lambda.NoWait
 	}
+	integrated = true
+	invoked := time.Now()
+	defer func() { integrationTook = time.Since(invoked) }()
 	go func() {
 		o, _, err := route.fn.Invoke(ctx, payload, wait)
 		done <- result{o, err}

@@ -5,12 +5,19 @@ import (
 	"fmt"
 	"io"
 	"sync"
+
+	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/cloudwatch"
 )
 
 // LogWriter serialises whole lines from many processes onto one stream.
 type LogWriter struct {
 	mu sync.Mutex
 	W  io.Writer
+	// Metrics, when set, gets the metrics of the functions' lines in
+	// embedded metric format, as CloudWatch Logs extracts them from a log
+	// group (after Lambda's log-level filter: a dropped line's metrics are
+	// lost on AWS too).
+	Metrics *cloudwatch.Store
 }
 
 func (l *LogWriter) line(s string) {
@@ -42,6 +49,9 @@ func (l *Logger) app(s, minLevel string) {
 		}
 	}
 	l.W.line("[" + l.Name + "] " + s)
+	if l.W.Metrics != nil {
+		l.W.Metrics.EMF(s)
+	}
 }
 
 func (l *Logger) system(s string) { l.W.line("[" + l.Name + "] " + s) }

@@ -24,6 +24,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/cloudwatch"
 	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/stack"
 
 	"github.com/google/uuid"
@@ -53,6 +54,36 @@ type Function struct {
 	// InitLimit bounds its processes' init (the package's InitLimit when
 	// 0; tests shorten it).
 	InitLimit time.Duration
+
+	// Version is the version these processes run ("1": the template's);
+	// AliasName the alias it is invoked through ("" when directly).
+	Version, AliasName string
+	// Metrics, when set, gets Lambda's invocation metrics of each call:
+	// Invocations, Errors, Throttles, Duration per FunctionName, per
+	// FunctionName and Resource (name:alias), and per those and
+	// ExecutedVersion; and the account's ConcurrentExecutions.
+	// https://docs.aws.amazon.com/lambda/latest/dg/monitoring-metrics-types.html
+	Metrics *cloudwatch.Store
+}
+
+// running counts the invocations in flight across every function: the
+// account's ConcurrentExecutions.
+var running atomic.Int64
+
+// metric puts one of Lambda's metrics of this function.
+func (f *Function) metric(name string, v float64) {
+	if f.Metrics == nil {
+		return
+	}
+	sets := []map[string]string{{"FunctionName": f.Spec.Name}}
+	if f.AliasName != "" {
+		res := f.Spec.Name + ":" + f.AliasName
+		sets = append(sets, map[string]string{"FunctionName": f.Spec.Name, "Resource": res},
+			map[string]string{"FunctionName": f.Spec.Name, "Resource": res, "ExecutedVersion": f.Version})
+	}
+	for _, d := range sets {
+		f.Metrics.Put(cloudwatch.Metric{Namespace: "AWS/Lambda", Name: name, Dims: d}, v)
+	}
 }
 
 // instance is one bootstrap process and its Runtime API.
@@ -119,6 +150,7 @@ func (f *Function) Invoke(ctx context.Context, payload []byte, wait time.Duratio
 		case f.Slots <- struct{}{}:
 		default:
 			f.Throttles.Add(1)
+			f.metric("Throttles", 1)
 			f.out.system(fmt.Sprintf("THROTTLED Function: %s\tReserved Concurrency: %d\tReason: ReservedFunctionConcurrentInvocationLimitExceeded", f.Spec.Name, cap(f.Slots)))
 			return Outcome{}, "", ErrThrottled
 		}
@@ -137,6 +169,11 @@ func (f *Function) Invoke(ctx context.Context, payload []byte, wait time.Duratio
 		}
 	}
 	defer func() { <-f.Slots }()
+	n := running.Add(1)
+	defer running.Add(-1)
+	if f.Metrics != nil {
+		f.Metrics.Put(cloudwatch.Metric{Namespace: "AWS/Lambda", Name: "ConcurrentExecutions", Dims: map[string]string{}}, float64(n))
+	}
 	inst, cold, err := f.instance()
 	if err == nil && cold {
 		inst, err = f.awaitInit(inst)
@@ -178,12 +215,18 @@ func (f *Function) Invoke(ctx context.Context, payload []byte, wait time.Duratio
 	inst.current = nil
 	inst.mu.Unlock()
 	took := time.Since(start)
+	failed := 0.0
 	switch o.Status {
 	case "error", "crashed":
 		f.Errors.Add(1)
+		failed = 1
 	case "timeout":
 		f.Timeouts.Add(1)
+		failed = 1
 	}
+	f.metric("Invocations", 1)
+	f.metric("Errors", failed)
+	f.metric("Duration", float64(took.Microseconds())/1000)
 	f.report(inv.id, took, cold, o, inst)
 	f.release(inst)
 	return o, inv.id, nil
@@ -205,6 +248,9 @@ func (f *Function) report(id string, took time.Duration, cold bool, o Outcome, i
 	line += "\tStatus: " + o.Status
 	if o.Status != "ok" {
 		line += "\tError: " + strings.TrimSpace(string(o.Body))
+	}
+	if f.Version != "" {
+		line += "\tVersion: " + f.Version
 	}
 	f.out.system(line)
 }

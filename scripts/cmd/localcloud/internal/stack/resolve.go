@@ -21,8 +21,16 @@ type Resolver struct {
 	StreamArn string
 	Queues    map[string]QueueAddr // by logical id
 	// APIEndpoint is the local gateway's origin (http://127.0.0.1:port):
-	// what the API's ApiEndpoint attribute names on AWS.
-	APIEndpoint string
+	// what the API's ApiEndpoint attribute names on AWS; APIID its id (the
+	// API's Ref).
+	APIEndpoint, APIID string
+	// VersionOf is the number a version resource of the template stands
+	// for now (its Fn::GetAtt Version): the version a running release
+	// targets, else the one its alias serves, as CloudFormation's update
+	// points it at the version it published (nil: "1").
+	VersionOf func(function string) string
+	// TopicARN is a topic's ARN (its Ref).
+	TopicARN func(id string) (string, bool)
 }
 
 func (r *Resolver) FunctionArn(id string) string {
@@ -80,6 +88,17 @@ func (r *Resolver) ref(id string) (string, error) {
 	if f, ok := r.Stack.Functions[id]; ok {
 		return f.Name, nil
 	}
+	if id == r.Stack.API && id != "" && r.APIID != "" {
+		return r.APIID, nil
+	}
+	if r.TopicARN != nil {
+		if arn, ok := r.TopicARN(id); ok {
+			return arn, nil
+		}
+	}
+	if fn, ok := r.Stack.Versions[id]; ok {
+		return r.FunctionArn(fn) + ":" + r.version(fn), nil
+	}
 	return "", fmt.Errorf("the local stack has no resource %s (Ref)", id)
 }
 
@@ -100,6 +119,9 @@ func (r *Resolver) getAtt(id, attr string) (string, error) {
 			return q.URL, nil
 		}
 	}
+	if fn, ok := r.Stack.Versions[id]; ok && attr == "Version" {
+		return r.version(fn), nil
+	}
 	if id == r.Stack.API && id != "" && attr == "ApiEndpoint" && r.APIEndpoint != "" {
 		return r.APIEndpoint, nil
 	}
@@ -107,4 +129,11 @@ func (r *Resolver) getAtt(id, attr string) (string, error) {
 		return r.FunctionArn(id), nil
 	}
 	return "", fmt.Errorf("Fn::GetAtt %s.%s: the local stack has no such attribute", id, attr)
+}
+
+func (r *Resolver) version(function string) string {
+	if r.VersionOf == nil {
+		return "1"
+	}
+	return r.VersionOf(function)
 }

@@ -46,6 +46,12 @@ type Stack struct {
 	// API is the logical id of the HTTP API (its endpoint attribute is
 	// the local gateway's address).
 	API string
+	// Versions maps each AWS::Lambda::Version to its function's logical id.
+	Versions map[string]string
+	// Resources are the template's resources as written, by logical id,
+	// for the services that read more than the above (alarms, topics,
+	// deployment groups).
+	Resources map[string]map[string]any
 	// RoleStatements are the policy statements of each role (by logical
 	// id), as the template writes them: its AWS::IAM::Policy resources and
 	// the role's inline policies.
@@ -143,7 +149,13 @@ func Load(path string) (*Stack, error) {
 	}
 	dir := filepath.Dir(path)
 	s := &Stack{Functions: map[string]*Function{}, Queues: map[string]*Queue{}, AsyncConfigs: map[string]AsyncConfig{}, RoleStatements: map[string][]any{},
-		ManagedPolicies: map[string][]any{}}
+		ManagedPolicies: map[string][]any{}, Versions: map[string]string{}, Resources: map[string]map[string]any{}}
+	var rawRes struct {
+		Resources map[string]map[string]any `json:"Resources"`
+	}
+	if err := json.Unmarshal(raw, &rawRes); err == nil {
+		s.Resources = rawRes.Resources
+	}
 	integrations := map[string]string{} // integration id -> function id
 	aliases := map[string]string{}      // alias id -> function id: what invokes an alias runs its function
 	ids := make([]string, 0, len(t.Resources))
@@ -202,6 +214,8 @@ func Load(path string) (*Stack, error) {
 			aliases[id] = RefID(p["FunctionName"])
 		case "AWS::ApiGatewayV2::Api":
 			s.API = id
+		case "AWS::Lambda::Version":
+			s.Versions[id] = RefID(p["FunctionName"])
 		case "AWS::ApiGatewayV2::Integration":
 			fn := RefID(p["IntegrationUri"])
 			if p["IntegrationType"] != "AWS_PROXY" || fn == "" {

@@ -1,0 +1,312 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/apigw"
+	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/cloudwatch"
+	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/codedeploy"
+	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/lambda"
+	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/sns"
+	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/sqsserver"
+	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/stack"
+)
+
+// timeScale is LOCALCLOUD_TIME_SCALE: how many times faster than the wall
+// clock CloudWatch's periods and evaluations, CodeDeploy's intervals and
+// EventBridge's rate() schedules run (1 by default; 60 makes a minute a
+// second). Functions' timeouts, queues' visibility and everything the
+// functions do run in real time.
+func timeScale() (float64, error) {
+	v := os.Getenv("LOCALCLOUD_TIME_SCALE")
+	if v == "" {
+		return 1, nil
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f < 1 || f > 3600 {
+		return 0, fmt.Errorf("LOCALCLOUD_TIME_SCALE=%q: a number from 1 to 3600", v)
+	}
+	return f, nil
+}
+
+// observability is the stack's CloudWatch, SNS and CodeDeploy: the metrics
+// every service puts, the template's alarms on them, the topics they
+// notify, and the functions' releases.
+type observability struct {
+	store     *cloudwatch.Store
+	evaluator *cloudwatch.Evaluator
+	alarms    map[string]*cloudwatch.Alarm
+	topics    map[string]*sns.Topic
+	filters   []*cloudwatch.Filter
+	deploy    *codedeploy.Service
+	groups    map[string]*codedeploy.Group // by function logical id
+	aliases   map[string]*lambda.Alias     // by function logical id
+
+	mu          sync.Mutex
+	targets     map[string]string // function logical id → the version its running release targets
+	deployments map[string]*codedeploy.Deployment
+	bootstraps  int
+}
+
+// newObservability reads the template's alarms, topics, metric filters
+// and deployment groups; what it cannot evaluate stops localcloud.
+func newObservability(st *stack.Stack, res *stack.Resolver, scale float64, aliases map[string]*lambda.Alias) (*observability, error) {
+	o := &observability{store: cloudwatch.NewStore(), alarms: map[string]*cloudwatch.Alarm{}, groups: map[string]*codedeploy.Group{},
+		aliases: aliases, targets: map[string]string{}, deployments: map[string]*codedeploy.Deployment{}}
+	res.VersionOf = func(fn string) string {
+		o.mu.Lock()
+		t := o.targets[fn]
+		o.mu.Unlock()
+		if t != "" {
+			return t
+		}
+		if a := aliases[fn]; a != nil {
+			p, _, _ := a.Routing()
+			return p
+		}
+		return "1"
+	}
+	topicARN := func(id string) string { return "arn:aws:sns:" + stack.Region + ":" + stack.Account + ":" + id }
+	res.TopicARN = func(id string) (string, bool) {
+		if r := st.Resources[id]; r != nil && r["Type"] == "AWS::SNS::Topic" {
+			return topicARN(id), true
+		}
+		return "", false
+	}
+	var err error
+	if o.topics, err = sns.Load(st.Resources, topicARN, res.Resolve); err != nil {
+		return nil, err
+	}
+	var alarms []*cloudwatch.Alarm
+	for id, r := range st.Resources {
+		p, _ := r["Properties"].(map[string]any)
+		switch r["Type"] {
+		case "AWS::CloudWatch::Alarm":
+			a, err := cloudwatch.ParseAlarm(id, p)
+			if err != nil {
+				return nil, err
+			}
+			o.alarms[id] = a
+			alarms = append(alarms, a)
+		case "AWS::Logs::MetricFilter":
+			f, err := cloudwatch.ParseFilter(fmt.Sprint(p["FilterPattern"]))
+			if err != nil {
+				return nil, fmt.Errorf("metric filter %s: %w", id, err)
+			}
+			for _, tr := range p["MetricTransformations"].([]any) {
+				tm := tr.(map[string]any)
+				g := *f
+				g.Namespace, g.Name, g.Dims = fmt.Sprint(tm["MetricNamespace"]), fmt.Sprint(tm["MetricName"]), map[string]string{}
+				g.Value, _ = strconv.ParseFloat(fmt.Sprint(tm["MetricValue"]), 64)
+				dims, _ := tm["Dimensions"].([]any)
+				for _, d := range dims {
+					dm := d.(map[string]any)
+					g.Dims[fmt.Sprint(dm["Key"])] = fmt.Sprint(dm["Value"])
+				}
+				o.filters = append(o.filters, &g)
+			}
+		case "AWS::Lambda::Alias":
+			up, _ := r["UpdatePolicy"].(map[string]any)["CodeDeployLambdaAliasUpdate"].(map[string]any)
+			gid := stack.RefID(up["DeploymentGroupName"])
+			if gid == "" {
+				continue
+			}
+			gp, _ := st.Resources[gid]["Properties"].(map[string]any)
+			g := &codedeploy.Group{ID: gid, Config: fmt.Sprint(gp["DeploymentConfigName"])}
+			if ac, ok := gp["AlarmConfiguration"].(map[string]any); ok && ac["Enabled"] != false {
+				for _, al := range ac["Alarms"].([]any) {
+					g.Alarms = append(g.Alarms, stack.RefID(al.(map[string]any)["Name"]))
+				}
+			}
+			if ar, ok := gp["AutoRollbackConfiguration"].(map[string]any); ok {
+				g.AutoRollback = ar["Enabled"] == true
+			}
+			if _, err := codedeploy.ParseConfig(g.Config); err != nil {
+				return nil, fmt.Errorf("deployment group %s: %w", gid, err)
+			}
+			o.groups[stack.RefID(p["FunctionName"])] = g
+		}
+	}
+	sort.Slice(alarms, func(i, j int) bool { return alarms[i].ID < alarms[j].ID })
+	o.evaluator = &cloudwatch.Evaluator{Store: o.store, Alarms: alarms, Scale: scale, Resolve: res.Resolve, Notify: o.notify}
+	o.deploy = &codedeploy.Service{Scale: scale, AlarmState: func(id string) string {
+		if a := o.alarms[id]; a != nil {
+			s, _ := a.State()
+			return s
+		}
+		return ""
+	}, Target: func(fn, v string) {
+		o.mu.Lock()
+		o.targets[fn] = v
+		o.mu.Unlock()
+	}}
+	return o, nil
+}
+
+// notify logs an alarm's change of state and publishes it to the
+// topics of its actions, as CloudWatch does: only where the topic's
+// policy lets CloudWatch publish.
+func (o *observability) notify(a *cloudwatch.Alarm, from, to, reason string) {
+	slog.Info("cloudwatch alarm", "alarm", a.ID, "from", from, "to", to, "reason", reason)
+	var actions []string
+	switch to {
+	case cloudwatch.InAlarm:
+		actions = a.AlarmActions
+	case cloudwatch.OK:
+		actions = a.OKActions
+	}
+	arn := "arn:aws:cloudwatch:" + stack.Region + ":" + stack.Account + ":alarm:" + a.ID
+	for _, id := range actions {
+		t := o.topics[id]
+		if t == nil {
+			continue
+		}
+		if ok, why := t.AllowsService("cloudwatch.amazonaws.com", stack.Account, arn); !ok {
+			slog.Error("cloudwatch alarm action failed", "alarm", a.ID, "topic", id, "err", why)
+			continue
+		}
+		msg, _ := json.Marshal(map[string]string{"AlarmName": a.ID, "AlarmDescription": a.Description, "NewStateValue": to,
+			"OldStateValue": from, "NewStateReason": reason, "AlarmArn": arn})
+		t.Notify(fmt.Sprintf("%s: %q in %s", to, a.ID, stack.Region), string(msg))
+	}
+}
+
+// accessLog applies the template's metric filters to an access log line.
+func (o *observability) accessLog(fields map[string]string) {
+	for _, f := range o.filters {
+		f.Count(o.store, fields)
+	}
+}
+
+// sampleQueues puts each queue's depth every (scaled) minute, as SQS
+// publishes ApproximateNumberOfMessagesVisible.
+func (o *observability) sampleQueues(ctx context.Context, queues map[string]*sqsserver.Queue, scale float64) {
+	t := time.NewTicker(time.Duration(float64(time.Minute) / scale))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for _, q := range queues {
+			v, _, _ := q.Counts()
+			o.store.Put(cloudwatch.Metric{Namespace: "AWS/SQS", Name: "ApproximateNumberOfMessagesVisible", Dims: map[string]string{"QueueName": q.Name}}, float64(v))
+		}
+	}
+}
+
+// deploymentConfig is CodeDeploy's name of a deployment setting of infra
+// (canary10Percent10Minutes), or the name itself.
+func deploymentConfig(name string) string {
+	if name == "" || strings.HasPrefix(name, "CodeDeployDefault.") {
+		return name
+	}
+	return "CodeDeployDefault.Lambda" + strings.ToUpper(name[:1]) + name[1:]
+}
+
+// control serves localcloud's release API, for make local-cloud-release
+// and the tests: POST /localcloud/releases {"function", "bootstrap",
+// "deployment"} publishes a version of the function from that bootstrap
+// and runs its deployment group's deployment (the group's configuration,
+// or the one named); GET /localcloud/releases/{id} is its status; GET
+// /localcloud/alarms every alarm's state. A caller must send the operator
+// key of the ready line (X-Localcloud-Key).
+func (o *observability) control(ctx context.Context, key string, st *stack.Stack) http.Handler {
+	mux := http.NewServeMux()
+	write := func(w http.ResponseWriter, code int, v any) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		_ = json.NewEncoder(w).Encode(v)
+	}
+	mux.HandleFunc("POST /localcloud/releases", func(w http.ResponseWriter, r *http.Request) {
+		var in struct{ Function, Bootstrap, Deployment string }
+		if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+			write(w, 400, map[string]string{"message": err.Error()})
+			return
+		}
+		var fnID string
+		for id, f := range st.Functions {
+			if f.Name == in.Function {
+				fnID = id
+			}
+		}
+		alias, group := o.aliases[fnID], o.groups[fnID]
+		if alias == nil || group == nil {
+			write(w, 404, map[string]string{"message": "no function " + in.Function + " under a deployment group"})
+			return
+		}
+		if fi, err := os.Stat(in.Bootstrap); err != nil || fi.Mode()&0o111 == 0 {
+			write(w, 400, map[string]string{"message": "bootstrap " + in.Bootstrap + " is not an executable file"})
+			return
+		}
+		shift, err := codedeploy.ParseConfig(deploymentConfig(cmpOr(in.Deployment, group.Config)))
+		if err != nil {
+			write(w, 400, map[string]string{"message": err.Error()})
+			return
+		}
+		v := alias.Publish(in.Bootstrap)
+		d := o.deploy.Deploy(ctx, fnID, alias, group, shift, v)
+		o.mu.Lock()
+		o.deployments[d.ID] = d
+		o.mu.Unlock()
+		write(w, 201, map[string]string{"deployment_id": d.ID, "from": d.From, "to": v, "config": shift.Name})
+	})
+	mux.HandleFunc("GET /localcloud/releases/{id}", func(w http.ResponseWriter, r *http.Request) {
+		o.mu.Lock()
+		d := o.deployments[r.PathValue("id")]
+		o.mu.Unlock()
+		if d == nil {
+			write(w, 404, map[string]string{"message": "no such deployment"})
+			return
+		}
+		s, why := d.Status()
+		write(w, 200, map[string]string{"status": s, "reason": why, "from": d.From, "to": d.To, "config": d.Config})
+	})
+	mux.HandleFunc("GET /localcloud/alarms", func(w http.ResponseWriter, r *http.Request) {
+		out := map[string]map[string]any{}
+		for id, a := range o.alarms {
+			s, fired := a.State()
+			out[id] = map[string]any{"state": s, "fired": fired, "description": a.Description}
+		}
+		write(w, 200, out)
+	})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Localcloud-Key") != key {
+			write(w, 403, map[string]string{"message": "send the operator key of the ready line in X-Localcloud-Key"})
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// serveControl starts the control API on a loopback port.
+func serveControl(h http.Handler) (string, func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return "http://" + ln.Addr().String(), func() { _ = srv.Close() }, nil
+}
+
+var _ = apigw.IntegrationTimeout
