@@ -4,7 +4,7 @@ GO ?= $(shell command -v go || echo /usr/local/go/bin/go)
 FUNCTIONS := $(notdir $(wildcard functions/*))
 LAMBDA_OUT := .bin/lambda
 
-.PHONY: help run test check cfn-lint local-cloud-release oas-lint unit e2e bench soak capacity openapi openapi-coverage build synth diff deploy import destroy smoke local-cloud local-cloud-test local-up local-deploy local-test local-down clean dynamodb-local docs-assets chromium
+.PHONY: help run test check cfn-lint local-cloud-release rollback oas-lint unit e2e bench soak capacity openapi openapi-coverage build synth diff deploy import destroy smoke local-cloud local-cloud-test local-up local-deploy local-test local-down clean dynamodb-local docs-assets chromium
 
 # jsii (the CDK's Go bridge) runs on Node; Node 20 works but warns loudly.
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
@@ -145,11 +145,13 @@ $(CDK_BIN)/cdk $(CDK_BIN)/cdklocal: localstack/.cli/package.json localstack/.cli
 	cd localstack/.cli && npm ci --no-audit --no-fund
 	@touch $(CDK_BIN)/cdk $(CDK_BIN)/cdklocal
 
-## deploy: build and deploy STAGE, with its kept settings, to the AWS account of your credentials
+## deploy: build and deploy STAGE, with its kept settings, to the AWS account of your credentials; a pre-flight (scripts/cmd/preflight: Lambda concurrency, the region's resource schemas, fixed names) runs on the synthesized template first and stops before CloudFormation, one line per problem
 deploy: $(CDK_BIN)/cdk
 	@scripts/lib/check-stage $(STAGE)
 	$(MAKE) build
-	$(CDK_BIN)/cdk deploy -c stage=$(STAGE) $(if $(ALARM_EMAIL),-c alarmEmail=$(ALARM_EMAIL)) $(CDK_ARGS) --require-approval broadening
+	$(CDK_BIN)/cdk synth -c stage=$(STAGE) $(if $(ALARM_EMAIL),-c alarmEmail=$(ALARM_EMAIL)) $(CDK_ARGS) --quiet
+	$(GO) run ./scripts/cmd/preflight -template cdk.out/PracticeApi-$(STAGE).template.json -stack PracticeApi-$(STAGE)
+	$(CDK_BIN)/cdk deploy --app cdk.out PracticeApi-$(STAGE) --require-approval broadening
 
 ## import: the import step of a table restore (docs/operations.md): adopt the restored table (the stage's tableName setting) into STAGE, which stays on its current table, RESTORING_FROM (its name, or - for the one the stage was born with); make deploy then moves the stage onto it
 import: $(CDK_BIN)/cdk
@@ -162,6 +164,11 @@ import: $(CDK_BIN)/cdk
 destroy: $(CDK_BIN)/cdk
 	$(MAKE) build
 	$(CDK_BIN)/cdk destroy -c stage=$(STAGE) -c teardown=on
+
+## rollback: break glass: move STAGE's functions' live aliases (or FUNCTION's) back to their previous version now, without CloudFormation or CodeDeploy's alarms (a deployment in progress is stopped); docs/operations.md, release-rollback
+rollback:
+	@scripts/lib/check-stage $(STAGE)
+	$(GO) run ./scripts/cmd/rollback -stage $(STAGE) $(if $(FUNCTION),-function $(FUNCTION))
 
 ## smoke: check a deployed STAGE read-only with a live key (SMOKE_KEY, needing matters:read; the base URL from the stack's ApiUrl, or SMOKE_BASE_URL): writes nothing
 smoke:

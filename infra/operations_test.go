@@ -138,6 +138,15 @@ func TestOperationsGuardRails(t *testing.T) {
 		"LockConfiguration": map[string]any{"MinRetentionDays": 35, "ChangeableForDays": 3},
 	})
 	prod.HasResource(jsii.String("AWS::Backup::BackupVault"), &map[string]any{"DeletionPolicy": "Retain"})
+	// A retained vault of an earlier stack (a failed first deploy, a
+	// destroy) does not block the next: its name comes from the stack's
+	// id, new for each stack.
+	for id, v := range resources("prod", "AWS::Backup::BackupVault") {
+		name, _ := json.Marshal(props(v)["BackupVaultName"])
+		if !strings.Contains(string(name), `"Ref":"AWS::StackId"`) || !strings.Contains(string(name), `practice-api`) {
+			t.Errorf("vault %s is named %s: a fixed name blocks the retry of a failed first deploy", id, name)
+		}
+	}
 	prod.HasResourceProperties(jsii.String("AWS::Backup::BackupPlan"), &map[string]any{"BackupPlan": assertions.Match_ObjectLike(&map[string]any{
 		"BackupPlanRule": []any{assertions.Match_ObjectLike(&map[string]any{"ScheduleExpression": "cron(0 3 * * ? *)", "Lifecycle": map[string]any{"DeleteAfterDays": 35}})},
 	})})

@@ -502,8 +502,19 @@ func (s *Stack) wireWorkers(p *Props) {
 // whose lock stops anyone (a compromised account included) from deleting
 // recovery points early, optionally copied to a vault in another account.
 func (s *Stack) backups(p *Props) {
+	// The vault is retained when its stack goes (a failed first create, a
+	// make destroy), so a fixed name would stop the next deploy with
+	// AlreadyExists. Its name ends with the last part of the stack's id,
+	// which is new for each stack CloudFormation creates and the same for
+	// the stack's life (vault names: 2 to 50 of [A-Za-z0-9_-]):
+	// practice-api-<stage>-<12 hex digits>.
+	// https://docs.aws.amazon.com/aws-backup/latest/devguide/API_CreateBackupVault.html
+	stackUUID := awscdk.Fn_Select(jsii.Number(2), awscdk.Fn_Split(jsii.String("/"), awscdk.Aws_STACK_ID(), nil))
+	vaultName := awscdk.Fn_Join(jsii.String("-"), &[]*string{jsii.String("practice-api"), jsii.String(p.Stage),
+		awscdk.Fn_Select(jsii.Number(4), awscdk.Fn_Split(jsii.String("-"), stackUUID, nil))})
 	vault := awsbackup.NewBackupVault(s.Stack, jsii.String("BackupVault"), &awsbackup.BackupVaultProps{
-		RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
+		BackupVaultName: vaultName,
+		RemovalPolicy:   awscdk.RemovalPolicy_RETAIN,
 		LockConfiguration: &awsbackup.LockConfiguration{
 			MinRetention: awscdk.Duration_Days(jsii.Number(35)),
 			// Governance for three days after deploy, then compliance mode:
