@@ -14,7 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/apigw"
 	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/cloudwatch"
 	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/codedeploy"
 	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/lambda"
@@ -52,11 +51,11 @@ type observability struct {
 	deploy    *codedeploy.Service
 	groups    map[string]*codedeploy.Group // by function logical id
 	aliases   map[string]*lambda.Alias     // by function logical id
+	queues    map[string]*sqsserver.Queue  // by logical id
 
 	mu          sync.Mutex
 	targets     map[string]string // function logical id → the version its running release targets
 	deployments map[string]*codedeploy.Deployment
-	bootstraps  int
 }
 
 // newObservability reads the template's alarms, topics, metric filters
@@ -274,6 +273,41 @@ func (o *observability) control(ctx context.Context, key string, st *stack.Stack
 		s, why := d.Status()
 		write(w, 200, map[string]string{"status": s, "reason": why, "from": d.From, "to": d.To, "config": d.Config})
 	})
+	// Faults, for the alarm campaign: a function crashing, throttled or
+	// slow; a message in a queue (a dead-letter queue that is not empty).
+	mux.HandleFunc("POST /localcloud/faults", func(w http.ResponseWriter, r *http.Request) {
+		var in struct {
+			Function, Queue, Fault string
+			DelayMS                int `json:"delay_ms"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+			write(w, 400, map[string]string{"message": err.Error()})
+			return
+		}
+		if in.Queue != "" {
+			for id, q := range o.queues {
+				if strings.HasPrefix(id, in.Queue) {
+					q.Send(`{"fault":"a message left for the campaign"}`, 0)
+					write(w, 200, map[string]string{"queue": id})
+					return
+				}
+			}
+			write(w, 404, map[string]string{"message": "no queue " + in.Queue})
+			return
+		}
+		for id, f := range st.Functions {
+			if f.Name == in.Function && o.aliases[id] != nil {
+				var ft *lambda.Fault
+				if in.Fault != "" && in.Fault != "none" {
+					ft = &lambda.Fault{Kind: in.Fault, Delay: time.Duration(in.DelayMS) * time.Millisecond}
+				}
+				o.aliases[id].SetFault(ft)
+				write(w, 200, map[string]string{"function": in.Function, "fault": in.Fault})
+				return
+			}
+		}
+		write(w, 404, map[string]string{"message": "no function " + in.Function})
+	})
 	mux.HandleFunc("GET /localcloud/alarms", func(w http.ResponseWriter, r *http.Request) {
 		out := map[string]map[string]any{}
 		for id, a := range o.alarms {
@@ -308,5 +342,3 @@ func serveControl(h http.Handler) (string, func(), error) {
 	go func() { _ = srv.Serve(ln) }()
 	return "http://" + ln.Addr().String(), func() { _ = srv.Close() }, nil
 }
-
-var _ = apigw.IntegrationTimeout

@@ -204,7 +204,7 @@ func run() error {
 	if obs, err = newObservability(st, res, scale, fns); err != nil {
 		return err
 	}
-	logs.Metrics = obs.store
+	logs.Metrics, obs.queues = obs.store, queues
 	for _, a := range fns {
 		a.Version("1").Metrics = obs.store
 	}

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -256,5 +255,3 @@ func (c *cloud) servedVersion(id string) string {
 	}
 	return ""
 }
-
-var _ = atomic.Int64{}

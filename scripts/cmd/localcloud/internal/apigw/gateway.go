@@ -59,7 +59,9 @@ func (g *Gateway) APIID() string { return g.apiID }
 // record puts a request's metrics and access log fields.
 func (g *Gateway) record(route *gatewayRoute, method string, status int, integrated bool, latency, integration time.Duration, reqID string) {
 	if g.Metrics != nil {
-		sets := []map[string]string{{"ApiId": g.apiID, "Stage": "$default"}}
+		// HTTP APIs' dimension sets: ApiId; ApiId and Stage; and, with
+		// detailed metrics, ApiId, Stage, Method and Resource.
+		sets := []map[string]string{{"ApiId": g.apiID}, {"ApiId": g.apiID, "Stage": "$default"}}
 		if route != nil {
 			res := route.key
 			if m, path, ok := strings.Cut(route.key, " "); ok {

@@ -146,3 +146,12 @@ func (a *Alias) RuntimeAPIs() []string {
 	}
 	return out
 }
+
+// SetFault puts a fault on every version of the function (nil lifts it).
+func (a *Alias) SetFault(ft *Fault) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, v := range a.versions {
+		v.SetFault(ft)
+	}
+}

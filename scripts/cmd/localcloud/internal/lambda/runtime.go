@@ -64,7 +64,21 @@ type Function struct {
 	// ExecutedVersion; and the account's ConcurrentExecutions.
 	// https://docs.aws.amazon.com/lambda/latest/dg/monitoring-metrics-types.html
 	Metrics *cloudwatch.Store
+
+	fault atomic.Pointer[Fault]
 }
+
+// Fault is what a function is made to do for a fault campaign (the
+// control endpoint's /localcloud/faults): crash every invocation (as a
+// process that exits: Runtime.ExitError), be throttled (as when the
+// account's concurrency is spent), or run Delay longer.
+type Fault struct {
+	Kind  string // crash, throttle, slow; "" none
+	Delay time.Duration
+}
+
+// SetFault puts a fault on the function (nil lifts it).
+func (f *Function) SetFault(ft *Fault) { f.fault.Store(ft) }
 
 // running counts the invocations in flight across every function: the
 // account's ConcurrentExecutions.
@@ -145,6 +159,29 @@ const NoWait = -1
 // time spent waiting for a free slot (0: as long as ctx allows; NoWait:
 // not at all).
 func (f *Function) Invoke(ctx context.Context, payload []byte, wait time.Duration) (Outcome, string, error) {
+	if ft := f.fault.Load(); ft != nil {
+		switch ft.Kind {
+		case "throttle":
+			f.Throttles.Add(1)
+			f.metric("Throttles", 1)
+			f.out.system(fmt.Sprintf("THROTTLED Function: %s\tReason: ConcurrentInvocationLimitExceeded (a fault)", f.Spec.Name))
+			return Outcome{}, "", ErrThrottled
+		case "crash":
+			f.Invocations.Add(1)
+			f.Errors.Add(1)
+			f.metric("Invocations", 1)
+			f.metric("Errors", 1)
+			o := Outcome{Status: "crashed", ErrType: "Runtime.ExitError", Body: []byte(`{"errorMessage":"Runtime exited with error: a fault","errorType":"Runtime.ExitError"}`)}
+			f.out.system(fmt.Sprintf("REPORT RequestId: %s\tFunction: %s\tDuration: 0.00 ms\tBilled Duration: 1 ms\tMemory Size: %d MB\tStatus: crashed\tError: %s\tVersion: %s",
+				uuid.NewString(), f.Spec.Name, f.Spec.MemoryMB, o.Body, f.Version))
+			return o, "", nil
+		case "slow":
+			select {
+			case <-time.After(ft.Delay):
+			case <-ctx.Done():
+			}
+		}
+	}
 	if wait == NoWait {
 		select {
 		case f.Slots <- struct{}{}:
