@@ -29,6 +29,9 @@ type Function struct {
 	// the stage's context (the dispatcher, enrichment).
 	Reserved float64
 	// Queue access is wired per function in the stack.
+	// Hook marks the release check (CodeDeploy's pre-traffic hook of every
+	// other function): it has no live alias and no release of its own.
+	Hook bool
 }
 
 // apiActions are what every API family that creates does: authenticate
@@ -82,4 +85,7 @@ var Functions = []Function{
 	// The synthetic check calls the stage every minute as an integrator
 	// would, read-only (seven requests of at most 5 s): no table, no queue.
 	{Name: "synthetic", MemoryMB: 128, TimeoutS: 50},
+	// The release check: before a release shifts any traffic, it runs the
+	// smoke checks against the new version (a worker's: an empty batch).
+	{Name: "releasecheck", MemoryMB: 128, TimeoutS: 120, Hook: true},
 }

@@ -45,6 +45,9 @@ func suppressNag(s *Stack) {
 		case "dispatcher":
 			suppress(f, true, "Serverless-LambdaDLQ", "Its asynchronous invocations (the schedule) have an on-failure destination, the dispatch-failures queue "+
 				"(EventInvokeConfig): a destination records the failed invocation with its error, which a DLQ would not; both would send each failure twice.")
+		case "releasecheck":
+			suppress(f, true, "Serverless-LambdaDLQ", "CodeDeploy invokes it as a deployment's pre-traffic hook and waits for its answer; a run that fails or never answers fails the deployment (CodeDeploy's hook timeout), which rolls back: a dead-letter queue would hold nothing anyone acts on.")
+			suppress(f, true, "Serverless-LambdaAsyncFailureDestination", "CodeDeploy invokes it as a deployment's pre-traffic hook; a failure fails and rolls back that deployment, which is where it is seen.")
 		case "synthetic":
 			suppress(f, true, "Serverless-LambdaDLQ", "Invoked only by its one-minute schedule; a run that failed or never ran is what its alarm watches (missing data counts as failing), so a dead-letter queue would only hold what already paged.")
 		case "enrichment", "delivery":
@@ -67,8 +70,14 @@ func suppressNag(s *Stack) {
 	if a := s.Aliases["synthetic"]; a != nil {
 		suppress(a, true, "Serverless-LambdaAsyncFailureDestination", "The synthetic check's failed runs are recorded as its metric (SyntheticCheckFailures) and page through its alarm; a failure destination would hold what already paged.")
 	}
+	if h := s.Functions["releasecheck"]; h != nil {
+		suppress(h.Role(), true, "AwsSolutions-IAM5", "The release check invokes the version being released, which it learns from the deployment: <function ARN>:* is that function's versions and aliases and nothing else "+
+			"(one statement per function); Resource * is X-Ray's, which has no resource.")
+	}
 	for _, fn := range Functions {
 		if g := s.Node().TryFindChild(jsii.String(fn.Name + "-release")); g != nil {
+			suppress(g, true, "AwsSolutions-IAM5", "CodeDeploy's role may invoke the release check's versions and aliases (<releasecheck ARN>:*), as the CDK grants it for a pre-traffic hook; nothing else.",
+				"Resource::<releasecheckF526EFCA.Arn>:*")
 			suppress(g, true, "AwsSolutions-IAM4", "The role CodeDeploy assumes to shift the function's alias carries AWS's managed policy for it, "+
 				"AWSCodeDeployRoleForLambdaLimited, as CodeDeploy documents: it may only update aliases and read the deployment's alarms.",
 				"Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSCodeDeployRoleForLambdaLimited")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awscodedeploy"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/interfaces/interfacesawscloudwatch"
 	"github.com/aws/jsii-runtime-go"
 
@@ -114,7 +116,23 @@ func (s *Stack) releases(p *Props) {
 	app := awscodedeploy.NewLambdaApplication(s.Stack, jsii.String("releases"), &awscodedeploy.LambdaApplicationProps{
 		ApplicationName: jsii.String("practice-api-" + p.Stage),
 	})
+	hook := s.Functions["releasecheck"]
+	functions, groups := map[string]*string{}, map[string]*string{}
 	for _, fn := range Functions {
+		if fn.Hook {
+			continue
+		}
+		functions[cmp.Or(fn.Family, fn.Name)] = s.Functions[fn.Name].FunctionName()
+		// The check invokes the new version (and the other functions'
+		// live aliases, for the smoke checks' other paths).
+		hook.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Actions: jsii.Strings("lambda:InvokeFunction"), Resources: &[]*string{jsii.String(*s.Functions[fn.Name].FunctionArn() + ":*")},
+		}))
+	}
+	for _, fn := range Functions {
+		if fn.Hook {
+			continue
+		}
 		s.ReleaseAlarms[fn.Name] = s.versionAlarms(fn, p)
 		var alarms []interfacesawscloudwatch.IAlarmRef
 		for _, a := range s.ReleaseAlarms[fn.Name] {
@@ -123,6 +141,8 @@ func (s *Stack) releases(p *Props) {
 		group := awscodedeploy.NewLambdaDeploymentGroup(s.Stack, jsii.String(fn.Name+"-release"), &awscodedeploy.LambdaDeploymentGroupProps{
 			Application: app, Alias: s.Aliases[fn.Name], DeploymentConfig: Deployments[p.Deployment](),
 			Alarms: &alarms,
+			// Before any traffic: the smoke checks against the new version.
+			PreHook: hook,
 			AutoRollback: &awscodedeploy.AutoRollbackConfig{
 				FailedDeployment: jsii.Bool(true), StoppedDeployment: jsii.Bool(true), DeploymentInAlarm: jsii.Bool(true),
 			},
@@ -130,8 +150,20 @@ func (s *Stack) releases(p *Props) {
 		// The alias's update starts the deployment: its UpdatePolicy's
 		// reference to the group orders the group (and the alarms it names,
 		// which follow the new version) first (infra's TestDeployOrder).
-		_ = group
+		groups[cmp.Or(fn.Family, fn.Name)] = group.DeploymentGroupName()
+		hook.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Actions: jsii.Strings("codedeploy:GetDeployment"), Resources: &[]*string{group.DeploymentGroupArn()},
+		}))
 	}
+	s.hookEnvironment(functions, groups)
 }
 
 func sortStrings(s []string) []string { slices.Sort(s); return s }
+
+// hookEnvironment tells the release check which function each family (or
+// worker) is, and which deployment group releases it.
+func (s *Stack) hookEnvironment(functions, groups map[string]*string) {
+	hook := s.Functions["releasecheck"]
+	hook.AddEnvironment(jsii.String("RELEASE_FUNCTIONS"), s.Stack.ToJsonString(functions, nil), nil)
+	hook.AddEnvironment(jsii.String("RELEASE_GROUPS"), s.Stack.ToJsonString(groups, nil), nil)
+}

@@ -126,6 +126,9 @@ func NewPracticeStack(scope constructs.Construct, id string, p *Props) *Stack {
 	for _, fn := range Functions {
 		f := s.newFunction(fn, p)
 		s.Functions[fn.Name] = f
+		if fn.Hook {
+			continue // invoked by CodeDeploy by name, never released itself
+		}
 		// Each deploy publishes a version (when the code or configuration
 		// changed) and CodeDeploy moves "live" onto it (releases).
 		s.Aliases[fn.Name] = awslambda.NewAlias(st, jsii.String(fn.Name+"-live"), &awslambda.AliasProps{
@@ -340,7 +343,7 @@ func (s *Stack) newFunction(fn Function, p *Props) awslambda.Function {
 		}
 		secret.GrantRead(f, nil)
 	}
-	if p.SmokeKeySecret != "" && fn.Name == "synthetic" {
+	if p.SmokeKeySecret != "" && (fn.Name == "synthetic" || fn.Name == "releasecheck") {
 		secret := awssecretsmanager.Secret_FromSecretNameV2(s.Stack, jsii.String("smoke-key"), jsii.String(p.SmokeKeySecret))
 		if strings.HasPrefix(p.SmokeKeySecret, "arn:") {
 			secret = awssecretsmanager.Secret_FromSecretCompleteArn(s.Stack, jsii.String("smoke-key"), jsii.String(p.SmokeKeySecret))

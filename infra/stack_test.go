@@ -322,7 +322,7 @@ func TestAlarmsGoToTheTopic(t *testing.T) {
 			}
 		}
 	}
-	want := 1 + len(routes.Table) + 3*len(Functions) + 2 + 2 + 2 + 5 + 2 + len(routes.Table) + 2 + len(Functions) + 2*api + keyed
+	want := 1 + len(routes.Table) + 3*len(Functions) + 2 + 2 + 2 + 5 + 2 + len(routes.Table) + 2 + len(Functions) - 1 + 2*api + keyed // the release check has no release
 	if len(alarms) != want {
 		t.Fatalf("%d alarms, want %d", len(alarms), want)
 	}
@@ -399,6 +399,12 @@ func TestWiringFromTheStacksEnvironment(t *testing.T) {
 					s = "http://127.0.0.1:1/queue/" + k
 				case k == "SYNTHETIC_BASE_URL":
 					s = "http://127.0.0.1:1/api/v1"
+				case k == "RELEASE_FUNCTIONS" || k == "RELEASE_GROUPS": // JSON of every function's and group's name
+					raw, _ := json.Marshal(v)
+					if !strings.Contains(string(raw), "Fn::Join") {
+						t.Fatalf("%s=%s", k, raw)
+					}
+					s = "{}"
 				case !ok:
 					t.Fatalf("%s=%v is a reference the test cannot resolve", k, v)
 				}
@@ -418,6 +424,12 @@ func TestWiringFromTheStacksEnvironment(t *testing.T) {
 				}
 			}
 			ctx := context.Background()
+			if fn.Hook {
+				if _, ok := env["RELEASE_FUNCTIONS"]; !ok || env["SYNTHETIC_BASE_URL"] == "" {
+					t.Fatalf("releasecheck: %v", env)
+				}
+				return
+			}
 			if fn.Name == "synthetic" { // its check's target, and nothing else
 				if cfg.SyntheticBaseURL == "" || cfg.TableName != "practice-api" {
 					t.Fatalf("synthetic: base URL %q, table %q", cfg.SyntheticBaseURL, cfg.TableName)
@@ -493,7 +505,7 @@ func TestWiringFromTheStacksEnvironment(t *testing.T) {
 func TestMemorySizesFollowTheCostModel(t *testing.T) {
 	want := map[string]float64{
 		"matters": 512, "parties": 512, "timeentries": 512, "invoices": 512, "documents": 512, "webhooks": 512,
-		"reports": 1024, "meta": 128, "dispatcher": 256, "enrichment": 256, "delivery": 256, "synthetic": 128,
+		"reports": 1024, "meta": 128, "dispatcher": 256, "enrichment": 256, "delivery": 256, "synthetic": 128, "releasecheck": 128,
 	}
 	if len(want) != len(Functions) {
 		t.Fatalf("%d functions, %d sizes pinned", len(Functions), len(want))

@@ -99,6 +99,9 @@ func (r *Resolver) ref(id string) (string, error) {
 	if fn, ok := r.Stack.Versions[id]; ok {
 		return r.FunctionArn(fn) + ":" + r.version(fn), nil
 	}
+	if res := r.Stack.Resources[id]; res != nil && res["Type"] == "AWS::CodeDeploy::DeploymentGroup" {
+		return id, nil // its name: localcloud's deployment groups go by their logical id
+	}
 	return "", fmt.Errorf("the local stack has no resource %s (Ref)", id)
 }
 
