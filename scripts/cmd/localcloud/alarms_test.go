@@ -27,6 +27,7 @@ var notFiredLocally = map[string]string{
 	"apigatewaythrottles":      "the local stage's gateway throttles are 10,000 a second (STAGE_SETTINGS with low throttles fires it; TestDevStageThrottlesAnswer429 sees the 429s)",
 	"duration":                 "each function's p99 duration above 80% of its timeout: invocations of 4 to 48 s each, in real time (LOCALCLOUD_TIME_SCALE does not speed functions up)",
 	"version5xx":               "needs a handler's own 5xx (a store that fails): the release rehearsal fires matters' with a broken build (TestABadReleaseRollsBackAndAGoodOneGoesOut)",
+	"releasecheck":             "the release check is CodeDeploy's pre-traffic hook, which localcloud does not run (nothing invokes it locally)",
 	"latencygetreportstype":    "reports' p99 threshold is 15 s: invocations over 15 s each, in real time",
 	"versionlatency":           "the version's own latency is its handler's (its access log line's): needs a slow store, a fault the DynamoDB guard does not inject (the slow fault delays an invocation before the handler)",
 }
