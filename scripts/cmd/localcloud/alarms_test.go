@@ -42,6 +42,7 @@ var notFiredLocally = map[string]string{
 // notFiredLocally, with its reason; one that is there and fires fails
 // too (the list only shrinks).
 func TestEveryAlarmIsFiredByAFault(t *testing.T) {
+	t.Parallel() // one stack of its own; it overlaps the release rehearsal
 	c := start(t, "LOCALCLOUD_TIME_SCALE=60")
 	fault := func(body map[string]any) { callControl(t, c, "POST", "/localcloud/faults", body) }
 	all := []string{"matters", "parties", "timeentries", "invoices", "documents", "reports", "meta", "webhooks", "dispatcher", "enrichment", "delivery", "synthetic"}
@@ -103,7 +104,9 @@ func TestEveryAlarmIsFiredByAFault(t *testing.T) {
 	}
 	phase("every function crashing", "crash", 0, all, c.DemoKey, 6, 14*time.Second)
 	phase("every function throttled", "throttle", 0, all, c.DemoKey, 6, 14*time.Second)
-	phase("the API's functions slow (1.1 s)", "slow", 1100, all[:8], c.DemoKey, 2*len(routes.Table), 9*time.Second)
+	// Each route's p99 over 1 s in 3 of 5 one-second periods: about two
+	// requests a second per route, for long enough on a loaded machine.
+	phase("the API's functions slow (1.1 s)", "slow", 1100, all[:8], c.DemoKey, 3*len(routes.Table), 16*time.Second)
 	phase("keys the API refuses", "", 0, nil, "pa_test_00000000000000000000000000000000_unknown", 6, 14*time.Second)
 	time.Sleep(3 * time.Second) // the last periods' evaluations
 

@@ -155,6 +155,7 @@ func release(t *testing.T, c *cloud, bootstrap, config string) map[string]any {
 // (linear10PercentEvery1Minute) to all of the traffic.
 // make local-cloud-release runs it with its narrative (-v).
 func TestABadReleaseRollsBackAndAGoodOneGoesOut(t *testing.T) {
+	t.Parallel() // one stack of its own; it overlaps the alarm campaign
 	c := start(t, "LOCALCLOUD_TIME_SCALE=60")
 	bad := buildBootstrap(t, "./scripts/cmd/localcloud/testdata/brokenmatters")
 	good := buildBootstrap(t, "./functions/matters")
