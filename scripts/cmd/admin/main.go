@@ -46,12 +46,18 @@ func main() {
 	}
 	out, err := run(context.Background(), os.Args[1:], openFromEnv, terminalConfirm)
 	if err != nil {
-		b, _ := json.Marshal(map[string]string{"error": err.Error()})
-		fmt.Fprintln(os.Stderr, string(b))
+		_ = printJSON(os.Stderr, map[string]string{"error": err.Error()})
 		os.Exit(1)
 	}
-	b, _ := json.Marshal(out)
-	fmt.Println(string(b))
+	_ = printJSON(os.Stdout, out)
+}
+
+// printJSON writes v as one line of JSON, with <, > and & as they are (the
+// usage's <command> reads as written, not as \u003c).
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
 }
 
 // env is what every command works on.
@@ -301,6 +307,17 @@ func help(argv []string) (string, bool) {
 		return fmt.Sprintf("usage: admin %s %s\n", c.name, c.flags), true
 	case flagHelp(argv[0]) || argv[0] == "help":
 		return usage() + "\n", true
+	case !ok && slices.ContainsFunc(argv[1:], flagHelp):
+		// A group's word and --help (admin matter --help): its commands.
+		var b strings.Builder
+		for _, c := range commands {
+			if strings.HasPrefix(c.name, argv[0]+" ") {
+				fmt.Fprintf(&b, "  %s %s\n", c.name, c.flags)
+			}
+		}
+		if b.Len() > 0 {
+			return "usage: admin <command> [flags]\n" + b.String(), true
+		}
 	}
 	return "", false
 }

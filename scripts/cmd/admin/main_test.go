@@ -247,9 +247,12 @@ func TestHelpIsText(t *testing.T) {
 		{[]string{"-h"}, "outbox replay"},
 		{[]string{"help"}, "env: DYNAMODB_ENDPOINT"},
 		{[]string{"key", "create", "--help"}, "usage: admin key create --org ORG --scopes"},
+		{[]string{"matter", "--help"}, "usage: admin <command> [flags]\n  matter close --org ORG --matter MATTER\n  matter set-status"},
+		{[]string{"time-entry", "-h"}, "time-entry set-status --org ORG --entry ENTRY --status STATUS"},
 		{[]string{"org", "create", "--name", "help"}, ""},
 		{[]string{"org", "create", "--name", "x"}, ""},
 		{nil, ""},
+		{[]string{"nosuch", "--help"}, ""},
 	} {
 		text, ok := help(c.argv)
 		if ok != (c.want != "") || !strings.Contains(text, c.want) || (ok && strings.HasPrefix(text, "{")) {
@@ -329,5 +332,22 @@ func TestMigrate(t *testing.T) {
 	}
 	if n != 1 {
 		t.Fatalf("the step ran %d times", n)
+	}
+}
+
+// TestErrorsReadAsWritten: the JSON error of an unknown command holds the
+// usage with its <command> as written, not \u003c escapes.
+func TestErrorsReadAsWritten(t *testing.T) {
+	t.Parallel()
+	_, err := run(context.Background(), []string{"matter"}, nil, nil)
+	if err == nil {
+		t.Fatal("admin matter: no error")
+	}
+	var b strings.Builder
+	if err := printJSON(&b, map[string]string{"error": err.Error()}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "admin <command> [flags]") || strings.Contains(b.String(), `\u003c`) {
+		t.Errorf("the error reads %s", b.String())
 	}
 }

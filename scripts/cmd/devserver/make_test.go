@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestMakeRunsInstallQuietlyOnStdout: on a fresh checkout, make run first
@@ -45,10 +46,75 @@ func TestMakeRunsInstallQuietlyOnStdout(t *testing.T) {
 	if stdout.Len() != 0 {
 		t.Fatalf("the install wrote to stdout, ahead of the demo_key line:\n%s", stdout.String())
 	}
-	if !strings.Contains(stderr.String(), "installing AWS DynamoDB Local") {
-		t.Fatalf("the install did not say what it does on stderr:\n%s", stderr.String())
+	if !strings.Contains(stderr.String(), "installing AWS DynamoDB Local") || !strings.Contains(stderr.String(), " s)") {
+		t.Fatalf("the install did not say what it does, with an estimate, on stderr:\n%s", stderr.String())
 	}
 	if _, err := os.Stat(filepath.Join(dir, "scripts/dynamodb-local/node_modules/.package-lock.json")); err != nil {
 		t.Fatalf("nothing installed: %v", err)
+	}
+}
+
+// TestGorunSaysWhatItBuildsOnStderr: the wrapper behind make run
+// (scripts/lib/gorun) builds a command the first time, and again when its
+// sources change, saying so with an estimate and then how long it took, on
+// stderr; stdout is the command's alone (the devserver's first line is its
+// demo_key). A binary that is up to date runs without a word. It runs on a
+// tiny module laid out as this one is, so it builds in a second.
+func TestGorunSaysWhatItBuildsOnStderr(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go build: make test runs it")
+	}
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash")
+	}
+	dir := t.TempDir()
+	gorun, err := os.ReadFile("../../lib/gorun")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{
+		"scripts/lib/gorun":         string(gorun),
+		"go.mod":                    "module example.com/hello\n\ngo 1.26\n",
+		"go.sum":                    "",
+		"scripts/cmd/hello/main.go": "package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(`{\"demo_key\":\"x\"}`) }\n",
+		"shared/doc.go":             "package shared\n",
+		"scripts/internal/doc.go":   "package internal\n",
+	}
+	for name, body := range files {
+		path := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := func() (string, string) {
+		t.Helper()
+		var stdout, stderr bytes.Buffer
+		cmd := exec.Command("bash", filepath.Join(dir, "scripts/lib/gorun"), "hello")
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("gorun: %v\n%s", err, stderr.String())
+		}
+		return stdout.String(), stderr.String()
+	}
+	out, errs := run()
+	if out != "{\"demo_key\":\"x\"}\n" {
+		t.Errorf("stdout is not the command's alone: %q", out)
+	}
+	if !strings.Contains(errs, "hello: building (go build, first time: about 2 minutes") || !strings.Contains(errs, "hello: built in ") {
+		t.Errorf("the first build did not say what it does, with an estimate and its time:\n%s", errs)
+	}
+	if out, errs := run(); out != "{\"demo_key\":\"x\"}\n" || errs != "" {
+		t.Errorf("an up-to-date binary: stdout %q, stderr %q", out, errs)
+	}
+	later := time.Now().Add(2 * time.Second)
+	if err := os.Chtimes(filepath.Join(dir, "scripts/cmd/hello/main.go"), later, later); err != nil {
+		t.Fatal(err)
+	}
+	if _, errs := run(); !strings.Contains(errs, "hello: sources changed, rebuilding") {
+		t.Errorf("a rebuild did not say so:\n%s", errs)
 	}
 }
