@@ -14,6 +14,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/httpapi/routes"
 	"github.com/practice-api/practice-api/shared/outbox"
 )
@@ -38,6 +39,9 @@ func chromium() string {
 //     event (and so every route of the table);
 //   - navigation: a click in the sidebar and a search each bring an
 //     operation into view, at its own address;
+//   - errors: the quickstart links the Errors section, a search for
+//     "error" finds it, and its table lists every code with no word
+//     broken across two lines;
 //   - a sample: an operation's request example switches between curl, Go,
 //     Python and Node, each naming the operation's path;
 //   - the console: with the demo key typed into the page, Test Request on
@@ -142,6 +146,7 @@ func TestDocsPageInABrowser(t *testing.T) {
 
 	// Navigation: the sidebar, then the search.
 	var hash string
+	var shot []byte
 	const timeEntries = `[id="api-1/tag/time-entries/GET/time-entries"]`
 	step("click List time entries in the sidebar",
 		chromedp.Evaluate(`[...document.querySelectorAll('.t-doc__sidebar a')].find(e => e.textContent.trim().startsWith('List time entries')).click()`, nil),
@@ -159,6 +164,63 @@ func TestDocsPageInABrowser(t *testing.T) {
 		chromedp.Evaluate(`location.hash`, &hash))
 	if hash != "#tag/reports/GET/reports/receivables-aging" {
 		t.Errorf("the search's result led to %q", hash)
+	}
+
+	// The Errors section: linked from the quickstart, found by searching
+	// "error", and its table of codes with no word broken across lines.
+	const errorsID = `api-1/description/errors-and-error-codes`
+	step("the quickstart's link to the Errors section", chromedp.Navigate(api.base+"/docs"),
+		chromedp.WaitVisible(`[id$="/description/quickstart"]`, chromedp.ByQuery),
+		chromedp.Evaluate(`[...document.querySelectorAll('[id="api-1/description/introduction"] a')].find(a => a.getAttribute('href') === '#description/errors-and-error-codes').click()`, nil),
+		chromedp.WaitVisible(`h2[id="`+errorsID+`"]`, chromedp.ByQuery), chromedp.Evaluate(`location.hash`, &hash))
+	if hash != "#description/errors-and-error-codes" {
+		t.Errorf("the quickstart's Errors link led to %q", hash)
+	}
+	step("search for error",
+		chromedp.Navigate(api.base+"/docs#tag/matters/GET/matters"), chromedp.WaitVisible(`[id="api-1/tag/matters/GET/matters"]`, chromedp.ByQuery),
+		chromedp.Evaluate(`[...document.querySelectorAll('.t-doc__sidebar button')].find(e => e.textContent.includes('Open Search')).click()`, nil),
+		chromedp.WaitVisible(`[role="dialog"] input[type="search"]`, chromedp.ByQuery),
+		chromedp.SendKeys(`[role="dialog"] input[type="search"]`, "error", chromedp.ByQuery),
+		chromedp.WaitVisible(`[id="search-result-`+errorsID+`"]`, chromedp.ByQuery),
+		chromedp.Click(`[id="search-result-`+errorsID+`"]`, chromedp.ByQuery),
+		chromedp.WaitVisible(`h2[id="`+errorsID+`"]`, chromedp.ByQuery),
+		chromedp.Evaluate(`location.hash`, &hash))
+	if hash != "#description/errors-and-error-codes" {
+		t.Errorf("the search's Errors result led to %q", hash)
+	}
+	// Every word of every cell of the section's table is on one line: a
+	// word the layout broke has two boxes.
+	var table struct {
+		Codes  []string `json:"codes"`
+		Broken []string `json:"broken"`
+	}
+	step("the table of codes", chromedp.Evaluate(`(() => {
+		const h = document.querySelector('h2[id="`+errorsID+`"]');
+		const section = h.closest('.introduction-description-heading');
+		let el = section && section.nextElementSibling, tbl = null;
+		for (; el && !tbl; el = el.nextElementSibling) tbl = el.querySelector('table');
+		if (!tbl) return {codes: [], broken: ['no table after the heading']};
+		tbl.scrollIntoView();
+		const broken = [], range = document.createRange();
+		for (const cell of tbl.querySelectorAll('th, td')) {
+			const walk = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+			for (let t; (t = walk.nextNode());) {
+				for (const m of t.data.matchAll(/\S+/g)) {
+					range.setStart(t, m.index); range.setEnd(t, m.index + m[0].length);
+					if ([...range.getClientRects()].filter(r => r.width > 0).length > 1) broken.push(m[0]);
+				}
+			}
+		}
+		return {codes: [...tbl.querySelectorAll('tbody tr td:first-child')].map(td => td.textContent.trim()), broken};
+	})()`, &table), chromedp.CaptureScreenshot(&shot))
+	shots["docs-errors.png"] = shot
+	for _, c := range httpapi.Codes {
+		if !slices.Contains(table.Codes, string(c.Code)) {
+			t.Errorf("the Errors section's table lacks %s (it lists %v)", c.Code, table.Codes)
+		}
+	}
+	if len(table.Broken) > 0 {
+		t.Errorf("words broken across lines in the Errors table: %q", table.Broken)
 	}
 
 	// A sample in each language, for GET /time-entries.
@@ -191,7 +253,6 @@ func TestDocsPageInABrowser(t *testing.T) {
 			t.Errorf("the %s sample does not name /time-entries: %.300q", c.client, code)
 		}
 	}
-	var shot []byte
 	step("screenshot of the operation", chromedp.CaptureScreenshot(&shot))
 	shots["docs-operation.png"] = shot
 

@@ -10,12 +10,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
 
+	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/httpapi/routes"
 )
 
@@ -105,6 +107,7 @@ func info() M {
 			"```",
 			"",
 			"4. **Events.** Subscribe with `POST /webhooks`, verify each delivery with a [receiver to copy](" + routes.Prefix + "/docs/receivers.html), and catch up from `GET /events` or any list's `updated_since` after a gap.",
+			"5. **Errors.** Every error answer has a stable `code` to branch on: the [Errors](#description/errors-and-error-codes) section lists every code with its status and schema.",
 			"",
 			"## Guides",
 			"",
@@ -129,9 +132,9 @@ func info() M {
 			"",
 			"Order: company or person, then client engagement, then matter, then time entry. `Idempotency-Key` is required (at most 255 characters), scoped per endpoint and honoured 24 hours: the first success is 201, a replay with the same body 200 with `Idempotent-Replayed: true`, the same key with another body (or while the first request runs) 409. A failed request leaves the key unused. Bodies are JSON (a missing `Content-Type` is read as JSON) of at most 1 MiB (a larger body is 413 on any path, before anything else); unknown, derived and assigned fields are refused with 422, and null is the same as absent. **Money** is integer minor units (øre) with `currency`; decimals are refused, never rounded.",
 			"",
-			"## Errors",
+			errorsSection(),
 			"",
-			"JSON with a stable `code` and a `message`; 422 adds `field` and `errors` (every problem at once). A 500 is a bug: its message names the request id (`X-Request-Id`, on every response). Single reads carry a strong `ETag`; `If-None-Match` answers 304 (still counted against the rate limit).",
+			"Single reads carry a strong `ETag`; `If-None-Match` answers 304 (still counted against the rate limit).",
 			"",
 			"## Versioning",
 			"",
@@ -142,6 +145,30 @@ func info() M {
 			"See **Webhooks**: signed POSTs, at-least-once, unordered, up to 5 attempts (pauses 30 s, 2 min, 8 min, 30 min); 20 consecutive failures turn an endpoint off (and raise `webhook_endpoint.disabled`). Verify `Service-Signature` (`t=<unix>,v1=<hex HMAC-SHA256 of \"{t}.{raw body}\">`) in constant time and reject timestamps more than 300 s from your clock, or verify the Standard Webhooks headers (`webhook-id`, `webhook-timestamp`, `webhook-signature`) with any Standard Webhooks library, with the secret as shown. Every delivery carries the event's `sequence`: its place in the organisation's feed, `GET /events?after=<sequence>` (30 days). `POST /webhooks/{id}/replay` queues a window of the feed to an endpoint again; `PATCH /webhooks/{id}` with `is_active: true` and `replay_since` turns a disabled endpoint back on with what it missed.",
 		}, "\n"),
 	}
+}
+
+// errorsSection is the introduction's Errors section: every error code
+// with its status, the schema that carries it and what it means
+// (httpapi.Codes), linked from the quickstart and found by the page's
+// search.
+func errorsSection() string {
+	var b strings.Builder
+	b.WriteString("## Errors and error codes\n\n" +
+		"Every error answer is JSON with a stable `code` to branch on and a `message` to show (branch on the code, never on the message). " +
+		"Codes are stable: new ones may be added, none is renamed or reused. Each status has an error schema of its own whose `code` lists only that status's codes, " +
+		"so a client generated from this document narrows an error by its code (in TypeScript, `if (error.code === \"invalid_request\") error.field` compiles). " +
+		"422 adds `field` and `errors` (every problem at once, and `existing_id` for `already_exists`); 403 adds `required_scope`. " +
+		"A 500 is a bug: its message names the request id (`X-Request-Id`, on every response). " +
+		"On AWS, API Gateway answers a few requests itself, with a body that has no `code` (`{\"message\":\"Too Many Requests\"}`): treat an error without a code as its status's kind.\n\n" +
+		"| code | status | schema | meaning |\n|---|---|---|---|\n")
+	for _, c := range httpapi.Codes {
+		schema := "none (no operation takes the method)"
+		if c.Status != http.StatusMethodNotAllowed {
+			schema = "`" + errorSchemaOf(c.Status) + "`"
+		}
+		fmt.Fprintf(&b, "| `%s` | %d | %s | %s |\n", c.Code, c.Status, schema, c.Meaning)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // receivers is the description's section of webhook receivers to copy:

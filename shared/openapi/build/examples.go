@@ -73,12 +73,7 @@ func recordExamples() M {
 		"amount_by_status": M{"draft": 277500, "submitted": 555000, "approved": 1295000}}
 	bucket := func(name string, n, total int) M { return M{"bucket": name, "invoices": n, "total": total} }
 	return M{
-		"Error":      M{"code": "not_found", "message": "matter not found"},
 		"FieldError": M{"field": "duration_minutes", "message": "duration_minutes must be from 1 to 1440 (whole minutes; 1440 is a day)"},
-		"ValidationError": M{"code": "invalid_request", "message": "date is not a calendar date: 2025-13-01 has no month 13 (months are 01 to 12)", "field": "date",
-			"errors": []any{M{"field": "date", "message": "date is not a calendar date: 2025-13-01 has no month 13 (months are 01 to 12)"}}},
-		"ScopeError": M{"code": "insufficient_scope", "message": "this key lacks the scope matters:read, which GET /api/v1/matters requires; scopes are fixed when a key is created, so ask for a new key",
-			"required_scope": "matters:read"},
 		"CursorMeta":  M{"per_page": 50, "count": 50, "has_more": true, "next_cursor": exCursor},
 		"CursorLinks": M{"next": exBase + "/matters?cursor=" + exCursor},
 		"Matter":      matter, "Client": client, "Person": person, "Company": company, "Enrichment": enrichment, "Logo": logo,
@@ -141,6 +136,12 @@ func addExamples(s M) {
 	ex["Event"] = ex["MatterCreatedEvent"]
 	ex["EventList"] = M{"data": []any{ex["MatterCreatedEvent"]}, "meta": ex["EventsMeta"],
 		"links": M{"next": exBase + "/events?after=" + strconv.FormatInt(exSeq, 10) + "&per_page=1"}}
+	// Each error schema's example is its status's answer.
+	for name, e := range errorExamples {
+		if name != "NotFoundPublic" {
+			ex[errorSchemaOf(errorStatus[name])] = e
+		}
+	}
 	ex["WebhookReplayResponse"] = M{"data": ex["Replay"]}
 	ex["WebhookEndpointUpdated"] = M{"data": ex["WebhookEndpoint"], "replay": ex["Replay"]}
 	for name, v := range ex {
@@ -149,6 +150,10 @@ func addExamples(s M) {
 		}
 	}
 }
+
+// errorStatus is the status of each error answer.
+var errorStatus = map[string]int{"BadRequest": 400, "Conflict": 409, "Forbidden": 403, "InternalError": 500, "NotFound": 404, "NotFoundPublic": 404,
+	"PayloadTooLarge": 413, "ServiceUnavailable": 503, "TooManyRequests": 429, "Unauthorized": 401, "Unprocessable": 422}
 
 // errorExamples are the body each error status carries: exactly its fields.
 var errorExamples = map[string]any{

@@ -102,7 +102,9 @@ type Checker struct {
 	doc    *openapi3.T
 	hooks  *openapi3.T
 	router routers.Router
-	errSch *openapi3.Schema
+	// errSch are the error bodies of the answers to paths and methods the
+	// document lacks, by status: 404, 405 and 413.
+	errSch map[int]*openapi3.Schema
 
 	mu        sync.Mutex
 	problems  []string
@@ -116,7 +118,22 @@ func New() (*Checker, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Checker{doc: l.doc, router: l.router, hooks: l.hooks, errSch: l.doc.Components.Schemas["Error"].Value, seen: map[string]bool{}}, nil
+	// A 405 is in no operation of the document: its body is an error of
+	// one code, method_not_allowed (httpapi.Codes).
+	methodNotAllowed := openapi3.NewObjectSchema().WithProperties(map[string]*openapi3.Schema{
+		"code":    openapi3.NewStringSchema().WithEnum("method_not_allowed"),
+		"message": openapi3.NewStringSchema(),
+	}).WithoutAdditionalProperties()
+	methodNotAllowed.Required = []string{"code", "message"}
+	errSch := map[int]*openapi3.Schema{http.StatusMethodNotAllowed: methodNotAllowed}
+	for status, name := range map[int]string{http.StatusNotFound: "NotFoundError", http.StatusRequestEntityTooLarge: "PayloadTooLargeError"} {
+		sch := l.doc.Components.Schemas[name]
+		if sch == nil {
+			return nil, fmt.Errorf("conformance: the document has no %s schema", name)
+		}
+		errSch[status] = sch.Value
+	}
+	return &Checker{doc: l.doc, router: l.router, hooks: l.hooks, errSch: errSch, seen: map[string]bool{}}, nil
 }
 
 type loaded struct {
@@ -354,8 +371,8 @@ func (c *Checker) undocumented(what string, ex Exchange, want int) []string {
 	if err := json.Unmarshal(ex.Body, &v); err != nil {
 		return []string{fmt.Sprintf("%s: body is not JSON: %v", what, err)}
 	}
-	if err := c.errSch.VisitJSON(v); err != nil {
-		return []string{fmt.Sprintf("%s: body is not an Error: %s", what, oneLine(err))}
+	if err := c.errSch[ex.Status].VisitJSON(v); err != nil {
+		return []string{fmt.Sprintf("%s: body is not the error of a %d: %s", what, ex.Status, oneLine(err))}
 	}
 	if want == http.StatusMethodNotAllowed && ex.Header.Get("Allow") == "" {
 		return []string{what + ": 405 without Allow"}
