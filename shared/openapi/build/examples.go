@@ -73,7 +73,7 @@ func recordExamples() M {
 		"amount_by_status": M{"draft": 277500, "submitted": 555000, "approved": 1295000}}
 	bucket := func(name string, n, total int) M { return M{"bucket": name, "invoices": n, "total": total} }
 	return M{
-		"FieldError": M{"field": "duration_minutes", "message": "duration_minutes must be from 1 to 1440 (whole minutes; 1440 is a day)"},
+		"FieldError":  M{"field": "duration_minutes", "message": "duration_minutes must be from 1 to 1440 (whole minutes; 1440 is a day)"},
 		"CursorMeta":  M{"per_page": 50, "count": 50, "has_more": true, "next_cursor": exCursor},
 		"CursorLinks": M{"next": exBase + "/matters?cursor=" + exCursor},
 		"Matter":      matter, "Client": client, "Person": person, "Company": company, "Enrichment": enrichment, "Logo": logo,
