@@ -36,14 +36,18 @@ type Function struct {
 
 // apiActions are what every API family that creates does: authenticate
 // and count (UpdateItem), load the stage's keys (GetItem, PutItem on first
-// use), read (GetItem, Query), and create in one transaction that binds
-// the Idempotency-Key (PutItem, UpdateItem, ConditionCheckItem); a matter
-// number is an UpdateItem of its counter.
-var apiActions = []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:ConditionCheckItem", "dynamodb:Query"}
+// use), read (GetItem, Query; BatchGetItem for a list's ids), and create
+// in one transaction that binds the Idempotency-Key (PutItem, UpdateItem,
+// ConditionCheckItem); a matter number is an UpdateItem of its counter.
+var apiActions = []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:ConditionCheckItem", "dynamodb:Query", "dynamodb:BatchGetItem"}
 
 // readActions are what a read-only family does: authenticate and count,
 // load the stage's keys, read; its writes are confined to readWriteKeys.
 var readActions = []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:Query"}
+
+// listActions are a read-only family's whose lists take ids (a
+// BatchGetItem).
+var listActions = append(append([]string{}, readActions...), "dynamodb:BatchGetItem")
 
 // readWriteKeys are the partitions a read-only family writes: its
 // requests' counts, and the stage's secrets on first use.
@@ -58,8 +62,8 @@ var Functions = []Function{
 	{Name: "matters", Family: routes.Matters, MemoryMB: 512, TimeoutS: 10, Table: apiActions, Indexes: routes.Indexes[routes.Matters]},
 	{Name: "parties", Family: routes.Parties, MemoryMB: 512, TimeoutS: 10, Table: apiActions, Indexes: routes.Indexes[routes.Parties]},
 	{Name: "timeentries", Family: routes.TimeEntries, MemoryMB: 512, TimeoutS: 10, Table: apiActions, Indexes: routes.Indexes[routes.TimeEntries]},
-	{Name: "invoices", Family: routes.Invoices, MemoryMB: 512, TimeoutS: 10, Table: readActions, WriteKeys: readWriteKeys, Indexes: routes.Indexes[routes.Invoices]},
-	{Name: "documents", Family: routes.Documents, MemoryMB: 512, TimeoutS: 10, Table: readActions, WriteKeys: readWriteKeys, Indexes: routes.Indexes[routes.Documents]},
+	{Name: "invoices", Family: routes.Invoices, MemoryMB: 512, TimeoutS: 10, Table: listActions, WriteKeys: readWriteKeys, Indexes: routes.Indexes[routes.Invoices]},
+	{Name: "documents", Family: routes.Documents, MemoryMB: 512, TimeoutS: 10, Table: listActions, WriteKeys: readWriteKeys, Indexes: routes.Indexes[routes.Documents]},
 	// Reports aggregate up to a year of entries in memory: CPU-bound, so the
 	// larger CPU share of 1024 MB pays back directly. Reserved concurrency
 	// (ReportsConcurrency) caps what they take of the account's.

@@ -204,7 +204,7 @@ func TestCompanyInsertsStartTheirEnrichment(t *testing.T) {
 	db := storetest.NewDB(t)
 	enrich := &countingSink{sent: map[string]int{}}
 	events2 := &countingSink{sent: map[string]int{}}
-	d := &outbox.Dispatcher{DB: db, Routes: map[outbox.Type][]outbox.Sink{outbox.CompanyCreated: {enrich}, outbox.MatterCreated: {events2}}}
+	d := &outbox.Dispatcher{DB: db, Routes: map[outbox.Type][]outbox.Sink{outbox.CompanyEnrich: {enrich}, outbox.MatterCreated: {events2}}}
 	_, records := pendingEvents(t, db, 1)
 	company := func(id string) events.DynamoDBEventRecord {
 		return events.DynamoDBEventRecord{EventName: "INSERT", Change: events.DynamoDBStreamRecord{NewImage: map[string]events.DynamoDBAttributeValue{

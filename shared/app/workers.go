@@ -40,7 +40,7 @@ func NewWorkers(ctx context.Context, db *store.DB, enrichment, deliveries queue.
 	if err != nil {
 		return nil, err
 	}
-	routes := map[outbox.Type][]outbox.Sink{outbox.CompanyCreated: {enrichment}}
+	routes := map[outbox.Type][]outbox.Sink{outbox.CompanyEnrich: {enrichment}}
 	fanout := &webhook.Fanout{Store: d.Store, Queue: deliveries}
 	for _, t := range outbox.Types {
 		routes[t] = []outbox.Sink{fanout}

@@ -61,17 +61,33 @@ func (st Status) Open() bool { return st == Sent || st == PartiallyPaid || st ==
 // states before it is settled, not the ones only a payment reaches.
 func (st Status) Creatable() bool { return st == Draft || st == Approved || st == Sent }
 
-// Event is the event a move into status st raises, if any: sent raises
-// invoice.issued, paid raises invoice.paid.
-func (st Status) Event() (outbox.Type, bool) {
+// Event is the event a move into status st raises: sent raises
+// invoice.issued, paid raises invoice.paid, any other invoice.updated.
+func (st Status) Event() outbox.Type {
 	switch st {
 	case Sent:
-		return outbox.InvoiceIssued, true
+		return outbox.InvoiceIssued
 	case Paid:
-		return outbox.InvoicePaid, true
+		return outbox.InvoicePaid
 	}
-	return "", false
+	return outbox.InvoiceUpdated
 }
+
+// createdEvent is the event an invoice created in status st raises:
+// invoice.issued when it is created as sent, invoice.created otherwise.
+func (st Status) createdEvent() outbox.Type {
+	if st == Sent {
+		return outbox.InvoiceIssued
+	}
+	return outbox.InvoiceCreated
+}
+
+// MaxBilledEntries bounds the time entries one invoice bills (and a
+// cancellation gives back): each is written in the invoice's transaction
+// with its copy by id and its time_entry.updated (three actions), beside
+// the invoice, its lines, its number's guard and its own event, within the 100 actions DynamoDB allows a
+// transaction (https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_TransactWriteItems.html).
+const MaxBilledEntries = 32
 
 // MaxLines keeps an invoice's lines item far below DynamoDB's 400 KB.
 const MaxLines = 200
@@ -230,6 +246,22 @@ func (s *Store) List(ctx context.Context, org string, req httpapi.ListRequest[Fi
 	return store.QueryInto[Invoice](ctx, s.db, q)
 }
 
+// Matches reports whether v passes the filters (a batch read by ids).
+func (f Filter) Matches(v Invoice) bool {
+	return httpapi.Is(v.MatterID, f.MatterID) && httpapi.Is(v.ClientID, f.ClientID) && httpapi.Is(v.Status, f.Status) &&
+		httpapi.Between(v.IssueDate, f.From, f.To) && httpapi.Since(v.UpdatedAt, f.UpdatedSince)
+}
+
+// ByIDs reads the invoices of org with the given ids, without their lines:
+// one BatchGetItem.
+func (s *Store) ByIDs(ctx context.Context, org string, ids []string) ([]Invoice, error) {
+	sks := make([]string, len(ids))
+	for i, id := range ids {
+		sks[i] = invoiceSK(id)
+	}
+	return store.BatchReadInto[Invoice](ctx, s.db, store.OrgPK(org), sks)
+}
+
 // NewInvoice describes an invoice the application issues.
 type NewInvoice struct {
 	MatterID  string
@@ -240,8 +272,9 @@ type NewInvoice struct {
 
 // Create issues an invoice on a matter. Lines that bill a time entry need an
 // approved entry of that matter; the entries become invoiced in the same
-// transaction as the invoice (and its invoice.issued event, when created
-// as sent), or nothing happens.
+// transaction as the invoice, each with its time_entry.updated, and the
+// invoice's own event (invoice.issued when created as sent,
+// invoice.created otherwise), or nothing happens.
 func (s *Store) Create(ctx context.Context, org string, in NewInvoice, now time.Time) (Invoice, error) {
 	if in.Status == "" {
 		in.Status = Draft
@@ -304,6 +337,10 @@ func (s *Store) Create(ctx context.Context, org string, in NewInvoice, now time.
 		t.SetKeys(org)
 		billed = append(billed, entryWrite{t, prev})
 	}
+	if len(billed) > MaxBilledEntries {
+		return Invoice{}, fmt.Errorf("%w: an invoice bills at most %d time entries (this one %d), each changed with its event in the invoice's transaction; bill the rest on another invoice",
+			workflow.ErrRefused, MaxBilledEntries, len(billed))
+	}
 	if v.Total < 0 {
 		return Invoice{}, fmt.Errorf("the lines add up to %d: an invoice's total cannot be negative (issue a credit note instead)", v.Total)
 	}
@@ -320,15 +357,16 @@ func (s *Store) Create(ctx context.Context, org string, in NewInvoice, now time.
 	first := -1
 	for _, b := range billed {
 		cond, names, vals := timeentry.BilledCondition(b.prev)
-		i := tx.PutIf(b.entry, cond, names, vals)
+		i := timeentry.Write(tx, org, &b.entry, cond, names, vals)
 		if first < 0 {
 			first = i
 		}
-	}
-	if typ, ok := v.Status.Event(); ok {
-		if err := addEvent(tx, org, typ, &v, now); err != nil {
+		if err := timeentry.RaiseUpdated(tx, org, &b.entry, timeentry.Approved, now); err != nil {
 			return Invoice{}, err
 		}
+	}
+	if err := addEvent(tx, org, v.Status.createdEvent(), &v, "", now); err != nil {
+		return Invoice{}, err
 	}
 	if err := tx.Commit(ctx); err != nil {
 		var failed *store.TxFailed
@@ -341,7 +379,8 @@ func (s *Store) Create(ctx context.Context, org string, in NewInvoice, now time.
 }
 
 // SetStatus moves an invoice: sent raises invoice.issued, paid raises
-// invoice.paid, cancelled gives its time entries back as approved.
+// invoice.paid, any other move invoice.updated; cancelled gives its time
+// entries back as approved, each with its time_entry.updated.
 func (s *Store) SetStatus(ctx context.Context, org, id string, to Status, now time.Time) (Invoice, error) {
 	var v Invoice
 	err := store.Optimistic("invoice "+id, func() error {
@@ -356,7 +395,7 @@ func (s *Store) SetStatus(ctx context.Context, org, id string, to Status, now ti
 		if err := Transitions.Check("invoice", v.Status, to); err != nil {
 			return err
 		}
-		prev := v.UpdatedAt
+		prev, was := v.UpdatedAt, v.Status
 		v.Status, v.UpdatedAt = to, store.NextUpdate(prev, now)
 		switch to {
 		case Sent:
@@ -373,10 +412,8 @@ func (s *Store) SetStatus(ctx context.Context, org, id string, to Status, now ti
 				return err
 			}
 		}
-		if typ, ok := to.Event(); ok {
-			if err := addEvent(tx, org, typ, &v, now); err != nil {
-				return err
-			}
+		if err := addEvent(tx, org, to.Event(), &v, was, now); err != nil {
+			return err
 		}
 		err = tx.Commit(ctx)
 		var failed *store.TxFailed
@@ -408,25 +445,29 @@ func (s *Store) release(ctx context.Context, tx *store.TxBuilder, org string, v 
 		}
 		t.SetKeys(org)
 		cond, vals := store.Unchanged(prev)
-		tx.PutIf(t, cond, nil, vals)
+		timeentry.Write(tx, org, &t, cond, nil, vals)
+		if err := timeentry.RaiseUpdated(tx, org, &t, timeentry.Invoiced, now); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-func addEvent(tx *store.TxBuilder, org string, typ outbox.Type, v *Invoice, now time.Time) error {
-	ev, err := outbox.New(org, typ, "invoice", Event(v), now)
-	if err != nil {
-		return err
+// addEvent puts the invoice's event of type typ into tx; previous is the
+// status it left ("" at its creation).
+func addEvent(tx *store.TxBuilder, org string, typ outbox.Type, v *Invoice, previous Status, now time.Time) error {
+	e := Event(v)
+	if previous != "" {
+		e["previous_status"] = previous
 	}
-	outbox.Add(tx, ev)
-	return nil
+	return outbox.Raise(tx, org, typ, "invoice", e, now)
 }
 
 // Handlers returns the handlers of the invoices family.
 func Handlers(s *Store) httpapi.Handlers {
 	return httpapi.Handlers{
 		"invoices.list": func(w http.ResponseWriter, r *http.Request) {
-			httpapi.ServeList(w, r, "invoices", parseFilter, s.List)
+			httpapi.ServeList(w, r, "invoices", parseFilter, s.List, s.ByIDs)
 		},
 		"invoices.get": httpapi.GetHandler("invoice", "invoice", s.Get),
 	}

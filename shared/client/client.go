@@ -50,11 +50,14 @@ type Error struct {
 	// Code is the stable kind of problem (the reference page lists them:
 	// invalid_request, already_exists, not_found, rate_limited, …): branch
 	// on it, not on Message.
-	Code          string       `json:"code"`
-	Message       string       `json:"message"`
-	Field         string       `json:"field,omitempty"`
-	Errors        []FieldError `json:"errors,omitempty"`
-	RequiredScope string       `json:"required_scope,omitempty"`
+	Code    string       `json:"code"`
+	Message string       `json:"message"`
+	Field   string       `json:"field,omitempty"`
+	Errors  []FieldError `json:"errors,omitempty"`
+	// ErrorsTotal is, when Errors lists only the first 50 problems, how
+	// many there were.
+	ErrorsTotal   int    `json:"errors_total,omitempty"`
+	RequiredScope string `json:"required_scope,omitempty"`
 	// ExistingID is, for already_exists, the record that holds the unique
 	// value (a duplicate CVR's company, e-mail's person, party's
 	// engagement, matter number's matter).

@@ -163,8 +163,11 @@ func TestEventsAndReplay(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ev.Event != "matter.created" || ev.OrganizationID != org || len(ev.Data) == 0 {
+		if ev.OrganizationID != org || len(ev.Data) == 0 {
 			t.Fatalf("event %+v", ev)
+		}
+		if ev.Event != "matter.created" {
+			continue // the company's and the client's (docs/api.md's table of events)
 		}
 		seqs = append(seqs, ev.Sequence)
 	}

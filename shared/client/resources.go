@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"iter"
+	"net/http"
 	"net/url"
+	"strings"
 )
 
 // Matter is a case (GET /matters).
@@ -261,4 +263,71 @@ func (c *Client) CreateMatter(ctx context.Context, idempotencyKey string, body N
 // CreateTimeEntry imports a time entry (POST /time-entries).
 func (c *Client) CreateTimeEntry(ctx context.Context, idempotencyKey string, body NewTimeEntry) (TimeEntry, Response, error) {
 	return Create[TimeEntry](ctx, c, "/time-entries", idempotencyKey, body)
+}
+
+// MaxIDs is the most ids one list request takes; ByIDs asks in batches of
+// it.
+const MaxIDs = 100
+
+// IDs is the filter of a batch read (a list's ids): the records with these
+// ids that match the other filters, in one page. Add other filters to the
+// url.Values it returns; at most MaxIDs ids a request (ByIDs splits more).
+func IDs(ids ...string) url.Values { return url.Values{"ids": {strings.Join(ids, ",")}} }
+
+// ByIDs reads the records of a list endpoint with the given ids (and the
+// other filters), in batches of MaxIDs, one request each: the records found,
+// in the order of ids; ids that name nothing of the organisation are left
+// out. For what a page of events names: one request per hundred records,
+// not one per record.
+func ByIDs[T any](ctx context.Context, c *Client, path string, ids []string, filters url.Values) ([]T, error) {
+	out := []T{}
+	for start := 0; start < len(ids); start += MaxIDs {
+		q := url.Values{}
+		for k, v := range filters {
+			q[k] = v
+		}
+		q.Set("ids", strings.Join(ids[start:min(start+MaxIDs, len(ids))], ","))
+		var p page[T]
+		if _, err := c.Do(ctx, http.MethodGet, path+"?"+q.Encode(), nil, nil, &p); err != nil {
+			return nil, err
+		}
+		out = append(out, p.Data...)
+	}
+	return out, nil
+}
+
+// MattersByID reads the matters with these ids (GET /matters?ids=).
+func (c *Client) MattersByID(ctx context.Context, ids ...string) ([]Matter, error) {
+	return ByIDs[Matter](ctx, c, "/matters", ids, nil)
+}
+
+// ClientsByID reads the client engagements with these ids.
+func (c *Client) ClientsByID(ctx context.Context, ids ...string) ([]Engagement, error) {
+	return ByIDs[Engagement](ctx, c, "/clients", ids, nil)
+}
+
+// PeopleByID reads the people with these ids.
+func (c *Client) PeopleByID(ctx context.Context, ids ...string) ([]Person, error) {
+	return ByIDs[Person](ctx, c, "/people", ids, nil)
+}
+
+// CompaniesByID reads the companies with these ids.
+func (c *Client) CompaniesByID(ctx context.Context, ids ...string) ([]Company, error) {
+	return ByIDs[Company](ctx, c, "/companies", ids, nil)
+}
+
+// TimeEntriesByID reads the time entries with these ids (by id alone: a
+// time_entry event's id).
+func (c *Client) TimeEntriesByID(ctx context.Context, ids ...string) ([]TimeEntry, error) {
+	return ByIDs[TimeEntry](ctx, c, "/time-entries", ids, nil)
+}
+
+// InvoicesByID reads the invoices with these ids, without their lines.
+func (c *Client) InvoicesByID(ctx context.Context, ids ...string) ([]Invoice, error) {
+	return ByIDs[Invoice](ctx, c, "/invoices", ids, nil)
+}
+
+// DocumentsByID reads the documents' metadata with these ids.
+func (c *Client) DocumentsByID(ctx context.Context, ids ...string) ([]Document, error) {
+	return ByIDs[Document](ctx, c, "/documents", ids, nil)
 }

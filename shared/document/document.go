@@ -97,6 +97,20 @@ func (s *Store) List(ctx context.Context, org string, req httpapi.ListRequest[Fi
 	return store.QueryInto[Document](ctx, s.db, q)
 }
 
+// Matches reports whether d passes the filters (a batch read by ids).
+func (f Filter) Matches(d Document) bool {
+	return httpapi.Is(d.MatterID, f.MatterID) && httpapi.Is(d.Folder, f.Folder) && httpapi.Since(d.UpdatedAt, f.UpdatedSince)
+}
+
+// ByIDs reads the documents of org with the given ids: one BatchGetItem.
+func (s *Store) ByIDs(ctx context.Context, org string, ids []string) ([]Document, error) {
+	sks := make([]string, len(ids))
+	for i, id := range ids {
+		sks[i] = docSK(id)
+	}
+	return store.BatchReadInto[Document](ctx, s.db, store.OrgPK(org), sks)
+}
+
 // A document's name, filename and folder are at most MaxName characters,
 // its media type MaxMediaType (RFC 6838: a type and a subtype of at most
 // 127 each, and the slash).
@@ -111,7 +125,8 @@ type NewDocument struct {
 	SizeBytes                                  int64
 }
 
-// Create records a document's metadata on a matter of org.
+// Create records a document's metadata on a matter of org, with its
+// document.created event (ids only) in the same transaction.
 func (s *Store) Create(ctx context.Context, org string, in NewDocument, now time.Time) (Document, error) {
 	switch {
 	case strings.TrimSpace(in.Name) == "" || strings.TrimSpace(in.Filename) == "":
@@ -136,11 +151,12 @@ func (s *Store) Create(ctx context.Context, org string, in NewDocument, now time
 		SizeBytes: in.SizeBytes, Folder: in.Folder, CreatedAt: store.FormatTime(now)}
 	d.UpdatedAt = d.CreatedAt
 	d.SetKeys(org)
-	item, err := store.Marshal(d)
-	if err != nil {
+	tx := s.db.Tx()
+	tx.PutNew(d)
+	if err := outbox.Raise(tx, org, outbox.DocumentCreated, "document", map[string]any{"id": d.ID, "matter_id": d.MatterID}, now); err != nil {
 		return Document{}, err
 	}
-	return d, s.db.PutNew(ctx, item)
+	return d, tx.Commit(ctx)
 }
 
 // ErrSealed is returned when a document's signing flow is sealed already.
@@ -187,7 +203,7 @@ func (s *Store) Seal(ctx context.Context, org, id string, now time.Time) (Signin
 func Handlers(s *Store) httpapi.Handlers {
 	return httpapi.Handlers{
 		"documents.list": func(w http.ResponseWriter, r *http.Request) {
-			httpapi.ServeList(w, r, "documents", parseFilter, s.List)
+			httpapi.ServeList(w, r, "documents", parseFilter, s.List, s.ByIDs)
 		},
 		"documents.get": httpapi.GetHandler("id", "document", func(ctx context.Context, org, id string) (Document, error) {
 			return store.ReadInto[Document](ctx, s.db, store.OrgPK(org), docSK(id))

@@ -110,15 +110,15 @@ func TestImportChainAndShapes(t *testing.T) {
 	if got := ids2(list); !slices.Equal(got, []string{te["id"].(string)}) {
 		t.Fatalf("time entries %v", got)
 	}
-	// Events went into the outbox with the creates (a company's enrichment
-	// starts from its own insert, so it writes none).
+	// Events went into the outbox with the creates, one each (a company's
+	// enrichment starts from its own insert).
 	items := e.Items(org)
 	var types []string
 	for _, ev := range items["event"] {
 		types = append(types, attrS(ev, "type"))
 	}
 	slices.Sort(types)
-	if !slices.Equal(types, []string{"matter.created", "time_entry.created"}) {
+	if !slices.Equal(types, []string{"client.created", "company.created", "matter.created", "person.created", "time_entry.created"}) {
 		t.Fatalf("outbox %v", types)
 	}
 }
@@ -517,8 +517,8 @@ func TestFaultsLeaveNothingHalfWritten(t *testing.T) {
 		path, body, kind string
 		events           int
 	}{
-		{"/api/v1/people", `{"name":"A","email":"f%d@example.dk"}`, "person", 0},
-		{"/api/v1/companies", `{"name":"A","cvr":"%08d"}`, "company", 0},
+		{"/api/v1/people", `{"name":"A","email":"f%d@example.dk"}`, "person", 1},
+		{"/api/v1/companies", `{"name":"A","cvr":"%08d"}`, "company", 1},
 		{"/api/v1/matters", `{"client_id":"` + cl + `","title":"%d"}`, "matter", 1},
 		{"/api/v1/time-entries", `{"matter_id":"` + mat + `","date":"2025-01-02","duration_minutes":%d}`, "time_entry", 1},
 	}
@@ -614,11 +614,12 @@ func TestInProgressConflictSaysWhenToRetry(t *testing.T) {
 	e.SetNow(time.Now())
 	key := e.Key(e.Org("A"))
 	body := `{"name":"A","email":"a@example.dk"}`
-	// The transaction loses, on its key's binding (its last item), to a
-	// concurrent one that has not committed yet: DynamoDB's answer when two
-	// requests with one key are in flight together.
+	// The transaction (the person, its person.created, the key's binding)
+	// loses, on the binding (its last item), to a concurrent one that has
+	// not committed yet: DynamoDB's answer when two requests with one key
+	// are in flight together.
 	conflict := &ddbtypes.TransactionCanceledException{Message: aws.String("Transaction cancelled"),
-		CancellationReasons: []ddbtypes.CancellationReason{{Code: aws.String("None")}, {Code: aws.String("TransactionConflict")}}}
+		CancellationReasons: []ddbtypes.CancellationReason{{Code: aws.String("None")}, {Code: aws.String("None")}, {Code: aws.String("TransactionConflict")}}}
 	e.Faults.ArmError(conflict, 2)
 	busy := e.Post("/api/v1/people", key, "k", body)
 	e.Faults.Disarm()

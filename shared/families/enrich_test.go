@@ -69,7 +69,10 @@ func drain(t *testing.T, e *apitest.Env, d *outbox.Dispatcher, q *queue.Memory, 
 
 func enrichEnv(t *testing.T, register string) (*apitest.Env, string, *outbox.Dispatcher, *queue.Memory, *party.Enricher) {
 	q := queue.NewMemory(time.Minute)
-	d := &outbox.Dispatcher{Routes: map[outbox.Type][]outbox.Sink{outbox.CompanyCreated: {q}}}
+	d := &outbox.Dispatcher{Routes: map[outbox.Type][]outbox.Sink{outbox.CompanyEnrich: {q}}}
+	for _, typ := range outbox.Types { // company.created, company.updated: no subscriber here
+		d.Routes[typ] = []outbox.Sink{queue.NewMemory(time.Minute)}
+	}
 	// As the devserver: a company's create starts its enrichment (AWS: the
 	// table's stream, tested in shared/app).
 	e := apitest.New(t, apitest.Options{Families: []families.Option{families.AfterCompanyCreate(func(ctx context.Context, org string, c party.Company) {
@@ -118,7 +121,7 @@ func TestCompanyEnrichment(t *testing.T) {
 	}
 	// A duplicate delivery of the finished job (at-least-once) changes nothing.
 	id := c["id"].(string)
-	dup, _ := json.Marshal(outbox.Message{ID: id, OrgID: org, Type: outbox.CompanyCreated, Data: json.RawMessage(`{"company":{"id":"` + id + `","cvr":"12345678"}}`)})
+	dup, _ := json.Marshal(outbox.Message{ID: id, OrgID: org, Type: outbox.CompanyEnrich, Data: json.RawMessage(`{"company":{"id":"` + id + `","cvr":"12345678"}}`)})
 	if err := en.Handle(context.Background(), queue.Message{Body: dup}); err != nil {
 		t.Fatal(err)
 	}

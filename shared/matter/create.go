@@ -152,3 +152,11 @@ func (s *Store) explainClient(ctx context.Context, req *httpapi.CreateRequest, m
 func Event(m *Matter) map[string]any {
 	return map[string]any{"id": m.ID, "status": m.Status, "client_id": m.ClientID, "matter_number": m.MatterNumber}
 }
+
+// ChangeEvent is the matter as a change's event carries it (matter.closed,
+// matter.updated): Event's fields and previous_status, the status it left.
+func ChangeEvent(m *Matter, previous Status) map[string]any {
+	e := Event(m)
+	e["previous_status"] = previous
+	return e
+}

@@ -72,6 +72,20 @@ type Filter struct {
 	UpdatedSince string `json:"updated_since,omitempty"`
 }
 
+// Matches reports whether m passes the filters (a batch read by ids).
+func (f Filter) Matches(m Matter) bool {
+	return httpapi.Is(m.ClientID, f.ClientID) && httpapi.Is(m.Status, f.Status) && httpapi.Since(m.UpdatedAt, f.UpdatedSince)
+}
+
+// ByIDs reads the matters of org with the given ids: one BatchGetItem.
+func (s *Store) ByIDs(ctx context.Context, org string, ids []string) ([]Matter, error) {
+	sks := make([]string, len(ids))
+	for i, id := range ids {
+		sks[i] = matterSK(id)
+	}
+	return store.BatchReadInto[Matter](ctx, s.db, store.OrgPK(org), sks)
+}
+
 // Store reads matters of one organisation at a time.
 type Store struct{ db *store.DB }
 
@@ -101,7 +115,7 @@ func (s *Store) List(ctx context.Context, org string, req httpapi.ListRequest[Fi
 func Handlers(s *Store) httpapi.Handlers {
 	return httpapi.Handlers{
 		"matters.list": func(w http.ResponseWriter, r *http.Request) {
-			httpapi.ServeList(w, r, "matters", parseFilter, s.List)
+			httpapi.ServeList(w, r, "matters", parseFilter, s.List, s.ByIDs)
 		},
 		"matters.get": httpapi.GetHandler("matter", "matter", func(ctx context.Context, org, id string) (Matter, error) {
 			return store.ReadInto[Matter](ctx, s.db, store.OrgPK(org), matterSK(id))

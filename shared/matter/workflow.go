@@ -25,7 +25,8 @@ var Transitions = workflow.Transitions[Status]{
 var ErrNotFound = errors.New("matter: not found")
 
 // SetStatus moves a matter to status `to`, with the change and its event
-// (matter.closed) in one transaction, conditional on the matter being
+// (matter.closed for a close, matter.updated for any other move, each with
+// the status it left) in one transaction, conditional on the matter being
 // unchanged since it was read.
 func (s *Store) SetStatus(ctx context.Context, org, id string, to Status, now time.Time) (Matter, error) {
 	var m Matter
@@ -41,7 +42,7 @@ func (s *Store) SetStatus(ctx context.Context, org, id string, to Status, now ti
 		if err := Transitions.Check("matter", m.Status, to); err != nil {
 			return err
 		}
-		prev := m.UpdatedAt
+		prev, was := m.UpdatedAt, m.Status
 		m.Status, m.UpdatedAt = to, store.NextUpdate(prev, now)
 		if to == Closed {
 			m.ClosedAt = m.UpdatedAt
@@ -58,12 +59,12 @@ func (s *Store) SetStatus(ctx context.Context, org, id string, to Status, now ti
 			cond, vals := party.KYCInOrderCondition(now)
 			ki = tx.Check(cpk, csk, cond, nil, vals)
 		}
+		typ := outbox.MatterUpdated
 		if to == Closed {
-			ev, err := outbox.New(org, outbox.MatterClosed, "matter", Event(&m), now)
-			if err != nil {
-				return err
-			}
-			outbox.Add(tx, ev)
+			typ = outbox.MatterClosed
+		}
+		if err := outbox.Raise(tx, org, typ, "matter", ChangeEvent(&m, was), now); err != nil {
+			return err
 		}
 		err = tx.Commit(ctx)
 		var failed *store.TxFailed

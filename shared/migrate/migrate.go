@@ -20,6 +20,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/practice-api/practice-api/shared/store"
+	"github.com/practice-api/practice-api/shared/timeentry"
 )
 
 // Step is one data change.
@@ -34,9 +35,12 @@ type Step struct {
 	Run func(ctx context.Context, db *store.DB) error
 }
 
-// Steps are the data changes of every release, oldest first. None yet: the
-// keys changed freely before any stage held data (docs/data-model.md).
-var Steps []Step
+// Steps are the data changes of every release, oldest first (the keys
+// changed freely before any stage held data: docs/data-model.md).
+var Steps = []Step{
+	{ID: "2026-11-27-time-entry-copies-by-id", What: "write the copy by id (TEID#<id>) of every time entry written before copies were, so that GET /time-entries?ids= finds it (#37)",
+		Run: timeentry.BackfillCopies},
+}
 
 // Lease is how long a run holds its step before another may take it over.
 const Lease = 15 * time.Minute

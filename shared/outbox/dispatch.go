@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -102,18 +103,18 @@ func (d *Dispatcher) DispatchAll(ctx context.Context, evs []Event) (int, error) 
 }
 
 // DispatchCompany sends the enrichment job of a company just created (a
-// company.created message, routed as the event type is) to its queues.
-// Companies write no outbox event: their insert on the table's stream is
-// the trigger (on AWS; the devserver calls this itself after the create),
-// so a company costs no more than its own item. A second call for the
-// same company sends a second job, which finds the company done.
+// company.enrich message, routed as the event type is) to its queues. The
+// company's insert on the table's stream is the trigger (on AWS; the
+// devserver calls this itself after the create); its company.created
+// event, in the feed, goes to webhook subscribers only. A second call for
+// the same company sends a second job, which finds the company done.
 func (d *Dispatcher) DispatchCompany(ctx context.Context, org, id, cvr, created string) error {
 	data, _ := json.Marshal(map[string]any{"company": map[string]string{"id": id, "cvr": cvr}})
-	body, err := json.Marshal(Message{ID: id, OrgID: org, Type: CompanyCreated, CreatedAt: created, Data: data})
+	body, err := json.Marshal(Message{ID: id, OrgID: org, Type: CompanyEnrich, CreatedAt: created, Data: data})
 	if err != nil {
 		return err
 	}
-	for _, q := range d.Routes[CompanyCreated] {
+	for _, q := range d.Routes[CompanyEnrich] {
 		if err := q.Send(ctx, body, 0); err != nil {
 			return fmt.Errorf("dispatch company %s: %w", id, err)
 		}
@@ -236,7 +237,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, ev Event) (outcome, error) {
 	}
 	attempts := ev.DispatchAttempts
 	mine := map[string]ddbtypes.AttributeValue{":token": &ddbtypes.AttributeValueMemberS{Value: token}}
-	sinks := d.Routes[ev.Type]
+	sinks := d.Routes[ev.route()]
 	if len(sinks) == 0 {
 		return parkedType, d.park(ctx, key, token, now, fmt.Sprintf("no queue takes events of type %q; replay it after a release that knows the type", ev.Type))
 	}
@@ -404,6 +405,17 @@ func (d *Dispatcher) retention(typ Type) time.Duration {
 		return d.Retention
 	}
 	return DefaultRetention
+}
+
+// route is the type ev is routed by: its own, except for a company.created
+// keyed by id (EVI#), an operator's enrichment resume written by a release
+// before company.created was an event of the feed, which starts the
+// company's enrichment as it did then.
+func (ev *Event) route() Type {
+	if ev.Type == CompanyCreated && ev.Seq == 0 && strings.HasPrefix(ev.SK, "EVI#") {
+		return CompanyEnrich
+	}
+	return ev.Type
 }
 
 // Message is the event as queues, deliveries and the feed carry it.

@@ -31,9 +31,29 @@ const (
 	TimeEntryCreated Type = "time_entry.created"
 )
 
-// CompanyCreated is internal: it starts the company's enrichment and is
+// Additions to the spec's types (versioning rule 2: additive), so that
+// every change the API or the application makes raises an event: in the
+// feed, subscribable and delivered like the spec's. Their payloads hold
+// ids and status only, never personal data. docs/api.md's table of
+// events says which change raises which; a test holds it to the code.
+const (
+	MatterUpdated    Type = "matter.updated"     // a matter's status moved (not to closed) or its fields changed
+	ClientCreated    Type = "client.created"     // an engagement was created
+	ClientUpdated    Type = "client.updated"     // an engagement's KYC changed
+	PersonCreated    Type = "person.created"     // a person was created
+	CompanyCreated   Type = "company.created"    // a company was created (its enrichment starts)
+	CompanyUpdated   Type = "company.updated"    // a company's enrichment recorded an outcome (the register snapshot arrived, or a failure)
+	TimeEntryUpdated Type = "time_entry.updated" // a time entry's status moved (submitted, approved, invoiced, …)
+	InvoiceCreated   Type = "invoice.created"    // an invoice was created as draft or approved (as sent: invoice.issued)
+	InvoiceUpdated   Type = "invoice.updated"    // an invoice's status moved, other than to sent (issued) or paid
+	DocumentCreated  Type = "document.created"   // a document was recorded in the register
+)
+
+// CompanyEnrich is internal: the job that starts a company's enrichment
+// (the company's insert on the table's stream sends it; an operator's
+// enrichment resume writes it as an outbox event keyed by id). It is
 // never sent to webhook subscribers.
-const CompanyCreated Type = "company.created"
+const CompanyEnrich Type = "company.enrich"
 
 // WebhookTest is the event POST /webhooks/{id}/test sends to one endpoint on
 // request; it is never raised by a change and never subscribed to.
@@ -45,10 +65,11 @@ const WebhookTest Type = "webhook.test"
 const WebhookEndpointDisabled Type = "webhook_endpoint.disabled"
 
 // Types lists every event type subscribers can choose, and the feed holds.
-var Types = []Type{MatterCreated, MatterClosed, InvoiceIssued, InvoicePaid, DocumentSigned, TimeEntryCreated, WebhookEndpointDisabled}
+var Types = []Type{MatterCreated, MatterClosed, InvoiceIssued, InvoicePaid, DocumentSigned, TimeEntryCreated, WebhookEndpointDisabled,
+	MatterUpdated, ClientCreated, ClientUpdated, PersonCreated, CompanyCreated, CompanyUpdated, TimeEntryUpdated, InvoiceCreated, InvoiceUpdated, DocumentCreated}
 
 // InFeed reports whether events of typ are in the organisation's feed
-// (every type subscribers can choose; not the internal company.created).
+// (every type subscribers can choose; not the internal company.enrich).
 func InFeed(typ Type) bool { return slices.Contains(Types, typ) }
 
 // ParseType reads an event type an integrator names (a subscription, a
@@ -150,6 +171,17 @@ func Add(tx *store.TxBuilder, ev Event) int {
 		e.GSI6SK = store.Seq(e.CreatedAt, e.ID)
 		return e
 	})
+}
+
+// Raise builds the event of org whose data object holds key: payload and
+// puts it into tx, the transaction of the change that raises it.
+func Raise(tx *store.TxBuilder, org string, typ Type, key string, payload any, now time.Time) error {
+	ev, err := New(org, typ, key, payload, now)
+	if err != nil {
+		return err
+	}
+	Add(tx, ev)
+	return nil
 }
 
 // New builds an event of org whose data object holds key: payload; put it

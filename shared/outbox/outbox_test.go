@@ -27,8 +27,9 @@ func TestParseTypeAndInFeed(t *testing.T) {
 		{"matter.created", true, true},
 		{"invoice.paid", true, true},
 		{"webhook_endpoint.disabled", true, true},
-		{"company.created", false, false}, // internal: no subscriber sees it
-		{"webhook.test", false, false},    // sent on request only
+		{"company.created", true, true},  // an addition (#37)
+		{"company.enrich", false, false}, // internal: no subscriber sees it
+		{"webhook.test", false, false},   // sent on request only
 		{"Matter.Created", false, false},
 		{" matter.created", false, false},
 		{"", false, false},
@@ -106,9 +107,9 @@ func TestRetention(t *testing.T) {
 		want time.Duration
 	}{
 		{Dispatcher{}, MatterCreated, DefaultFeedRetention},
-		{Dispatcher{}, CompanyCreated, DefaultRetention},
+		{Dispatcher{}, CompanyEnrich, DefaultRetention},
 		{Dispatcher{FeedRetention: time.Hour, Retention: time.Minute}, InvoicePaid, time.Hour},
-		{Dispatcher{FeedRetention: time.Hour, Retention: time.Minute}, CompanyCreated, time.Minute},
+		{Dispatcher{FeedRetention: time.Hour, Retention: time.Minute}, CompanyEnrich, time.Minute},
 	} {
 		if got := c.d.retention(c.typ); got != c.want {
 			t.Errorf("%s with %+v: %v, want %v", c.typ, c.d, got, c.want)
@@ -140,7 +141,7 @@ func TestFeedOrderUnderConcurrentCommits(t *testing.T) {
 	db := storetest.NewDB(t)
 	ctx := context.Background()
 	var wg sync.WaitGroup
-	types := []Type{MatterCreated, InvoicePaid, CompanyCreated}
+	types := []Type{MatterCreated, InvoicePaid, CompanyEnrich}
 	errs := make([]error, 30)
 	for i := range errs {
 		wg.Go(func() {
@@ -173,7 +174,7 @@ func TestFeedOrderUnderConcurrentCommits(t *testing.T) {
 		}
 	}
 	got := &sink{}
-	d := &Dispatcher{DB: db, Routes: map[Type][]Sink{MatterCreated: {got}, CompanyCreated: {got}}}
+	d := &Dispatcher{DB: db, Routes: map[Type][]Sink{MatterCreated: {got}, CompanyEnrich: {got}}}
 	n, err := d.Sweep(ctx, 0)
 	var failed *FailedEvents
 	if n != 20 || !errors.As(err, &failed) || failed.Parked != 10 || failed.UnknownTypes != 10 {

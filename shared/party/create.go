@@ -5,6 +5,7 @@ import (
 	"net/mail"
 
 	"github.com/practice-api/practice-api/shared/httpapi"
+	"github.com/practice-api/practice-api/shared/outbox"
 	"github.com/practice-api/practice-api/shared/store"
 )
 
@@ -48,6 +49,9 @@ func (s *Store) CreatePerson(ctx context.Context, req *httpapi.CreateRequest) (s
 	p.SetKeys(req.Org)
 	tx := s.db.Tx()
 	pi := tx.PutNew(p)
+	if err := outbox.Raise(tx, req.Org, outbox.PersonCreated, "person", PersonEvent(&p), req.Now); err != nil {
+		return "", nil, err
+	}
 	err = req.Commit(ctx, tx, p.ID, p, func(f *store.TxFailed) error {
 		if f.Has(pi) {
 			return httpapi.AlreadyExists("email", p.ID, "another person in your organisation already has the e-mail %s (person %s); e-mail addresses are unique among people", p.Email, p.ID)
@@ -59,8 +63,8 @@ func (s *Store) CreatePerson(ctx context.Context, req *httpapi.CreateRequest) (s
 
 // CreateCompany imports a company; the CVR (8 digits, formatting ignored) is
 // unique among the organisation's companies: the company's id is derived
-// from it. Its enrichment starts from the table's stream (the company's
-// insert), so the create writes no event: see Enricher.
+// from it. It raises company.created; its enrichment starts from the
+// table's stream (the company's insert): see Enricher.
 func (s *Store) CreateCompany(ctx context.Context, req *httpapi.CreateRequest) (string, any, error) {
 	b, err := httpapi.DecodeBody(req.Body)
 	if err != nil {
@@ -85,6 +89,9 @@ func (s *Store) CreateCompany(ctx context.Context, req *httpapi.CreateRequest) (
 	c.SetKeys(req.Org)
 	tx := s.db.Tx()
 	ci := tx.PutNew(c)
+	if err := outbox.Raise(tx, req.Org, outbox.CompanyCreated, "company", CompanyEvent(&c), req.Now); err != nil {
+		return "", nil, err
+	}
 	err = req.Commit(ctx, tx, c.ID, c, func(f *store.TxFailed) error {
 		if f.Has(ci) {
 			return httpapi.AlreadyExists("cvr", c.ID, "the CVR %s is already held by company %s in your organisation; CVRs are unique among companies", c.CVR, c.ID)
@@ -130,6 +137,9 @@ func (s *Store) CreateClient(ctx context.Context, req *httpapi.CreateRequest) (s
 	tx := s.db.Tx()
 	pi := tx.Check(store.OrgPK(req.Org), sk, "attribute_exists(PK)", nil, nil)
 	ci := tx.PutNew(c)
+	if err := outbox.Raise(tx, req.Org, outbox.ClientCreated, "client", ClientEvent(&c, ""), req.Now); err != nil {
+		return "", nil, err
+	}
 	err = req.Commit(ctx, tx, c.ID, c, func(f *store.TxFailed) error {
 		switch {
 		case f.Has(pi):

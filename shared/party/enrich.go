@@ -40,7 +40,7 @@ const (
 var DefaultEnrichSchedule = []time.Duration{10 * time.Second, time.Minute, 5 * time.Minute, 15 * time.Minute}
 
 // Enricher fetches a company's register snapshot and logo after its
-// creation. It consumes company.created events from its queue; a failure
+// creation. It consumes company.enrich jobs from its queue; a failure
 // re-enqueues the job with the next pause of Schedule.
 type Enricher struct {
 	Store *Store
@@ -82,7 +82,9 @@ func (e errPermanent) Error() string { return e.msg }
 // recorded (the store failed): the queue then delivers it again.
 func (e *Enricher) Handle(ctx context.Context, m queue.Message) error {
 	var msg outbox.Message
-	if err := json.Unmarshal(m.Body, &msg); err != nil || msg.Type != outbox.CompanyCreated {
+	// company.created: a job queued by a release before the job had a
+	// type of its own.
+	if err := json.Unmarshal(m.Body, &msg); err != nil || (msg.Type != outbox.CompanyEnrich && msg.Type != outbox.CompanyCreated) {
 		return nil // not ours: drop rather than loop on it
 	}
 	var data struct {
@@ -190,7 +192,8 @@ func (e *Enricher) schedule() []time.Duration {
 }
 
 // record stores the outcome on the company (which moves its updated_at, so
-// updated_since syncs see it) and the logo beside it.
+// updated_since syncs see it) with its company.updated event, and the logo
+// beside it.
 func (e *Enricher) record(ctx context.Context, org, id string, en *Enrichment, logo *logoItem) error {
 	if logo != nil {
 		item, err := store.Marshal(logo)
@@ -208,13 +211,23 @@ func (e *Enricher) record(ctx context.Context, org, id string, en *Enrichment, l
 		}
 		prev := c.UpdatedAt
 		c.Enrichment = en
-		c.UpdatedAt = store.NextUpdate(prev, e.now())
+		now := e.now()
+		c.UpdatedAt = store.NextUpdate(prev, now)
 		c.SetKeys(org)
-		item, err := store.Marshal(c)
-		if err != nil {
+		// The outcome and its company.updated commit together.
+		tx := e.Store.db.Tx()
+		cond, vals := store.Unchanged(prev)
+		tx.PutIf(c, cond, nil, vals)
+		if err := outbox.Raise(tx, org, outbox.CompanyUpdated, "company", CompanyEvent(&c), now); err != nil {
 			return err
 		}
-		return e.Store.db.Replace(ctx, item, prev)
+		var failed *store.TxFailed
+		if err := tx.Commit(ctx); errors.As(err, &failed) {
+			return store.ErrConflict // changed meanwhile: read again
+		} else if err != nil {
+			return err
+		}
+		return nil
 	})
 }
 

@@ -15,19 +15,19 @@ import (
 func Handlers(s *Store) httpapi.Handlers {
 	return httpapi.Handlers{
 		"people.list": func(w http.ResponseWriter, r *http.Request) {
-			httpapi.ServeList(w, r, "people", parsePeopleFilter, s.ListPeople)
+			httpapi.ServeList(w, r, "people", parsePeopleFilter, s.ListPeople, s.PeopleByIDs)
 		},
 		"people.get": httpapi.GetHandler("person", "person", func(ctx context.Context, org, id string) (Person, error) {
 			return store.ReadInto[Person](ctx, s.db, store.OrgPK(org), personSK(id))
 		}),
 		"companies.list": func(w http.ResponseWriter, r *http.Request) {
-			httpapi.ServeList(w, r, "companies", parseCompanyFilter, s.ListCompanies)
+			httpapi.ServeList(w, r, "companies", parseCompanyFilter, s.ListCompanies, s.CompaniesByIDs)
 		},
 		"companies.get": httpapi.GetHandler("company", "company", func(ctx context.Context, org, id string) (Company, error) {
 			return store.ReadInto[Company](ctx, s.db, store.OrgPK(org), companySK(id))
 		}),
 		"clients.list": func(w http.ResponseWriter, r *http.Request) {
-			httpapi.ServeList(w, r, "clients", parseClientFilter, s.ListClients)
+			httpapi.ServeList(w, r, "clients", parseClientFilter, s.ListClients, s.ClientsByIDs)
 		},
 		"clients.get": httpapi.GetHandler("client", "client", func(ctx context.Context, org, id string) (Client, error) {
 			return store.ReadInto[Client](ctx, s.db, store.OrgPK(org), clientSK(id))

@@ -10,6 +10,7 @@ import (
 
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/practice-api/practice-api/shared/outbox"
 	"github.com/practice-api/practice-api/shared/store"
 	"github.com/practice-api/practice-api/shared/workflow"
 )
@@ -31,8 +32,9 @@ func KYCInOrderCondition(now time.Time) (string, map[string]ddbtypes.AttributeVa
 }
 
 // SetKYC records the outcome of a client's KYC case, as the application's
-// KYC workflow does. expires (optional) ends an approval; a status without
-// expires clears any earlier expiry.
+// KYC workflow does, and raises client.updated in the same transaction.
+// expires (optional) ends an approval; a status without expires clears any
+// earlier expiry.
 func (s *Store) SetKYC(ctx context.Context, org, clientID string, status KYCStatus, expires time.Time, now time.Time) (Client, error) {
 	if !slices.Contains(KYCStatuses, status) {
 		return Client{}, fmt.Errorf("unknown KYC status %q (known: %s)", status, strings.Join(workflow.Strings(KYCStatuses), ", "))
@@ -47,18 +49,27 @@ func (s *Store) SetKYC(ctx context.Context, org, clientID string, status KYCStat
 		if err != nil {
 			return err
 		}
-		prev := c.UpdatedAt
+		prev, was := c.UpdatedAt, c.KYCStatus
 		c.KYCStatus, c.KYCExpiresAt = status, ""
 		if !expires.IsZero() {
 			c.KYCExpiresAt = store.FormatTime(expires)
 		}
 		c.UpdatedAt = store.NextUpdate(prev, now)
 		c.SetKeys(org)
-		item, err := store.Marshal(c)
-		if err != nil {
+		// The change and its client.updated commit together.
+		tx := s.db.Tx()
+		cond, vals := store.Unchanged(prev)
+		tx.PutIf(c, cond, nil, vals)
+		if err := outbox.Raise(tx, org, outbox.ClientUpdated, "client", ClientEvent(&c, was), now); err != nil {
 			return err
 		}
-		return s.db.Replace(ctx, item, prev)
+		var failed *store.TxFailed
+		if err := tx.Commit(ctx); errors.As(err, &failed) {
+			return store.ErrConflict // changed meanwhile: read again
+		} else if err != nil {
+			return err
+		}
+		return nil
 	})
 	if err != nil {
 		return Client{}, err

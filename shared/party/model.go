@@ -167,3 +167,36 @@ func (c *Client) SetKeys(org string) {
 		GSI1PK: store.Collection(org, "CLIENT"), GSI1SK: store.Seq(c.UpdatedAt, c.ID),
 		GSI2PK: store.Collection(org, "CLIENT", "TYPE", c.Type), GSI2SK: store.Seq(c.UpdatedAt, c.ID)}
 }
+
+// Events carry a party's and an engagement's ids and status, never a
+// name, an e-mail, a phone or a CVR: read those through the API.
+
+// PersonEvent is the person as person.created carries it: its id.
+func PersonEvent(p *Person) map[string]any { return map[string]any{"id": p.ID} }
+
+// CompanyEvent is the company as company.created and company.updated
+// carry it: its id and its enrichment's status.
+func CompanyEvent(c *Company) map[string]any {
+	st := EnrichmentPending
+	if c.Enrichment != nil {
+		st = c.Enrichment.Status
+	}
+	return map[string]any{"id": c.ID, "enrichment_status": st}
+}
+
+// ClientEvent is the engagement as client.created and client.updated
+// carry it: ids, type and KYC status, and previous, the KYC status before
+// the change (client.updated) when not "".
+func ClientEvent(c *Client, previous KYCStatus) map[string]any {
+	m := map[string]any{"id": c.ID, "type": c.Type, "kyc_status": c.KYCStatus}
+	if c.CompanyID != "" {
+		m["company_id"] = c.CompanyID
+	}
+	if c.PersonID != "" {
+		m["person_id"] = c.PersonID
+	}
+	if previous != "" {
+		m["previous_kyc_status"] = previous
+	}
+	return m
+}

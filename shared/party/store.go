@@ -52,6 +52,44 @@ type ClientFilter struct {
 	UpdatedSince string `json:"updated_since,omitempty"`
 }
 
+// Matches reports whether p passes the filters (a batch read by ids).
+func (f PeopleFilter) Matches(p Person) bool { return httpapi.Since(p.UpdatedAt, f.UpdatedSince) }
+
+// Matches reports whether c passes the filters (a batch read by ids).
+func (f CompanyFilter) Matches(c Company) bool {
+	return httpapi.Is(c.CVR, f.CVR) && httpapi.Since(c.UpdatedAt, f.UpdatedSince)
+}
+
+// Matches reports whether c passes the filters (a batch read by ids).
+func (f ClientFilter) Matches(c Client) bool {
+	return httpapi.Is(c.Type, f.Type) && httpapi.Since(c.UpdatedAt, f.UpdatedSince)
+}
+
+// byIDs reads the items of org keyed sk(id) for each of ids: one
+// BatchGetItem.
+func byIDs[T any](ctx context.Context, db *store.DB, org string, ids []string, sk func(string) string) ([]T, error) {
+	sks := make([]string, len(ids))
+	for i, id := range ids {
+		sks[i] = sk(id)
+	}
+	return store.BatchReadInto[T](ctx, db, store.OrgPK(org), sks)
+}
+
+// PeopleByIDs reads the people of org with the given ids.
+func (s *Store) PeopleByIDs(ctx context.Context, org string, ids []string) ([]Person, error) {
+	return byIDs[Person](ctx, s.db, org, ids, personSK)
+}
+
+// CompaniesByIDs reads the companies of org with the given ids.
+func (s *Store) CompaniesByIDs(ctx context.Context, org string, ids []string) ([]Company, error) {
+	return byIDs[Company](ctx, s.db, org, ids, companySK)
+}
+
+// ClientsByIDs reads the engagements of org with the given ids.
+func (s *Store) ClientsByIDs(ctx context.Context, org string, ids []string) ([]Client, error) {
+	return byIDs[Client](ctx, s.db, org, ids, clientSK)
+}
+
 // ListPeople: Query GSI1 "O#org#PERSON", sort key >= updated_since.
 func (s *Store) ListPeople(ctx context.Context, org string, req httpapi.ListRequest[PeopleFilter]) ([]Person, store.StartKey, error) {
 	return store.QueryInto[Person](ctx, s.db, store.ListQuery{Index: "GSI1", PK: store.Collection(org, "PERSON"),

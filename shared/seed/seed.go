@@ -177,22 +177,24 @@ func Run(ctx context.Context, db *store.DB, org string, opt Options) (Counts, er
 					continue
 				}
 				t.SetKeys(org)
-				if err := add(t); err != nil {
+				if err := add(t, t.ByID(org)); err != nil {
 					return c, err
 				}
 				c.TimeEntries++
 			}
-			for start := 0; start < len(billed); start += billing.MaxLines {
+			// An invoice bills at most MaxBilledEntries, as the application's
+			// do: a cancellation gives them back in one transaction.
+			for start := 0; start < len(billed); start += billing.MaxBilledEntries {
 				inv := billing.Invoice{ID: uuid.NewString(), MatterID: m.ID, ClientID: m.ClientID,
 					Status: invoiceStates[r.IntN(len(invoiceStates))], Currency: "DKK", CreatedAt: updated, UpdatedAt: updated}
-				for i := start; i < min(start+billing.MaxLines, len(billed)); i++ {
+				for i := start; i < min(start+billing.MaxBilledEntries, len(billed)); i++ {
 					t := &billed[i]
 					t.InvoiceID = inv.ID
 					inv.Lines = append(inv.Lines, billing.Line{Description: t.Date + " " + t.Description, Amount: t.Amount, TimeEntryID: t.ID})
 					inv.Total += t.Amount
 					inv.IssueDate = max(inv.IssueDate, t.Date)
 					t.SetKeys(org)
-					if err := add(t); err != nil {
+					if err := add(t, t.ByID(org)); err != nil {
 						return c, err
 					}
 					c.TimeEntries++

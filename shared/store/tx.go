@@ -176,6 +176,17 @@ func (b *TxBuilder) commit(ctx context.Context) error {
 	return fmt.Errorf("transaction: %w", err)
 }
 
+// Put adds an unconditional Put of v: an item whose write another item of
+// the transaction guards (a copy of it under another key).
+func (b *TxBuilder) Put(v any) int {
+	item, err := Marshal(v)
+	if err != nil && b.err == nil {
+		b.err = err
+	}
+	b.items = append(b.items, ddbtypes.TransactWriteItem{Put: &ddbtypes.Put{TableName: aws.String(b.db.Table), Item: item}})
+	return len(b.items) - 1
+}
+
 // PutIf adds a Put of v that replaces an item only if cond holds (a state
 // precondition, an unchanged updated_at).
 func (b *TxBuilder) PutIf(v any, cond string, names map[string]string, values map[string]ddbtypes.AttributeValue) int {

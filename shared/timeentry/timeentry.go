@@ -7,6 +7,9 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"time"
+
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/matter"
@@ -106,6 +109,50 @@ func (t *TimeEntry) SetKeys(org string) {
 		GSI4PK: ChangedPK(org), GSI4SK: store.Seq(t.UpdatedAt, t.ID)}
 }
 
+// An entry is also written as a copy keyed by its id alone
+// (O#<org> / TEID#<id>, in no index), in the same transaction as every
+// change of it: a batch read by ids (GET /time-entries?ids=) reads the
+// copies in one BatchGetItem, where the entry's own key needs its matter.
+func idSK(id string) string { return "TEID#" + id }
+
+// ByID is t's copy keyed by its id alone, for the transaction that writes
+// t (Write does both).
+func (t *TimeEntry) ByID(org string) *TimeEntry {
+	c := *t
+	c.Keys = store.Keys{PK: store.OrgPK(org), SK: idSK(t.ID), Kind: "time_entry_by_id"}
+	return &c
+}
+
+// Write adds t and its copy by id to tx: t on condition cond (with its
+// names and values; "" for a new entry), the copy as it is. It returns the
+// index of t's write, to match against failed conditions.
+func Write(tx *store.TxBuilder, org string, t *TimeEntry, cond string, names map[string]string, vals map[string]ddbtypes.AttributeValue) int {
+	var i int
+	if cond == "" {
+		i = tx.PutNew(t)
+	} else {
+		i = tx.PutIf(t, cond, names, vals)
+	}
+	tx.Put(t.ByID(org))
+	return i
+}
+
+// Matches reports whether t passes the filters (a batch read by ids).
+func (f Filter) Matches(t TimeEntry) bool {
+	return httpapi.Is(t.MatterID, f.MatterID) && httpapi.Is(t.ClientID, f.ClientID) && httpapi.Is(t.UserID, f.UserID) &&
+		httpapi.Is(t.Status, f.Status) && httpapi.Between(t.Date, f.DateFrom, f.DateTo) && httpapi.Since(t.UpdatedAt, f.UpdatedSince)
+}
+
+// ByIDs reads the entries of org with the given ids: one BatchGetItem of
+// their copies by id.
+func (s *Store) ByIDs(ctx context.Context, org string, ids []string) ([]TimeEntry, error) {
+	sks := make([]string, len(ids))
+	for i, id := range ids {
+		sks[i] = idSK(id)
+	}
+	return store.BatchReadInto[TimeEntry](ctx, s.db, store.OrgPK(org), sks)
+}
+
 // ChangedPK is the GSI4 partition of an organisation's entries by last
 // change.
 func ChangedPK(org string) string { return store.Collection(org, "TE") }
@@ -116,6 +163,24 @@ func (t *TimeEntry) Guards(string) []store.Guard { return nil }
 // Event is the entry as webhook events carry it: identifiers and status.
 func Event(t *TimeEntry) map[string]any {
 	return map[string]any{"id": t.ID, "status": t.Status, "matter_id": t.MatterID, "user_id": t.UserID, "date": t.Date}
+}
+
+// ChangeEvent is the entry as time_entry.updated carries it: Event's
+// fields, previous_status (the status it left) and, while an invoice
+// bills it, invoice_id.
+func ChangeEvent(t *TimeEntry, previous Status) map[string]any {
+	e := Event(t)
+	e["previous_status"] = previous
+	if t.InvoiceID != "" {
+		e["invoice_id"] = t.InvoiceID
+	}
+	return e
+}
+
+// RaiseUpdated puts t's time_entry.updated (it left status previous) into
+// tx, the transaction that writes t's change.
+func RaiseUpdated(tx *store.TxBuilder, org string, t *TimeEntry, previous Status, now time.Time) error {
+	return outbox.Raise(tx, org, outbox.TimeEntryUpdated, "time_entry", ChangeEvent(t, previous), now)
 }
 
 // Store reads and writes time entries.
@@ -203,7 +268,7 @@ func (s *Store) Create(ctx context.Context, req *httpapi.CreateRequest) (string,
 	// would close that window for two more write units on every entry
 	// (docs/data-model.md).
 	tx := s.db.Tx()
-	tx.PutNew(t)
+	Write(tx, req.Org, &t, "", nil, nil)
 	outbox.Add(tx, ev)
 	err = req.Commit(ctx, tx, t.ID, t, func(*store.TxFailed) error { return nil })
 	return t.ID, t, err
@@ -305,7 +370,7 @@ func parseFilter(q url.Values) (Filter, error) {
 func Handlers(s *Store) httpapi.Handlers {
 	return httpapi.Handlers{
 		"time_entries.list": func(w http.ResponseWriter, r *http.Request) {
-			httpapi.ServeList(w, r, "time_entries", parseFilter, s.List)
+			httpapi.ServeList(w, r, "time_entries", parseFilter, s.List, s.ByIDs)
 		},
 		"time_entries.create": func(w http.ResponseWriter, r *http.Request) {
 			httpapi.ServeCreate(w, r, "time_entries", "", s.Create) // no single read, so no Location

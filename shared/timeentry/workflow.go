@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/practice-api/practice-api/shared/store"
@@ -35,7 +38,8 @@ func CheckManual(from, to Status) error {
 
 // Bill marks an approved entry as invoiced by invoiceID, as of now. Only
 // approved time is invoiced; the caller writes the entry on condition
-// BilledCondition, so that a concurrent change refuses the invoice.
+// BilledCondition, so that a concurrent change refuses the invoice, with
+// its time_entry.updated (RaiseUpdated).
 func (t *TimeEntry) Bill(invoiceID string, now time.Time) error {
 	if t.Status != Approved {
 		return fmt.Errorf("%w: time entry %s is %s; only approved time is invoiced", workflow.ErrRefused, t.ID, t.Status)
@@ -69,7 +73,8 @@ func (t *TimeEntry) Release(invoiceID string, now time.Time) bool {
 var ErrNotFound = errors.New("time entry: not found")
 
 // SetStatus moves an entry through the workflow (the application's approval
-// flow), recomputing its amount as every save does.
+// flow), recomputing its amount as every save does, and raises
+// time_entry.updated in the same transaction.
 func (s *Store) SetStatus(ctx context.Context, org, id string, to Status, now time.Time) (TimeEntry, error) {
 	var t TimeEntry
 	matterID := ""
@@ -90,17 +95,64 @@ func (s *Store) SetStatus(ctx context.Context, org, id string, to Status, now ti
 		if err := CheckManual(t.Status, to); err != nil {
 			return err
 		}
-		prev := t.UpdatedAt
+		prev, was := t.UpdatedAt, t.Status
 		t.Status, t.UpdatedAt = to, store.NextUpdate(prev, now)
 		t.SetKeys(org)
-		item, err := store.Marshal(t)
-		if err != nil {
+		// The move and its time_entry.updated commit together.
+		tx := s.db.Tx()
+		cond, vals := store.Unchanged(prev)
+		Write(tx, org, &t, cond, nil, vals)
+		if err := RaiseUpdated(tx, org, &t, was, now); err != nil {
 			return err
 		}
-		return s.db.Replace(ctx, item, prev) // ErrConflict: changed meanwhile, read again
+		var failed *store.TxFailed
+		if err := tx.Commit(ctx); errors.As(err, &failed) {
+			return store.ErrConflict // changed meanwhile: read again
+		} else if err != nil {
+			return err
+		}
+		return nil
 	})
 	if err != nil {
 		return TimeEntry{}, err
 	}
 	return t, nil
+}
+
+// BackfillCopies writes the copy by id of every entry that has none (the
+// entries written before copies were: a batch read by ids finds an entry
+// only by its copy). A Scan of the table, a page at a time, and one
+// conditional PutItem per entry: a copy already there (written by a
+// change meanwhile, which is newer) is left as it is. It runs once, as a
+// data change of the release (shared/migrate).
+func BackfillCopies(ctx context.Context, db *store.DB) error {
+	var start map[string]ddbtypes.AttributeValue
+	for {
+		out, err := db.Client.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(db.Table), ExclusiveStartKey: start,
+			FilterExpression: aws.String("kind = :te"), ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":te": &ddbtypes.AttributeValueMemberS{Value: "time_entry"}}})
+		if err != nil {
+			return err
+		}
+		for _, it := range out.Items {
+			var t TimeEntry
+			if err := store.Unmarshal(it, &t); err != nil {
+				return err
+			}
+			org, ok := strings.CutPrefix(t.PK, "O#")
+			if !ok {
+				continue
+			}
+			item, err := store.Marshal(t.ByID(org))
+			if err != nil {
+				return err
+			}
+			if err := db.PutNew(ctx, item); err != nil && !errors.Is(err, store.ErrConflict) {
+				return err
+			}
+		}
+		if out.LastEvaluatedKey == nil {
+			return nil
+		}
+		start = out.LastEvaluatedKey
+	}
 }

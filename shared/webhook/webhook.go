@@ -171,9 +171,12 @@ func (s *Store) All(ctx context.Context, org string) ([]Endpoint, error) {
 	return eps, err
 }
 
-type noFilter struct{}
+type noFilter[T any] struct{}
 
-func (s *Store) list(ctx context.Context, org string, req httpapi.ListRequest[noFilter]) ([]Endpoint, store.StartKey, error) {
+// Matches lets every item through: these lists have no filters.
+func (noFilter[T]) Matches(T) bool { return true }
+
+func (s *Store) list(ctx context.Context, org string, req httpapi.ListRequest[noFilter[Endpoint]]) ([]Endpoint, store.StartKey, error) {
 	return store.QueryInto[Endpoint](ctx, s.db, store.ListQuery{PK: store.OrgPK(org), SKPrefix: "WH#", Limit: req.PerPage, After: req.After,
 		Project: true, Omit: []string{"secret", "previous_secret"}}) // never returned, so never read here
 }
@@ -500,7 +503,14 @@ func (h *handlers) get(ctx context.Context, org, id string) (Endpoint, error) {
 }
 
 func (h *handlers) list(w http.ResponseWriter, r *http.Request) {
-	httpapi.ServeList(w, r, "webhooks", func(url.Values) (noFilter, error) { return noFilter{}, nil }, h.s.list)
+	httpapi.ServeList(w, r, "webhooks", func(url.Values) (noFilter[Endpoint], error) { return noFilter[Endpoint]{}, nil }, h.s.list,
+		func(ctx context.Context, org string, ids []string) ([]Endpoint, error) {
+			sks := make([]string, len(ids))
+			for i, id := range ids {
+				sks[i] = endpointSK(id)
+			}
+			return store.BatchReadInto[Endpoint](ctx, h.s.db, store.OrgPK(org), sks, "secret", "previous_secret")
+		})
 }
 
 func (h *handlers) create(w http.ResponseWriter, r *http.Request) {
@@ -647,11 +657,13 @@ func (h *handlers) deliveries(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, r, notFound(err))
 		return
 	}
-	httpapi.ServeList(w, r, "webhook_deliveries:"+id, func(url.Values) (noFilter, error) { return noFilter{}, nil },
-		func(ctx context.Context, org string, req httpapi.ListRequest[noFilter]) ([]Attempt, store.StartKey, error) {
+	// The delivery log is a log, newest first: no ids (its entries are
+	// attempts, not records an event names).
+	httpapi.ServeList(w, r, "webhook_deliveries:"+id, func(url.Values) (noFilter[Attempt], error) { return noFilter[Attempt]{}, nil },
+		func(ctx context.Context, org string, req httpapi.ListRequest[noFilter[Attempt]]) ([]Attempt, store.StartKey, error) {
 			return store.QueryInto[Attempt](ctx, h.s.db, store.ListQuery{PK: DeliveriesPK(org, id), SKPrefix: attemptSK(""),
 				Limit: req.PerPage, After: req.After, Desc: true, Project: true, Omit: []string{"envelope", "ttl"}})
-		})
+		}, nil)
 }
 
 func (h *handlers) retry(w http.ResponseWriter, r *http.Request) {

@@ -604,9 +604,9 @@ func outboxReplay(ctx context.Context, e *env, a *args) (any, error) {
 func enrichmentResume(ctx context.Context, e *env, a *args) (any, error) {
 	started := []string{}
 	err := party.PendingCompanies(ctx, e.db, a.org, func(org string, c party.Company) error {
-		// An outbox event the dispatcher routes to the enrichment queue,
-		// as it routes every company.created.
-		ev, err := outbox.New(org, outbox.CompanyCreated, "company", map[string]string{"id": c.ID, "cvr": c.CVR}, e.now)
+		// An internal outbox event the dispatcher routes to the enrichment
+		// queue (company.enrich: no subscriber sees it).
+		ev, err := outbox.New(org, outbox.CompanyEnrich, "company", map[string]string{"id": c.ID, "cvr": c.CVR}, e.now)
 		if err != nil {
 			return err
 		}

@@ -151,7 +151,7 @@ func (o op) render(rt routes.Route) M {
 func list(summary, description, schema string, filters ...M) func(routes.Route) []op {
 	return func(routes.Route) []op {
 		return []op{{summary: summary, description: description,
-			params: append(filters, ref("parameters", "per_page"), ref("parameters", "cursor")),
+			params: append(filters, ref("parameters", "ids"), ref("parameters", "per_page"), ref("parameters", "cursor")),
 			ok:     []resp{{200, "A page.", schema + "List", nil}},
 			errs:   []int{422}}}
 	}
@@ -247,7 +247,7 @@ func operations() map[string]func(routes.Route) []op {
 
 		"webhooks.list": func(routes.Route) []op {
 			return []op{{summary: "List webhook endpoints",
-				params: []M{ref("parameters", "per_page"), ref("parameters", "cursor")},
+				params: []M{ref("parameters", "ids"), ref("parameters", "per_page"), ref("parameters", "cursor")},
 				ok:     []resp{{200, "A page.", "WebhookEndpointList", nil}}, errs: []int{422}}}
 		},
 		"webhooks.get": get("Read a webhook endpoint", "WebhookEndpoint"),
@@ -400,6 +400,11 @@ func withExample(p M, example string) M { p["example"] = example; return p }
 
 func parameters() M {
 	return M{
+		"ids": M{"name": "ids", "in": "query", "style": "form", "explode": false, "allowEmptyValue": true,
+			"description": "A batch read: comma-separated ids (UUIDs), at most 100, each read once. The answer is one page of the records with those ids that also match the other filters (AND), in the order of `ids`; " +
+				"an id that names nothing of your organisation (absent, or another organisation's) is left out, as a filter leaves out what it does not match. No `cursor` (422 with one): `links.next` is null and `meta.per_page` is the number of ids. " +
+				"One read of the store, however many ids: fetch what a page of events names in one request. An empty value is the same as none.",
+			"schema": M{"type": "array", "items": M{"type": "string", "format": "uuid"}, "maxItems": httpapi.MaxIDs}},
 		"per_page": M{"name": "per_page", "in": "query", "description": "Page size; anything but an integer from 1 to 100 is 422.",
 			"schema": M{"type": "integer", "minimum": 1, "maximum": httpapi.MaxPerPage, "default": httpapi.DefaultPerPage}},
 		"cursor": M{"name": "cursor", "in": "query", "allowEmptyValue": true,

@@ -515,16 +515,36 @@ func eventSchemas(s M) {
 	s["MatterEvent"] = object("Identifiers and status of the matter; read the rest through the API.",
 		[]string{"id", "status", "client_id", "matter_number"}, M{
 			"id": uuidS(""), "status": enum("", matter.Statuses...), "client_id": uuidS(""), "matter_number": str(matter.MaxNumber, ""),
+			"previous_status": enum("`matter.closed` and `matter.updated`: the status the matter left (the same as `status` when only its fields changed).", matter.Statuses...),
 		})
 	s["InvoiceEvent"] = object("Identifiers and status of the invoice.",
 		[]string{"id", "status", "total", "currency", "matter_id", "client_id"}, M{
 			"id": uuidS(""), "status": enum("", billing.Statuses...), "total": integer("Integer minor units (øre)."),
 			"currency": currency(), "matter_id": uuidS(""), "client_id": uuidS(""),
+			"previous_status": enum("On a status move (`invoice.updated`, and `invoice.issued` or `invoice.paid` of an existing invoice): the status it left.", billing.Statuses...),
 		})
 	s["TimeEntryEvent"] = object("Identifiers and status of the time entry.",
 		[]string{"id", "status", "matter_id", "user_id", "date"}, M{
 			"id": uuidS(""), "status": enum("", timeentry.Statuses...), "matter_id": uuidS(""), "user_id": uuidS(""), "date": date(""),
+			"previous_status": enum("`time_entry.updated`: the status the entry left.", timeentry.Statuses...),
+			"invoice_id":      uuidS("`time_entry.updated`: the invoice that bills the entry, while one does."),
 		})
+	s["ClientEvent"] = object("Identifiers, type and KYC status of the client engagement (never the party's name or contact details).",
+		[]string{"id", "type", "kyc_status"}, M{
+			"id": uuidS(""), "type": enum("", party.TypeCompany, party.TypePerson),
+			"company_id": uuidS("Present when `type` is `company`."), "person_id": uuidS("Present when `type` is `person`."),
+			"kyc_status":          enum("", party.KYCStatuses...),
+			"previous_kyc_status": enum("`client.updated`: the KYC status before the change.", party.KYCStatuses...),
+		})
+	s["PersonEvent"] = object("The person's id; read the person through the API (an event carries no personal data).",
+		[]string{"id"}, M{"id": uuidS("")})
+	s["CompanyEvent"] = object("The company's id and the status of its enrichment (the register snapshot); read the rest through the API.",
+		[]string{"id", "enrichment_status"}, M{
+			"id": uuidS(""),
+			"enrichment_status": enum("`pending` at creation; on `company.updated` the enrichment's outcome (`done` when the register's snapshot arrived).",
+				party.EnrichmentPending, party.EnrichmentDone, party.EnrichmentFailed, party.EnrichmentSkipped),
+		})
+	s["DocumentEvent"] = object("Identifiers of the document's register entry.", []string{"id", "matter_id"}, M{"id": uuidS(""), "matter_id": uuidS("")})
 	s["TestEvent"] = object("What a test event carries: the endpoint it was sent to, and a note.",
 		[]string{"endpoint_id", "message"}, M{"endpoint_id": uuidS(""), "message": str(httpapi.MaxMessage, "")})
 	s["SigningFlowEvent"] = object("Identifiers and status of the sealed signing flow.",
@@ -568,5 +588,16 @@ var events = []struct {
 	{outbox.TimeEntryCreated, "time_entry", "TimeEntryEvent", "TimeEntryCreatedEvent", "A time entry was created."},
 	{outbox.WebhookEndpointDisabled, "webhook_endpoint", "DisabledEndpointEvent", "WebhookEndpointDisabledEvent",
 		"An endpoint was turned off after 20 consecutive failed attempts (an addition): delivered to the organisation's other active endpoints subscribed to it, and in the feed."},
+	// Additions: an event for every change.
+	{outbox.MatterUpdated, "matter", "MatterEvent", "MatterUpdatedEvent", "A matter changed: its status moved (other than to closed) or its fields changed (an addition)."},
+	{outbox.ClientCreated, "client", "ClientEvent", "ClientCreatedEvent", "A client engagement was created (an addition)."},
+	{outbox.ClientUpdated, "client", "ClientEvent", "ClientUpdatedEvent", "A client engagement's KYC status or expiry changed (an addition)."},
+	{outbox.PersonCreated, "person", "PersonEvent", "PersonCreatedEvent", "A person was created (an addition)."},
+	{outbox.CompanyCreated, "company", "CompanyEvent", "CompanyCreatedEvent", "A company was created; its enrichment starts (an addition)."},
+	{outbox.CompanyUpdated, "company", "CompanyEvent", "CompanyUpdatedEvent", "A company's enrichment recorded an outcome: the register snapshot arrived, or the lookup failed or will be retried (an addition)."},
+	{outbox.TimeEntryUpdated, "time_entry", "TimeEntryEvent", "TimeEntryUpdatedEvent", "A time entry's status moved: submitted, approved, invoiced, given back by a cancelled invoice, written off (an addition)."},
+	{outbox.InvoiceCreated, "invoice", "InvoiceEvent", "InvoiceCreatedEvent", "An invoice was created as a draft or approved (created as sent, it raises invoice.issued) (an addition)."},
+	{outbox.InvoiceUpdated, "invoice", "InvoiceEvent", "InvoiceUpdatedEvent", "An invoice's status moved, other than to sent (invoice.issued) or paid (invoice.paid): approved, overdue, partially paid, cancelled, credited (an addition)."},
+	{outbox.DocumentCreated, "document", "DocumentEvent", "DocumentCreatedEvent", "A document was recorded in the register (an addition)."},
 	{outbox.WebhookTest, "test", "TestEvent", "WebhookTestEvent", "A test event, sent only on request (POST /webhooks/{id}/test)."},
 }
