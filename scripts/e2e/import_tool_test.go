@@ -9,10 +9,15 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
+
+	"golang.org/x/text/encoding/charmap"
 
 	"github.com/practice-api/practice-api/shared/client"
 )
@@ -101,9 +106,16 @@ func TestImportIsResumableAfterAKill(t *testing.T) {
 	if err != nil {
 		t.Fatalf("resumed run: %v\n%s", err, out)
 	}
-	summary := fmt.Sprintf("done: %d imported, %d already done, 0 refused", rows-killedAt, killedAt)
-	if !strings.Contains(string(out), summary) {
-		t.Fatalf("resumed run said:\n%s\nwant %q", out, summary)
+	// The rows the state file had are already done, and so is the row the
+	// kill caught between its create and its state line (its create
+	// replays): every row once, imported or already done.
+	m := regexp.MustCompile(`done: (\d+) imported, (\d+) already done, 0 refused`).FindStringSubmatch(string(out))
+	if m == nil {
+		t.Fatalf("resumed run said:\n%s", out)
+	}
+	imported, already := atoi(m[1]), atoi(m[2])
+	if imported+already != rows || already < killedAt || already > killedAt+1 {
+		t.Fatalf("resumed run: %d imported, %d already done; the state had %d of %d rows", imported, already, killedAt, rows)
 	}
 	if n := lines(file + ".refused"); n != 0 {
 		b, _ := os.ReadFile(file + ".refused")
@@ -327,7 +339,7 @@ func TestImportReadsDanishExcel(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := string(report)
-	for _, want := range []string{"\ufeffkind;source_id;name;cvr;party;client;hourly_rate;title;refused_line;refused_status;refused_field;refused_reason\r\n",
+	for _, want := range []string{"\ufeffkind;source_id;name;cvr;party;client;hourly_rate;title;refused_line;refused_status;refused_field;refused_reason;refused_state\r\n",
 		"company;F2;Østerbro Vinhandel I/S;1234;;;;;5;422;cvr;", "client;K2;;;F2;;;;6;;party;\"not sent: its company F2 was refused"} {
 		if !strings.Contains(text, want) {
 			t.Fatalf("the report lacks %q:\n%s", want, text)
@@ -340,5 +352,106 @@ func TestImportReadsDanishExcel(t *testing.T) {
 	out, err = importCmd(fixed, key).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "done: 2 imported, 0 already done, 0 refused") {
 		t.Fatalf("the fixed report: %v\n%s", err, out)
+	}
+}
+
+func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
+
+// TestImportReportFixedInPlaceFindsItsRun is the round an integrator makes
+// with a spreadsheet: a Windows-1252 export (an older Excel's) whose
+// matter has an amount as Danish Excel writes it (1.250,00) and two
+// problems more; the report, in Windows-1252 too, says every problem, and
+// what to write for the amount; fixed in the spreadsheet and imported as
+// it is (no --state), its matter finds the client the first run imported,
+// through that run's state. A file mixing encodings imports nothing and
+// says which lines.
+func TestImportReportFixedInPlaceFindsItsRun(t *testing.T) {
+	_, key, _ := newOrg(t, "parties:write,clients:write,clients:read,matters:write,matters:read,time:write")
+	dir := t.TempDir()
+	run := time.Now().UnixNano() % 1000000
+	file := filepath.Join(dir, "kunder.csv")
+	rows := []string{
+		"kind;source_id;name;cvr;party;client;hourly_rate;title;status",
+		fmt.Sprintf("company;crm-1002;Bjørn Ødegård ApS;%08d;;;;;", run*100+3),
+		"client;K-1002;;;crm-1002;;;;",
+		"matter;S-7;;;;K-1002;1.250,00;Kort opfølgning – Østerbro;lukket",
+	}
+	cp1252 := func(s string) []byte {
+		b, err := charmap.Windows1252.NewEncoder().Bytes([]byte(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	if err := os.WriteFile(file, cp1252(strings.Join(rows, "\r\n")+"\r\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := importCmd(file, key).CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 3 || !strings.Contains(string(out), "Windows-1252") || !strings.Contains(string(out), "done: 2 imported, 0 already done, 1 refused") {
+		t.Fatalf("first run: %v\n%s", err, out)
+	}
+	reportPath := filepath.Join(dir, "kunder.refused.csv")
+	raw, err := os.ReadFile(reportPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if utf8.Valid(raw) {
+		t.Fatalf("the report of a Windows-1252 file is not in Windows-1252:\n%s", raw)
+	}
+	text, _ := charmap.Windows1252.NewDecoder().Bytes(raw)
+	for _, want := range []string{"matter;S-7;;;;K-1002;1.250,00;Kort opfølgning – Østerbro;lukket;4;422;",
+		"hourly_rate 1.250,00 is not a whole number of øre; write 125000", "; status", "kunder.csv.state"} {
+		if !strings.Contains(string(text), want) {
+			t.Fatalf("the report lacks %q:\n%s", want, text)
+		}
+	}
+	// Fixed in the spreadsheet, saved as it was, imported as it is.
+	fixed := strings.NewReplacer(";1.250,00;", ";125000;", ";lukket;", ";dormant;").Replace(string(text))
+	if err := os.WriteFile(reportPath, cp1252(fixed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err = importCmd(reportPath, key).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "done: 1 imported, 0 already done, 0 refused") || !strings.Contains(string(out), "kunder.csv.state") {
+		t.Fatalf("the fixed report: %v\n%s", err, out)
+	}
+	c := client.New(api.base, key)
+	c.HTTP.Transport = httpClient.Transport
+	var titles []string
+	for m, err := range c.Matters(t.Context(), nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		titles = append(titles, m.Title)
+	}
+	if len(titles) != 1 || titles[0] != "Kort opfølgning – Østerbro" {
+		t.Fatalf("matters %q", titles)
+	}
+	// The first file again: every row already done, the matter too (the
+	// report's run noted it in the same state).
+	if out, err := importCmd(file, key).CombinedOutput(); err != nil || !strings.Contains(string(out), "done: 0 imported, 3 already done, 0 refused") {
+		t.Fatalf("the first file again: %v\n%s", err, out)
+	}
+
+	// A UTF-8 file (with its byte-order mark) with one line an older tool
+	// saved in Windows-1252: refused whole, naming the line.
+	mixed := filepath.Join(dir, "blandet.csv")
+	data := append([]byte("\ufeffkind;source_id;name;email\r\nperson;p-1;Bjørn Ødegård;b@example.dk\r\n"), cp1252("person;p-2;Mette Kjærsgaard;m@example.dk\r\n")...)
+	if err := os.WriteFile(mixed, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err = importCmd(mixed, key).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "line 3 is not UTF-8") || !strings.Contains(string(out), "Mette Kjærsgaard") {
+		t.Fatalf("a mixed file: %v\n%s", err, out)
+	}
+	var people int
+	for _, err := range c.People(t.Context(), nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		people++
+	}
+	if people != 0 {
+		t.Fatalf("a mixed file imported %d people", people)
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/csv"
 	"fmt"
 	"io"
@@ -22,6 +23,9 @@ type csvLayout struct {
 	bom, crlf, windows1252 bool
 	comma                  rune
 	header                 []string
+	// reportState is, when the file is a report of refused rows, the
+	// state file of the run that wrote it (its refused_state column).
+	reportState string
 }
 
 var utf8BOM = []byte("\xef\xbb\xbf")
@@ -39,6 +43,98 @@ func (l *csvLayout) describe() string {
 		enc = "Windows-1252, not UTF-8 (an older Excel's CSV), converted"
 	}
 	return fmt.Sprintf("read as CSV separated by %s, %s, %d columns", sep, enc, len(l.header))
+}
+
+// maxListed bounds the lines an encoding error names.
+const maxListed = 10
+
+// decode reads the file's bytes as the one encoding they are in, and
+// never guesses line by line: UTF-8 when every line is (a byte-order mark
+// says so too), or Windows-1252 (an older Excel's CSV) when no line is
+// UTF-8 beyond ASCII. A file that mixes them (a UTF-8 file with lines an
+// older tool saved in Windows-1252), and a Windows-1252 file with a byte
+// that is no character there, is refused, naming its lines: decoding it
+// whole either way would store characters nobody wrote (Bjørn read as
+// BjÃ¸rn).
+func decode(path string, l *csvLayout, data []byte) ([]byte, error) {
+	if utf8.Valid(data) {
+		return data, nil
+	}
+	var latin, multi, undefined []int // Windows-1252 lines, UTF-8 lines beyond ASCII, lines with a byte no character
+	for i, line := range bytes.Split(data, []byte("\n")) {
+		switch {
+		case !utf8.Valid(line):
+			latin = append(latin, i+1)
+			if slices.ContainsFunc(line, func(b byte) bool { return b == 0x81 || b == 0x8d || b == 0x8f || b == 0x90 || b == 0x9d }) {
+				undefined = append(undefined, i+1)
+			}
+		case !isASCII(line):
+			multi = append(multi, i+1)
+		}
+	}
+	switch {
+	case l.bom:
+		return nil, fmt.Errorf("%s begins with a UTF-8 byte-order mark (Excel's \"CSV UTF-8\"), but %s %s %s not UTF-8 (Windows-1252, as an older tool saves: %s): "+
+			"nothing was imported. Save the file again as CSV UTF-8 from one spreadsheet, or retype those lines' letters (æ, ø, å)",
+			path, plural(len(latin), "line", "lines"), listLines(latin), plural(len(latin), "is", "are"), sample(data, latin[0]))
+	case len(multi) > 0:
+		return nil, fmt.Errorf("%s mixes encodings: %s %s UTF-8 and %s %s Windows-1252 (%s): nothing was imported, as any one reading of it would garble the other lines. "+
+			"Save the file again as CSV UTF-8 from one spreadsheet, or retype the letters of one group (æ, ø, å)",
+			path, plural(len(multi), "line", "lines"), listLines(multi), plural(len(latin), "line", "lines"), listLines(latin), sample(data, latin[0]))
+	case len(undefined) > 0:
+		return nil, fmt.Errorf("%s is neither UTF-8 nor Windows-1252: %s %s %s a byte that is no character in Windows-1252 (0x81, 0x8D, 0x8F, 0x90 or 0x9D); nothing was imported. Save it again as CSV UTF-8",
+			path, plural(len(undefined), "line", "lines"), listLines(undefined), plural(len(undefined), "holds", "hold"))
+	}
+	out, err := charmap.Windows1252.NewDecoder().Bytes(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: neither UTF-8 nor Windows-1252: %w", path, err)
+	}
+	l.windows1252 = true
+	return out, nil
+}
+
+func isASCII(b []byte) bool {
+	for _, c := range b {
+		if c >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// listLines names lines as people count them: 3, 7 and 12 (and 4 more).
+func listLines(ns []int) string {
+	var parts []string
+	for _, n := range ns[:min(len(ns), maxListed)] {
+		parts = append(parts, strconv.Itoa(n))
+	}
+	out := strings.Join(parts, ", ")
+	if len(parts) > 1 {
+		out = strings.Join(parts[:len(parts)-1], ", ") + " and " + parts[len(parts)-1]
+	}
+	if len(ns) > maxListed {
+		out += fmt.Sprintf(" (and %d more)", len(ns)-maxListed)
+	}
+	return out
+}
+
+// sample shows a Windows-1252 line as Windows-1252 reads it, cut short:
+// what the user recognises.
+func sample(data []byte, line int) string {
+	raw := bytes.Split(data, []byte("\n"))[line-1]
+	text, _ := charmap.Windows1252.NewDecoder().Bytes(bytes.TrimRight(raw, "\r"))
+	r := []rune(string(text))
+	if len(r) > 60 {
+		r = append(r[:60], '…')
+	}
+	return fmt.Sprintf("line %d reads %q as Windows-1252", line, string(r))
 }
 
 // sniff picks the separator of a header line: the most frequent of comma,
@@ -78,11 +174,8 @@ func readCSV(path string, in io.Reader) (*csvLayout, []entry, error) {
 	if rest, ok := bytes.CutPrefix(data, utf8BOM); ok {
 		l.bom, data = true, rest
 	}
-	if !utf8.Valid(data) {
-		if data, err = charmap.Windows1252.NewDecoder().Bytes(data); err != nil {
-			return nil, nil, fmt.Errorf("%s: neither UTF-8 nor Windows-1252: %w", path, err)
-		}
-		l.windows1252 = true
+	if data, err = decode(path, l, data); err != nil {
+		return nil, nil, err
 	}
 	first, _, _ := bytes.Cut(data, []byte("\n"))
 	l.crlf = bytes.HasSuffix(first, []byte("\r"))
@@ -109,8 +202,21 @@ func readCSV(path string, in io.Reader) (*csvLayout, []entry, error) {
 		}
 		lineNo, _ := cr.FieldPos(0)
 		r := row{}
+		e := entry{line: lineNo, cells: rec}
 		for i, h := range l.header {
-			if i >= len(rec) || rec[i] == "" || strings.HasPrefix(h, reportColumn) {
+			if i >= len(rec) || rec[i] == "" {
+				continue
+			}
+			switch h {
+			case reportColumn + "state":
+				l.reportState = cmp.Or(l.reportState, rec[i])
+			case reportColumn + "line":
+				// A report's row keeps the line it had in the file the
+				// report was made from: a row named by its line (a
+				// CPR-like source_id) keeps its name.
+				e.origLine, _ = strconv.Atoi(rec[i])
+			}
+			if strings.HasPrefix(h, reportColumn) {
 				continue
 			}
 			if h == "hourly_rate" || h == "duration_minutes" {
@@ -124,6 +230,7 @@ func readCSV(path string, in io.Reader) (*csvLayout, []entry, error) {
 		if len(r) == 0 {
 			continue // a row of empty cells, as spreadsheets leave at the end
 		}
-		rows = append(rows, entry{r: r, line: lineNo, cells: rec})
+		e.r = r
+		rows = append(rows, e)
 	}
 }

@@ -86,7 +86,7 @@ func TestTheCSVReportIsAnInputAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := out.String()
-	for _, want := range []string{"\ufeffkind;source_id;name;email;refused_line;refused_status;refused_field;refused_reason\r\n",
+	for _, want := range []string{"\ufeffkind;source_id;name;email;refused_line;refused_status;refused_field;refused_reason;refused_state\r\n",
 		"person;p-2;Bo ", ";3;422;email;email must be a plain address", "person;p-1;Anne Æbelø;anne@example.dk;2;;party;not sent: its company"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("report lacks %q:\n%s", want, text)

@@ -57,7 +57,7 @@ func main() {
 	file := flag.String("file", "", "CSV or JSONL export")
 	base := flag.String("base-url", envOr("PRACTICE_API_URL", "http://127.0.0.1:8080/api/v1"), "API base URL")
 	key := flag.String("key", os.Getenv("PRACTICE_API_KEY"), "API key (or PRACTICE_API_KEY)")
-	state := flag.String("state", "", "state file (default: <file>.state)")
+	state := flag.String("state", "", "state file (default: <file>.state; for a report of refused rows, the state of the run that wrote it)")
 	report := flag.String("report", "", "refused rows of this run (default: <file>.refused, JSON lines; for NAME.csv, NAME.refused.csv in its layout)")
 	flag.Usage = func() {
 		fmt.Fprint(os.Stderr, usage)
@@ -68,15 +68,17 @@ func main() {
 		fmt.Fprintln(os.Stderr, "import: --file and --key are required (import --help shows the file's layout)")
 		os.Exit(2)
 	}
-	if *state == "" {
-		*state = *file + ".state"
-	}
 	if *report == "" {
 		*report = defaultReport(*file)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	refused, err := run(ctx, *file, *base, *key, *state, *report)
+	var usageErr *usageError
+	if errors.As(err, &usageErr) {
+		fmt.Fprintln(os.Stderr, "import:", err)
+		os.Exit(2)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "\nimport:", err)
 		os.Exit(1)
@@ -122,19 +124,34 @@ A spreadsheet's CSV reads as it is saved: separated by commas,
 semicolons (a Danish Excel's default) or tabs, in UTF-8 with or without a
 byte-order mark (Excel's "CSV UTF-8") or in Windows-1252 (an older
 Excel's), with CRLF line ends; the importer says in one line how it read
-the file.
+the file. A file that mixes encodings (a UTF-8 file with lines an older
+tool saved in Windows-1252) is refused whole, naming those lines: read
+either way it would store letters nobody wrote. Amounts are whole øre:
+1.250,00 is refused, saying to write 125000.
 
 It paces itself under the rate limit and prints progress, its ETA at the
 pace the limit allows. Rows the API
-refuses go, with its message, to the report (this run's only); the state
-file lists finished rows, so a run that is stopped resumes where it was.
+refuses go, with every problem the API found, to the report (this run's
+only).
+
+State: the state file (FILE.state unless --state names another) lists the
+rows done, by kind and source_id, with the id each got: a run that is
+stopped resumes where it was, a row done before counts as "already done",
+and a row refers to any row the state holds, from this file or an earlier
+one imported into the same state. Keep one state per organisation and
+import every file of it with the same --state. A report fed back (below)
+finds the state of the run that wrote it by itself.
 Each report line names its row's line in the file, and whether the API
 refused the row, the importer did (no kind, an unknown reference), or it
 was not sent because the row it refers to was refused. For a CSV input the
-report is a CSV in the input's layout (NAME.refused.csv): the refused rows
-as they were, plus refused_line, refused_status, refused_field and
-refused_reason; fix it in the spreadsheet and import it again (the
-refused_ columns are ignored). A source_id that holds
+report is a CSV in the input's layout and encoding (NAME.refused.csv):
+the refused rows as they were, plus refused_line, refused_status,
+refused_field, refused_reason (every problem of the row) and
+refused_state (the run's state file). Fix it in the spreadsheet, save it
+as it is and import it (import --file NAME.refused.csv): its refused_
+columns are ignored, and its rows' references are looked up in the state
+named in refused_state, so a matter refers to the client the first run
+imported. A source_id that holds
 a CPR-like number is never written to the state or the report, nor sent:
 such a row is named by its line (line-12). The state file and the report
 must not be the input or each other, and are never written through a
@@ -160,20 +177,59 @@ func envOr(k, d string) string {
 	return d
 }
 
-// run imports file and returns how many rows were refused.
-func run(ctx context.Context, file, base, key, statePath, reportPath string) (int, error) {
-	if err := distinctPaths(file, statePath, reportPath); err != nil {
-		return 0, err
+// usageError is a mistake in what the importer was asked to do: exit 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+// stateFor is the state file of file when --state is not given: for a
+// report of refused rows fed back, the state of the run that wrote it (its
+// refused_state column, or, for an older report NAME.refused.csv, the
+// NAME.csv.state beside it), so the rows it refers to that that run
+// imported are found; otherwise <file>.state.
+func stateFor(file string, layout *csvLayout) (string, error) {
+	if layout != nil && layout.reportState != "" {
+		p := layout.reportState
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(filepath.Dir(file), p)
+		}
+		if _, err := os.Stat(p); err != nil {
+			return "", &usageError{fmt.Sprintf("%s is a report of refused rows, and the run that wrote it kept its state in %s, which is not there: "+
+				"name the state file with --state (the rows it refers to are found there)", file, p)}
+		}
+		fmt.Fprintf(os.Stderr, "%s: a report of refused rows; the rows it refers to are looked up in the state of the run that wrote it, %s (and this run's rows go there too)\n", file, p)
+		return p, nil
 	}
+	if name, ok := strings.CutSuffix(file, ".refused.csv"); ok && layout != nil {
+		orig := name + ".csv.state"
+		if _, err := os.Stat(orig); err == nil {
+			fmt.Fprintf(os.Stderr, "%s: a report of refused rows; the rows it refers to are looked up in %s\n", file, orig)
+			return orig, nil
+		}
+	}
+	return file + ".state", nil
+}
+
+// run imports file and returns how many rows were refused. statePath ""
+// is the file's own state (stateFor).
+func run(ctx context.Context, file, base, key, statePath, reportPath string) (int, error) {
 	layout, rows, err := load(file)
 	if err != nil {
+		return 0, err
+	}
+	if statePath == "" {
+		if statePath, err = stateFor(file, layout); err != nil {
+			return 0, err
+		}
+	}
+	if err := distinctPaths(file, statePath, reportPath); err != nil {
 		return 0, err
 	}
 	sort.SliceStable(rows, func(i, j int) bool { return order[rows[i].r.str("kind")] < order[rows[j].r.str("kind")] })
 	alias := map[string]string{} // kind:source_id -> kind:what the state file and key name it by
 	for _, e := range rows {
 		kind, src := e.r.str("kind"), e.r.str("source_id")
-		alias[stateKey(kind, src)] = stateKey(kind, sourceRef(src, e.line))
+		alias[stateKey(kind, src)] = stateKey(kind, e.ref())
 	}
 	done, err := loadState(statePath)
 	if err != nil {
@@ -193,7 +249,7 @@ func run(ctx context.Context, file, base, key, statePath, reportPath string) (in
 	defer rf.Close()
 	var rep reporter = jsonReport{rf}
 	if layout != nil {
-		rep = &csvReport{w: rf, layout: layout}
+		rep = &csvReport{w: rf, layout: layout, state: relativeTo(reportPath, statePath)}
 	}
 	c := client.New(base, key)
 	// A row whose key is still held (the request a killed run left in
@@ -205,7 +261,7 @@ func run(ctx context.Context, file, base, key, statePath, reportPath string) (in
 	for _, e := range rows {
 		r, line := e.r, e.line
 		kind, src := r.str("kind"), r.str("source_id")
-		ref := sourceRef(src, line)
+		ref := e.ref()
 		id := stateKey(kind, ref)
 		p.step()
 		if _, ok := done[id]; ok {
@@ -234,8 +290,9 @@ func run(ctx context.Context, file, base, key, statePath, reportPath string) (in
 		var apiErr *client.Error
 		switch {
 		case errors.As(err, &apiErr) && apiErr.Status < 500 && apiErr.RetryAfter == 0:
-			rep.refuse(e, refusal{cause: "api", status: apiErr.Status, field: apiErr.Field, reason: apiErr.Message})
-			refused[id] = apiErr.Message
+			why := problems(r, apiErr)
+			rep.refuse(e, refusal{cause: "api", status: apiErr.Status, field: apiErr.Field, reason: why})
+			refused[id] = why
 			p.refused++
 			continue
 		case err != nil:
@@ -245,7 +302,11 @@ func run(ctx context.Context, file, base, key, statePath, reportPath string) (in
 		if _, err := fmt.Fprintf(st, "{\"row\":%q,\"id\":%q}\n", id, out.Data.ID); err != nil {
 			return p.refused, err
 		}
-		p.imported++
+		if resp.Replayed {
+			p.skipped++ // created by an earlier run whose state lost it (a kill mid-row): already done
+		} else {
+			p.imported++
+		}
 		p.limit = resp.RateLimit.Limit
 		// Pace under the limit instead of running into 429s.
 		if rl := resp.RateLimit; rl.Limit > 0 && rl.Remaining == 0 {
@@ -397,7 +458,13 @@ type entry struct {
 	r     row
 	line  int
 	cells []string
+	// origLine is, for a row of a report fed back, its line in the file
+	// the report was made from (0 otherwise).
+	origLine int
 }
+
+// ref names the row in the state file and its Idempotency-Key.
+func (e entry) ref() string { return sourceRef(e.r.str("source_id"), cmp.Or(e.origLine, e.line)) }
 
 // load reads JSONL, or CSV with a header row (numbers stay numbers; the
 // CSV's layout is returned, for a report in it).

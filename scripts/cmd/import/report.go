@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bytes"
 	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
+
+	"golang.org/x/text/encoding/charmap"
 
 	"github.com/practice-api/practice-api/shared/cpr"
 )
@@ -56,16 +59,53 @@ func (j jsonReport) refuse(e entry, why refusal) {
 func (jsonReport) flush() error { return nil }
 
 // csvReport writes refused rows as the input was written (separator,
-// byte-order mark, line ends; UTF-8), each with its cells as read and four
-// columns more: refused_line, refused_status (the API's, empty when the
-// importer refused it), refused_field and refused_reason. Fixed in a
-// spreadsheet, it is an input again: the refused_ columns are ignored.
+// byte-order mark, line ends, encoding: UTF-8 or Windows-1252), each with
+// its cells as read and five columns more: refused_line, refused_status
+// (the API's, empty when the importer refused it), refused_field,
+// refused_reason (every problem of the row) and refused_state (the run's
+// state file). Fixed in a spreadsheet, it is an input again: the refused_
+// columns are ignored as data, and its rows' references are looked up in
+// refused_state.
 // A CPR-like number in any cell is redacted.
 type csvReport struct {
 	w      io.Writer
 	layout *csvLayout
-	cw     *csv.Writer
-	keep   []int // the input's columns, not an earlier report's refused_ ones
+	// state is the run's state file, as the report names it in its
+	// refused_state column: fed back, the report finds it there.
+	state string
+	cw    *csv.Writer
+	buf   bytes.Buffer // a Windows-1252 report's rows, before encoding
+	keep  []int        // the input's columns, not an earlier report's refused_ ones
+}
+
+// out is where the CSV writer writes: the file, or, for a Windows-1252
+// report, a buffer each row is encoded from (emit).
+func (c *csvReport) out() io.Writer {
+	if c.layout.windows1252 {
+		return &c.buf
+	}
+	return c.w
+}
+
+// emit writes what the CSV writer buffered, in the input's encoding: a
+// Windows-1252 input gets a Windows-1252 report (the input's cells came
+// from it, so they go back byte for byte; a character of the API's message
+// that Windows-1252 lacks becomes '?').
+func (c *csvReport) emit() {
+	c.cw.Flush()
+	if !c.layout.windows1252 {
+		return
+	}
+	var enc []byte
+	for _, r := range c.buf.String() {
+		b, ok := charmap.Windows1252.EncodeRune(r)
+		if !ok {
+			b = '?'
+		}
+		enc = append(enc, b)
+	}
+	c.buf.Reset()
+	_, _ = c.w.Write(enc)
 }
 
 func (c *csvReport) refuse(e entry, why refusal) {
@@ -73,7 +113,7 @@ func (c *csvReport) refuse(e entry, why refusal) {
 		if c.layout.bom {
 			_, _ = c.w.Write(utf8BOM)
 		}
-		c.cw = csv.NewWriter(c.w)
+		c.cw = csv.NewWriter(c.out())
 		c.cw.Comma, c.cw.UseCRLF = c.layout.comma, c.layout.crlf
 		var header []string
 		for i, h := range c.layout.header {
@@ -81,7 +121,7 @@ func (c *csvReport) refuse(e entry, why refusal) {
 				c.keep, header = append(c.keep, i), append(header, h)
 			}
 		}
-		_ = c.cw.Write(append(header, reportColumn+"line", reportColumn+"status", reportColumn+"field", reportColumn+"reason"))
+		_ = c.cw.Write(append(header, reportColumn+"line", reportColumn+"status", reportColumn+"field", reportColumn+"reason", reportColumn+"state"))
 	}
 	rec := make([]string, 0, len(c.keep)+4)
 	for _, i := range c.keep {
@@ -95,14 +135,18 @@ func (c *csvReport) refuse(e entry, why refusal) {
 	if why.status != 0 {
 		status = strconv.Itoa(why.status)
 	}
-	_ = c.cw.Write(append(rec, strconv.Itoa(e.line), status, why.field, cpr.Redact(why.reason)))
-	c.cw.Flush() // a run stopped later keeps what it refused
+	line := e.line
+	if e.origLine > 0 {
+		line = e.origLine // a report fed back: the line in the first file
+	}
+	_ = c.cw.Write(append(rec, strconv.Itoa(line), status, why.field, cpr.Redact(why.reason), c.state))
+	c.emit() // a run stopped later keeps what it refused
 }
 
 func (c *csvReport) flush() error {
 	if c.cw == nil {
 		return nil
 	}
-	c.cw.Flush()
+	c.emit()
 	return c.cw.Error()
 }
