@@ -1,0 +1,110 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestTheTypeScriptClient builds the TypeScript client in
+// clients/typescript as an integrator would (npm ci of its pinned
+// openapi-typescript, openapi-fetch and TypeScript; its types generated
+// from shared/openapi/openapi.json; tsc, which also compiles
+// src/narrowing.ts, the test that error types narrow on code) and runs it
+// against the server under test: a create with an Idempotency-Key and its
+// replay, a list followed page by page, a batch read by ids, and errors
+// narrowed by their code. It needs Node.js and npm; on CI (CI=true, or
+// TS_CLIENT_REQUIRED=1) it fails without them instead of skipping.
+func TestTheTypeScriptClient(t *testing.T) {
+	required := os.Getenv("CI") == "true" || os.Getenv("TS_CLIENT_REQUIRED") == "1"
+	for _, tool := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			if required {
+				t.Fatalf("%s is not installed, and the TypeScript client must be tested here (CI)", tool)
+			}
+			t.Skipf("%s is not installed: the TypeScript client is not tested", tool)
+		}
+	}
+	dir := filepath.Join(api.root, "clients", "typescript")
+	npm := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("npm", args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("npm %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	// npm ci when the lockfile is newer than what node_modules holds.
+	lock, err := os.Stat(filepath.Join(dir, "package-lock.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if have, err := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json")); err != nil || have.ModTime().Before(lock.ModTime()) {
+		npm("ci", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error")
+	}
+	npm("run", "build", "--silent")
+
+	_, key, _ := newOrg(t, "parties:write,clients:read")
+	run := fmt.Sprint(time.Now().UnixNano() % 10000000)
+	cmd := exec.Command("node", filepath.Join(dir, "dist", "e2e.js"))
+	cmd.Env = append(os.Environ(), "BASE_URL="+api.base, "KEY="+key, "RUN="+run)
+	raw, err := cmd.Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("node dist/e2e.js: %v\n%s\n%s", err, raw, stderr)
+	}
+	var got struct {
+		Created struct {
+			Status int    `json:"status"`
+			ID     string `json:"id"`
+			CVR    string `json:"cvr"`
+		} `json:"created"`
+		Replay struct {
+			Status   int    `json:"status"`
+			Replayed string `json:"replayed"`
+			ID       string `json:"id"`
+		} `json:"replay"`
+		List struct {
+			Created, Listed []string
+			Pages           int
+		} `json:"list"`
+		IDs   []string `json:"ids"`
+		Error struct {
+			Status      int
+			Code, Field string
+			Problems    int
+			Explained   string
+		} `json:"error"`
+		Conflict struct {
+			Status          int
+			Code, Explained string
+		} `json:"conflict"`
+	}
+	if err := json.Unmarshal(raw, &got); err != nil {
+		t.Fatalf("the client printed %s: %v", raw, err)
+	}
+	if got.Created.Status != 201 || got.Created.ID == "" || got.Replay.Status != 200 || got.Replay.Replayed != "true" || got.Replay.ID != got.Created.ID {
+		t.Errorf("create and replay: %+v %+v", got.Created, got.Replay)
+	}
+	if len(got.List.Created) != 5 || !slices.Equal(slices.Sorted(slices.Values(got.List.Listed)), slices.Sorted(slices.Values(got.List.Created))) || got.List.Pages != 3 {
+		t.Errorf("the list, two a page: %+v", got.List)
+	}
+	if len(got.List.Created) == 5 && !slices.Equal(got.IDs, got.List.Created[:3]) {
+		t.Errorf("by ids: %v, want %v", got.IDs, got.List.Created[:3])
+	}
+	if got.Error.Status != 422 || got.Error.Code != "invalid_request" || got.Error.Field != "cvr" || got.Error.Problems != 1 || !strings.HasPrefix(got.Error.Explained, "cvr: cvr ") {
+		t.Errorf("the narrowed 422: %+v", got.Error)
+	}
+	if got.Conflict.Status != 409 || got.Conflict.Code != "idempotency_key_reused" || got.Conflict.Explained == "" {
+		t.Errorf("the narrowed 409: %+v", got.Conflict)
+	}
+}
