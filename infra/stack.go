@@ -449,7 +449,8 @@ func (s *Stack) wireWorkers(p *Props) {
 		MaxRecordAge:       awscdk.Duration_Hours(jsii.Number(1)),
 		OnFailure:          awslambdaeventsources.NewSqsDlq(s.DispatchFailures),
 		// Inserts of outbox events, and of companies: a company's insert
-		// starts its enrichment (it writes no event).
+		// starts its enrichment (its company.created, an event of the
+		// feed, goes to webhook subscribers only).
 		Filters: &[]*map[string]interface{}{awslambda.FilterCriteria_Filter(&map[string]interface{}{
 			"eventName": awslambda.FilterRule_IsEqual("INSERT"),
 			"dynamodb":  map[string]interface{}{"NewImage": map[string]interface{}{"kind": map[string]interface{}{"S": []interface{}{"event", "company"}}}},

@@ -142,7 +142,7 @@ var Vars = []Var{
 		func(c *Config, v string) error { c.DeprecationLink = v; return nil }},
 	{"OUTBOX_SHARDS", "`32`", Service, "partitions of the outbox's sweep index, 1 to 1000; may only grow (every process that writes or sweeps events must agree)",
 		func(c *Config, v string) error { return positive(&c.OutboxShards, v, 1, 1000) }},
-	{"OUTBOX_RETENTION", "`168h`", Workers, "how long a dispatched internal event (a repaired `company.created`) is kept, at least `1h`",
+	{"OUTBOX_RETENTION", "`168h`", Workers, "how long a dispatched internal event (an operator's `company.enrich`, from `scripts/admin enrichment resume`) is kept, at least `1h`",
 		func(c *Config, v string) error { return duration(&c.OutboxRetention, v, time.Hour, 0) }},
 	{"EVENT_FEED_SETTLE", "`10s`", Workers, "how far behind now `GET /events` lists (0 to `1m`): at least twice a commit's 5 s deadline for its no-miss rule; lower only for tests",
 		func(c *Config, v string) error { return duration(&c.EventFeedSettle, v, 0, time.Minute) }},

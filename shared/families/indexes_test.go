@@ -34,6 +34,10 @@ func TestEachFamilyQueriesExactlyItsGrantedIndexes(t *testing.T) {
 			Type   string   `json:"type"`
 			Format string   `json:"format"`
 			Enum   []string `json:"enum"`
+			// Items is an array's (ids: comma-separated UUIDs).
+			Items struct {
+				Format string `json:"format"`
+			} `json:"items"`
 		} `json:"schema"`
 	}
 	var doc struct {
@@ -96,6 +100,9 @@ func TestEachFamilyQueriesExactlyItsGrantedIndexes(t *testing.T) {
 			for _, p := range op.Parameters {
 				if p.In == "query" && p.Name != "" && p.Name != "per_page" && p.Name != "cursor" {
 					v := sample(p.Schema.Type, p.Schema.Format, p.Schema.Enum)
+					if p.Schema.Type == "array" {
+						v = sample("string", p.Schema.Items.Format, nil) + "," + sample("string", p.Schema.Items.Format, nil)
+					}
 					if ex, ok := p.Example.(string); ok {
 						v = ex // a parameter whose form its schema does not say (a list)
 					}

@@ -122,8 +122,8 @@ const DefaultFeedRetention = 30 * 24 * time.Hour
 //
 // An event of the feed is keyed by its sequence (EVT#<16 digits>): the
 // organisation's feed is its partition's range of those keys, one Query a
-// page, written with the event itself. Internal events (company.created
-// of a repair) are keyed by id (EVI#<id>) and are in no feed.
+// page, written with the event itself. Internal events (company.enrich
+// of an operator's enrichment resume) are keyed by id (EVI#<id>) and are in no feed.
 type Event struct {
 	store.Keys
 	ID        string `dynamodbav:"id"`
