@@ -22,7 +22,6 @@ const (
 )
 
 // Key returns the primary key of a matter, for other packages that read it.
-
 func Key(org, id string) (pk, sk string) { return store.OrgPK(org), matterSK(id) }
 
 var numberPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/-]{0,49}$`)
