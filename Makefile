@@ -4,7 +4,7 @@ GO ?= $(shell command -v go || echo /usr/local/go/bin/go)
 FUNCTIONS := $(notdir $(wildcard functions/*))
 LAMBDA_OUT := .bin/lambda
 
-.PHONY: help run test check cfn-lint local-cloud-release rollback oas-lint unit e2e bench soak capacity openapi openapi-coverage build synth diff deploy import destroy smoke local-cloud local-cloud-test local-up local-deploy local-test local-down clean dynamodb-local docs-assets chromium
+.PHONY: help run test test-packages test-processes check cfn-lint local-cloud-release rollback oas-lint unit e2e bench soak capacity openapi openapi-coverage build synth diff deploy import destroy smoke local-cloud local-cloud-test local-up local-deploy local-test local-down clean dynamodb-local docs-assets chromium
 
 # jsii (the CDK's Go bridge) runs on Node; Node 20 works but warns loudly.
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
@@ -18,10 +18,27 @@ help:
 run: dynamodb-local
 	@scripts/devserver
 
-## test: formatting, vet, tidy, the OpenAPI lint, then every test (unit, API, end-to-end) on AWS DynamoDB Local, then the end-to-end suite again under localcloud
-test: check oas-lint dynamodb-local
-	$(GO) test -count=1 -timeout 15m ./...
-	$(MAKE) --no-print-directory local-cloud-test
+## test: formatting, vet, tidy, then at once, beside one AWS DynamoDB Local for the whole run: the OpenAPI lint, every package's tests (test-packages), the whole runtimes (test-processes) and the end-to-end suite under localcloud (local-cloud-test)
+# The tiers run at once (each one's output as a block when it ends); the
+# engine is scripts/cmd/withengine's, stopped at the end whatever the result.
+WITH_ENGINE := .bin/withengine
+test: check dynamodb-local
+	@$(GO) build -o $(WITH_ENGINE) ./scripts/cmd/withengine
+	$(WITH_ENGINE) -- $(MAKE) --no-print-directory -j4 -Otarget oas-lint test-packages test-processes local-cloud-test
+
+# The process tier: packages whose tests run whole runtimes as processes
+# (the devserver, localcloud stacks, the e2e suite on the devserver). Their
+# tests mostly wait on those processes, so more of them run at once.
+MODULE := github.com/practice-api/practice-api
+PROCESS_PKGS := scripts/cmd/devserver scripts/cmd/localcloud scripts/e2e
+
+## test-packages: every package's own tests but the process tier's: unit, API tests on DynamoDB Local (one engine per test binary, or make test's), the CDK synth
+test-packages: dynamodb-local
+	$(GO) test -count=1 -timeout 15m $(filter-out $(addprefix $(MODULE)/,$(PROCESS_PKGS)),$(shell $(GO) list ./...))
+
+## test-processes: the process tier: the devserver's and localcloud's own tests and the e2e suite on the devserver
+test-processes: dynamodb-local
+	$(GO) test -count=1 -timeout 15m -parallel 8 $(addprefix ./,$(PROCESS_PKGS))
 
 ## local-cloud: the synthesized local stage run as deployed: each function's own bootstrap under a Lambda Runtime API, behind the template's HTTP API routes (no Docker, no AWS account)
 local-cloud: dynamodb-local

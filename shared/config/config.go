@@ -58,6 +58,7 @@ type Config struct {
 	SecretsManagerEndpoint     string
 	EnrichmentRetrySchedule    []time.Duration
 	WebhookRetrySchedule       []time.Duration
+	WebhookClaimLease          time.Duration
 	WebhookCAFile              string
 	WebhookAllowPrivateTargets bool
 	WebhookSecretsKeyARN       string
@@ -72,6 +73,7 @@ type Config struct {
 	LocalDynamoDBDir   string
 	LocalDynamoDBLog   string
 	LocalDynamoDBJar   string
+	LocalDynamoDBJava  []string
 	SeedDemo           bool
 	RequestReadTimeout time.Duration
 }
@@ -158,6 +160,8 @@ var Vars = []Var{
 		func(c *Config, v string) (err error) { c.EnrichmentRetrySchedule, err = schedule(v); return err }},
 	{"WEBHOOK_RETRY_SCHEDULE", "`30s,2m,8m,30m`", Workers, "pauses between a delivery's attempts (Go durations; four pauses: five attempts)",
 		func(c *Config, v string) (err error) { c.WebhookRetrySchedule, err = schedule(v); return err }},
+	{"WEBHOOK_CLAIM_LEASE", "`60s`", Workers, "how long a delivery attempt's claim holds (`1s` to `15m`) before the one-minute sweep sends the attempt again: longer than a send (15 s) and a worker's invocation (30 s); lower only for tests",
+		func(c *Config, v string) error { return duration(&c.WebhookClaimLease, v, time.Second, 15*time.Minute) }},
 	{"WEBHOOK_CA_FILE", "unset", Workers, "PEM file of extra roots to trust in receivers' certificates (a self-signed local receiver); read at start",
 		func(c *Config, v string) error { c.WebhookCAFile = v; return nil }},
 	{"WEBHOOK_ALLOW_PRIVATE_TARGETS", "`0` (`1` under the local runtimes: the devserver's default, the local stage's `allowPrivateTargets` under localcloud)", Workers,
@@ -183,6 +187,8 @@ var Vars = []Var{
 		func(c *Config, v string) error { c.LocalDynamoDBLog = v; return nil }},
 	{"LOCAL_DYNAMODB_JAR", "the pinned npm package's", Local, "another `DynamoDBLocal.jar` to run",
 		func(c *Config, v string) error { c.LocalDynamoDBJar = v; return nil }},
+	{"LOCAL_DYNAMODB_JAVA_OPTS", "unset", Local, "more options for the engine's JVM, space-separated (the tests' engines run `-XX:TieredStopAtLevel=1`: less CPU in a run of minutes)",
+		func(c *Config, v string) error { c.LocalDynamoDBJava = strings.Fields(v); return nil }},
 	{"SEED_DEMO", "`1`", Local, "`1`: make sure a demo organisation exists and print `{\"demo_org_id\",\"demo_key\"}` as the first line on stdout; `0`: do not",
 		func(c *Config, v string) error { return flag(&c.SeedDemo, v) }},
 	{"REQUEST_READ_TIMEOUT", "`30s`", Local, "a whole request (headers and body) must arrive within this; a trickled body gets a 400 and the connection closed",
@@ -195,7 +201,7 @@ func Defaults() Config {
 		TableName: "practice-api", Stage: "local", RateLimitPerMinute: 120,
 		OutboxShards: outbox.DefaultShards, OutboxRetention: outbox.DefaultRetention,
 		EventFeedSettle: outbox.DefaultSettle, EventRetention: outbox.DefaultFeedRetention,
-		EnrichmentRetrySchedule: party.DefaultEnrichSchedule, WebhookRetrySchedule: webhook.DefaultSchedule,
+		EnrichmentRetrySchedule: party.DefaultEnrichSchedule, WebhookRetrySchedule: webhook.DefaultSchedule, WebhookClaimLease: webhook.ClaimLease,
 		ListenAddr: "127.0.0.1:8080", LocalDynamoDBAddr: "127.0.0.1:8000", SeedDemo: true,
 		RequestReadTimeout: 30 * time.Second,
 	}

@@ -1,11 +1,16 @@
 // Package localproc starts a local runtime (scripts/devserver,
 // scripts/localcloud) as a process for a test, as LOCAL-CONTRACT.md
-// describes it: on free ports, with its own DynamoDB Local, reading the
-// demo_key line on stdout and "ready <base_url>" on stderr.
+// describes it: on free ports, reading the demo_key line on stdout and
+// "ready <base_url>" on stderr. Its engine is the run's shared DynamoDB
+// Local (STORETEST_DYNAMODB_ENDPOINT, which make test sets), in a table of
+// its own, or, when the run shares none or the test names an engine of
+// its own (OwnEngine, LOCAL_DYNAMODB_DIR, DYNAMODB_ENDPOINT), the one the
+// runtime starts itself.
 package localproc
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -17,6 +22,11 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/practice-api/practice-api/shared/store/ddblocal"
+	"github.com/practice-api/practice-api/shared/store/storetest"
 )
 
 // Proc is a running local runtime.
@@ -24,8 +34,9 @@ type Proc struct {
 	Cmd       *exec.Cmd
 	Base      string // the ready line's URL
 	DemoKey   string
-	EnginePID int           // from the "dynamodb local started" line; 0 with DYNAMODB_ENDPOINT
-	Dynamo    string        // LOCAL_DYNAMODB_ADDR
+	EnginePID int           // from the "dynamodb local started" line; 0 on the shared engine or DYNAMODB_ENDPOINT
+	Dynamo    string        // host:port of its engine (LOCAL_DYNAMODB_ADDR, or the shared engine's)
+	Table     string        // its table on the shared engine ("" when it runs on an engine of its own)
 	Exited    chan struct{} // closed when the process has exited, with its status in ExitErr
 	ExitErr   error
 
@@ -87,9 +98,27 @@ func Build(t *testing.T, name string) string {
 	return bin
 }
 
+// OwnEngine is an entry for Start's env that gives the process a DynamoDB
+// Local of its own on a free port, even when the run shares one: for the
+// tests of a runtime starting, keeping and stopping its own engine.
+func OwnEngine(t *testing.T) string { return "LOCAL_DYNAMODB_ADDR=" + FreeAddr(t) }
+
+// namesEngine reports whether env chooses the process's engine.
+func namesEngine(env []string) bool {
+	for _, kv := range env {
+		for _, k := range []string{"LOCAL_DYNAMODB_ADDR=", "LOCAL_DYNAMODB_DIR=", "DYNAMODB_ENDPOINT="} {
+			if strings.HasPrefix(kv, k) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // Start runs binary with env added to the test's (after the defaults:
-// free ports, a DynamoDB Local of its own, its log in the test's temp
-// folder) and waits up to within for ready. It returns an error when the
+// free ports; the run's shared engine in a table of its own, or a DynamoDB
+// Local of its own with its log in the test's temp folder) and waits up to
+// within for ready. It returns an error when the
 // process exits before ready; the test fails when it is not ready in time
 // or prints no demo key. The process is stopped (SIGTERM, then SIGKILL
 // after 20 s) when the test ends.
@@ -99,7 +128,19 @@ func Start(t *testing.T, binary string, within time.Duration, env ...string) (*P
 	p := &Proc{Dynamo: FreeAddr(t), Exited: make(chan struct{})}
 	p.Cmd = exec.Command(binary)
 	p.Cmd.Env = append(os.Environ(), "DYNAMODB_ENDPOINT=", "LISTEN_ADDR="+FreeAddr(t), "LOCAL_DYNAMODB_ADDR="+p.Dynamo,
-		"LOCAL_DYNAMODB_LOG="+filepath.Join(t.TempDir(), "engine.log"))
+		"LOCAL_DYNAMODB_LOG="+filepath.Join(t.TempDir(), "engine.log"),
+		"LOCAL_DYNAMODB_JAVA_OPTS="+strings.Join(ddblocal.ShortRun, " ")) // a test's engine lives a minute
+
+	if shared := storetest.Shared(); shared != "" && !namesEngine(env) {
+		p.Table = storetest.TableName("lp")
+		p.Dynamo = strings.TrimPrefix(shared, "http://")
+		p.Cmd.Env = append(p.Cmd.Env, "DYNAMODB_ENDPOINT="+shared, "TABLE_NAME="+p.Table)
+	}
+	for _, kv := range env {
+		if addr, ok := strings.CutPrefix(kv, "LOCAL_DYNAMODB_ADDR="); ok {
+			p.Dynamo = addr
+		}
+	}
 	p.Cmd.Env = append(p.Cmd.Env, env...)
 	stdout, _ := p.Cmd.StdoutPipe()
 	stderr, _ := p.Cmd.StderrPipe()
@@ -112,6 +153,10 @@ func Start(t *testing.T, binary string, within time.Duration, env ...string) (*P
 		case <-p.Exited:
 		case <-time.After(20 * time.Second):
 			_ = p.Cmd.Process.Kill()
+		}
+		if p.Table != "" { // the shared engine keeps the run's tables in memory: free this one
+			db := storetest.Plain(t, p.Table)
+			_, _ = db.Client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &p.Table})
 		}
 	})
 	ready, demo := make(chan string, 1), make(chan string, 1)

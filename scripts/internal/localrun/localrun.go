@@ -69,13 +69,14 @@ func Serve(ctx context.Context, srv *http.Server, ln net.Listener, engine *ddblo
 
 // startEngine starts the engine as LOCAL-CONTRACT.md asks: none when c
 // names an engine already running (DYNAMODB_ENDPOINT; it returns nil),
-// else on LOCAL_DYNAMODB_ADDR with LOCAL_DYNAMODB_DIR, LOCAL_DYNAMODB_LOG
-// and LOCAL_DYNAMODB_JAR, logging where it runs.
+// else on LOCAL_DYNAMODB_ADDR with LOCAL_DYNAMODB_DIR, LOCAL_DYNAMODB_LOG,
+// LOCAL_DYNAMODB_JAR and LOCAL_DYNAMODB_JAVA_OPTS, logging where it runs.
 func startEngine(ctx context.Context, c config.Config) (*ddblocal.Engine, error) {
 	if c.DynamoDBEndpoint != "" {
 		return nil, nil
 	}
-	engine, err := ddblocal.Start(ctx, ddblocal.Options{Addr: c.LocalDynamoDBAddr, Dir: c.LocalDynamoDBDir, LogPath: c.LocalDynamoDBLog, Jar: c.LocalDynamoDBJar})
+	engine, err := ddblocal.Start(ctx, ddblocal.Options{Addr: c.LocalDynamoDBAddr, Dir: c.LocalDynamoDBDir, LogPath: c.LocalDynamoDBLog,
+		Jar: c.LocalDynamoDBJar, JavaOpts: c.LocalDynamoDBJava})
 	if err != nil {
 		return nil, err
 	}

@@ -58,7 +58,18 @@ type Options struct {
 	Jar string
 	// ReadyTimeout bounds the wait for the first answer (default 60 s).
 	ReadyTimeout time.Duration
+	// JavaOpts are more options for the JVM, after the defaults (a later
+	// option wins): ShortRun, or LOCAL_DYNAMODB_JAVA_OPTS.
+	JavaOpts []string
 }
+
+// ShortRun is JavaOpts for an engine that lives minutes, not hours (a test
+// run, a test's devserver): the JIT's first tier only (C1). Its code is
+// slower than C2's, but C2's compiling costs more CPU than that saves in
+// minutes: on make test's shared engine, a sixth less CPU for the same
+// tests (59 s instead of 70 s for shared/families, queue and cpr), and a
+// start of 1.5 s of CPU instead of 2.5.
+var ShortRun = []string{"-XX:TieredStopAtLevel=1"}
 
 // Engine is a running DynamoDB Local.
 type Engine struct {
@@ -142,10 +153,13 @@ func Start(ctx context.Context, opt Options) (*Engine, error) {
 
 	args := []string{
 		"-Xmx512m", "-XX:+UseSerialGC", // a small, quiet JVM: 2-core laptops and CI run several
-		"-Djava.library.path=" + filepath.Join(filepath.Dir(jar), "DynamoDBLocal_lib"),
-		"-cp", launcher + string(os.PathListSeparator) + jar, "LoopbackLauncher", host, // the jar's manifest brings its libraries
-		"-port", strconv.Itoa(port), "-sharedDb", "-disableTelemetry",
 	}
+	args = append(args, opt.JavaOpts...)
+	args = append(args,
+		"-Djava.library.path="+filepath.Join(filepath.Dir(jar), "DynamoDBLocal_lib"),
+		"-cp", launcher+string(os.PathListSeparator)+jar, "LoopbackLauncher", host, // the jar's manifest brings its libraries
+		"-port", strconv.Itoa(port), "-sharedDb", "-disableTelemetry",
+	)
 	if opt.Dir != "" {
 		dir, err := filepath.Abs(opt.Dir)
 		if err != nil {

@@ -1,9 +1,15 @@
 package ddblocal
 
 import (
+	"bytes"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"syscall"
+	"time"
 )
 
 // grace runs the engine under sh, which the kernel signals (SIGTERM) when
@@ -44,4 +50,32 @@ func startChild(cmd *exec.Cmd, e *Engine) error {
 		close(e.done)
 	}()
 	return <-started
+}
+
+// CPU is the CPU time (user and system) the engine's JVM has used so far;
+// false when it cannot be read (the engine has stopped).
+func (e *Engine) CPU() (time.Duration, bool) {
+	if e == nil {
+		return 0, false
+	}
+	shell := strconv.Itoa(e.cmd.Process.Pid)
+	entries, _ := os.ReadDir("/proc")
+	for _, ent := range entries {
+		stat, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(stat[i+1:]))
+		if len(f) < 13 || f[1] != shell { // the JVM is the grace shell's child
+			continue
+		}
+		user, _ := strconv.ParseInt(f[11], 10, 64)
+		sys, _ := strconv.ParseInt(f[12], 10, 64)
+		return time.Duration(user+sys) * time.Second / 100, true // USER_HZ is 100 on Linux
+	}
+	return 0, false
 }

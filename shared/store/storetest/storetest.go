@@ -4,7 +4,10 @@
 // parallel.
 //
 // STORETEST_DYNAMODB_ENDPOINT points the tests at an engine that is already
-// running instead (another DynamoDB Local, LocalStack, moto_server).
+// running instead (another DynamoDB Local, LocalStack, moto_server): make
+// test sets it to the one engine it starts for the whole run
+// (scripts/cmd/withengine), which every test binary then shares, each
+// table named apart by its binary's process id.
 package storetest
 
 import (
@@ -29,7 +32,9 @@ var (
 	endpoint string
 	startErr error
 	tables   atomic.Int64
-	run      = fmt.Sprintf("t%d", time.Now().UnixNano()%1_000_000_000)
+	// run names this binary's tables apart from every other binary's on a
+	// shared engine: its process id, and the time for a reused id.
+	run = fmt.Sprintf("t%d-%d", os.Getpid(), time.Now().UnixNano()%1_000_000)
 )
 
 // Endpoint returns the URL of the test binary's DynamoDB engine, starting it
@@ -38,11 +43,11 @@ var (
 // skips: the fast loop starts no engine.
 func Endpoint(t testing.TB) string {
 	t.Helper()
-	if testing.Short() && os.Getenv("STORETEST_DYNAMODB_ENDPOINT") == "" {
+	if testing.Short() && Shared() == "" {
 		t.Skip("needs DynamoDB Local (Java): skipped with -short; make test runs it")
 	}
 	once.Do(func() {
-		if ep := os.Getenv("STORETEST_DYNAMODB_ENDPOINT"); ep != "" {
+		if ep := Shared(); ep != "" {
 			endpoint = ep
 			return
 		}
@@ -50,7 +55,7 @@ func Endpoint(t testing.TB) string {
 		defer cancel()
 		// The engine lives as long as the test binary; the kernel ends it
 		// with the process, so nothing has to stop it.
-		eng, err := ddblocal.Start(ctx, ddblocal.Options{Addr: "127.0.0.1:0"})
+		eng, err := ddblocal.Start(ctx, ddblocal.Options{Addr: "127.0.0.1:0", JavaOpts: ddblocal.ShortRun})
 		if err != nil {
 			startErr = err
 			return
@@ -61,6 +66,19 @@ func Endpoint(t testing.TB) string {
 		t.Fatalf("storetest: %v", startErr)
 	}
 	return endpoint
+}
+
+// EndpointVar names the environment variable of a shared engine's URL.
+const EndpointVar = "STORETEST_DYNAMODB_ENDPOINT"
+
+// Shared is the URL of the engine the run shares (STORETEST_DYNAMODB_ENDPOINT),
+// or "" when each test binary starts its own.
+func Shared() string { return os.Getenv(EndpointVar) }
+
+// TableName is a table name no other test, binary or process of the run
+// uses on a shared engine (prefix, this binary's run and a counter).
+func TableName(prefix string) string {
+	return fmt.Sprintf("%s%s-%d", prefix, run, tables.Add(1))
 }
 
 // Plain returns a client of table with no middleware of a test's (round
@@ -79,7 +97,7 @@ func Plain(t testing.TB, table string) *store.DB {
 func NewDB(t testing.TB, apiOptions ...func(*middleware.Stack) error) *store.DB {
 	t.Helper()
 	ctx := context.Background()
-	name := fmt.Sprintf("%s-%d", run, tables.Add(1))
+	name := TableName("")
 	db, err := store.New(ctx, store.Config{TableName: name, Endpoint: Endpoint(t), APIOptions: apiOptions})
 	if err != nil {
 		t.Fatal(err)
