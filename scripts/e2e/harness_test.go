@@ -180,8 +180,16 @@ func (t *target) startDevserver(extraEnv []string) (stop func(), err error) {
 	listen, dyn := freeAddr(), freeAddr()
 	t.table = "e2e"
 	t.dynamo = "http://" + dyn
+	engine := "DYNAMODB_ENDPOINT="
+	if shared := os.Getenv("STORETEST_DYNAMODB_ENDPOINT"); shared != "" {
+		// make test's one engine for the run (scripts/cmd/withengine), in
+		// a table of this run's own: the suite runs on both runtimes at once.
+		t.table = fmt.Sprintf("e2e-%s-%d", t.server, os.Getpid())
+		t.dynamo = shared
+		engine += shared
+	}
 	t.localEnv = append(os.Environ(), "LISTEN_ADDR="+listen, "LOCAL_DYNAMODB_ADDR="+dyn, "TABLE_NAME="+t.table,
-		"RATE_LIMIT_PER_MINUTE=100000", "DYNAMODB_ENDPOINT=")
+		"RATE_LIMIT_PER_MINUTE=100000", "LOCAL_DYNAMODB_JAVA_OPTS=-XX:TieredStopAtLevel=1", engine)
 	t.localEnv = append(t.localEnv, extraEnv...)
 	cmd := exec.Command(filepath.Join(t.root, "scripts", t.server))
 	cmd.Env = t.localEnv

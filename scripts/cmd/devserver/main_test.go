@@ -3,11 +3,13 @@ package main_test
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,11 +18,18 @@ import (
 	"github.com/practice-api/practice-api/scripts/internal/localproc"
 	"github.com/practice-api/practice-api/shared/auth"
 	"github.com/practice-api/practice-api/shared/party"
+	"github.com/practice-api/practice-api/shared/procnet"
 	"github.com/practice-api/practice-api/shared/store"
+	"github.com/practice-api/practice-api/shared/store/storetest"
 )
 
 // The devserver as a process: these tests build it once and run it as
-// `make run` does, on free ports, and look at it from outside.
+// `make run` does, on free ports, and look at it from outside. Each runs
+// on the run's shared engine in a table of its own (localproc), except
+// those about the devserver's own engine: that it stops with the
+// devserver on every signal and on SIGKILL, that a taken engine port is a
+// clear error, and that LOCAL_DYNAMODB_DIR keeps data across restarts.
+// They run in parallel: they mostly wait on processes.
 
 type proc = localproc.Proc
 
@@ -32,7 +41,7 @@ func start(t *testing.T, env ...string) (*proc, error) {
 	if err != nil {
 		return p, err
 	}
-	external := false
+	external := p.Table != "" // on the run's shared engine
 	for _, kv := range env {
 		external = external || (strings.HasPrefix(kv, "DYNAMODB_ENDPOINT=") && kv != "DYNAMODB_ENDPOINT=")
 	}
@@ -83,7 +92,8 @@ func getJSON(t *testing.T, url, key string) (int, map[string]any) {
 }
 
 func TestKillNineLeavesNoEngine(t *testing.T) {
-	p, err := start(t)
+	t.Parallel()
+	p, err := start(t, localproc.OwnEngine(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,6 +103,7 @@ func TestKillNineLeavesNoEngine(t *testing.T) {
 	if !localproc.Alive(p.EnginePID) {
 		t.Fatalf("engine pid %d is not running", p.EnginePID)
 	}
+	listensOnLoopbackOnly(t, p)
 	if err := p.Cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -100,10 +111,42 @@ func TestKillNineLeavesNoEngine(t *testing.T) {
 	waitGone(t, p)
 }
 
+// listensOnLoopbackOnly: nothing the devserver starts listens on an
+// address another machine could reach, its own DynamoDB Local (with every
+// organisation's data) included; the API's and the engine's listeners are
+// there. (scripts/e2e checks the same of the runtime it starts, which on
+// make test's shared engine starts no engine of its own.)
+func listensOnLoopbackOnly(t *testing.T, p *proc) {
+	t.Helper()
+	got, err := procnet.Listeners(p.Cmd.Process.Pid)
+	if errors.Is(err, procnet.ErrUnsupported) {
+		t.Log(err)
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, _ := url.Parse(p.Base)
+	var sawAPI, sawEngine bool
+	for _, l := range got {
+		if !l.Loopback() {
+			t.Errorf("the devserver listens beyond loopback: %v", l)
+		}
+		port := ":" + strconv.Itoa(int(l.Addr.Port()))
+		sawAPI = sawAPI || strings.HasSuffix(base.Host, port)
+		sawEngine = sawEngine || strings.HasSuffix(p.Dynamo, port)
+	}
+	if !sawAPI || !sawEngine {
+		t.Errorf("the API's (%s) or the engine's (%s) listener is missing from %v", base.Host, p.Dynamo, got)
+	}
+}
+
 func TestSignalsStopTheEngine(t *testing.T) {
+	t.Parallel()
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
-			p, err := start(t)
+			t.Parallel()
+			p, err := start(t, localproc.OwnEngine(t))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -122,6 +165,7 @@ func TestSignalsStopTheEngine(t *testing.T) {
 }
 
 func TestTakenPortsAreClearErrors(t *testing.T) {
+	t.Parallel()
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -148,6 +192,7 @@ func TestTakenPortsAreClearErrors(t *testing.T) {
 }
 
 func TestDataDirKeepsDataAcrossRestarts(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	count := func(p *proc, key, path string) int {
 		n := 0
@@ -202,14 +247,16 @@ func TestDataDirKeepsDataAcrossRestarts(t *testing.T) {
 }
 
 func TestDynamoDBEndpointReplacesTheEngine(t *testing.T) {
+	t.Parallel()
 	first, err := start(t)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = first.Cmd.Process.Signal(syscall.SIGTERM); <-first.Exited }()
-	// A second devserver on the first one's engine, in a table of its own:
-	// it starts no engine (start checks that it logged none) and serves.
-	second, err := start(t, "DYNAMODB_ENDPOINT=http://"+first.Dynamo, "TABLE_NAME=second")
+	// A second devserver on the first one's engine (its own, or the run's
+	// shared one), in a table of its own: it starts no engine (start
+	// checks that it logged none) and serves.
+	second, err := start(t, "DYNAMODB_ENDPOINT=http://"+first.Dynamo, "TABLE_NAME="+storetest.TableName("second"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,6 +276,7 @@ func TestDynamoDBEndpointReplacesTheEngine(t *testing.T) {
 // the read timeout ends the request, and the connection is closed: it
 // cannot hold the server (REQUEST_READ_TIMEOUT, 30 s by default).
 func TestATrickledBodyDoesNotHoldTheServer(t *testing.T) {
+	t.Parallel()
 	p, err := start(t, "REQUEST_READ_TIMEOUT=2s")
 	if err != nil {
 		t.Fatal(err)
@@ -272,13 +320,20 @@ func TestATrickledBodyDoesNotHoldTheServer(t *testing.T) {
 // found at the next start and enriched; there is no register here, so it
 // ends "skipped" rather than "pending" for good.
 func TestPendingEnrichmentsResumeAtStart(t *testing.T) {
-	first, err := start(t)
-	if err != nil {
-		t.Fatal(err)
+	t.Parallel()
+	// An engine: the run's shared one, or a first devserver's.
+	engine := storetest.Shared()
+	if engine == "" {
+		first, err := start(t)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = first.Cmd.Process.Signal(syscall.SIGTERM); <-first.Exited }()
+		engine = "http://" + first.Dynamo
 	}
-	defer func() { _ = first.Cmd.Process.Signal(syscall.SIGTERM); <-first.Exited }()
 	ctx := t.Context()
-	db, err := store.New(ctx, store.Config{TableName: "resume", Endpoint: "http://" + first.Dynamo})
+	table := storetest.TableName("resume")
+	db, err := store.New(ctx, store.Config{TableName: table, Endpoint: engine})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +359,7 @@ func TestPendingEnrichmentsResumeAtStart(t *testing.T) {
 	if err := db.PutNew(ctx, item); err != nil {
 		t.Fatal(err)
 	}
-	second, err := start(t, "DYNAMODB_ENDPOINT=http://"+first.Dynamo, "TABLE_NAME=resume")
+	second, err := start(t, "DYNAMODB_ENDPOINT="+engine, "TABLE_NAME="+table)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 // | head -1 | jq). The install runs in a copy of the Makefile and the
 // npm package, never in the checkout other tests take the engine from.
 func TestMakeRunsInstallQuietlyOnStdout(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs npm ci: make test runs it")
 	}
