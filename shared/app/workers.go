@@ -68,7 +68,7 @@ func NewDeliverer(ctx context.Context, db *store.DB, deliveries queue.Queue, cfg
 	}
 	Apply(cfg)
 	endpoints.FeedSettle, endpoints.FeedRetention = cfg.EventFeedSettle, cfg.EventRetention
-	return &webhook.Deliverer{Store: endpoints, Queue: deliveries, Schedule: cfg.WebhookRetrySchedule, Client: client}, nil
+	return &webhook.Deliverer{Store: endpoints, Queue: deliveries, Schedule: cfg.WebhookRetrySchedule, Client: client, ClaimLease: cfg.WebhookClaimLease}, nil
 }
 
 // SecretBox is the KMS envelope for webhook signing secrets when

@@ -32,7 +32,8 @@ import (
 // queue message that carried it, ok_ its outcome, q_ whether the next
 // attempt was queued.
 
-// ClaimLease bounds how long an attempt may take from claim to record
+// ClaimLease, the default of Deliverer.ClaimLease (WEBHOOK_CLAIM_LEASE),
+// bounds how long an attempt may take from claim to record
 // (connect and answer are bounded at 15 s, a worker invocation at 30 s).
 // A claim older than this belongs to a worker that stopped: the next
 // receive of the job takes it over and sends the same attempt again (its
@@ -99,8 +100,8 @@ type claim struct {
 func attr(prefix, slot string) string { return prefix + slot }
 
 // claimAttempt claims job's attempt for this worker (owner), carried by
-// queue message msgID.
-func (s *Store) claimAttempt(ctx context.Context, job Job, msgID, owner string, now time.Time) (*claim, error) {
+// queue message msgID, for lease.
+func (s *Store) claimAttempt(ctx context.Context, job Job, msgID, owner string, now time.Time, lease time.Duration) (*claim, error) {
 	c := &claim{org: job.Event.OrgID, endpoint: job.EndpointID, event: job.Event.ID, slot: job.slot(), owner: owner, delivered: job.deliveredAttr()}
 	spk, ssk := store.GSIKeyAttrs(outbox.Index)
 	names := map[string]string{"#s": attr("s_", c.slot), "#o": attr("o_", c.slot), "#l": attr("l_", c.slot), "#r": attr("r_", c.slot), "#ttl": store.AttrTTL,
@@ -119,9 +120,9 @@ func (s *Store) claimAttempt(ctx context.Context, job Job, msgID, owner string, 
 		ExpressionAttributeNames: names,
 		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{
 			":sending": str("sending"), ":owner": str(owner), ":msg": str(msgID), ":kind": str("webhook_event_deliveries"),
-			":ep": str(c.endpoint), ":ev": str(c.event), ":lease": num(now.Add(ClaimLease).Unix()), ":now": num(now.Unix()),
+			":ep": str(c.endpoint), ":ev": str(c.event), ":lease": num(now.Add(lease).Unix()), ":now": num(now.Unix()),
 			":ttl": num(now.Add(EventRetention).Unix()),
-			":org": str(c.org), ":seq": num(job.Event.Sequence), ":spk": str(sendingPK(c.event)), ":ssk": str(sendingSK(now.Add(ClaimLease).Unix(), c.slot, job.Attempt)),
+			":org": str(c.org), ":seq": num(job.Event.Sequence), ":spk": str(sendingPK(c.event)), ":ssk": str(sendingSK(now.Add(lease).Unix(), c.slot, job.Attempt)),
 		},
 		ReturnValues:                        ddbtypes.ReturnValueAllOld,
 		ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,

@@ -111,6 +111,16 @@ type Deliverer struct {
 	Now      func() time.Time
 	// ReplayLimit bounds the events one replay queues (ReplayMax when 0).
 	ReplayLimit int
+	// ClaimLease is how long an attempt's claim holds (the const
+	// ClaimLease when 0): WEBHOOK_CLAIM_LEASE, shortened only by tests.
+	ClaimLease time.Duration
+}
+
+func (d *Deliverer) claimLease() time.Duration {
+	if d.ClaimLease > 0 {
+		return d.ClaimLease
+	}
+	return ClaimLease
 }
 
 // NewHTTPClient is the delivery client: 5 s to connect (and for TLS), 10 s
@@ -182,7 +192,7 @@ func (d *Deliverer) Handle(ctx context.Context, m queue.Message) error {
 	if !e.IsActive || !slices.Contains(e.EventTypes, job.Event.Type) {
 		return d.replayed(ctx, job) // disabled or unsubscribed: deliveries stop
 	}
-	c, err := d.Store.claimAttempt(ctx, job, m.ID, uuid.NewString(), now)
+	c, err := d.Store.claimAttempt(ctx, job, m.ID, uuid.NewString(), now, d.claimLease())
 	if err != nil {
 		return err
 	}

@@ -172,7 +172,7 @@ func (d *Deliverer) resend(ctx context.Context, entry map[string]ddbtypes.Attrib
 	if !e.IsActive || !slices.Contains(e.EventTypes, job.Event.Type) {
 		return release("the endpoint is off or no longer subscribed")
 	}
-	if err := d.moveClaim(ctx, pk, sk, ssk, sendingSK(now.Add(ClaimLease).Unix(), slot, attempt)); errors.Is(err, errLostClaim) {
+	if err := d.moveClaim(ctx, pk, sk, ssk, sendingSK(now.Add(d.claimLease()).Unix(), slot, attempt)); errors.Is(err, errLostClaim) {
 		return false, nil // another sweep has it
 	} else if err != nil {
 		return false, err

@@ -19,7 +19,7 @@ import (
 //   - passThrough: those the template leaves unset (local test knobs such
 //     as short retry schedules), added to the environment of the
 //     functions that read settings.
-var passThrough = []string{"WEBHOOK_RETRY_SCHEDULE", "WEBHOOK_CA_FILE", "ENRICHMENT_RETRY_SCHEDULE",
+var passThrough = []string{"WEBHOOK_RETRY_SCHEDULE", "WEBHOOK_CLAIM_LEASE", "WEBHOOK_CA_FILE", "ENRICHMENT_RETRY_SCHEDULE",
 	"API_DEPRECATED_SINCE", "API_SUNSET", "API_DEPRECATION_LINK", "EVENT_FEED_SETTLE"}
 
 // stageSetting is a setting the template gives: its variable, the local
