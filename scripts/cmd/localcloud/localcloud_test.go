@@ -613,8 +613,8 @@ func dropAction(res map[string]any, function, action string) {
 // Time is compressed, not waited out: the lease is 30 s
 // (WEBHOOK_CLAIM_LEASE; 60 s by default), still well past the receives
 // (a receive past it would take the claim over itself: no sweep), and the
-// sweep's rule fires every 2 s (LOCALCLOUD_SCHEDULE_EVERY; rate(1 minute)
-// in the template).
+// sweep's rule fires every 2 s (rate(1 minute) in the template, on a
+// clock 30 times faster: LOCALCLOUD_TIME_SCALE=30).
 func TestAWorkerThatDiesMidSendIsSweptAfterItsJobDeadLetters(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
@@ -646,7 +646,7 @@ func TestAWorkerThatDiesMidSendIsSweptAfterItsJobDeadLetters(t *testing.T) {
 		}
 	})
 	mu.Lock()
-	c = start(t, "LOCALCLOUD_TEMPLATE="+tpl, "WEBHOOK_CLAIM_LEASE=30s", "LOCALCLOUD_SCHEDULE_EVERY=2s")
+	c = start(t, "LOCALCLOUD_TEMPLATE="+tpl, "WEBHOOK_CLAIM_LEASE=30s", "LOCALCLOUD_TIME_SCALE=30")
 	mu.Unlock()
 	c.subscribeAndCreate(t, rcv.URL, "dies-mid-send")
 	// The lease (30 s) and the schedule (every 2 s) bound the wait.
