@@ -18,13 +18,15 @@ help:
 run: dynamodb-local
 	@scripts/devserver
 
-## test: formatting, vet, tidy, then at once, beside one AWS DynamoDB Local for the whole run: the OpenAPI lint, every package's tests (test-packages), the whole runtimes (test-processes) and the end-to-end suite under localcloud (local-cloud-test)
-# The tiers run at once (each one's output as a block when it ends); the
-# engine is scripts/cmd/withengine's, stopped at the end whatever the result.
+## test: at once, beside one AWS DynamoDB Local for the whole run: make check, the OpenAPI lint, every package's tests (test-packages), the whole runtimes (test-processes) and the end-to-end suite under localcloud (local-cloud-test)
+# They run at once (each one's output as a block when it ends: a failure
+# is read in one piece), since on two cores none of them alone keeps both
+# busy; the engine is scripts/cmd/withengine's, stopped at the end
+# whatever the result.
 WITH_ENGINE := .bin/withengine
-test: check dynamodb-local
+test: dynamodb-local
 	@$(GO) build -o $(WITH_ENGINE) ./scripts/cmd/withengine
-	$(WITH_ENGINE) -- $(MAKE) --no-print-directory -j4 -Otarget oas-lint test-packages test-processes local-cloud-test
+	$(WITH_ENGINE) -- $(MAKE) --no-print-directory -j5 -Otarget check oas-lint test-packages test-processes local-cloud-test
 
 # The process tier: packages whose tests run whole runtimes as processes
 # (the devserver, localcloud stacks, the e2e suite on the devserver). Their
