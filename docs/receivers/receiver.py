@@ -17,6 +17,7 @@ import hashlib
 import hmac
 import json
 import os
+import sys
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -75,4 +76,7 @@ class Receiver(BaseHTTPRequestHandler):
         pass
 
 
-ThreadingHTTPServer(("127.0.0.1", int(os.environ.get("PORT", "9000"))), Receiver).serve_forever()
+# PORT=0 takes any free port; the line on stderr says which.
+server = ThreadingHTTPServer(("127.0.0.1", int(os.environ.get("PORT", "9000"))), Receiver)
+print(f"listening on http://127.0.0.1:{server.server_address[1]}/", file=sys.stderr, flush=True)
+server.serve_forever()

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"maps"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,8 +15,8 @@ import (
 // TestTheGuidesPythonWalkthroughRuns runs docs/guide.md as a reader
 // would: its import block, then its Python-receiver block, as written
 // (bash, curl, jq, python3), with a fresh organisation's key, against the
-// server under test. Only the receiver's port and secrets file change
-// (free ones). The receiver must print the verified matter.created: the
+// server under test. Only the receiver's port (a free one it binds itself)
+// and secrets file change. The receiver must print the verified matter.created: the
 // walkthrough captures the secret from the subscription's answer.
 func TestTheGuidesPythonWalkthroughRuns(t *testing.T) {
 	if api.local == nil {
@@ -31,9 +30,22 @@ func TestTheGuidesPythonWalkthroughRuns(t *testing.T) {
 	imports := shBlock(t, string(raw), `H="Authorization: Bearer $KEY"`)
 	receiver := shBlock(t, string(raw), "# A Python receiver")
 	dir := t.TempDir()
-	_, port, _ := net.SplitHostPort(freeAddr())
 	receiver = strings.ReplaceAll(receiver, "/tmp/secrets", filepath.Join(dir, "secrets"))
-	receiver = strings.ReplaceAll(receiver, "9000", port)
+	// PORT=0: the receiver binds a free port and names it on stderr; the
+	// block waits for that line and subscribes that port (a port picked
+	// here could be taken before the receiver binds it).
+	listen := filepath.Join(dir, "listen")
+	for _, r := range []struct{ old, new string }{
+		{"PORT=9000 python3 docs/receivers/receiver.py &", "PORT=0 python3 docs/receivers/receiver.py 2>" + listen + " &\n" +
+			"for i in $(seq 300); do grep -q '^listening on' " + listen + " && break; sleep 0.1; done\n" +
+			"RPORT=$(sed -n 's|^listening on http://127.0.0.1:\\([0-9]*\\)/$|\\1|p' " + listen + ")"},
+		{"127.0.0.1:9000", `127.0.0.1:'"$RPORT"'`},
+	} {
+		if strings.Count(receiver, r.old) != 1 {
+			t.Fatalf("the guide's receiver block no longer holds %q once: %s", r.old, receiver)
+		}
+		receiver = strings.Replace(receiver, r.old, r.new, 1)
+	}
 	_, key, _ := newOrg(t, "parties:write,clients:write,matters:write,time:write,webhooks:manage")
 	script := "set -euo pipefail\nKEY=" + key + "\nBASE=" + api.base + "\n" + imports + "\n" + receiver +
 		"\nfor i in $(seq 100); do grep -q '\"event\": \"matter.created\"' " + filepath.Join(dir, "out") + " && break; sleep 0.1; done\nkill $!\n"

@@ -175,9 +175,11 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// startDevserver runs scripts/devserver on free ports and waits for ready.
+// startDevserver runs scripts/<server> on free ports and waits for ready.
 func (t *target) startDevserver(extraEnv []string) (stop func(), err error) {
-	listen, dyn := freeAddr(), freeAddr()
+	// The API binds a free port itself (its ready line names it); only an
+	// engine of its own needs a port picked here.
+	listen, dyn := "127.0.0.1:0", freeAddr()
 	t.table = "e2e"
 	t.dynamo = "http://" + dyn
 	engine := "DYNAMODB_ENDPOINT="

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -59,17 +58,32 @@ func TestReceiverExamples(t *testing.T) {
 			if err := os.WriteFile(secrets, nil, 0o600); err != nil {
 				t.Fatal(err)
 			}
-			addr := freeAddr()
-			_, port, _ := net.SplitHostPort(addr)
+			// PORT=0: the receiver takes a free port itself and says which on
+			// stderr (a port picked here and handed over could be taken by
+			// another process before the receiver binds it).
 			cmd := exec.Command(lang.interpreter, lang.args...)
-			cmd.Env = append(os.Environ(), "PORT="+port, "WEBHOOK_SECRETS_FILE="+secrets)
+			cmd.Env = append(os.Environ(), "PORT=0", "WEBHOOK_SECRETS_FILE="+secrets)
 			out, _ := cmd.StdoutPipe()
-			var stderr strings.Builder
-			cmd.Stderr = &stderr
+			errOut, _ := cmd.StderrPipe()
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+			var stderr syncBuffer
+			listening, exited := make(chan string, 1), make(chan struct{})
+			go func() {
+				defer close(exited)
+				sc := bufio.NewScanner(errOut)
+				for sc.Scan() {
+					if a, ok := strings.CutPrefix(sc.Text(), "listening on http://"); ok {
+						select {
+						case listening <- strings.TrimSuffix(a, "/"):
+						default:
+						}
+					}
+					stderr.WriteString(sc.Text() + "\n")
+				}
+			}()
 			var mu sync.Mutex
 			var lines []receivedLine
 			seen := make(chan struct{}, 100)
@@ -85,15 +99,13 @@ func TestReceiverExamples(t *testing.T) {
 					}
 				}
 			}()
-			for i := 0; ; i++ {
-				if c, err := net.Dial("tcp", addr); err == nil {
-					c.Close()
-					break
-				}
-				if i > 100 {
-					t.Fatalf("the %s receiver does not listen: %s", lang.name, stderr.String())
-				}
-				time.Sleep(100 * time.Millisecond)
+			var addr string
+			select {
+			case addr = <-listening:
+			case <-exited:
+				t.Fatalf("the %s receiver exited before listening: %s", lang.name, stderr.String())
+			case <-time.After(30 * time.Second):
+				t.Fatalf("the %s receiver does not say where it listens: %s", lang.name, stderr.String())
 			}
 			// An organisation of its own: on the demo organisation the
 			// endpoint would also get the matters the suite's other tests

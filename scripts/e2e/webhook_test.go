@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,12 +38,14 @@ func startReceiver() (func(), error) {
 	if err != nil {
 		return nil, err
 	}
-	addr := freeAddr()
-	rcv.url, rcv.ca, rcv.secretFile = "https://"+addr+"/hooks", filepath.Join(dir, "ca.pem"), filepath.Join(dir, "secret")
+	rcv.ca, rcv.secretFile = filepath.Join(dir, "ca.pem"), filepath.Join(dir, "secret")
 	rcv.notify = make(chan struct{}, 1000)
-	cmd := exec.Command(filepath.Join(api.root, "scripts", "webhook-receiver"), "--listen", addr, "--ca-out", rcv.ca, "--secret-file", rcv.secretFile)
+	// Port 0: the receiver binds a free port itself and names it on stderr
+	// (a port picked here could be taken before the receiver binds it).
+	cmd := exec.Command(filepath.Join(api.root, "scripts", "webhook-receiver"), "--listen", "127.0.0.1:0", "--ca-out", rcv.ca, "--secret-file", rcv.secretFile)
 	cmd.Dir = api.root
 	out, _ := cmd.StdoutPipe()
+	errOut, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
@@ -61,18 +62,33 @@ func startReceiver() (func(), error) {
 			}
 		}
 	}()
-	stop := func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); _ = os.RemoveAll(dir) }
-	for i := 0; i < 600; i++ { // the first run compiles it
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
-			if _, err := os.Stat(rcv.ca); err == nil {
-				return stop, nil
+	var stderr syncBuffer
+	listening, exited := make(chan string, 1), make(chan struct{})
+	go func() {
+		defer close(exited)
+		sc := bufio.NewScanner(errOut)
+		for sc.Scan() {
+			if a, ok := strings.CutPrefix(sc.Text(), "receiving on https://"); ok {
+				select {
+				case listening <- a[:strings.IndexByte(a+"/", '/')]:
+				default:
+				}
 			}
+			stderr.WriteString(sc.Text() + "\n")
 		}
-		time.Sleep(200 * time.Millisecond)
+	}()
+	stop := func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); _ = os.RemoveAll(dir) }
+	select {
+	case addr := <-listening: // written after the certificate, once bound
+		rcv.url = "https://" + addr + "/hooks"
+		return stop, nil
+	case <-exited:
+		stop()
+		return nil, fmt.Errorf("webhook receiver exited before listening: %s", stderr.String())
+	case <-time.After(2 * time.Minute): // the first run compiles it
+		stop()
+		return nil, fmt.Errorf("webhook receiver did not start: %s", stderr.String())
 	}
-	stop()
-	return nil, fmt.Errorf("webhook receiver did not start")
 }
 
 // waitFor returns the receiver's first line for event id, or fails.

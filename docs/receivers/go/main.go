@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -74,5 +75,11 @@ func main() {
 		fmt.Println(string(line))
 		w.WriteHeader(http.StatusNoContent)
 	})
-	log.Fatal(http.ListenAndServe("127.0.0.1:"+cmp.Or(os.Getenv("PORT"), "9000"), nil))
+	// PORT=0 takes any free port; the line on stderr says which.
+	ln, err := net.Listen("tcp", "127.0.0.1:"+cmp.Or(os.Getenv("PORT"), "9000"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Fprintf(os.Stderr, "listening on http://%s/\n", ln.Addr())
+	log.Fatal(http.Serve(ln, nil))
 }

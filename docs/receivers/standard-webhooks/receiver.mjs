@@ -38,7 +38,7 @@ function verify(body, headers) {
   return null;
 }
 
-createServer((req, res) => {
+const server = createServer((req, res) => {
   const chunks = [];
   req.on("data", (c) => chunks.push(c));
   req.on("end", () => {
@@ -67,4 +67,8 @@ createServer((req, res) => {
     console.log(JSON.stringify({ event_id: event.id, event: event.event, sequence, attempt: req.headers["service-delivery-attempt"], duplicate, stale }));
     res.writeHead(204).end();
   });
-}).listen(Number(process.env.PORT ?? 9000), "127.0.0.1");
+});
+// PORT=0 takes any free port; the line on stderr says which.
+server.listen(Number(process.env.PORT ?? 9000), "127.0.0.1", () => {
+  console.error(`listening on http://127.0.0.1:${server.address().port}/`);
+});

@@ -5,6 +5,9 @@
 //
 //	scripts/webhook-receiver --listen 127.0.0.1:9443 --ca-out /tmp/receiver-ca.pem --secret-file /tmp/receiver-secret
 //
+// With --listen 127.0.0.1:0 it takes a free port, named on its first
+// line on stderr ("receiving on https://127.0.0.1:PORT/ …").
+//
 // Without --cert/--key it makes a self-signed certificate for 127.0.0.1 and
 // localhost and writes it to --ca-out, for the devserver's WEBHOOK_CA_FILE.
 // The secret is read from --secret-file on every request, so it can be
@@ -35,7 +38,7 @@ import (
 )
 
 func main() {
-	listen := flag.String("listen", "127.0.0.1:9443", "address to serve HTTPS on")
+	listen := flag.String("listen", "127.0.0.1:9443", "address to serve HTTPS on (port 0: a free one, printed on stderr)")
 	secretFile := flag.String("secret-file", "", "file holding the endpoint's signing secret (whsec_…), one per line while rotating")
 	caOut := flag.String("ca-out", "receiver-ca.pem", "where to write the self-signed certificate")
 	certFile := flag.String("cert", "", "TLS certificate (PEM); default: self-signed")
@@ -55,10 +58,15 @@ func main() {
 		fail(err.Error())
 	}
 	r := &receiver{secretFile: *secretFile, seen: map[string]time.Time{}}
-	srv := &http.Server{Addr: *listen, Handler: r, ReadHeaderTimeout: 10 * time.Second,
+	srv := &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second,
 		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}}
-	fmt.Fprintf(os.Stderr, "receiving on https://%s/ (certificate in %s)\n", *listen, *caOut)
-	fail(srv.ListenAndServeTLS("", "").Error())
+	// Port 0 takes a free port; this line says which (once it is bound).
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		fail(err.Error())
+	}
+	fmt.Fprintf(os.Stderr, "receiving on https://%s/ (certificate in %s)\n", ln.Addr(), *caOut)
+	fail(srv.ServeTLS(ln, "", "").Error())
 }
 
 func fail(msg string) {

@@ -116,7 +116,7 @@ func namesEngine(env []string) bool {
 }
 
 // Start runs binary with env added to the test's (after the defaults:
-// free ports; the run's shared engine in a table of its own, or a DynamoDB
+// the API on a port it binds itself, named in its ready line; the run's shared engine in a table of its own, or a DynamoDB
 // Local of its own with its log in the test's temp folder) and waits up to
 // within for ready. It returns an error when the
 // process exits before ready; the test fails when it is not ready in time
@@ -127,7 +127,7 @@ func Start(t *testing.T, binary string, within time.Duration, env ...string) (*P
 	skipShort(t)
 	p := &Proc{Dynamo: FreeAddr(t), Exited: make(chan struct{})}
 	p.Cmd = exec.Command(binary)
-	p.Cmd.Env = append(os.Environ(), "DYNAMODB_ENDPOINT=", "LISTEN_ADDR="+FreeAddr(t), "LOCAL_DYNAMODB_ADDR="+p.Dynamo,
+	p.Cmd.Env = append(os.Environ(), "DYNAMODB_ENDPOINT=", "LISTEN_ADDR=127.0.0.1:0", "LOCAL_DYNAMODB_ADDR="+p.Dynamo,
 		"LOCAL_DYNAMODB_LOG="+filepath.Join(t.TempDir(), "engine.log"),
 		"LOCAL_DYNAMODB_JAVA_OPTS="+strings.Join(ddblocal.ShortRun, " ")) // a test's engine lives a minute
 
