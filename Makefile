@@ -40,7 +40,7 @@ test-packages: dynamodb-local
 
 ## test-processes: the process tier: the devserver's and localcloud's own tests and the e2e suite on the devserver
 test-processes: dynamodb-local
-	$(GO) test -count=1 -timeout 15m -parallel 8 $(addprefix ./,$(PROCESS_PKGS))
+	$(GO) test -count=1 -timeout 15m -parallel 4 $(addprefix ./,$(PROCESS_PKGS))
 
 ## local-cloud: the synthesized local stage run as deployed: each function's own bootstrap under a Lambda Runtime API, behind the template's HTTP API routes (no Docker, no AWS account)
 local-cloud: dynamodb-local
