@@ -231,9 +231,14 @@ func (t *target) startDevserver(extraEnv []string) (stop func(), err error) {
 	case <-closed: // it stopped before ready (localcloud refusing a template, say): say so now, not in 4 minutes
 		_ = cmd.Wait()
 		return nil, fmt.Errorf("%s exited before ready:\n%s", t.server, logs.String())
-	case <-time.After(4 * time.Minute): // the first run compiles the server (localcloud: and synthesizes the stack)
+	case <-time.After(10 * time.Minute):
+		// The first run compiles the server; localcloud also builds the
+		// bootstraps and synthesizes the stack, after waiting for the build
+		// folder's lock while localcloud's own tests do the same beside it
+		// (make test runs both at once): under a load of 45 on two cores
+		// that took over 4 minutes. A server that exits is reported at once.
 		_ = cmd.Process.Kill()
-		return nil, fmt.Errorf("%s not ready after 4 minutes:\n%s", t.server, logs.String())
+		return nil, fmt.Errorf("%s not ready after 10 minutes:\n%s", t.server, logs.String())
 	}
 	select {
 	case t.demoKey = <-demo:

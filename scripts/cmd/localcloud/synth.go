@@ -58,7 +58,9 @@ func synthesize(ctx context.Context) (string, error) {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return "", err
 	}
-	unlock, err := ddblocal.LockFile(filepath.Join(out, ".lock"))
+	unlock, err := ddblocal.LockFile(filepath.Join(out, ".lock"), func() {
+		slog.Info("localcloud: waiting for another localcloud building or synthesizing in this folder", "folder", out)
+	})
 	if err != nil {
 		return "", err
 	}
