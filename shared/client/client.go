@@ -6,6 +6,7 @@ package client
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -13,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"iter"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -29,13 +31,110 @@ type Client struct {
 	// (503) or still-running (409 with Retry-After: the same Idempotency-Key
 	// is in flight) request; each waits for the server's Retry-After.
 	MaxRetries int
+	// MaxWait caps one wait for the server's Retry-After (0: DefaultMaxWait).
+	// An answer asking for longer is not waited for: Do returns a
+	// *WaitTooLongError saying how long it asked and this cap, so a
+	// misbehaving server or proxy (Retry-After: 2147483647) cannot park the
+	// caller for decades.
+	MaxWait time.Duration
+	// MaxBodyBytes caps the answer the client reads (0: DefaultMaxBodyBytes):
+	// a longer one is not read into memory; Do returns an error naming the
+	// cap. A page of 100 records is well under 1 MiB.
+	MaxBodyBytes int64
 	// Sleep waits (tests replace it); default time.Sleep honouring ctx.
 	Sleep func(ctx context.Context, d time.Duration) error
 }
 
-// New returns a client with sensible defaults.
+// Defaults of New.
+const (
+	// DefaultMaxWait is the longest the client waits for one Retry-After.
+	DefaultMaxWait = 15 * time.Minute
+	// DefaultMaxBodyBytes is the largest answer the client reads.
+	DefaultMaxBodyBytes = 16 << 20
+)
+
+// New returns a client with sensible defaults: 30 s a request, 5 retries,
+// waits of at most DefaultMaxWait, answers of at most DefaultMaxBodyBytes.
+// It follows no redirect (Do refuses one, with any *http.Client): a 3xx
+// would carry the API key and the body to wherever it points.
 func New(baseURL, key string) *Client {
-	return &Client{BaseURL: strings.TrimRight(baseURL, "/"), Key: key, HTTP: &http.Client{Timeout: 30 * time.Second}, MaxRetries: 5}
+	return &Client{BaseURL: strings.TrimRight(baseURL, "/"), Key: key, HTTP: &http.Client{Timeout: 30 * time.Second},
+		MaxRetries: 5, MaxWait: DefaultMaxWait, MaxBodyBytes: DefaultMaxBodyBytes}
+}
+
+// WaitTooLongError is an answer whose Retry-After asked for a longer wait
+// than the client's MaxWait: the client did not wait. Err is the answer
+// (a 429, 503 or 409).
+type WaitTooLongError struct {
+	Wait, MaxWait time.Duration
+	Err           *Error
+}
+
+func (e *WaitTooLongError) Error() string {
+	return fmt.Sprintf("%v; the server asked to wait %s before retrying, longer than the %s this client waits at most (MaxWait): not retried", e.Err, e.Wait, e.MaxWait)
+}
+
+// Unwrap is the answer's *Error.
+func (e *WaitTooLongError) Unwrap() error { return e.Err }
+
+// RedirectError is a 3xx answer: the client follows no redirect (it would
+// send the API key and the body to the address it names).
+type RedirectError struct {
+	Status   int
+	Location string
+}
+
+func (e *RedirectError) Error() string {
+	return fmt.Sprintf("%d: the server redirected to %q; the client follows no redirect (it would send the API key there): set BaseURL to the API's address", e.Status, e.Location)
+}
+
+// TooLargeError is an answer longer than the client's MaxBodyBytes: it was
+// not read.
+type TooLargeError struct {
+	Status int
+	Limit  int64
+}
+
+func (e *TooLargeError) Error() string {
+	return fmt.Sprintf("%d: the answer is longer than %d bytes, the most this client reads (MaxBodyBytes): not read", e.Status, e.Limit)
+}
+
+func (c *Client) maxWait() time.Duration { return cmp.Or(c.MaxWait, DefaultMaxWait) }
+
+func (c *Client) maxBody() int64 { return cmp.Or(c.MaxBodyBytes, DefaultMaxBodyBytes) }
+
+// httpClient is c.HTTP (or a default) with redirects turned into answers:
+// Do refuses them.
+func (c *Client) httpClient() *http.Client {
+	hc := http.Client{Timeout: 30 * time.Second}
+	if c.HTTP != nil {
+		hc = *c.HTTP
+	}
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &hc
+}
+
+// retryAfter reads a Retry-After header: seconds, or an HTTP date. ok is
+// false when there is none (or it cannot be read). A wait too long for a
+// time.Duration is returned as the longest one.
+func retryAfter(h string, now time.Time) (time.Duration, bool) {
+	h = strings.TrimSpace(h)
+	if h == "" {
+		return 0, false
+	}
+	if s, err := strconv.ParseInt(h, 10, 64); err == nil {
+		if s < 0 {
+			return 0, false
+		}
+		if s > int64(math.MaxInt64/time.Second) {
+			return math.MaxInt64, true
+		}
+		return time.Duration(s) * time.Second, true
+	}
+	if t, err := http.ParseTime(h); err == nil {
+		return max(t.Sub(now), 0), true
+	}
+	return 0, false
 }
 
 // FieldError is one invalid field of a 422.
@@ -99,7 +198,10 @@ func (c *Client) sleep(ctx context.Context, d time.Duration) error {
 }
 
 // Do sends a request (path below the base URL, or a full URL) and decodes a
-// 2xx body into out. It retries 429 and 503 after Retry-After.
+// 2xx body into out. It retries 429 and 503 after Retry-After, unless that
+// is longer than MaxWait (*WaitTooLongError). It reads at most
+// MaxBodyBytes of an answer (*TooLargeError) and follows no redirect
+// (*RedirectError).
 func (c *Client) Do(ctx context.Context, method, path string, headers map[string]string, body, out any) (Response, error) {
 	var raw []byte
 	if body != nil {
@@ -112,6 +214,7 @@ func (c *Client) Do(ctx context.Context, method, path string, headers map[string
 	if !strings.HasPrefix(path, "http") {
 		u = c.BaseURL + path
 	}
+	hc := c.httpClient()
 	for attempt := 0; ; attempt++ {
 		req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(raw))
 		if err != nil {
@@ -124,14 +227,20 @@ func (c *Client) Do(ctx context.Context, method, path string, headers map[string
 		for k, v := range headers {
 			req.Header.Set(k, v)
 		}
-		resp, err := c.HTTP.Do(req)
+		resp, err := hc.Do(req)
 		if err != nil {
 			return Response{}, err
 		}
-		data, err := io.ReadAll(resp.Body)
+		data, err := io.ReadAll(io.LimitReader(resp.Body, c.maxBody()+1))
 		resp.Body.Close()
 		if err != nil {
 			return Response{}, err
+		}
+		if int64(len(data)) > c.maxBody() {
+			return Response{Status: resp.StatusCode}, &TooLargeError{Status: resp.StatusCode, Limit: c.maxBody()}
+		}
+		if resp.StatusCode >= 300 && resp.StatusCode < 400 && resp.Header.Get("Location") != "" {
+			return Response{Status: resp.StatusCode}, &RedirectError{Status: resp.StatusCode, Location: resp.Header.Get("Location")}
 		}
 		r := Response{Status: resp.StatusCode, Replayed: resp.Header.Get("Idempotent-Replayed") == "true", Location: resp.Header.Get("Location")}
 		r.RateLimit.Limit, _ = strconv.Atoi(resp.Header.Get("X-RateLimit-Limit"))
@@ -149,11 +258,12 @@ func (c *Client) Do(ctx context.Context, method, path string, headers map[string
 		}
 		apiErr := &Error{Status: resp.StatusCode}
 		_ = json.Unmarshal(data, apiErr)
-		if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil {
-			apiErr.RetryAfter = time.Duration(s) * time.Second
-		}
+		apiErr.RetryAfter, _ = retryAfter(resp.Header.Get("Retry-After"), time.Now())
 		retryable := resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable ||
 			resp.StatusCode == http.StatusConflict && apiErr.RetryAfter > 0
+		if retryable && apiErr.RetryAfter > c.maxWait() {
+			return r, &WaitTooLongError{Wait: apiErr.RetryAfter, MaxWait: c.maxWait(), Err: apiErr}
+		}
 		if retryable && attempt < c.MaxRetries {
 			if err := c.sleep(ctx, max(apiErr.RetryAfter, time.Second)); err != nil {
 				return r, err
