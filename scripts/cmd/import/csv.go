@@ -188,6 +188,14 @@ func readCSV(path string, in io.Reader) (*csvLayout, []entry, error) {
 	for i, h := range l.header {
 		l.header[i] = strings.TrimSpace(h)
 	}
+	// A report of refused rows fed back: its cells were neutralised for a
+	// spreadsheet ('=…, '+45…); read them as the first file held them.
+	report := slices.ContainsFunc(l.header, func(h string) bool { return strings.HasPrefix(h, reportColumn) })
+	if report {
+		for i, h := range l.header {
+			l.header[i] = unneutralise(h)
+		}
+	}
 	if !slices.Contains(l.header, "kind") || !slices.Contains(l.header, "source_id") {
 		return nil, nil, fmt.Errorf("%s: the header row has no kind and source_id columns; it %s: %q", path, l.describe(), l.header)
 	}
@@ -201,6 +209,11 @@ func readCSV(path string, in io.Reader) (*csvLayout, []entry, error) {
 			return nil, nil, fmt.Errorf("%s: %w", path, err)
 		}
 		lineNo, _ := cr.FieldPos(0)
+		if report {
+			for i := range rec {
+				rec[i] = unneutralise(rec[i])
+			}
+		}
 		r := row{}
 		e := entry{line: lineNo, cells: rec}
 		for i, h := range l.header {

@@ -27,6 +27,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -59,6 +60,7 @@ func main() {
 	key := flag.String("key", os.Getenv("PRACTICE_API_KEY"), "API key (or PRACTICE_API_KEY)")
 	state := flag.String("state", "", "state file (default: <file>.state; for a report of refused rows, the state of the run that wrote it)")
 	report := flag.String("report", "", "refused rows of this run (default: <file>.refused, JSON lines; for NAME.csv, NAME.refused.csv in its layout)")
+	maxWait := flag.Duration("max-wait", client.DefaultMaxWait, "the longest the importer waits when the API asks it to (Retry-After, a rate limit's reset); a longer wait stops the run, saying so")
 	flag.Usage = func() {
 		fmt.Fprint(os.Stderr, usage)
 		flag.PrintDefaults()
@@ -68,12 +70,13 @@ func main() {
 		fmt.Fprintln(os.Stderr, "import: --file and --key are required (import --help shows the file's layout)")
 		os.Exit(2)
 	}
-	if *report == "" {
-		*report = defaultReport(*file)
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	refused, err := run(ctx, *file, *base, *key, *state, *report)
+	if *maxWait <= 0 {
+		fmt.Fprintln(os.Stderr, "import: --max-wait must be longer than 0 (such as 15m)")
+		os.Exit(2)
+	}
+	refused, err := run(ctx, options{file: *file, base: *base, key: *key, state: *state, report: *report, maxWait: *maxWait})
 	var usageErr *usageError
 	if errors.As(err, &usageErr) {
 		fmt.Fprintln(os.Stderr, "import:", err)
@@ -88,7 +91,7 @@ func main() {
 	}
 }
 
-const usage = `usage: import --file EXPORT --key KEY [--base-url URL] [--state FILE] [--report FILE]
+const usage = `usage: import --file EXPORT --key KEY [--base-url URL] [--state FILE] [--report FILE] [--max-wait 15m]
 
 Loads an export through the API in the spec's order (companies and people,
 then client engagements, then matters, then time entries), whatever the
@@ -154,8 +157,27 @@ named in refused_state, so a matter refers to the client the first run
 imported. A source_id that holds
 a CPR-like number is never written to the state or the report, nor sent:
 such a row is named by its line (line-12). The state file and the report
-must not be the input or each other, and are never written through a
-symbolic link.
+must not be the input or each other.
+
+Files: the state file and the report are created readable by you only
+(0600; an older one is narrowed to 0600), and only as regular files
+reached through no symbolic link, in the name or any folder of the path
+(a named pipe, a device or a link is refused, naming it; where a system
+folder is a link, as /tmp is on macOS, name the path it points to, such
+as /private/tmp/…). Every text of the report is redacted of CPR-like
+numbers, the CSV report's header included. The CSV report is safe to open
+in a spreadsheet: a cell that starts as a formula does (= + - @, a TAB or
+a CR) is written with an apostrophe before it ('=…, '+45 12 34 56 78),
+which reading the report back removes, and control characters are
+stripped (a cell of the input keeps its line breaks).
+
+Waits: the importer paces itself under the rate limit and retries when the
+API asks it to wait (429, 503), but never waits longer than --max-wait
+(default 15m) at once: an answer asking for longer (a Retry-After, or a
+rate limit's reset, hours away) stops the run, saying how long it asked
+(exit 1: run it again later to resume). It reads at most 16 MiB of an
+answer and follows no redirect (one would carry your key elsewhere):
+--base-url must be the API's own address.
 Exit status: 0 every row imported, 3 some rows refused, 1 the run stopped
 (the service failed: run it again), 2 a usage error.
 
@@ -210,9 +232,22 @@ func stateFor(file string, layout *csvLayout) (string, error) {
 	return file + ".state", nil
 }
 
-// run imports file and returns how many rows were refused. statePath ""
-// is the file's own state (stateFor).
-func run(ctx context.Context, file, base, key, statePath, reportPath string) (int, error) {
+// options are what a run is asked to do: the flags.
+type options struct {
+	file, base, key string
+	// state, report: "" is the file's own (stateFor, defaultReport).
+	state, report string
+	// maxWait caps one wait the API asks for (0: client.DefaultMaxWait).
+	maxWait time.Duration
+}
+
+// run imports file and returns how many rows were refused.
+func run(ctx context.Context, o options) (int, error) {
+	file, base, key, statePath, reportPath := o.file, o.base, o.key, o.state, o.report
+	if reportPath == "" {
+		reportPath = defaultReport(file)
+	}
+	maxWait := cmp.Or(o.maxWait, client.DefaultMaxWait)
 	layout, rows, err := load(file)
 	if err != nil {
 		return 0, err
@@ -231,18 +266,18 @@ func run(ctx context.Context, file, base, key, statePath, reportPath string) (in
 		kind, src := e.r.str("kind"), e.r.str("source_id")
 		alias[stateKey(kind, src)] = stateKey(kind, e.ref())
 	}
-	done, err := loadState(statePath)
-	if err != nil {
-		return 0, err
-	}
-	st, err := openNoFollow(statePath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, "state file")
+	st, err := openPrivate(statePath, os.O_CREATE|os.O_APPEND|os.O_RDWR, "state file")
 	if err != nil {
 		return 0, err
 	}
 	defer st.Close()
+	done, err := loadState(st)
+	if err != nil {
+		return 0, err
+	}
 	// The report is this run's: rows refused before and imported since
 	// must not linger in it.
-	rf, err := openNoFollow(reportPath, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, "report")
+	rf, err := openPrivate(reportPath, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, "report")
 	if err != nil {
 		return 0, err
 	}
@@ -252,6 +287,7 @@ func run(ctx context.Context, file, base, key, statePath, reportPath string) (in
 		rep = &csvReport{w: rf, layout: layout, state: relativeTo(reportPath, statePath)}
 	}
 	c := client.New(base, key)
+	c.MaxWait = maxWait
 	// A row whose key is still held (the request a killed run left in
 	// flight, or a crashed one until its 30 s lock lapses) is retried, not
 	// refused.
@@ -295,6 +331,11 @@ func run(ctx context.Context, file, base, key, statePath, reportPath string) (in
 			refused[id] = why
 			p.refused++
 			continue
+		case errors.As(err, new(*client.WaitTooLongError)):
+			var long *client.WaitTooLongError
+			errors.As(err, &long)
+			return p.refused, fmt.Errorf("row %s %s (line %d): %v; the API asked to wait %s, longer than --max-wait %s: the run stopped (run again later to resume, or raise --max-wait)",
+				kind, cpr.Redact(src), line, long.Err, long.Wait, maxWait)
 		case err != nil:
 			return p.refused, fmt.Errorf("row %s %s (line %d): %w (run again to resume)", kind, cpr.Redact(src), line, err)
 		}
@@ -311,6 +352,10 @@ func run(ctx context.Context, file, base, key, statePath, reportPath string) (in
 		// Pace under the limit instead of running into 429s.
 		if rl := resp.RateLimit; rl.Limit > 0 && rl.Remaining == 0 {
 			if wait := time.Until(rl.Reset); wait > 0 {
+				if wait > maxWait {
+					return p.refused, fmt.Errorf("the rate limit's window resets in %s (X-RateLimit-Reset), longer than --max-wait %s: the run stopped after row %s %s (line %d) (run again later to resume, or raise --max-wait)",
+						wait.Round(time.Second), maxWait, kind, cpr.Redact(src), line)
+				}
 				select {
 				case <-ctx.Done():
 					return p.refused, ctx.Err()
@@ -406,20 +451,6 @@ func distinctPaths(file, state, report string) error {
 	return nil
 }
 
-// openNoFollow opens a file the tool writes without following a symbolic
-// link at its name: a link planted there would make it truncate or append
-// to whatever the link points at.
-func openNoFollow(path string, flag int, what string) (*os.File, error) {
-	f, err := os.OpenFile(path, flag|syscall.O_NOFOLLOW, 0o644)
-	if err != nil {
-		if fi, lerr := os.Lstat(path); lerr == nil && fi.Mode()&os.ModeSymlink != 0 {
-			return nil, fmt.Errorf("the %s %s is a symbolic link; the importer writes only to a plain file: remove the link or name another file", what, path)
-		}
-		return nil, err
-	}
-	return f, nil
-}
-
 func stateKey(kind, src string) string { return kind + ":" + src }
 
 // idempotencyKey is derived from the row, so a rerun replays it.
@@ -432,16 +463,10 @@ func idempotencyKey(kind, src string) string {
 	return k
 }
 
-func loadState(path string) (map[string]string, error) {
+// loadState reads the rows a state file holds as done (f is open for
+// reading and appending, at its start).
+func loadState(f io.Reader) (map[string]string, error) {
 	done := map[string]string{}
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return done, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		var s struct{ Row, ID string }

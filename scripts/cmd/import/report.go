@@ -34,15 +34,12 @@ type reporter interface {
 
 // jsonReport writes one JSON line a refused row (JSONL input): its kind,
 // source_id (a CPR-like one redacted: its line names the row), line, and
-// why.
+// why. Every string of it is redacted (redactAll), kind and field
+// included: they are copied from the input, whatever it held.
 type jsonReport struct{ w io.Writer }
 
 func (j jsonReport) refuse(e entry, why refusal) {
-	src := e.r["source_id"]
-	if s, ok := src.(string); ok {
-		src = cpr.Redact(s)
-	}
-	m := map[string]any{"kind": e.r["kind"], "source_id": src, "line": e.line, "cause": why.cause, "message": cpr.Redact(why.reason)}
+	m := map[string]any{"kind": e.r["kind"], "source_id": e.r["source_id"], "line": e.line, "cause": why.cause, "message": why.reason}
 	if why.status != 0 {
 		m["status"] = why.status
 	}
@@ -52,11 +49,99 @@ func (j jsonReport) refuse(e entry, why refusal) {
 	if why.parent != "" {
 		m["parent"] = why.parent
 	}
-	line, _ := json.Marshal(m)
+	line, _ := json.Marshal(redactAll(m))
 	fmt.Fprintln(j.w, string(line))
 }
 
 func (jsonReport) flush() error { return nil }
+
+// redactAll is v (a decoded JSON value) with a CPR-like number in any
+// string, number or object key replaced by cpr.Marker.
+func redactAll(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, val := range t {
+			out[cpr.Redact(k)] = redactAll(val)
+		}
+		return out
+	case []any:
+		out := make([]any, len(t))
+		for i, val := range t {
+			out[i] = redactAll(val)
+		}
+		return out
+	case string:
+		return cpr.Redact(t)
+	case json.Number:
+		if cpr.InNumber(t.String(), false) {
+			return cpr.Marker
+		}
+	}
+	return v
+}
+
+// formulaStart is what makes a spreadsheet read a cell as a formula (=,
+// +, -, @) or lets one in (a TAB or CR first): OWASP's "CSV injection".
+const formulaStart = "=+-@\t\r"
+
+// needsQuote reports whether a cell, past any apostrophes it begins with,
+// starts as a formula does.
+func needsQuote(cell string) bool {
+	rest := strings.TrimLeft(cell, "'")
+	return rest != "" && strings.ContainsRune(formulaStart, rune(rest[0]))
+}
+
+// neutralise makes a cell a spreadsheet shows as text: one that starts
+// as a formula does gets an apostrophe before it ('=HYPERLINK(…) shows
+// as written, runs nothing). It is undone when a report is read back
+// (unneutralise), so a fixed report imports what the first file held:
+// +45 12 34 56 78 is written '+45 12 34 56 78 and read +45 12 34 56 78.
+// A cell that already starts with apostrophes before a formula character
+// gets one more, so the round trip is exact.
+func neutralise(cell string) string {
+	if needsQuote(cell) {
+		return "'" + cell
+	}
+	return cell
+}
+
+// unneutralise undoes neutralise, for a cell of a report read back.
+func unneutralise(cell string) string {
+	if needsQuote(cell) && strings.HasPrefix(cell, "'") {
+		return cell[1:]
+	}
+	return cell
+}
+
+// stripControls drops control characters (C0, DEL, C1) and bidi
+// overrides and isolates from a cell of the report: an escape sequence in
+// an error message, or a right-to-left override that makes a cell read
+// backwards. keepLines keeps TAB, LF and CR, which a quoted cell of the
+// input may hold (a description of several lines); the importer's own
+// columns keep none (each is one line).
+func stripControls(s string, keepLines bool) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case keepLines && (r == '\t' || r == '\n' || r == '\r'):
+			return r
+		case r < 0x20 || r >= 0x7f && r < 0xa0:
+			if r == '\t' || r == '\n' || r == '\r' {
+				return ' '
+			}
+			return -1
+		case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069, r == 0x200e, r == 0x200f, r == 0x061c:
+			return -1
+		}
+		return r
+	}, s)
+}
+
+// cell is a cell of the CSV report as written: CPR-like numbers redacted,
+// control characters stripped, a formula neutralised.
+func cell(s string, keepLines bool) string {
+	return neutralise(stripControls(cpr.Redact(s), keepLines))
+}
 
 // csvReport writes refused rows as the input was written (separator,
 // byte-order mark, line ends, encoding: UTF-8 or Windows-1252), each with
@@ -66,7 +151,10 @@ func (jsonReport) flush() error { return nil }
 // state file). Fixed in a spreadsheet, it is an input again: the refused_
 // columns are ignored as data, and its rows' references are looked up in
 // refused_state.
-// A CPR-like number in any cell is redacted.
+// Every cell, the header's included, is written through cell: a CPR-like
+// number redacted, control characters stripped, a cell a spreadsheet
+// would run as a formula (= + - @, TAB or CR first) neutralised with an
+// apostrophe, which reading a report back undoes.
 type csvReport struct {
 	w      io.Writer
 	layout *csvLayout
@@ -118,18 +206,18 @@ func (c *csvReport) refuse(e entry, why refusal) {
 		var header []string
 		for i, h := range c.layout.header {
 			if !strings.HasPrefix(h, reportColumn) {
-				c.keep, header = append(c.keep, i), append(header, h)
+				c.keep, header = append(c.keep, i), append(header, cell(h, false))
 			}
 		}
 		_ = c.cw.Write(append(header, reportColumn+"line", reportColumn+"status", reportColumn+"field", reportColumn+"reason", reportColumn+"state"))
 	}
 	rec := make([]string, 0, len(c.keep)+4)
 	for _, i := range c.keep {
-		cell := ""
+		v := ""
 		if i < len(e.cells) {
-			cell = cpr.Redact(e.cells[i])
+			v = e.cells[i]
 		}
-		rec = append(rec, cell)
+		rec = append(rec, cell(v, true))
 	}
 	status := ""
 	if why.status != 0 {
@@ -139,7 +227,7 @@ func (c *csvReport) refuse(e entry, why refusal) {
 	if e.origLine > 0 {
 		line = e.origLine // a report fed back: the line in the first file
 	}
-	_ = c.cw.Write(append(rec, strconv.Itoa(line), status, why.field, cpr.Redact(why.reason), c.state))
+	_ = c.cw.Write(append(rec, strconv.Itoa(line), status, cell(why.field, false), cell(why.reason, false), cell(c.state, false)))
 	c.emit() // a run stopped later keeps what it refused
 }
 
