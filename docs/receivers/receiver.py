@@ -10,6 +10,8 @@ old one), rejects timestamps more than 300 s from its clock, and deduplicates on
 the event id (deliveries are at least once). Deliveries are also unordered: each
 carries its sequence (its place in the organisation's feed, GET /events), and an
 event is applied to a resource only if no later event of it was (stale otherwise).
+It reads no body over MAX_BODY (413, unread: a delivery is a few hundred bytes)
+and compares signatures as bytes, so no header can make it crash.
 
     WEBHOOK_SECRETS_FILE=secrets.txt PORT=9000 python3 receiver.py
 """
@@ -22,6 +24,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 TOLERANCE = 300  # seconds
+MAX_BODY = 1 << 20  # bytes; deliveries carry ids and status only
 seen = set()  # event ids already handled; keep them in your database in production
 applied = {}  # resource id -> sequence of the latest event applied to it
 
@@ -31,25 +34,46 @@ def secrets():
         return [line.strip() for line in f if line.strip()]
 
 
+def unhex(s):
+    """The bytes a v1= value spells, or None (not hex: non-ASCII, odd length...)."""
+    try:
+        return bytes.fromhex(s) if s.isascii() else None
+    except ValueError:
+        return None
+
+
 def verify(header, body):
     parts = [p.split("=", 1) for p in header.split(",") if "=" in p]
     stamps = [v for k, v in parts if k == "t"]
-    signatures = [v for k, v in parts if k == "v1"]
-    if len(stamps) != 1 or not stamps[0].isdigit() or not signatures:
+    signatures = [b for b in (unhex(v) for k, v in parts if k == "v1") if b is not None]
+    # ASCII digits only ("²".isdigit() is true, and int() refuses it), and
+    # few enough that int() takes them.
+    if len(stamps) != 1 or not (stamps[0].isascii() and stamps[0].isdigit() and len(stamps[0]) <= 12) or not signatures:
         return False
     if abs(time.time() - int(stamps[0])) > TOLERANCE:
         return False
     signed = stamps[0].encode() + b"." + body  # the raw bytes, never re-serialised JSON
     for secret in secrets():
-        expected = hmac.new(secret.encode(), signed, hashlib.sha256).hexdigest()
-        if any(hmac.compare_digest(expected, s) for s in signatures):
+        expected = hmac.new(secret.encode(), signed, hashlib.sha256).digest()
+        if any(hmac.compare_digest(expected, s) for s in signatures):  # bytes with bytes
             return True
     return False
 
 
 class Receiver(BaseHTTPRequestHandler):
+    def refuse(self, status):
+        self.send_response(status)
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True  # the body, if any, stays unread
+
     def do_POST(self):
-        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        length = self.headers.get("Content-Length", "")
+        if not (length.isascii() and length.isdigit()):
+            return self.refuse(411)  # no length (chunked), or not a number
+        if int(length) > MAX_BODY:
+            return self.refuse(413)
+        body = self.rfile.read(int(length))
         if not verify(self.headers.get("Service-Signature", ""), body):
             self.send_response(401)
             self.end_headers()

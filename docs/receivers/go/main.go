@@ -12,6 +12,7 @@
 // are also unordered: each carries its sequence (its place in the
 // organisation's feed, GET /events), and the receiver applies an event to
 // a resource only if no later event of it was applied (stale otherwise).
+// It reads no body over maxBody (413: a delivery is a few hundred bytes).
 //
 //	WEBHOOK_SECRETS_FILE=secrets.txt PORT=9000 go run ./docs/receivers/go
 package main
@@ -19,6 +20,7 @@ package main
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -32,12 +34,20 @@ import (
 	"github.com/practice-api/practice-api/shared/webhook/signature"
 )
 
+// maxBody is the largest body read: deliveries carry ids and status only.
+const maxBody = 1 << 20
+
 func main() {
 	var mu sync.Mutex
 	seen := map[string]bool{}     // event ids already handled; keep them in your database in production
 	applied := map[string]int64{} // resource id -> sequence of the latest event applied to it
 	http.HandleFunc("POST /", func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20)) // the raw bytes, never re-serialised JSON
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody)) // the raw bytes, never re-serialised JSON
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			w.WriteHeader(http.StatusRequestEntityTooLarge) // the rest is not read; the connection is closed
+			return
+		}
 		raw, ferr := os.ReadFile(os.Getenv("WEBHOOK_SECRETS_FILE"))
 		if err != nil || ferr != nil ||
 			signature.VerifyAny(strings.Fields(string(raw)), r.Header.Get(signature.Header), body, time.Now(), signature.DefaultTolerance) != nil {

@@ -13,13 +13,15 @@
 // Deliveries are at least once: it deduplicates on webhook-id. They are also
 // unordered: each carries its sequence (its place in the organisation's feed,
 // GET /events), and an event is applied to a resource only if no later event
-// of it was (stale otherwise).
+// of it was (stale otherwise). It reads no body over MAX_BODY (413: a delivery
+// is a few hundred bytes).
 //
 //     npm ci && WEBHOOK_SECRETS_FILE=secrets.txt PORT=9000 node receiver.mjs
 import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import { Webhook } from "standardwebhooks";
 
+const MAX_BODY = 1 << 20; // bytes; deliveries carry ids and status only
 const seen = new Set(); // event ids already handled; keep them in your database in production
 const applied = new Map(); // resource id -> sequence of the latest event applied to it
 
@@ -40,8 +42,24 @@ function verify(body, headers) {
 
 const server = createServer((req, res) => {
   const chunks = [];
-  req.on("data", (c) => chunks.push(c));
+  let size = 0;
+  let refused = false;
+  // tooLarge answers 413 and reads no more: the rest of the body is never
+  // buffered, and the connection is closed once the answer is sent.
+  const tooLarge = () => {
+    refused = true;
+    req.pause();
+    res.writeHead(413, { connection: "close" }).end(() => req.destroy());
+  };
+  if (Number(req.headers["content-length"] ?? 0) > MAX_BODY) return tooLarge();
+  req.on("data", (c) => {
+    if (refused) return;
+    size += c.length;
+    if (size > MAX_BODY) return tooLarge(); // chunked, no length said
+    chunks.push(c);
+  });
   req.on("end", () => {
+    if (refused) return;
     const body = Buffer.concat(chunks).toString("utf8");
     const event = verify(body, {
       "webhook-id": req.headers["webhook-id"] ?? "",

@@ -23,6 +23,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -81,7 +82,14 @@ type receiver struct {
 }
 
 func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	// A delivery is a few hundred bytes: read no more than 1 MiB (413,
+	// the rest unread) rather than cut a longer one short.
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<20))
+	var tooLarge *http.MaxBytesError
+	if errors.As(err, &tooLarge) {
+		http.Error(w, "body over 1 MiB", http.StatusRequestEntityTooLarge)
+		return
+	}
 	if err != nil {
 		http.Error(w, "read", http.StatusBadRequest)
 		return
