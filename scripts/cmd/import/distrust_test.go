@@ -309,3 +309,60 @@ func TestTheCSVReportIsSafeInASpreadsheet(t *testing.T) {
 		}
 	}
 }
+
+// A report fed back names its state file (refused_state), and a crafted
+// report could name any file of the user's: one that is not a state file
+// is refused, neither appended to nor narrowed. A real state torn by a
+// kill (a last line cut short) is read, and the next line starts a line
+// of its own.
+func TestAStateNamedByAReportMustBeAState(t *testing.T) {
+	t.Parallel()
+	var requests atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		w.WriteHeader(201)
+		fmt.Fprint(w, `{"data":{"id":"c2"}}`)
+	}))
+	t.Cleanup(srv.Close)
+	report := func(t *testing.T, dir, state string) string {
+		p := filepath.Join(dir, "rettet.csv")
+		mustWrite(t, p, "kind,source_id,name,cvr,refused_line,refused_status,refused_field,refused_reason,refused_state\n"+
+			"company,crm-2,Nordlys ApS,12345678,3,422,cvr,taken,"+state+"\n")
+		return p
+	}
+
+	t.Run("a file of the user's", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		rc := filepath.Join(dir, "bashrc")
+		must(t, os.WriteFile(rc, []byte("export PATH=$HOME/bin:$PATH\n"), 0o644))
+		err := runBounded(t, 10*time.Second, options{file: report(t, dir, "bashrc"), base: srv.URL, key: "k"})
+		if err == nil || !strings.Contains(err.Error(), "not a state file") {
+			t.Fatalf("err %v, want it refused as not a state file", err)
+		}
+		unchanged(t, rc, "export PATH=$HOME/bin:$PATH\n")
+		if fi, _ := os.Stat(rc); fi.Mode().Perm() != 0o644 {
+			t.Errorf("its mode became %v", fi.Mode())
+		}
+		if requests.Load() != 0 {
+			t.Error("rows were sent")
+		}
+	})
+
+	t.Run("a state torn by a kill", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		state := filepath.Join(dir, "kunder.csv.state")
+		mustWrite(t, state, `{"row":"company:crm-1","id":"c1"}`+"\n"+`{"row":"person:crm-9","i`)
+		if err := runBounded(t, 10*time.Second, options{file: report(t, dir, "kunder.csv.state"), base: srv.URL, key: "k"}); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(state)
+		must(t, err)
+		defer f.Close()
+		done, err := loadState(f)
+		if err != nil || done["company:crm-1"] != "c1" || done["company:crm-2"] != "c2" {
+			t.Fatalf("the state reads %v, %v", done, err)
+		}
+	})
+}

@@ -27,6 +27,33 @@ const privateMode = 0o600
 //
 // An existing file is narrowed to 0600 (an older importer made them 0644).
 func openPrivate(path string, flag int, what string) (*os.File, error) {
+	f, err := openPlain(path, flag, what)
+	if err != nil {
+		return nil, err
+	}
+	if err := narrow(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// narrow makes f 0600 if it is not.
+func narrow(f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if fi.Mode().Perm() != privateMode {
+		return f.Chmod(privateMode)
+	}
+	return nil
+}
+
+// openPlain is openPrivate without narrowing an existing file: for a
+// state file, whose content is checked first (a report fed back names its
+// state, and a crafted one could name any file).
+func openPlain(path string, flag int, what string) (*os.File, error) {
 	dirfd, name, err := walkNoFollow(path, what)
 	if err != nil {
 		return nil, err
@@ -54,12 +81,6 @@ func openPrivate(path string, flag int, what string) (*os.File, error) {
 	// the descriptor behaves as os.OpenFile's would).
 	if fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0); err == nil {
 		_, _ = unix.FcntlInt(uintptr(fd), unix.F_SETFL, fl&^unix.O_NONBLOCK)
-	}
-	if st.Mode&0o777 != privateMode {
-		if err := unix.Fchmod(fd, privateMode); err != nil {
-			unix.Close(fd)
-			return nil, &os.PathError{Op: "chmod", Path: path, Err: err}
-		}
 	}
 	return os.NewFile(uintptr(fd), path), nil
 }

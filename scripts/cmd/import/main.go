@@ -19,6 +19,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/sha256"
@@ -164,7 +165,9 @@ Files: the state file and the report are created readable by you only
 reached through no symbolic link, in the name or any folder of the path
 (a named pipe, a device or a link is refused, naming it; where a system
 folder is a link, as /tmp is on macOS, name the path it points to, such
-as /private/tmp/…). Every text of the report is redacted of CPR-like
+as /private/tmp/…). A state file holds only the lines the importer
+writes: any other file (one a crafted report names in refused_state) is
+refused, neither read nor written. Every text of the report is redacted of CPR-like
 numbers, the CSV report's header included. The CSV report is safe to open
 in a spreadsheet: a cell that starts as a formula does (= + - @, a TAB or
 a CR) is written with an apostrophe before it ('=…, '+45 12 34 56 78),
@@ -266,13 +269,19 @@ func run(ctx context.Context, o options) (int, error) {
 		kind, src := e.r.str("kind"), e.r.str("source_id")
 		alias[stateKey(kind, src)] = stateKey(kind, e.ref())
 	}
-	st, err := openPrivate(statePath, os.O_CREATE|os.O_APPEND|os.O_RDWR, "state file")
+	st, err := openPlain(statePath, os.O_CREATE|os.O_APPEND|os.O_RDWR, "state file")
 	if err != nil {
 		return 0, err
 	}
 	defer st.Close()
 	done, err := loadState(st)
 	if err != nil {
+		return 0, fmt.Errorf("%s: %w", statePath, err)
+	}
+	if err := narrow(st); err != nil {
+		return 0, err
+	}
+	if err := endLine(st); err != nil {
 		return 0, err
 	}
 	// The report is this run's: rows refused before and imported since
@@ -464,17 +473,46 @@ func idempotencyKey(kind, src string) string {
 }
 
 // loadState reads the rows a state file holds as done (f is open for
-// reading and appending, at its start).
+// reading and appending, at its start). A file with a line the importer
+// does not write (but for a torn last one) is refused, not appended to: a
+// report fed back names its state file, and a crafted report could name
+// any file of the user's (~/.bashrc).
 func loadState(f io.Reader) (map[string]string, error) {
 	done := map[string]string{}
 	sc := bufio.NewScanner(f)
-	for sc.Scan() {
+	for n := 1; sc.Scan(); n++ {
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			continue
+		}
 		var s struct{ Row, ID string }
-		if json.Unmarshal(sc.Bytes(), &s) == nil && s.ID != "" { // a torn last line is ignored: the key replays it
+		switch {
+		case json.Unmarshal(line, &s) == nil && s.Row != "" && s.ID != "":
 			done[s.Row] = s.ID
+		case bytes.HasPrefix(line, []byte(`{"row":`)):
+			// A line a killed run tore: ignored, the key replays its row.
+		default:
+			return nil, fmt.Errorf("not a state file of the importer (line %d is not a line it writes), so it is neither read nor written: name the run's state file with --state", n)
 		}
 	}
 	return done, sc.Err()
+}
+
+// endLine ends a state file's torn last line (a run killed mid-write), so
+// the next line appended starts a line of its own.
+func endLine(f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil || fi.Size() == 0 {
+		return err
+	}
+	last := make([]byte, 1)
+	if _, err := f.ReadAt(last, fi.Size()-1); err != nil {
+		return err
+	}
+	if last[0] != '\n' {
+		_, err = f.Write([]byte("\n"))
+	}
+	return err
 }
 
 // entry is a row and its line in the file (CSV: counting the header),
