@@ -114,6 +114,13 @@ func (c *Client) httpClient() *http.Client {
 	return &hc
 }
 
+// sameOrigin reports whether two URLs have the same scheme, host and port.
+func sameOrigin(a, b string) bool {
+	ua, err1 := url.Parse(a)
+	ub, err2 := url.Parse(b)
+	return err1 == nil && err2 == nil && ua.Scheme == ub.Scheme && strings.EqualFold(ua.Host, ub.Host) && ua.User == nil
+}
+
 // retryAfter reads a Retry-After header: seconds, or an HTTP date. ok is
 // false when there is none (or it cannot be read). A wait too long for a
 // time.Duration is returned as the longest one.
@@ -201,7 +208,7 @@ func (c *Client) sleep(ctx context.Context, d time.Duration) error {
 // 2xx body into out. It retries 429 and 503 after Retry-After, unless that
 // is longer than MaxWait (*WaitTooLongError). It reads at most
 // MaxBodyBytes of an answer (*TooLargeError) and follows no redirect
-// (*RedirectError).
+// (*RedirectError), nor a full URL (links.next) to another server.
 func (c *Client) Do(ctx context.Context, method, path string, headers map[string]string, body, out any) (Response, error) {
 	var raw []byte
 	if body != nil {
@@ -213,6 +220,10 @@ func (c *Client) Do(ctx context.Context, method, path string, headers map[string
 	u := path
 	if !strings.HasPrefix(path, "http") {
 		u = c.BaseURL + path
+	} else if !sameOrigin(path, c.BaseURL) {
+		// A full URL comes from an answer (links.next): one naming another
+		// server would get the API key, as a redirect would.
+		return Response{}, fmt.Errorf("%s %s: the answer pointed to another server than %s; the client sends the API key only to its BaseURL's", method, path, c.BaseURL)
 	}
 	hc := c.httpClient()
 	for attempt := 0; ; attempt++ {
@@ -289,7 +300,10 @@ type page[T any] struct {
 }
 
 // List iterates every item of a list endpoint, following links.next; the
-// filters ride in the cursor after the first page.
+// filters ride in the cursor after the first page. Only the link's query
+// (cursor, per_page) is taken, asked of path on BaseURL's server: a link
+// naming another server (a PUBLIC_BASE_URL other than the address called,
+// or an answer that is not the API's) gets neither the key nor a request.
 func List[T any](ctx context.Context, c *Client, path string, filters url.Values) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		next := path
@@ -310,7 +324,13 @@ func List[T any](ctx context.Context, c *Client, path string, filters url.Values
 			}
 			next = ""
 			if p.Links.Next != nil {
-				next = *p.Links.Next
+				link, err := url.Parse(*p.Links.Next)
+				if err != nil || link.RawQuery == "" {
+					var zero T
+					yield(zero, fmt.Errorf("GET %s: links.next %q is not a link to a next page", path, *p.Links.Next))
+					return
+				}
+				next = path + "?" + link.RawQuery
 			}
 		}
 	}

@@ -170,3 +170,46 @@ func TestRedirectsAreRefused(t *testing.T) {
 		})
 	}
 }
+
+// A page whose links.next names another server is asked of the client's
+// own (its cursor is what matters): the key goes only to the BaseURL's
+// server. Do refuses a full URL to another server.
+func TestNextLinksStayOnTheServer(t *testing.T) {
+	t.Parallel()
+	var leaked atomic.Bool
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		leaked.Store(true)
+		fmt.Fprint(w, `{"data":[{"id":"stolen"}],"links":{"next":null}}`)
+	}))
+	t.Cleanup(elsewhere.Close)
+	var api *httptest.Server
+	api = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Query().Get("cursor") {
+		case "":
+			fmt.Fprintf(w, `{"data":[{"id":"m1"}],"links":{"next":%q}}`, api.URL+"/api/v1/matters?cursor=2")
+		case "2":
+			fmt.Fprintf(w, `{"data":[{"id":"m2"}],"links":{"next":%q}}`, elsewhere.URL+"/api/v1/matters?cursor=3")
+		case "3":
+			fmt.Fprint(w, `{"data":[{"id":"m3"}],"links":{"next":null}}`)
+		}
+	}))
+	t.Cleanup(api.Close)
+	c := client.New(api.URL+"/api/v1", "pa_live_secret")
+	var ids []string
+	for m, err := range c.Matters(context.Background(), nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, m.ID)
+	}
+	if strings.Join(ids, ",") != "m1,m2,m3" {
+		t.Fatalf("read %v, want m1, m2, m3 (page 3 asked of the client's own server)", ids)
+	}
+	_, err := c.Do(context.Background(), "GET", elsewhere.URL+"/api/v1/matters", nil, nil, nil)
+	if err == nil || !strings.Contains(err.Error(), "another server") {
+		t.Fatalf("Do with another server's URL: %v", err)
+	}
+	if leaked.Load() {
+		t.Fatal("the other server was called")
+	}
+}
