@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"path/filepath"
 	"slices"
@@ -212,5 +213,47 @@ func TestThrottleSettingsScaleEveryRoute(t *testing.T) {
 		if fr >= 1 || f["ThrottlingBurstLimit"] != 1.0 {
 			t.Errorf("%s frozen at rate %v burst %v", key, fr, f["ThrottlingBurstLimit"])
 		}
+	}
+}
+
+// TestDynamoDBAlarmsSeeOneOperationAlone: the table's throttle and system
+// error alarms sum the service's operations by DynamoDB's own names
+// (GetItem, not GET_ITEM: a name DynamoDB does not publish has no data),
+// each FILLed with 0: metric math's sum with a missing operand is
+// missing, so a plain sum has data only in a period in which every one of
+// the operations was throttled, and the alarm would miss the table
+// throttling the reads alone.
+func TestDynamoDBAlarmsSeeOneOperationAlone(t *testing.T) {
+	dynamoOps := map[string]bool{"GetItem": true, "PutItem": true, "UpdateItem": true, "DeleteItem": true, "Query": true, "BatchWriteItem": true, "TransactWriteItems": true}
+	seen := 0
+	for id, a := range resources("prod", "AWS::CloudWatch::Alarm") {
+		if !strings.HasPrefix(id, "dynamodb") {
+			continue
+		}
+		seen++
+		ops := 0
+		for _, m := range props(a)["Metrics"].([]any) {
+			mm := m.(map[string]any)
+			if _, ok := mm["Expression"]; ok {
+				continue
+			}
+			for _, d := range mm["MetricStat"].(map[string]any)["Metric"].(map[string]any)["Dimensions"].([]any) {
+				if dm := d.(map[string]any); dm["Name"] == "Operation" {
+					if !dynamoOps[dm["Value"].(string)] {
+						t.Errorf("%s: Operation %v is not a name DynamoDB publishes", id, dm["Value"])
+					}
+					ops++
+					if !strings.Contains(fmt.Sprint(props(a)["Metrics"]), "FILL("+mm["Id"].(string)+", 0)") {
+						t.Errorf("%s: %s is summed unFILLed", id, mm["Id"])
+					}
+				}
+			}
+		}
+		if ops != len(dynamoOps) {
+			t.Errorf("%s: %d operations, want %d", id, ops, len(dynamoOps))
+		}
+	}
+	if seen != 2 {
+		t.Errorf("%d DynamoDB alarms, want throttles and system errors", seen)
 	}
 }

@@ -51,7 +51,8 @@ func TestMissingDataAsCloudWatchTreatsIt(t *testing.T) {
 
 // TestMetricMathAsAlarmsUseIt: the expressions the template's alarms use,
 // on per-period values; a missing metric or a division by zero is a
-// missing data point; an unknown function is refused.
+// missing data point (and so is any sum with one), unless FILLed; an
+// unknown function is refused.
 func TestMetricMathAsAlarmsUseIt(t *testing.T) {
 	for _, c := range []struct {
 		expr string
@@ -65,6 +66,10 @@ func TestMetricMathAsAlarmsUseIt(t *testing.T) {
 		{"IF(errors >= 2 AND requests > 0, 1, 0)", map[string]float64{"requests": 1, "errors": 3}, 1, true},
 		{"a / b", map[string]float64{"a": 1, "b": 0}, 0, false},
 		{"-a + 2 * (b - 1)", map[string]float64{"a": 1, "b": 3}, 3, true},
+		// A sum over operations: one missing makes it missing; FILL does not.
+		{"getitem + query", map[string]float64{"getitem": 3}, 0, false},
+		{"FILL(getitem, 0) + FILL(query, 0)", map[string]float64{"getitem": 3}, 3, true},
+		{"FILL(getitem, 0) + FILL(query, 0)", map[string]float64{}, 0, true},
 	} {
 		e, _, err := ParseExpr(c.expr)
 		if err != nil {
@@ -76,6 +81,9 @@ func TestMetricMathAsAlarmsUseIt(t *testing.T) {
 	}
 	if _, _, err := ParseExpr("ANOMALY_DETECTION_BAND(m1)"); err == nil {
 		t.Error("an unknown function was accepted")
+	}
+	if _, _, err := ParseExpr("FILL(m1, REPEAT)"); err == nil {
+		t.Error("FILL with a value that is not a number was accepted")
 	}
 }
 

@@ -9,8 +9,9 @@ import (
 
 // Expr is a metric math expression of the subset localcloud evaluates:
 // numbers, the ids of the alarm's other metrics, + - * /, comparisons
-// (> >= < <= == !=, 1 or 0), AND/&&, OR/||, NOT/! and IF(condition, then,
-// else), as CloudWatch's metric math defines them; any other function
+// (> >= < <= == !=, 1 or 0), AND/&&, OR/||, NOT/!, IF(condition, then,
+// else) and FILL(m, number), as CloudWatch's metric math defines them (an
+// operation on a missing data point is missing, which FILL fills); any other function
 // stops localcloud at start (ParseExpr's error).
 // https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/using-metric-math.html
 type Expr func(vars map[string]float64) (float64, bool)
@@ -209,8 +210,9 @@ func (p *parser) atom() (Expr, error) {
 	}
 	p.space()
 	if p.i < len(p.s) && p.s[p.i] == '(' {
-		if strings.ToUpper(word) != "IF" {
-			return nil, fmt.Errorf("function %s is not evaluated by localcloud (IF only)", word)
+		fn := strings.ToUpper(word)
+		if fn != "IF" && fn != "FILL" {
+			return nil, fmt.Errorf("function %s is not evaluated by localcloud (IF and FILL only)", word)
 		}
 		p.i++
 		var args []Expr
@@ -226,6 +228,24 @@ func (p *parser) atom() (Expr, error) {
 			if !p.eat(",") {
 				return nil, fmt.Errorf("IF: expected , or )")
 			}
+		}
+		if fn == "FILL" {
+			// FILL(m, value): m's value, or value where m has none (a
+			// missing data point); the value is a number here.
+			if len(args) != 2 {
+				return nil, fmt.Errorf("FILL takes 2 arguments, got %d", len(args))
+			}
+			fill, ok := args[1](nil)
+			if !ok {
+				return nil, fmt.Errorf("FILL: the value must be a number here")
+			}
+			m := args[0]
+			return func(v map[string]float64) (float64, bool) {
+				if x, ok := m(v); ok {
+					return x, true
+				}
+				return fill, true
+			}, nil
 		}
 		if len(args) != 3 {
 			return nil, fmt.Errorf("IF takes 3 arguments here, got %d", len(args))
