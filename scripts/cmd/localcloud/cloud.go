@@ -16,10 +16,12 @@ import (
 
 	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/cloudwatch"
 	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/codedeploy"
+	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/iam"
 	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/lambda"
 	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/sns"
 	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/sqsserver"
 	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/stack"
+	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/tablefaults"
 )
 
 // timeScale is LOCALCLOUD_TIME_SCALE: how many times faster than the wall
@@ -52,6 +54,7 @@ type observability struct {
 	groups    map[string]*codedeploy.Group // by function logical id
 	aliases   map[string]*lambda.Alias     // by function logical id
 	queues    map[string]*sqsserver.Queue  // by logical id
+	table     *tablefaults.Faults          // the table's faults, per calling function
 
 	mu          sync.Mutex
 	targets     map[string]string // function logical id → the version its running release targets
@@ -122,7 +125,7 @@ func newObservability(st *stack.Stack, res *stack.Resolver, scale float64, alias
 				continue
 			}
 			gp, _ := st.Resources[gid]["Properties"].(map[string]any)
-			g := &codedeploy.Group{ID: gid, Config: fmt.Sprint(gp["DeploymentConfigName"])}
+			g := &codedeploy.Group{ID: gid, Config: fmt.Sprint(gp["DeploymentConfigName"]), Hook: stack.RefID(up["BeforeAllowTrafficHook"])}
 			if ac, ok := gp["AlarmConfiguration"].(map[string]any); ok && ac["Enabled"] != false {
 				for _, al := range ac["Alarms"].([]any) {
 					g.Alarms = append(g.Alarms, stack.RefID(al.(map[string]any)["Name"]))
@@ -149,8 +152,67 @@ func newObservability(st *stack.Stack, res *stack.Resolver, scale float64, alias
 		o.mu.Lock()
 		o.targets[fn] = v
 		o.mu.Unlock()
-	}}
+	}, Invoke: func(ctx context.Context, fn string, event []byte) { go o.invokeAsync(ctx, fn, event, scale) }}
 	return o, nil
+}
+
+// invokeAsync invokes a function (its logical id) asynchronously, as
+// CodeDeploy invokes a lifecycle hook: an invocation that fails or is
+// throttled is retried twice, a minute and then two minutes later (on the
+// scaled clock), as Lambda retries an asynchronous invocation.
+// https://docs.aws.amazon.com/lambda/latest/dg/invocation-async-error-handling.html
+func (o *observability) invokeAsync(ctx context.Context, fn string, event []byte, scale float64) {
+	a := o.aliases[fn]
+	if a == nil {
+		slog.Error("codedeploy: no hook function", "function", fn)
+		return
+	}
+	for attempt := 0; ; attempt++ {
+		out, _, err := a.Invoke(ctx, event, lambda.NoWait)
+		if err == nil && out.Status == "ok" || attempt == 2 {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Duration(float64(time.Duration(attempt+1)*time.Minute) / scale)):
+		}
+	}
+}
+
+// withAPIs adds to a function's environment the SDK's endpoints of Lambda
+// and CodeDeploy: localcloud's (serveAPIs), where the release check
+// invokes versions and reports to CodeDeploy.
+func withAPIs(env []string, apis string) []string {
+	return append(env, "AWS_ENDPOINT_URL_LAMBDA="+apis, "AWS_ENDPOINT_URL_CODEDEPLOY="+apis)
+}
+
+// serveAPIs serves, on ln, Lambda's Invoke and CodeDeploy's hook calls
+// for the functions (the release check: AWS_ENDPOINT_URL_LAMBDA and
+// AWS_ENDPOINT_URL_CODEDEPLOY); the caller's role is not checked on
+// these (the iam package checks the table's and the queues' calls).
+func (o *observability) serveAPIs(ln net.Listener, st *stack.Stack) func() {
+	byName := map[string]*lambda.Alias{}
+	for id, a := range o.aliases {
+		byName[st.Functions[id].Name] = a
+	}
+	app := ""
+	for id, r := range st.Resources {
+		if r["Type"] == "AWS::CodeDeploy::Application" {
+			app = id
+		}
+	}
+	invoke := lambda.InvokeAPI{Functions: byName}
+	deploy := codedeploy.API{Application: app, Deployment: o.deploy.Deployment}
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.Header.Get("X-Amz-Target"), "CodeDeploy_20141006.") {
+			deploy.ServeHTTP(w, r)
+			return
+		}
+		invoke.ServeHTTP(w, r)
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	return func() { _ = srv.Close() }
 }
 
 // notify logs an alarm's change of state and publishes it to the
@@ -274,11 +336,12 @@ func (o *observability) control(ctx context.Context, key string, st *stack.Stack
 		write(w, 200, map[string]string{"status": s, "reason": why, "from": d.From, "to": d.To, "config": d.Config})
 	})
 	// Faults, for the alarm campaign: a function crashing, throttled or
-	// slow; a message in a queue (a dead-letter queue that is not empty).
+	// slow; its calls to the table throttled, failing or slow ("store");
+	// a message in a queue (a dead-letter queue that is not empty).
 	mux.HandleFunc("POST /localcloud/faults", func(w http.ResponseWriter, r *http.Request) {
 		var in struct {
-			Function, Queue, Fault string
-			DelayMS                int `json:"delay_ms"`
+			Function, Queue, Fault, Store string
+			DelayMS                       int `json:"delay_ms"`
 		}
 		if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
 			write(w, 400, map[string]string{"message": err.Error()})
@@ -294,6 +357,17 @@ func (o *observability) control(ctx context.Context, key string, st *stack.Stack
 			}
 			write(w, 404, map[string]string{"message": "no queue " + in.Queue})
 			return
+		}
+		for _, f := range st.Functions {
+			if f.Name == in.Function && in.Store != "" && o.table != nil {
+				ft := tablefaults.Fault{Kind: in.Store, Delay: time.Duration(in.DelayMS) * time.Millisecond}
+				if in.Store == "none" {
+					ft = tablefaults.Fault{}
+				}
+				o.table.Set(f.Name, ft)
+				write(w, 200, map[string]string{"function": in.Function, "store": in.Store})
+				return
+			}
 		}
 		for id, f := range st.Functions {
 			if f.Name == in.Function && o.aliases[id] != nil {
@@ -341,4 +415,25 @@ func serveControl(h http.Handler) (string, func(), error) {
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	return "http://" + ln.Addr().String(), func() { _ = srv.Close() }, nil
+}
+
+// serveTableFaults serves the table's faults (package tablefaults) on a
+// loopback port, in front of the engine: the guard passes the calls it
+// allows there, so a fault acts after IAM's check, as DynamoDB throttles
+// only calls it has authorized.
+func serveTableFaults(engine string, ids *iam.Identities) (*tablefaults.Faults, string, func(), error) {
+	f, err := tablefaults.New(engine, func(r *http.Request) string {
+		who, _, _ := ids.Of(r)
+		return who
+	})
+	if err != nil {
+		return nil, "", nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, "", nil, err
+	}
+	srv := &http.Server{Handler: f, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return f, "http://" + ln.Addr().String(), func() { _ = srv.Close() }, nil
 }

@@ -168,7 +168,12 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	guard, err := iam.NewDynamoGuard(cfg.Endpoint, ids, pol, cfg.TableName, iam.TableKeys(st.Table.Props))
+	tableFaults, tableURL, stopFaults, err := serveTableFaults(cfg.Endpoint, ids) // the campaign's store faults, behind the guard
+	if err != nil {
+		return err
+	}
+	defer stopFaults()
+	guard, err := iam.NewDynamoGuard(tableURL, ids, pol, cfg.TableName, iam.TableKeys(st.Table.Props))
 	if err != nil {
 		return err
 	}
@@ -185,11 +190,16 @@ func run() error {
 	// template's bootstrap) until a release publishes another.
 	fns := map[string]*lambda.Alias{}
 	var obs *observability
+	apisLn, err := net.Listen("tcp", "127.0.0.1:0") // Lambda's Invoke and CodeDeploy's hook calls (the release check's)
+	if err != nil {
+		return err
+	}
 	for id, spec := range st.Functions {
 		env, err := functionEnv(spec, res, settings, "http://"+guardLn.Addr().String(), sqs.Base, sqs.Credential(spec.Name))
 		if err != nil {
 			return err
 		}
+		env = withAPIs(env, "http://"+apisLn.Addr().String())
 		fns[id] = lambda.NewAlias("live", lambda.New(spec, env, res.FunctionArn(id), maxConc, &lambda.Logger{Name: spec.Name, W: logs}))
 	}
 	defer func() {
@@ -204,7 +214,8 @@ func run() error {
 	if obs, err = newObservability(st, res, scale, fns); err != nil {
 		return err
 	}
-	logs.Metrics, obs.queues = obs.store, queues
+	logs.Metrics, obs.queues, obs.table, tableFaults.Metrics = obs.store, queues, tableFaults, obs.store
+	defer obs.serveAPIs(apisLn, st)()
 	for _, a := range fns {
 		a.Version("1").Metrics = obs.store
 	}
@@ -254,7 +265,7 @@ func startSources(ctx context.Context, sources *sync.WaitGroup, st *stack.Stack,
 	streams := dynamodbstreams.New(dynamodbstreams.Options{Region: stack.Region, BaseEndpoint: aws.String(engine),
 		Credentials: credentials.NewStaticCredentialsProvider("local", "local", "")})
 	for _, m := range st.StreamMappings {
-		s := &eventsource.Stream{Spec: m, Fn: fns[m.Function], Client: streams, StreamArn: streamArn}
+		s := &eventsource.Stream{Spec: m, Fn: lambda.StreamConsumer{Alias: fns[m.Function], Scale: scale}, Client: streams, StreamArn: streamArn}
 		if m.OnFailure != "" {
 			s.OnFailure = queues[m.OnFailure]
 		}

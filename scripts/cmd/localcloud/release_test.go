@@ -231,6 +231,21 @@ func TestABadReleaseRollsBackAndAGoodOneGoesOut(t *testing.T) {
 	if got := c.servedVersion(resp.Header.Get("X-Request-Id")); resp.StatusCode != 200 || got != fmt.Sprint(st["to"]) {
 		t.Errorf("after the good release, GET /matters/{matter}: %d from version %q, want 200 from %v", resp.StatusCode, got, st["to"])
 	}
+	// Each release ran its pre-traffic hook first: the release check
+	// passed both builds (the broken route needs a key, which the local
+	// stage's checks do not have) and CodeDeploy went on.
+	passed, hooked := 0, 0
+	for _, l := range c.log() {
+		if strings.Contains(l, `"msg":"release check passed"`) {
+			passed++
+		}
+		if strings.Contains(l, `"msg":"codedeploy lifecycle hook succeeded"`) {
+			hooked++
+		}
+	}
+	if passed != 2 || hooked != 2 {
+		t.Errorf("%d release checks passed and %d hooks succeeded, want 2 of each (one per release)", passed, hooked)
+	}
 }
 
 // alarmID is the logical id of the alarm whose id starts with prefix.

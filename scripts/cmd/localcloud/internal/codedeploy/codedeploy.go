@@ -10,10 +10,12 @@ package codedeploy
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,11 +29,13 @@ type Alias interface {
 }
 
 // Group is an AWS::CodeDeploy::DeploymentGroup: its configuration, the
-// alarms it watches and its rollback events.
+// alarms it watches and its rollback events; with the alias's
+// BeforeAllowTraffic hook (the function's logical id; "" for none).
 type Group struct {
 	ID, Config   string
 	Alarms       []string // alarm logical ids
 	AutoRollback bool
+	Hook         string
 }
 
 // Shift is a deployment configuration: Percent to the new version for
@@ -67,11 +71,47 @@ func ParseConfig(name string) (Shift, error) {
 // Deployment is one release of a function.
 type Deployment struct {
 	ID, Function, From, To, Config string
+	// Group is its deployment group's name (localcloud's: the logical id);
+	// Name the function's name, Alias the alias it shifts (its AppSpec's).
+	Group, Name, Alias string
 
 	mu     sync.Mutex
-	status string // InProgress, Succeeded, Stopped
+	status string // InProgress, Succeeded, Stopped, Failed
 	reason string
 	done   chan struct{}
+	hookID string      // the BeforeAllowTraffic hook's execution id, while it runs
+	hook   chan string // its status, when the hook puts it
+	// hookReported: the hook has put its status.
+	hookReported bool
+}
+
+// AppSpec is the deployment's AppSpec content, as CloudFormation's
+// deployments of a Lambda alias carry it (the function, its alias, the
+// version it leaves and the one it shifts to).
+// https://docs.aws.amazon.com/codedeploy/latest/userguide/reference-appspec-file-structure-resources.html
+func (d *Deployment) AppSpec() string {
+	b, _ := json.Marshal(map[string]any{"version": 0.0, "Resources": []any{map[string]any{d.Name: map[string]any{"Type": "AWS::Lambda::Function",
+		"Properties": map[string]any{"Name": d.Name, "Alias": d.Alias, "CurrentVersion": d.From, "TargetVersion": d.To}}}}})
+	return string(b)
+}
+
+// PutHookStatus is the hook's PutLifecycleEventHookExecutionStatus: its
+// Succeeded or Failed, once, for the execution id it was invoked with.
+func (d *Deployment) PutHookStatus(execID, status string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.hookID == "" || execID != d.hookID {
+		return fmt.Errorf("InvalidLifecycleEventHookExecutionIdException: no lifecycle event hook execution %q in deployment %s", execID, d.ID)
+	}
+	if status != "Succeeded" && status != "Failed" {
+		return fmt.Errorf("InvalidLifecycleEventHookExecutionStatusException: %q (Succeeded or Failed)", status)
+	}
+	if d.hookReported {
+		return fmt.Errorf("LifecycleEventAlreadyCompletedException: the hook execution %s has already reported", execID)
+	}
+	d.hookReported = true
+	d.hook <- status // buffered: read once
+	return nil
 }
 
 // Status is the deployment's status and why it ended so.
@@ -100,7 +140,25 @@ type Service struct {
 	// Target is told the version each function's release targets while
 	// it runs ("" when none): its alarms watch that version.
 	Target func(function, version string)
+	// Invoke invokes a hook function (its logical id) with CodeDeploy's
+	// event, asynchronously: it returns at once, and the hook reports by
+	// PutLifecycleEventHookExecutionStatus (Deployment.PutHookStatus).
+	Invoke func(ctx context.Context, function string, event []byte)
+
+	deployments sync.Map // id → *Deployment
 }
+
+// Deployment is a deployment by its id (nil: none).
+func (s *Service) Deployment(id string) *Deployment {
+	d, _ := s.deployments.Load(id)
+	d2, _ := d.(*Deployment)
+	return d2
+}
+
+// HookTimeout is how long a deployment waits for a lifecycle hook's
+// status before it fails (an hour; on the scaled clock).
+// https://docs.aws.amazon.com/codedeploy/latest/userguide/reference-appspec-file-structure-hooks.html#appspec-hooks-lambda
+const HookTimeout = time.Hour
 
 func (s *Service) scaled(d time.Duration) time.Duration {
 	if s.Scale <= 0 {
@@ -114,7 +172,15 @@ func (s *Service) scaled(d time.Duration) time.Duration {
 // until it succeeds or stops.
 func (s *Service) Deploy(ctx context.Context, function string, alias Alias, group *Group, shift Shift, target string) *Deployment {
 	from, _, _ := alias.Routing()
-	d := &Deployment{ID: "d-" + uuid.NewString()[:9], Function: function, From: from, To: target, Config: shift.Name, status: "InProgress", done: make(chan struct{})}
+	d := &Deployment{ID: "d-" + uuid.NewString()[:9], Function: function, From: from, To: target, Config: shift.Name, status: "InProgress", done: make(chan struct{}),
+		Group: group.ID, Name: function, hook: make(chan string, 1)}
+	if n, ok := alias.(interface{ Name() string }); ok {
+		d.Name = n.Name()
+	}
+	if n, ok := alias.(interface{ ARN() string }); ok { // function:name:alias
+		d.Alias = n.ARN()[strings.LastIndexByte(n.ARN(), ':')+1:]
+	}
+	s.deployments.Store(d.ID, d)
 	go s.run(ctx, d, alias, group, shift)
 	return d
 }
@@ -164,6 +230,36 @@ func (s *Service) run(ctx context.Context, d *Deployment, alias Alias, group *Gr
 		return
 	}
 	log.Info("codedeploy deployment started")
+	// BeforeAllowTraffic: the hook checks the new version before any
+	// traffic moves; a Failed status, or none within the hour, fails the
+	// deployment (the alias has not moved).
+	if group.Hook != "" && s.Invoke != nil {
+		exec := uuid.NewString()
+		d.mu.Lock()
+		d.hookID = exec
+		d.mu.Unlock()
+		event, _ := json.Marshal(map[string]string{"DeploymentId": d.ID, "LifecycleEventHookExecutionId": exec})
+		s.Invoke(ctx, group.Hook, event)
+		var status string
+		select {
+		case status = <-d.hook:
+		case <-time.After(s.scaled(HookTimeout)):
+			status = "not reported within an hour"
+		case <-ctx.Done():
+			stop("localcloud is stopping")
+			return
+		}
+		if status != "Succeeded" {
+			reason := "the BeforeAllowTraffic hook " + group.Hook + ": " + status
+			if group.AutoRollback {
+				reason += "; rolled back to version " + d.From
+			}
+			log.Warn("codedeploy deployment failed", "reason", reason)
+			d.end("Failed", reason)
+			return
+		}
+		log.Info("codedeploy lifecycle hook succeeded", "hook", group.Hook)
+	}
 	for pct := shift.Percent; pct < 100; pct += shift.Percent {
 		if err := alias.Route(d.From, d.To, pct/100); err != nil {
 			d.end("Stopped", err.Error())
