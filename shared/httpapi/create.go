@@ -28,7 +28,7 @@ type CreateRequest struct {
 	ClientID string
 	Body     []byte
 	Now      time.Time
-	idem     *idempotency.Store
+	idem     IdempotencyKeys
 	binding  idempotency.Binding
 	location func(id string) string
 	answer   []byte // the resource as JSON, as bound with the key

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/uuid"
 
 	"github.com/practice-api/practice-api/shared/auth"
@@ -25,9 +26,29 @@ import (
 	"github.com/practice-api/practice-api/shared/idempotency"
 )
 
+// Authenticator checks a bearer key and counts the request against its
+// client's rate limit, in one step: *auth.Store does both in one
+// conditional write. It returns auth.ErrUnauthenticated for a key that is
+// unknown, revoked or expired; any other error is the store's.
+type Authenticator interface {
+	Authenticate(ctx context.Context, tok auth.Token, now time.Time) (auth.Client, auth.Usage, error)
+}
+
+// IdempotencyKeys reads and binds Idempotency-Keys (*idempotency.Store):
+// Lookup returns a bound key's record (nil when the key is free), Item the
+// transaction action that binds it with the created resource.
+type IdempotencyKeys interface {
+	Lookup(ctx context.Context, org, endpoint, key string, consistent bool, now time.Time) (*idempotency.Record, error)
+	Item(b idempotency.Binding, resourceID, location string, response []byte) (ddbtypes.TransactWriteItem, error)
+}
+
 // Config is what the edge needs; every field is built once per process.
+// The edge depends on the key store and the idempotency records through
+// small interfaces (Authenticator, IdempotencyKeys), so that its own
+// behaviour (headers, scopes, limits, the 404/405 tables) is tested
+// without an engine; what the store decides is tested on DynamoDB Local.
 type Config struct {
-	Auth   *auth.Store
+	Auth   Authenticator
 	Sealer *Sealer
 	// RateLimit is requests per minute per API client without a limit of
 	// its own (default 120).
@@ -45,7 +66,7 @@ type Config struct {
 	// process's default, so they can run in parallel.
 	Log *slog.Logger
 	// Idempotency keeps the Idempotency-Key records of creates.
-	Idempotency *idempotency.Store
+	Idempotency IdempotencyKeys
 	// PublicBaseURL is the origin clients call (scheme://host[:port], no
 	// path): links.next and Location are built on it, never on the
 	// request's Host header, which a client controls. The devserver sets
@@ -109,7 +130,7 @@ type accessEntry struct {
 type requestEnv struct {
 	client *auth.Client
 	sealer *Sealer
-	idem   *idempotency.Store
+	idem   IdempotencyKeys
 	now    func() time.Time
 }
 
