@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/practice-api/practice-api/shared/apitest"
-	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/httpapi/routes"
 	"github.com/practice-api/practice-api/shared/matter"
 	"github.com/practice-api/practice-api/shared/seed"
@@ -53,37 +52,6 @@ func TestConditionalReads(t *testing.T) {
 	}
 	if e.Get(path, w.key).Header.Get("ETag") == etag {
 		t.Fatal("ETag unchanged after a change")
-	}
-}
-
-func TestRateLimitDraftHeaders(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t, apitest.Options{RateLimit: 10})
-	org := e.Org("A")
-	start := time.Now().Truncate(time.Minute).Add(time.Minute)
-	e.SetNow(start.Add(15 * time.Second))
-	key := e.Key(org)
-	r := e.Get("/api/v1/matters", key)
-	if r.Header.Get("RateLimit-Policy") != `"default";q=10;w=60` || r.Header.Get("RateLimit") != `"default";r=9;t=45` {
-		t.Fatalf("headers %v", r.Header)
-	}
-}
-
-func TestDeprecationHeaders(t *testing.T) {
-	t.Parallel()
-	since := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
-	e := apitest.New(t, apitest.Options{Deprecation: &httpapi.Deprecation{Since: since, Sunset: since.AddDate(0, 6, 0), Link: "https://example.com/migrate-to-v2"}})
-	key := e.Key(e.Org("A"))
-	for _, path := range []string{"/api/v1/matters", "/api/v1/nothing", "/api/v1/matters/x"} {
-		r := e.Get(path, key)
-		if r.Header.Get("Deprecation") != "@1798761600" || r.Header.Get("Sunset") != "Thu, 01 Jul 2027 00:00:00 GMT" ||
-			r.Header.Get("Link") != `<https://example.com/migrate-to-v2>; rel="deprecation"; type="text/html"` {
-			t.Fatalf("%s: %v", path, r.Header)
-		}
-	}
-	plain := apitest.New(t, apitest.Options{})
-	if r := plain.Get("/api/v1/matters", plain.Key(plain.Org("A"))); r.Header.Get("Deprecation") != "" || r.Header.Get("Sunset") != "" {
-		t.Fatal("a current version announces deprecation")
 	}
 }
 
