@@ -143,6 +143,12 @@ func TestDocsAssetsMatchThePin(t *testing.T) {
 // reference page stays at or below 12 MB, built as make build builds it.
 func TestMetaBootstrapSize(t *testing.T) {
 	t.Parallel()
+	if testing.Short() {
+		// A cross-compiled, stripped link of a whole Lambda: 25 s of make
+		// unit's wall time under load, for a check no code change in the
+		// fast loop needs at once. make test runs it.
+		t.Skip("links a Lambda bootstrap (linux/arm64): skipped with -short; make test runs it")
+	}
 	out := filepath.Join(t.TempDir(), "bootstrap")
 	cmd := exec.Command("go", "build", "-trimpath", "-tags", "lambda.norpc", "-ldflags", "-s -w", "-o", out, "../../functions/meta")
 	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=0")
