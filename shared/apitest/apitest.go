@@ -308,6 +308,33 @@ func (e *Env) Post(path, key, idem, body string) Response {
 // Get sends a GET with key.
 func (e *Env) Get(path, key string) Response { e.t.Helper(); return e.Do("GET", path, key, nil) }
 
+// Collect follows links.next from path to the end and returns the id of
+// every record in order; a page that is not 200, or whose meta disagrees
+// with links.next, fails the test.
+func (e *Env) Collect(path, key string) []string {
+	e.t.Helper()
+	var all []string
+	for pages := 0; path != ""; pages++ {
+		if pages > 100 {
+			e.t.Fatal("pagination does not end")
+		}
+		r := e.Get(path, key)
+		if r.Status != http.StatusOK {
+			e.t.Fatalf("GET %s: %d %s", path, r.Status, r.Raw)
+		}
+		for _, d := range r.Data() {
+			id, _ := d["id"].(string)
+			all = append(all, id)
+		}
+		path = r.Next()
+		meta, _ := r.Body["meta"].(map[string]any)
+		if more, _ := meta["has_more"].(bool); (path != "") != more || (path == "") != (meta["next_cursor"] == nil) {
+			e.t.Fatalf("meta %v disagrees with links.next %q", meta, path)
+		}
+	}
+	return all
+}
+
 // Data returns the list in a list response's data.
 func (r Response) Data() []map[string]any {
 	list, _ := r.Body["data"].([]any)

@@ -1,4 +1,4 @@
-package families_test
+package timeentry_test
 
 import (
 	"fmt"
@@ -10,6 +10,10 @@ import (
 	"github.com/practice-api/practice-api/shared/timeentry"
 )
 
+// TestTimeEntryFilters: every filter of GET /time-entries, alone and
+// combined, at two page sizes, against the records written; a bad value
+// is a 422 naming its parameter; another organisation's matter is an
+// empty page.
 func TestTimeEntryFilters(t *testing.T) {
 	t.Parallel()
 	e := apitest.New(t, apitest.Options{})
@@ -62,7 +66,7 @@ func TestTimeEntryFilters(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.query, func(t *testing.T) {
 			for _, per := range []int{2, 100} {
-				got := collect(t, e, fmt.Sprintf("/api/v1/time-entries?per_page=%d&%s", per, c.query), key)
+				got := e.For(t).Collect(fmt.Sprintf("/api/v1/time-entries?per_page=%d&%s", per, c.query), key)
 				if !slices.Equal(got, c.want) && !(len(got) == 0 && len(c.want) == 0) {
 					t.Fatalf("per_page=%d: got %v\nwant %v", per, got, c.want)
 				}
