@@ -1,14 +1,20 @@
-package families_test
+package report_test
 
 import (
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/practice-api/practice-api/shared/apitest"
 	"github.com/practice-api/practice-api/shared/billing"
 	"github.com/practice-api/practice-api/shared/timeentry"
 )
 
+var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// TestReportsAgainstHandComputedValues: each report of a seeded
+// organisation against values computed by hand; bad parameters are 422,
+// an unknown type 404, another organisation's report its own.
 func TestReportsAgainstHandComputedValues(t *testing.T) {
 	t.Parallel()
 	e := apitest.New(t, apitest.Options{})
@@ -45,19 +51,9 @@ func TestReportsAgainstHandComputedValues(t *testing.T) {
 	}
 	check := func(path, want string) {
 		t.Helper()
-		r := e.Get(path, key)
-		mustStatus(t, r, 200)
-		var got, exp any
-		b, _ := json.Marshal(r.Body["data"])
-		_ = json.Unmarshal(b, &got)
-		if err := json.Unmarshal([]byte(want), &exp); err != nil {
-			t.Fatal(err)
-		}
-		g, _ := json.Marshal(got)
-		x, _ := json.Marshal(exp)
-		if string(g) != string(x) {
-			t.Fatalf("%s\n got %s\nwant %s", path, g, x)
-		}
+		t.Run(path, func(t *testing.T) {
+			checkReport(t, e.For(t), path, key, want)
+		})
 	}
 	check("/api/v1/reports/time-summary?date_from=2025-03-01&date_to=2025-03-31", `{
 		"type":"time-summary","date_from":"2025-03-01","date_to":"2025-03-31","currency":"DKK",
@@ -81,9 +77,11 @@ func TestReportsAgainstHandComputedValues(t *testing.T) {
 		"/api/v1/reports/receivables-aging?as_of=tomorrow":                     422,
 		"/api/v1/reports/time-summary?date_from=2024-01-02&date_to=2025-01-01": 200, // 366 days
 	} {
-		if r := e.Get(path, key); r.Status != status || r.Body["message"] == nil && status != 200 {
-			t.Errorf("%s: %d, want %d", path, r.Status, status)
-		}
+		t.Run(path, func(t *testing.T) {
+			if r := e.For(t).Get(path, key); r.Status != status || r.Body["message"] == nil && status != 200 {
+				t.Errorf("%d, want %d: %s", r.Status, status, r.Raw)
+			}
+		})
 	}
 	// Another organisation's report is its own, empty one.
 	other := e.Key(e.Org("B"))
@@ -101,4 +99,24 @@ func byMatter(m1, m2 string) string {
 		a, b = b, a
 	}
 	return "[" + a + "," + b + "]"
+}
+
+// checkReport compares GET path's data with want as JSON values.
+func checkReport(t *testing.T, e *apitest.Env, path, key, want string) {
+	t.Helper()
+	r := e.Get(path, key)
+	if r.Status != 200 {
+		t.Fatalf("%d %s", r.Status, r.Raw)
+	}
+	var got, exp any
+	b, _ := json.Marshal(r.Body["data"])
+	_ = json.Unmarshal(b, &got)
+	if err := json.Unmarshal([]byte(want), &exp); err != nil {
+		t.Fatal(err)
+	}
+	g, _ := json.Marshal(got)
+	x, _ := json.Marshal(exp)
+	if string(g) != string(x) {
+		t.Fatalf("\n got %s\nwant %s", g, x)
+	}
 }
