@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -40,6 +41,10 @@ func TestTheTypeScriptClient(t *testing.T) {
 			t.Fatalf("npm %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
+	// make test runs this suite on both runtimes at once, in one folder:
+	// one npm ci and build at a time (two at once tear node_modules and
+	// dist apart: ENOTEMPTY, ENOENT), so the second finds them ready.
+	unlock := lockFolder(t, filepath.Join(dir, ".e2e.lock"))
 	// npm ci when the lockfile is newer than what node_modules holds.
 	lock, err := os.Stat(filepath.Join(dir, "package-lock.json"))
 	if err != nil {
@@ -49,6 +54,7 @@ func TestTheTypeScriptClient(t *testing.T) {
 		npm("ci", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error")
 	}
 	npm("run", "build", "--silent")
+	unlock()
 
 	_, key, _ := newOrg(t, "parties:write,clients:read")
 	run := fmt.Sprint(time.Now().UnixNano() % 10000000)
@@ -107,4 +113,28 @@ func TestTheTypeScriptClient(t *testing.T) {
 	if got.Conflict.Status != 409 || got.Conflict.Code != "idempotency_key_reused" || got.Conflict.Explained == "" {
 		t.Errorf("the narrowed 409: %+v", got.Conflict)
 	}
+}
+
+// lockFolder takes an exclusive flock on path (created if need be) and
+// returns its release, which the test's cleanup also calls; the kernel
+// releases it when the process dies, so a killed run leaves no stale lock.
+func lockFolder(t *testing.T, path string) (unlock func()) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		t.Fatal(err)
+	}
+	var once bool
+	unlock = func() {
+		if !once {
+			once = true
+			f.Close()
+		}
+	}
+	t.Cleanup(unlock)
+	return unlock
 }
