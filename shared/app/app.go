@@ -58,11 +58,12 @@ func Load(ctx context.Context, db *store.DB, cfg config.Config) (*Env, error) {
 	}}, nil
 }
 
-// Apply sets the process-wide values cfg holds: the outbox's shard count
+// Apply sets the process-wide values cfg holds: the log level, the outbox's shard count
 // (OUTBOX_SHARDS, which every process that writes or sweeps events must
 // agree on) and the dimensions of the service's metrics (its stage, and
 // the function and version a Lambda runs).
 func Apply(cfg config.Config) {
+	LogLevel.Set(cfg.LogLevel)
 	outbox.Shards = cfg.OutboxShards
 	metrics.Stage = cfg.Stage
 	metrics.Function, metrics.Version = cfg.FunctionName, cfg.FunctionVersion
@@ -111,7 +112,13 @@ func Open(ctx context.Context, cfg config.Config) (*Env, error) {
 }
 
 // JSONLogs makes slog's default logger write JSON lines to stderr, the form
-// CloudWatch Logs Insights and operators' tools read.
+// CloudWatch Logs Insights and operators' tools read: at LogLevel and
+// above (INFO until Apply sets the configured one), and every line that
+// carries metrics whatever the level (metrics.KeepMetrics).
 func JSONLogs() {
-	slog.SetDefault(slog.New(slog.NewJSONHandler(os.Stderr, nil)))
+	slog.SetDefault(slog.New(metrics.KeepMetrics(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}), &LogLevel)))
 }
+
+// LogLevel is the least level of the process's own lines (LOG_LEVEL), set
+// by Apply.
+var LogLevel slog.LevelVar

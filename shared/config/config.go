@@ -12,6 +12,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"strconv"
@@ -29,6 +30,9 @@ type Config struct {
 	TableName        string
 	DynamoDBEndpoint string // "" means AWS's own endpoint resolution
 	Stage            string
+	// LogLevel is the least level of the process's own log lines; lines
+	// that carry metrics are kept at any level (app.JSONLogs).
+	LogLevel slog.Level
 	// FunctionName and FunctionVersion are the Lambda function and
 	// version the process runs (Lambda sets them): the dimensions of the
 	// request metrics a release's alarms watch.
@@ -109,6 +113,22 @@ var Vars = []Var{
 		}},
 	{"STAGE", "`local`", Service, "the stage's name: the `Stage` dimension of the custom metrics",
 		func(c *Config, v string) error { c.Stage = v; return nil }},
+	{"LOG_LEVEL", "`INFO`", Service, "the least level of a process's own log lines: `DEBUG`, `INFO`, `WARN` or `ERROR` (on AWS, the stage's `logLevel`); a line that carries metrics is written at any level, so no metric or alarm depends on it",
+		func(c *Config, v string) error {
+			switch strings.ToUpper(v) {
+			case "DEBUG", "TRACE":
+				c.LogLevel = slog.LevelDebug
+			case "INFO":
+				c.LogLevel = slog.LevelInfo
+			case "WARN":
+				c.LogLevel = slog.LevelWarn
+			case "ERROR", "FATAL":
+				c.LogLevel = slog.LevelError
+			default:
+				return fmt.Errorf("want DEBUG, INFO, WARN or ERROR, got %q", v)
+			}
+			return nil
+		}},
 	{"AWS_LAMBDA_FUNCTION_NAME", "set by Lambda", Edge, "the function's name: the `Function` dimension of the request metrics (each request's `Requests`, `ServerErrors`, `ClientErrors`, `Latency`, in the access log line)",
 		func(c *Config, v string) error { c.FunctionName = v; return nil }},
 	{"AWS_LAMBDA_FUNCTION_VERSION", "set by Lambda", Edge, "the version the process runs: the `Version` dimension of the request metrics, which a release's alarms watch",
