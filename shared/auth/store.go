@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -520,10 +521,18 @@ type Usage struct {
 }
 
 // Authenticate checks a token and counts the request against its client's
-// rate limit in one conditional UpdateItem: the condition admits only a
-// live, unexpired client holding this secret, so unknown and revoked keys
-// count nothing; ALL_NEW returns the client with the new count. Nothing is
-// cached: a revocation or expiry applies to the very next request.
+// rate limit: a consistent read of the client (its secret's hash, mode,
+// revocation, expiry, organisation, scopes, own limit), checked here in
+// constant time, and at the same moment an UpdateItem of its count alone
+// (rl_<minute>, on a client that exists, ReturnValues UPDATED_NEW). The two
+// are separate because the functions' roles may write nothing of a client
+// but its counts (dynamodb:Attributes, with ReturnValues held to the
+// updated attributes, as AWS requires for that limit): a condition on the
+// secret's hash, or an ALL_NEW answer, would need them to name the
+// client's other attributes. A request whose key turns out wrong, revoked
+// or expired has its count taken back, so it costs its client nothing.
+// Nothing is cached: a revocation or expiry applies to the very next
+// request.
 //
 // Counts are kept one attribute per minute (rl_<unix minute>); the update
 // removes the previous minute's, and any older one this process saw left
@@ -532,48 +541,55 @@ type Usage struct {
 func (s *Store) Authenticate(ctx context.Context, tok Token, now time.Time) (Client, Usage, error) {
 	minute := now.Unix() / 60
 	cur := rlPrefix + strconv.FormatInt(minute, 10)
-	names := map[string]string{"#cur": cur, "#sid": tok.SecretID, "#mode": "mode"}
+	prev := rlPrefix + strconv.FormatInt(minute-1, 10)
+	names := map[string]string{"#cur": cur, "#prev": prev}
 	remove := []string{"#prev"}
-	names["#prev"] = rlPrefix + strconv.FormatInt(minute-1, 10)
 	for i, old := range s.takeStale(tok.ClientID) {
-		if old != cur && old != names["#prev"] {
+		if old != cur && old != prev {
 			n := "#old" + strconv.Itoa(i)
 			names[n] = old
 			remove = append(remove, n)
 		}
 	}
 	pk, sk := clientKey(tok.ClientID)
+	var (
+		got    *dynamodb.GetItemOutput
+		getErr error
+		read   sync.WaitGroup
+	)
+	read.Go(func() {
+		got, getErr = s.db.Client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.db.Table), Key: store.Key(pk, sk), ConsistentRead: aws.Bool(true)})
+	})
 	out, err := s.db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:        aws.String(s.db.Table),
-		Key:              store.Key(pk, sk),
-		UpdateExpression: aws.String("SET #cur = if_not_exists(#cur, :zero) + :one REMOVE " + strings.Join(remove, ", ")),
-		ConditionExpression: aws.String("attribute_exists(PK) AND attribute_not_exists(revoked_at) AND #mode = :mode" +
-			" AND secrets.#sid.h = :h AND (attribute_not_exists(expires_at) OR expires_at > :now)"),
+		TableName:                aws.String(s.db.Table),
+		Key:                      store.Key(pk, sk),
+		UpdateExpression:         aws.String("SET #cur = if_not_exists(#cur, :zero) + :one REMOVE " + strings.Join(remove, ", ")),
+		ConditionExpression:      aws.String("attribute_exists(PK)"), // no client, no count (and no item made)
 		ExpressionAttributeNames: names,
 		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{
 			":one":  &ddbtypes.AttributeValueMemberN{Value: "1"},
 			":zero": &ddbtypes.AttributeValueMemberN{Value: "0"},
-			":mode": &ddbtypes.AttributeValueMemberS{Value: tok.Mode},
-			":h":    &ddbtypes.AttributeValueMemberS{Value: tok.Hash()},
-			":now":  &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(now.Unix(), 10)},
 		},
-		ReturnValues: ddbtypes.ReturnValueAllNew,
+		ReturnValues: ddbtypes.ReturnValueUpdatedNew,
 	})
+	read.Wait()
 	if store.IsConditionFailed(err) {
 		return Client{}, Usage{}, ErrUnauthenticated
 	}
 	if err != nil {
 		return Client{}, Usage{}, fmt.Errorf("authenticate: %w", err)
 	}
-	c, err := decodeClient(out.Attributes)
+	if getErr != nil {
+		return Client{}, Usage{}, fmt.Errorf("authenticate: %w", getErr)
+	}
+	c, err := decodeClient(got.Item)
 	if err != nil {
 		return Client{}, Usage{}, err
 	}
-	// The condition already matched; this is the authoritative, constant-time
-	// check in our own code, so the guarantee does not rest on the store.
 	sec, ok := c.Secrets[tok.SecretID]
-	if !ok || subtle.ConstantTimeCompare([]byte(sec.Hash), []byte(tok.Hash())) != 1 ||
+	if got.Item == nil || !ok || subtle.ConstantTimeCompare([]byte(sec.Hash), []byte(tok.Hash())) != 1 ||
 		c.RevokedAt != "" || c.Mode != tok.Mode || (c.ExpiresAt != 0 && c.ExpiresAt <= now.Unix()) {
+		s.uncount(ctx, pk, sk, cur)
 		return Client{}, Usage{}, ErrUnauthenticated
 	}
 	count, ok := out.Attributes[cur].(*ddbtypes.AttributeValueMemberN)
@@ -584,8 +600,25 @@ func (s *Store) Authenticate(ctx context.Context, tok Token, now time.Time) (Cli
 	if err != nil {
 		return Client{}, Usage{}, fmt.Errorf("authenticate: counter %s: %w", cur, err)
 	}
-	s.noteStale(c.ID, out.Attributes, cur)
+	s.noteStale(c.ID, got.Item, cur, prev)
 	return c, Usage{Count: n, Limit: c.RateLimit, Reset: time.Unix((minute+1)*60, 0).UTC()}, nil
+}
+
+// uncount takes back the count of a request whose key did not hold (best
+// effort: a failure leaves one request counted, as a request that failed
+// later would be).
+func (s *Store) uncount(ctx context.Context, pk, sk, cur string) {
+	_, err := s.db.Client.UpdateItem(context.WithoutCancel(ctx), &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.db.Table),
+		Key:                       store.Key(pk, sk),
+		UpdateExpression:          aws.String("SET #cur = #cur - :one"),
+		ConditionExpression:       aws.String("#cur > :zero"),
+		ExpressionAttributeNames:  map[string]string{"#cur": cur},
+		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":one": &ddbtypes.AttributeValueMemberN{Value: "1"}, ":zero": &ddbtypes.AttributeValueMemberN{Value: "0"}},
+	})
+	if err != nil && !store.IsConditionFailed(err) {
+		slog.WarnContext(ctx, "a refused key's count was not taken back", "err", err)
+	}
 }
 
 // decodeClient reads the attributes of a client item that a request
@@ -654,10 +687,10 @@ const maxStale = 10000
 // noteStale remembers the windows older than the current one that item
 // still holds (left by an idle spell), for the client's next update to
 // remove: they are never read as the current count, only take room.
-func (s *Store) noteStale(client string, item map[string]ddbtypes.AttributeValue, cur string) {
+func (s *Store) noteStale(client string, item map[string]ddbtypes.AttributeValue, keep ...string) {
 	var old []string
 	for name := range item {
-		if strings.HasPrefix(name, rlPrefix) && name != cur {
+		if strings.HasPrefix(name, rlPrefix) && !slices.Contains(keep, name) {
 			old = append(old, name)
 		}
 	}

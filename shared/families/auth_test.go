@@ -214,7 +214,7 @@ func TestRateLimit(t *testing.T) {
 	e.SetNow(minuteStart.Add(10*time.Minute + time.Second))
 	e.Calls.Reset()
 	mustStatus(t, e.Get("/api/v1/matters", key), 200)
-	if ops := e.Calls.Ops(); len(ops) != 2 {
+	if ops := e.Calls.Ops(); len(ops) != 3 {
 		t.Fatalf("stale counters left behind: %v", ops)
 	}
 }
