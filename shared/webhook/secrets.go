@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
@@ -30,7 +29,21 @@ type SecretBox interface {
 
 // Binding is the associated data a secret of an endpoint is sealed with.
 func Binding(org, endpoint string) string {
-	return "practice-api/webhook-secret/" + org + "/" + endpoint
+	return bindingPrefix + org + "/" + endpoint
+}
+
+const bindingPrefix = "practice-api/webhook-secret/"
+
+// bindingContext is a binding's KMS encryption context: the organisation
+// and the endpoint it names, which the key's policy requires (and
+// CloudTrail shows with every use of the key).
+func bindingContext(binding string) (map[string]string, error) {
+	rest, ok := strings.CutPrefix(binding, bindingPrefix)
+	org, endpoint, cut := strings.Cut(rest, "/")
+	if !ok || !cut || org == "" || endpoint == "" || strings.Contains(endpoint, "/") {
+		return nil, fmt.Errorf("webhook: %q names no organisation and endpoint", binding)
+	}
+	return map[string]string{"org": org, "endpoint": endpoint}, nil
 }
 
 // gcmSeal encrypts with AES-256-GCM under key, binding aad: nonce followed
@@ -126,60 +139,68 @@ func openPlain(s string) (string, error) {
 	return "", errors.New("webhook: secret sealed in an unknown form")
 }
 
-// KMSBox is envelope encryption under a KMS key: secrets are sealed with a
-// data key that KMS generates (reused for DataKeyLife, so a create costs no
-// KMS call most of the time) and stored beside it, encrypted; opening
-// decrypts each data key once per process.
+// KMSBox is envelope encryption under a KMS key: each secret is sealed
+// with a data key KMS generates for its endpoint, under an encryption
+// context naming the organisation and the endpoint (which the key's
+// policy requires of every call), and stored beside it, encrypted; opening
+// decrypts each data key once per process, under the same context. A
+// sealed secret copied to another endpoint opens neither at KMS nor in
+// the cipher (its binding is the associated data too).
 type KMSBox struct {
 	Client *kms.Client
 	KeyID  string
 
 	mu     sync.Mutex
-	plain  []byte // the current data key
-	blob   string // and its encrypted form
-	until  time.Time
 	opened map[string][]byte // encrypted data key → data key
 }
 
-// DataKeyLife is how long one data key seals new secrets.
-const DataKeyLife = time.Hour
-
+// Sealed forms: v3 seals with a data key of the endpoint's own, under its
+// encryption context; v2 (a data key shared for an hour, no context) and
+// v1 (no binding) were written before and open without a context, which
+// the key's policy now refuses: no stage held data before v3.
 const (
-	kmsPrefix   = "v2:kms:"
+	kmsPrefix   = "v3:kms:"
+	kmsPrefixV2 = "v2:kms:"
 	kmsPrefixV1 = "v1:kms:"
 )
 
-// Seal implements SecretBox.
+// Seal implements SecretBox: GenerateDataKey under the binding's context.
 func (b *KMSBox) Seal(ctx context.Context, secret, binding string) (string, error) {
 	if binding == "" {
 		return "", errors.New("webhook: a secret is sealed for its endpoint")
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.plain == nil || time.Now().After(b.until) {
-		out, err := b.Client.GenerateDataKey(ctx, &kms.GenerateDataKeyInput{KeyId: aws.String(b.KeyID), KeySpec: kmstypes.DataKeySpecAes256})
-		if err != nil {
-			return "", fmt.Errorf("webhook: data key: %w", err)
-		}
-		b.plain, b.blob, b.until = out.Plaintext, b64.EncodeToString(out.CiphertextBlob), time.Now().Add(DataKeyLife)
-	}
-	ct, err := gcmSeal(b.plain, secret, binding)
+	ec, err := bindingContext(binding)
 	if err != nil {
 		return "", err
 	}
-	return kmsPrefix + b.blob + ":" + b64.EncodeToString(ct), nil
+	out, err := b.Client.GenerateDataKey(ctx, &kms.GenerateDataKeyInput{KeyId: aws.String(b.KeyID), KeySpec: kmstypes.DataKeySpecAes256, EncryptionContext: ec})
+	if err != nil {
+		return "", fmt.Errorf("webhook: data key: %w", err)
+	}
+	ct, err := gcmSeal(out.Plaintext, secret, binding)
+	if err != nil {
+		return "", err
+	}
+	return kmsPrefix + b64.EncodeToString(out.CiphertextBlob) + ":" + b64.EncodeToString(ct), nil
 }
 
 // Open implements SecretBox: Decrypt only (the delivery function may
-// call nothing else on the key).
+// call nothing else on the key), under the binding's context.
 func (b *KMSBox) Open(ctx context.Context, sealed, binding string) (string, error) {
 	aad := binding
+	ec, err := bindingContext(binding)
+	if err != nil {
+		return "", err
+	}
 	rest, ok := strings.CutPrefix(sealed, kmsPrefix)
 	if !ok {
-		if rest, ok = strings.CutPrefix(sealed, kmsPrefixV1); !ok {
+		if rest, ok = strings.CutPrefix(sealed, kmsPrefixV2); ok {
+			ec = nil
+		} else if rest, ok = strings.CutPrefix(sealed, kmsPrefixV1); ok {
+			ec, aad = nil, ""
+		} else {
 			return openPlain(sealed)
 		}
-		aad = ""
 	}
 	blob, body, ok := strings.Cut(rest, ":")
 	ct, err := b64.DecodeString(body)
@@ -194,7 +215,7 @@ func (b *KMSBox) Open(ctx context.Context, sealed, binding string) (string, erro
 		if err != nil {
 			return "", errors.New("webhook: sealed secret in an unknown form")
 		}
-		out, err := b.Client.Decrypt(ctx, &kms.DecryptInput{CiphertextBlob: raw, KeyId: aws.String(b.KeyID)})
+		out, err := b.Client.Decrypt(ctx, &kms.DecryptInput{CiphertextBlob: raw, KeyId: aws.String(b.KeyID), EncryptionContext: ec})
 		if err != nil {
 			return "", fmt.Errorf("webhook: decrypt data key: %w", err)
 		}

@@ -2,6 +2,7 @@ package webhook_test
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"net"
 	"os/exec"
@@ -97,5 +98,34 @@ func TestKMSBox(t *testing.T) {
 		t.Fatal(err)
 	}
 	arn := *key.KeyMetadata.Arn
-	roundTrip(t, &webhook.KMSBox{Client: client, KeyID: arn}, &webhook.KMSBox{Client: client, KeyID: arn}, "v2:kms:")
+	roundTrip(t, &webhook.KMSBox{Client: client, KeyID: arn}, &webhook.KMSBox{Client: client, KeyID: arn}, "v3:kms:")
+	// The data key is KMS's under the endpoint's encryption context (the
+	// key policy requires one): KMS opens it under that context only, so
+	// a cold box cannot open the secret as another endpoint's either.
+	ctx := context.Background()
+	sealed, err := (&webhook.KMSBox{Client: client, KeyID: arn}).Seal(ctx, "whsec_abc", webhook.Binding("org-1", "ep-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blob, err := base64.RawURLEncoding.DecodeString(strings.Split(sealed, ":")[2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		ec   map[string]string
+		want bool
+	}{
+		{map[string]string{"org": "org-1", "endpoint": "ep-1"}, true},
+		{map[string]string{"org": "org-1", "endpoint": "ep-2"}, false},
+		{map[string]string{"org": "org-2", "endpoint": "ep-1"}, false},
+		{nil, false},
+	} {
+		_, err := client.Decrypt(ctx, &kms.DecryptInput{CiphertextBlob: blob, KeyId: aws.String(arn), EncryptionContext: c.ec})
+		if (err == nil) != c.want {
+			t.Errorf("the data key under context %v: %v, want opened %v", c.ec, err, c.want)
+		}
+	}
+	if _, err := (&webhook.KMSBox{Client: client, KeyID: arn}).Open(ctx, sealed, webhook.Binding("org-1", "ep-2")); err == nil {
+		t.Error("a cold box opened the secret as another endpoint's")
+	}
 }
