@@ -164,6 +164,9 @@ func newAlarms(s *Stack, p *Props) {
 		synthetic.AddOkAction(act)
 	}
 	for _, fn := range Functions {
+		if fn.Deploy {
+			continue // a failure fails the deploy: CloudFormation says so
+		}
 		f := s.Functions[fn.Name]
 		alarm(fn.Name+"-errors", runbook{"function-errors", high}, fn.Name+": invocation errors in 2 of 3 five-minute periods", f.MetricErrors(sum(five)), 0, 2, 3)
 		alarm(fn.Name+"-throttles", runbook{"function-throttles", high}, fn.Name+": throttled invocations in 2 of 3 five-minute periods", f.MetricThrottles(sum(five)), 0, 2, 3)
@@ -296,6 +299,9 @@ func newDashboard(s *Stack, p *Props) {
 	}
 	var errs, durations, throttles, depth, age []awscloudwatch.IMetric
 	for _, fn := range Functions {
+		if fn.Deploy {
+			continue
+		}
 		f := s.Functions[fn.Name]
 		errs = append(errs, f.MetricErrors(opts("Sum")))
 		durations = append(durations, f.MetricDuration(opts("p99")))

@@ -41,6 +41,10 @@ func suppressNag(s *Stack) {
 		suppress(q, true, "Serverless-SQSRedrivePolicy", "This queue is itself a dead-letter queue (or a failure destination): a redrive policy on it would only move failures further from the alarm that watches it.")
 	}
 	for name, f := range s.Functions {
+		suppress(f, true, "Serverless-LambdaTracing", "X-Ray is off by decision (docs/cost-model.md): the functions carry no X-Ray "+
+			"instrumentation, so a trace held only Lambda's own segment, which the REPORT line, Lambda's metrics and the request "+
+			"metrics per version already give, for about $660 a month at 1,000 requests a second. The X-Request-Id an integrator "+
+			"quotes joins the function's lines and the gateway's access log (integrationRequestId) instead.")
 		switch name {
 		case "dispatcher":
 			suppress(f, true, "Serverless-LambdaDLQ", "Its asynchronous invocations (the schedule) have an on-failure destination, the dispatch-failures queue "+
@@ -48,6 +52,9 @@ func suppressNag(s *Stack) {
 		case "releasecheck":
 			suppress(f, true, "Serverless-LambdaDLQ", "CodeDeploy invokes it as a deployment's pre-traffic hook and waits for its answer; a run that fails or never answers fails the deployment (CodeDeploy's hook timeout), which rolls back: a dead-letter queue would hold nothing anyone acts on.")
 			suppress(f, true, "Serverless-LambdaAsyncFailureDestination", "CodeDeploy invokes it as a deployment's pre-traffic hook; a failure fails and rolls back that deployment, which is where it is seen.")
+		case "configseed":
+			suppress(f, true, "Serverless-LambdaDLQ", "CloudFormation invokes it as the StageSecrets custom resource and waits for its answer; a run that fails or never answers fails the deploy, which is where it is seen.")
+			suppress(f, true, "Serverless-LambdaAsyncFailureDestination", "CloudFormation invokes it as the StageSecrets custom resource; a failure fails that deploy, which rolls back.")
 		case "synthetic":
 			suppress(f, true, "Serverless-LambdaDLQ", "Invoked only by its one-minute schedule; a run that failed or never ran is what its alarm watches (missing data counts as failing), so a dead-letter queue would only hold what already paged.")
 		case "enrichment", "delivery":
@@ -72,7 +79,7 @@ func suppressNag(s *Stack) {
 	}
 	if h := s.Functions["releasecheck"]; h != nil {
 		suppress(h.Role(), true, "AwsSolutions-IAM5", "The release check invokes the version being released, which it learns from the deployment: <function ARN>:* is that function's versions and aliases and nothing else "+
-			"(one statement per function); Resource * is X-Ray's, which has no resource.")
+			"(one statement per function).")
 	}
 	for _, fn := range Functions {
 		if g := s.Node().TryFindChild(jsii.String(fn.Name + "-release")); g != nil {
@@ -88,16 +95,14 @@ func suppressNag(s *Stack) {
 			"it is scoped to backup operations and maintained by AWS as DynamoDB's backup APIs change.",
 			"Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSBackupServiceRolePolicyForBackup")
 	}
-	for _, f := range s.Functions {
+	if d := s.Functions["dispatcher"]; d != nil {
 		// The role is the function's own (newFunction), beside it in the tree.
-		suppress(f.Role(), true, "AwsSolutions-IAM5",
-			"Resource * is required by the two actions that have no resource: xray:PutTraceSegments/PutTelemetryRecords (tracing) "+
-				"and dynamodb:ListStreams (the dispatcher's stream trigger). Every table action names the table and its indexes, "+
-				"and the log actions the function's own log group.",
+		suppress(d.Role(), true, "AwsSolutions-IAM5",
+			"Resource * is required by dynamodb:ListStreams (the stream trigger), which has no resource. Every table action names "+
+				"the table and its index, and the log actions the function's own log group.",
 			"Resource::*")
-		suppress(f, true, "AwsSolutions-IAM5",
-			"Resource * is required by the two actions that have no resource: xray:PutTraceSegments/PutTelemetryRecords (tracing) "+
-				"and dynamodb:ListStreams (the dispatcher's stream trigger). Every table action names the table and its indexes.",
+		suppress(d, true, "AwsSolutions-IAM5",
+			"Resource * is required by dynamodb:ListStreams (the stream trigger), which has no resource. Every table action names the table and its index.",
 			"Resource::*")
 	}
 }

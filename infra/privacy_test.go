@@ -15,7 +15,7 @@ import (
 func TestAccessLogCarriesNoRawPath(t *testing.T) {
 	safe := []string{"$context.requestId", "$context.routeKey", "$context.status", "$context.integrationErrorMessage",
 		"$context.integrationStatus", "$context.responseLatency", "$context.integrationLatency", "$context.httpMethod",
-		"$context.identity.sourceIp", "$context.requestTimeEpoch", "$context.apiId"}
+		"$context.identity.sourceIp", "$context.requestTimeEpoch", "$context.apiId", "$context.integration.requestId"}
 	variable := regexp.MustCompile(`\$context\.[A-Za-z.]+`)
 	for _, stage := range []string{"dev", "prod"} {
 		stages := resources(stage, "AWS::ApiGatewayV2::Stage")
@@ -30,6 +30,11 @@ func TestAccessLogCarriesNoRawPath(t *testing.T) {
 			}
 			if fields["routeKey"] != "$context.routeKey" {
 				t.Errorf("%s: the access log does not name the route: %v", stage, fields)
+			}
+			// The function's request id (the X-Request-Id an integrator
+			// quotes, on the function's own lines too) joins the two logs.
+			if fields["integrationRequestId"] != "$context.integration.requestId" {
+				t.Errorf("%s: the access log does not carry the function's request id: %v", stage, fields)
 			}
 			for name, v := range fields {
 				for _, used := range variable.FindAllString(v, -1) {

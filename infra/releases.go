@@ -119,7 +119,7 @@ func (s *Stack) releases(p *Props) {
 	hook := s.Functions["releasecheck"]
 	functions, groups := map[string]*string{}, map[string]*string{}
 	for _, fn := range Functions {
-		if fn.Hook {
+		if fn.Hook || fn.Deploy {
 			continue
 		}
 		functions[cmp.Or(fn.Family, fn.Name)] = s.Functions[fn.Name].FunctionName()
@@ -130,7 +130,7 @@ func (s *Stack) releases(p *Props) {
 		}))
 	}
 	for _, fn := range Functions {
-		if fn.Hook {
+		if fn.Hook || fn.Deploy {
 			continue
 		}
 		s.ReleaseAlarms[fn.Name] = s.versionAlarms(fn, p)

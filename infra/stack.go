@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -90,6 +91,25 @@ func NewPracticeStack(scope constructs.Construct, id string, p *Props) *Stack {
 		tableKey = awskms.NewKey(st, jsii.String("TableKey"), &awskms.KeyProps{
 			Description:       jsii.String("practice-api " + p.Stage + ": the table"),
 			EnableKeyRotation: jsii.Bool(true), RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
+			Policy: awsiam.NewPolicyDocument(&awsiam.PolicyDocumentProps{Statements: &[]awsiam.PolicyStatement{
+				keyAdministration(),
+				// The account's principals (functions, operators, AWS
+				// Backup's role) use it only through DynamoDB or AWS
+				// Backup on their own behalf, as the AWS managed key for
+				// DynamoDB allows: reading the table is what IAM decides,
+				// no one decrypts with the key directly.
+				// https://docs.aws.amazon.com/kms/latest/developerguide/services-dynamodb.html
+				awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+					Sid:        jsii.String("UseThroughDynamoDB"),
+					Principals: &[]awsiam.IPrincipal{awsiam.NewAccountRootPrincipal()},
+					Actions:    jsii.Strings("kms:Encrypt", "kms:Decrypt", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:CreateGrant", "kms:DescribeKey"),
+					Resources:  jsii.Strings("*"),
+					Conditions: &map[string]any{"StringEquals": map[string]any{
+						"kms:ViaService":    []string{"dynamodb." + *st.Region() + ".amazonaws.com", "backup." + *st.Region() + ".amazonaws.com"},
+						"kms:CallerAccount": st.Account(),
+					}},
+				}),
+			}}),
 		})
 	}
 	if p.RestoringFrom != "" {
@@ -106,9 +126,12 @@ func NewPracticeStack(scope constructs.Construct, id string, p *Props) *Stack {
 		s.Table = newTable(st, p, tableKey, p.TableName, false)
 	}
 	if p.Protected() {
+		// Its use by the two functions that seal and open secrets is added
+		// once their roles exist (secretsKeyUse).
 		s.SecretsKey = awskms.NewKey(st, jsii.String("WebhookSecretsKey"), &awskms.KeyProps{
 			Description:       jsii.String("practice-api " + p.Stage + ": webhook signing secrets (envelope encryption)"),
 			EnableKeyRotation: jsii.Bool(true), RemovalPolicy: awscdk.RemovalPolicy_RETAIN,
+			Policy: awsiam.NewPolicyDocument(&awsiam.PolicyDocumentProps{Statements: &[]awsiam.PolicyStatement{keyAdministration()}}),
 		})
 	}
 	// The enrichment worker runs up to 30 s; SQS should hide a message for
@@ -126,8 +149,8 @@ func NewPracticeStack(scope constructs.Construct, id string, p *Props) *Stack {
 	for _, fn := range Functions {
 		f := s.newFunction(fn, p)
 		s.Functions[fn.Name] = f
-		if fn.Hook {
-			continue // invoked by CodeDeploy by name, never released itself
+		if fn.Hook || fn.Deploy {
+			continue // invoked by CodeDeploy or CloudFormation by name, never released itself
 		}
 		// Each deploy publishes a version (when the code or configuration
 		// changed) and CodeDeploy moves "live" onto it (releases).
@@ -136,6 +159,8 @@ func NewPracticeStack(scope constructs.Construct, id string, p *Props) *Stack {
 			Description: jsii.String("practice-api " + fn.Name + ": the version that serves; CodeDeploy shifts it"),
 		})
 	}
+	s.secretsKeyUse()
+	s.seedConfig()
 	s.wireWorkers(p)
 	s.addRoutes()
 	if p.Protected() {
@@ -269,6 +294,7 @@ func (s *Stack) newFunction(fn Function, p *Props) awslambda.Function {
 		"OUTBOX_SHARDS":                 jsii.String(strconv.Itoa(p.OutboxShards)),
 		"OUTBOX_RETENTION":              jsii.String(strconv.Itoa(p.OutboxRetentionDays*24) + "h"),
 		"EVENT_RETENTION":               jsii.String(strconv.Itoa(p.EventRetentionDays*24) + "h"),
+		"LOG_LEVEL":                     jsii.String(p.LogLevel),
 	}
 	if p.CompanyRegisterKeySecret != "" && fn.Name == "enrichment" {
 		env["COMPANY_REGISTER_KEY_SECRET"] = jsii.String(p.CompanyRegisterKeySecret)
@@ -280,7 +306,7 @@ func (s *Stack) newFunction(fn Function, p *Props) awslambda.Function {
 		env["WEBHOOK_SECRETS_KEY_ARN"] = s.SecretsKey.KeyArn() // envelope encryption of signing secrets
 	}
 	if len(fn.Table) == 0 { // no store, no queues: only what it reads
-		env = map[string]*string{"STAGE": jsii.String(p.Stage)}
+		env = map[string]*string{"STAGE": jsii.String(p.Stage), "LOG_LEVEL": jsii.String(p.LogLevel)}
 	}
 	if fn.Name == "synthetic" || fn.Name == "releasecheck" {
 		env["SYNTHETIC_BASE_URL"] = jsii.String(s.apiURL(p))
@@ -300,20 +326,27 @@ func (s *Stack) newFunction(fn Function, p *Props) awslambda.Function {
 		Resources: jsii.Strings(*logs.LogGroupArn()),
 	}))
 	f := awslambda.NewFunction(s.Stack, jsii.String(fn.Name), &awslambda.FunctionProps{
-		Role:          role,
-		Description:   jsii.String("practice-api " + fn.Name),
-		Runtime:       awslambda.Runtime_PROVIDED_AL2023(),
-		Architecture:  p.Architecture(),
-		Handler:       jsii.String("bootstrap"),
-		Code:          awslambda.Code_FromAsset(jsii.String(filepath.Join(p.CodeDir, fn.Name)), nil),
-		MemorySize:    jsii.Number(fn.MemoryMB),
-		Timeout:       awscdk.Duration_Seconds(jsii.Number(fn.TimeoutS)),
-		Environment:   &env,
-		Tracing:       awslambda.Tracing_ACTIVE,
+		Role:         role,
+		Description:  jsii.String("practice-api " + fn.Name),
+		Runtime:      awslambda.Runtime_PROVIDED_AL2023(),
+		Architecture: p.Architecture(),
+		Handler:      jsii.String("bootstrap"),
+		Code:         awslambda.Code_FromAsset(jsii.String(filepath.Join(p.CodeDir, fn.Name)), nil),
+		MemorySize:   jsii.Number(fn.MemoryMB),
+		Timeout:      awscdk.Duration_Seconds(jsii.Number(fn.TimeoutS)),
+		Environment:  &env,
+		// No X-Ray: the functions carry no instrumentation, so a trace held
+		// only what the REPORT line and the metrics already say, at about
+		// $660 a month at the traffic model's 1,000 requests a second
+		// (docs/cost-model.md).
+		Tracing:       awslambda.Tracing_DISABLED,
 		LoggingFormat: awslambda.LoggingFormat_JSON,
-		// The functions log JSON lines with a "level" (slog): Lambda drops
-		// those below the stage's level before they are billed.
-		ApplicationLogLevelV2: awslambda.ApplicationLogLevel(p.LogLevel),
+		// The functions log JSON lines with a "level" (slog). The stage's
+		// logLevel is applied by the functions themselves (LOG_LEVEL), which
+		// keep every line that carries metrics whatever the level: Lambda's
+		// own filter stops at INFO (or a lower stage level), so it drops
+		// nothing a metric or its alarm reads.
+		ApplicationLogLevelV2: awslambda.ApplicationLogLevel(LambdaAppLevel(p.LogLevel)),
 		SystemLogLevelV2:      awslambda.SystemLogLevel(p.SystemLogLevel),
 		LogGroup:              logs,
 	})
@@ -328,12 +361,13 @@ func (s *Stack) newFunction(fn Function, p *Props) awslambda.Function {
 		map[string]any{"config": map[string]any{"ignore_checks": []string{"W3005"}}})
 	if s.SecretsKey != nil && sealsSecrets(fn.Name) {
 		// The webhooks family seals new secrets (a data key) and opens
-		// them (test events); delivery only opens them.
-		actions := []*string{jsii.String("kms:Decrypt")}
-		if fn.Name == "webhooks" {
-			actions = append(actions, jsii.String("kms:GenerateDataKey"))
-		}
-		s.SecretsKey.Grant(f, actions...)
+		// them (test events); delivery only opens them. Each under an
+		// encryption context naming the secret's organisation and
+		// endpoint; the key's own policy says the same (secretsKeyUse).
+		f.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid: jsii.String("WebhookSecretsKey"), Actions: jsii.Strings(secretsKeyActions(fn.Name)...),
+			Resources: &[]*string{s.SecretsKey.KeyArn()}, Conditions: &secretsKeyContext,
+		}))
 	}
 	if p.CompanyRegisterKeySecret != "" && fn.Name == "enrichment" {
 		// The register's key: this secret, read, and nothing else.
@@ -361,6 +395,126 @@ func (s *Stack) newFunction(fn Function, p *Props) awslambda.Function {
 // secrets: the webhooks family (create, rotate) and delivery (signing).
 func sealsSecrets(name string) bool { return name == "webhooks" || name == "delivery" }
 
+// secretsKeyActions are what a function may do with the secrets key:
+// webhooks seals (GenerateDataKey) and opens (Decrypt), delivery opens.
+func secretsKeyActions(name string) []string {
+	if name == "webhooks" {
+		return []string{"kms:Decrypt", "kms:GenerateDataKey"}
+	}
+	return []string{"kms:Decrypt"}
+}
+
+// secretsKeyContext is the encryption context every use of the secrets key
+// must carry: the organisation and the endpoint the secret belongs to
+// (webhook.KMSBox), and nothing else. A data key made for one endpoint
+// opens only with that endpoint's names, and CloudTrail names both.
+// https://docs.aws.amazon.com/kms/latest/developerguide/conditions-kms.html#conditions-kms-encryption-context
+var secretsKeyContext = map[string]any{
+	"StringLike":                map[string]any{"kms:EncryptionContext:org": "?*", "kms:EncryptionContext:endpoint": "?*"},
+	"ForAllValues:StringEquals": map[string]any{"kms:EncryptionContextKeys": []string{"org", "endpoint"}},
+}
+
+// keyAdministration is the statement of a key's policy that lets the
+// account's administrators (through IAM) manage the key: describe it, set
+// its policy, rotation, description, tags and aliases, enable, disable,
+// schedule or cancel its deletion, list and revoke grants. Not encrypt,
+// decrypt, make data keys or grants: a key policy without a kms:*
+// statement for the account does not hand those to IAM, so no IAM policy
+// (an administrator's kms:* on *, the deploy role's) can give them. The
+// account keeps PutKeyPolicy, so the policy passes KMS's lockout safety
+// check for CloudFormation and whoever deploys, and the key can always be
+// managed: an administrator who wants to decrypt must change this policy
+// first, which CloudTrail records.
+// https://docs.aws.amazon.com/kms/latest/developerguide/key-policy-default.html
+// https://docs.aws.amazon.com/kms/latest/APIReference/API_PutKeyPolicy.html
+func keyAdministration() awsiam.PolicyStatement {
+	return awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String("KeyAdministration"),
+		Principals: &[]awsiam.IPrincipal{awsiam.NewAccountRootPrincipal()},
+		Actions:    jsii.Strings(KeyAdministrationActions...),
+		Resources:  jsii.Strings("*"),
+	})
+}
+
+// KeyAdministrationActions are the key-management actions administrators
+// keep on the stage's keys (keyAdministration): none of them encrypts,
+// decrypts, makes a data key or a grant.
+var KeyAdministrationActions = []string{
+	"kms:DescribeKey", "kms:GetKeyPolicy", "kms:GetKeyRotationStatus", "kms:ListResourceTags", "kms:ListKeyPolicies",
+	"kms:ListGrants", "kms:ListKeyRotations", "kms:PutKeyPolicy", "kms:UpdateKeyDescription", "kms:EnableKey", "kms:DisableKey",
+	"kms:EnableKeyRotation", "kms:DisableKeyRotation", "kms:RotateKeyOnDemand", "kms:TagResource", "kms:UntagResource",
+	"kms:ScheduleKeyDeletion", "kms:CancelKeyDeletion", "kms:RevokeGrant", "kms:CreateAlias", "kms:UpdateAlias", "kms:DeleteAlias",
+}
+
+// secretsKeyUse writes the webhook secrets key's use into its policy: the
+// webhooks role may make data keys and decrypt, delivery's decrypt, each
+// only under secretsKeyContext; no one else may use it. Each statement
+// names the account with the role's ARN as aws:PrincipalArn (rather than
+// the role as principal), so both the key policy and the role's own
+// policy must allow a call, and the policy stays valid across a role's
+// replacement.
+// https://docs.aws.amazon.com/kms/latest/developerguide/conditions-aws.html
+func (s *Stack) secretsKeyUse() {
+	if s.SecretsKey == nil {
+		return
+	}
+	for _, name := range []string{"webhooks", "delivery"} {
+		cond := map[string]any{"ArnEquals": map[string]any{"aws:PrincipalArn": s.Functions[name].Role().RoleArn()}}
+		for k, v := range secretsKeyContext {
+			cond[k] = v
+		}
+		s.SecretsKey.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:        jsii.String(map[string]string{"webhooks": "SealAndOpenWebhookSecrets", "delivery": "OpenWebhookSecrets"}[name]),
+			Principals: &[]awsiam.IPrincipal{awsiam.NewAccountRootPrincipal()},
+			Actions:    jsii.Strings(secretsKeyActions(name)...),
+			Resources:  jsii.Strings("*"),
+			Conditions: &cond,
+		}), jsii.Bool(false))
+	}
+}
+
+// seedConfig makes the stage's secrets (store.ConfigSecrets, in CONFIG) at
+// deploy: a custom resource whose handler is the configseed function,
+// which puts each one that is not there yet (and never replaces one: a
+// changed id key would re-derive every id). Every function that reads the
+// table waits for it, so none starts before its secrets exist; none of
+// their roles may write CONFIG (grantTable), configseed's may write it
+// alone. A new secret name in the list updates the resource, which seeds
+// it at the next deploy; deleting the stack leaves them (with the table).
+func (s *Stack) seedConfig() {
+	seeder, ok := s.Functions["configseed"]
+	if !ok {
+		return
+	}
+	seed := awscdk.NewCustomResource(s.Stack, jsii.String("StageSecrets"), &awscdk.CustomResourceProps{
+		ServiceToken: seeder.FunctionArn(),
+		ResourceType: jsii.String("Custom::StageSecrets"),
+		Properties:   &map[string]any{"Secrets": store.ConfigSecrets},
+		// A handler that never answers (a failed cold start) fails the
+		// deploy after this, not CloudFormation's hour.
+		ServiceTimeout: awscdk.Duration_Minutes(jsii.Number(5)),
+	})
+	for _, fn := range Functions {
+		if len(fn.Table) > 0 && !fn.Deploy {
+			s.Functions[fn.Name].Node().AddDependency(seed)
+		}
+	}
+}
+
+// LambdaAppLevel is the application log level Lambda filters a stage's
+// functions at: the stage's logLevel when it is INFO or lower, else INFO.
+// Above INFO the functions drop what is below the stage's level
+// themselves (LOG_LEVEL), all but the lines that carry metrics: a metric
+// must not depend on the log level (an alarm that reads a WARN line would
+// otherwise never fire at ERROR).
+func LambdaAppLevel(stageLevel string) string {
+	switch stageLevel {
+	case "TRACE", "DEBUG", "INFO":
+		return stageLevel
+	}
+	return "INFO"
+}
+
 // reserved is a function's reserved concurrency on this stage: the
 // dispatcher's from its shards, enrichment's from the register's
 // allowance (it takes one record per invocation), the others' as listed.
@@ -376,47 +530,100 @@ func (p *Props) reserved(fn Function) float64 {
 	return fn.Reserved
 }
 
-// grantTable gives a function exactly its table actions, on the table and
-// (for Queries) each index it queries, and with them the use of the
-// table's key when it has a customer-managed one, only through DynamoDB
-// (kms:ViaService): the key grants follow the table's, so a new function
-// cannot be given one without the other, and none can use the key itself.
+// grantTable gives a function exactly its table actions: reads on the
+// table and (for Queries) each index it queries; writes only as its
+// Writes allow them (dynamodb:LeadingKeys, dynamodb:Attributes with
+// dynamodb:ReturnValues), with a deny of the endpoints' partitions to an
+// action allowed on the organisation's partition alone; and with them the
+// use of the table's key when it has a customer-managed one, only through
+// DynamoDB (kms:ViaService): the key grants follow the table's, so a new
+// function cannot be given one without the other, and none can use the
+// key itself.
+// https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/specifying-conditions.html
 func (s *Stack) grantTable(f awslambda.Function, fn Function) {
 	resources := []*string{s.Table.TableArn()}
 	for _, idx := range fn.Indexes { // named, not index/*
 		resources = append(resources, jsii.String(*s.Table.TableArn()+"/index/"+idx))
 	}
-	actions, writes := fn.Table, []string(nil)
-	if fn.WriteKeys != nil {
-		actions = nil
-		for _, a := range fn.Table {
-			if isWrite(a) {
-				writes = append(writes, a)
-			} else {
-				actions = append(actions, a)
-			}
+	var reads []string
+	writable := map[string]bool{}
+	for _, w := range fn.Writes {
+		for _, a := range w.Actions {
+			writable[a] = true
 		}
 	}
-	f.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-		Sid: jsii.String("Table"), Actions: jsii.Strings(actions...), Resources: &resources,
-	}))
-	if len(writes) > 0 {
+	for _, a := range fn.Table {
+		if !isWrite(a) {
+			reads = append(reads, a)
+		} else if !writable[a] {
+			panic(fmt.Sprintf("function %s: %s is in its table actions but in none of its Writes", fn.Name, a))
+		}
+	}
+	read := &awsiam.PolicyStatementProps{Sid: jsii.String("Table"), Actions: jsii.Strings(reads...), Resources: &resources}
+	if len(fn.ReadKeys) > 0 {
+		read.Conditions = &map[string]any{"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": patterns(fn.ReadKeys)}}
+	}
+	f.AddToRolePolicy(awsiam.NewPolicyStatement(read))
+	onOrg, onEndpoint := map[string]bool{}, map[string]bool{}
+	for i, w := range fn.Writes {
+		for _, a := range w.Actions {
+			if !slices.Contains(fn.Table, a) {
+				panic(fmt.Sprintf("function %s: its Writes allow %s, which is not in its table actions", fn.Name, a))
+			}
+			onOrg[a] = onOrg[a] || slices.Contains(w.Partitions, OrgPartition)
+			onEndpoint[a] = onEndpoint[a] || slices.Contains(w.Partitions, EndpointPartition)
+		}
+		cond := map[string]any{"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": patterns(w.Partitions)}}
+		if len(w.Attributes) > 0 {
+			cond["ForAllValues:StringLike"].(map[string]any)["dynamodb:Attributes"] = w.Attributes
+			// ALL_OLD and ALL_NEW would return attributes outside the list.
+			// IfExists: a write that sends no ReturnValues returns nothing
+			// (NONE), whether or not IAM is given the key for it.
+			cond["StringEqualsIfExists"] = map[string]any{"dynamodb:ReturnValues": []string{"NONE", "UPDATED_OLD", "UPDATED_NEW"}}
+		}
 		f.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-			Sid: jsii.String("TableWrites"), Actions: jsii.Strings(writes...), Resources: &[]*string{s.Table.TableArn()},
-			Conditions: &map[string]any{"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": fn.WriteKeys}},
+			Sid: jsii.String(fmt.Sprintf("TableWrites%d", i+1)), Actions: jsii.Strings(w.Actions...), Resources: &[]*string{s.Table.TableArn()},
+			Conditions: &cond,
+		}))
+	}
+	// O#* matches an endpoint's partition (O#<org>#WH#<endpoint>) too: an
+	// action allowed on the organisation's partition but not on its
+	// endpoints' is denied there (no organisation or endpoint id holds a #).
+	var orgOnly []string
+	for _, a := range fn.Table {
+		if onOrg[a] && !onEndpoint[a] {
+			orgOnly = append(orgOnly, a)
+		}
+	}
+	if len(orgOnly) > 0 {
+		f.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid: jsii.String("NoEndpointPartitions"), Effect: awsiam.Effect_DENY, Actions: jsii.Strings(orgOnly...), Resources: &[]*string{s.Table.TableArn()},
+			Conditions: &map[string]any{"ForAnyValue:StringLike": map[string]any{"dynamodb:LeadingKeys": []string{"O#*#*"}}},
 		}))
 	}
 	if key := s.Table.EncryptionKey(); key != nil {
 		f.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-			Sid:       jsii.String("TableKeyThroughDynamoDB"),
-			Actions:   jsii.Strings("kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:DescribeKey"),
-			Resources: &[]*string{key.KeyArn()},
-			Conditions: &map[string]any{"StringEquals": map[string]any{
-				"kms:ViaService": "dynamodb." + *s.Stack.Region() + ".amazonaws.com",
-			}},
+			Sid:        jsii.String("TableKeyThroughDynamoDB"),
+			Actions:    jsii.Strings("kms:Decrypt", "kms:Encrypt", "kms:GenerateDataKey", "kms:DescribeKey"),
+			Resources:  &[]*string{key.KeyArn()},
+			Conditions: &map[string]any{"StringEquals": map[string]any{"kms:ViaService": s.dynamoDBService()}},
 		}))
 	}
 }
+
+// patterns are the partitions' dynamodb:LeadingKeys patterns.
+func patterns(ps []Partition) []string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, p.Pattern())
+	}
+	return out
+}
+
+// dynamoDBService is DynamoDB's kms:ViaService name in the stack's region:
+// what a key used for the table sees when DynamoDB (its stream included)
+// calls KMS for a principal.
+func (s *Stack) dynamoDBService() string { return "dynamodb." + *s.Stack.Region() + ".amazonaws.com" }
 
 // isWrite reports whether a DynamoDB action writes items.
 func isWrite(action string) bool {
@@ -435,7 +642,14 @@ func isWrite(action string) bool {
 // events of sweeps that crashed, go to DispatchFailures.
 func (s *Stack) wireWorkers(p *Props) {
 	d := s.Aliases["dispatcher"]
-	d.AddEventSource(awslambdaeventsources.NewDynamoEventSource(s.Table, &awslambdaeventsources.DynamoEventSourceProps{
+	// The mapping reads the stream as the table without its key: the CDK
+	// would grant the dispatcher the key's Decrypt for an encrypted stream
+	// with no condition, where its table statement (grantTable) already
+	// allows it through DynamoDB alone (kms:ViaService).
+	streamSource := awsdynamodb.Table_FromTableAttributes(s.Stack, jsii.String("TableStream"), &awsdynamodb.TableAttributes{
+		TableArn: s.Table.TableArn(), TableStreamArn: s.Table.TableStreamArn(),
+	})
+	d.AddEventSource(awslambdaeventsources.NewDynamoEventSource(streamSource, &awslambdaeventsources.DynamoEventSourceProps{
 		StartingPosition:  awslambda.StartingPosition_LATEST,
 		BatchSize:         jsii.Number(100),
 		MaxBatchingWindow: awscdk.Duration_Seconds(jsii.Number(1)),
@@ -641,6 +855,9 @@ var AccessLogFormat = map[string]string{
 	"latencyMs": "$context.responseLatency", "integrationLatencyMs": "$context.integrationLatency",
 	"method": "$context.httpMethod", "ip": "$context.identity.sourceIp", "time": "$context.requestTimeEpoch",
 	"apiId": "$context.apiId", // the access log's metrics' dimension (metric filters take it from the line)
+	// The function's request id: the X-Request-Id the API answers and its
+	// own log lines carry, so a line an integrator quotes joins this one.
+	"integrationRequestId": "$context.integration.requestId",
 }
 
 // publicRouteKeys are the route keys that need no key: $default and the
