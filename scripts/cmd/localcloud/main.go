@@ -220,6 +220,12 @@ func run() error {
 		a.Version("1").Metrics = obs.store
 	}
 
+	// The custom resources (the stage's secrets), as CloudFormation makes
+	// them before the functions that read them serve.
+	if err := createCustomResources(ctx, st, fns); err != nil {
+		return err
+	}
+
 	// The demo organisation, as the devserver makes it.
 	if err := seed.DemoLine(ctx, db, os.Stdout, conf.SeedDemo); err != nil {
 		return err

@@ -6,6 +6,7 @@ package iam
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
@@ -87,7 +88,7 @@ type Policies struct {
 
 // supportedConditions are the condition operators evaluated; a statement
 // with another stops localcloud at start.
-var supportedConditions = []string{"StringEquals", "StringLike", "ForAllValues:StringLike", "ForAnyValue:StringLike", "ForAllValues:StringEquals"}
+var supportedConditions = []string{"StringEquals", "StringLike", "ForAllValues:StringLike", "ForAnyValue:StringLike", "ForAllValues:StringEquals", "StringEqualsIfExists"}
 
 // LoadPolicies resolves each function's role statements.
 func LoadPolicies(st *stack.Stack, res *stack.Resolver) (*Policies, error) {
@@ -201,8 +202,15 @@ func (s Statement) matches(action, resource string, keys map[string][]string) bo
 
 // holds evaluates a condition on the request's values of its key. As IAM:
 // ForAllValues holds for no values at all; a single-valued operator needs
-// the key present.
+// the key present, unless it is an ...IfExists operator, which holds when
+// the key is absent.
 func (c condition) holds(got []string) bool {
+	if strings.HasSuffix(c.op, "IfExists") {
+		if len(got) == 0 {
+			return true
+		}
+		c.op = strings.TrimSuffix(c.op, "IfExists")
+	}
 	like := strings.HasSuffix(c.op, "StringLike")
 	match := func(v string) bool {
 		for _, want := range c.values {
@@ -291,10 +299,27 @@ func TableKeys(props map[string]any) map[string]string {
 	return keys
 }
 
-// access is one permission a call needs.
+// access is one permission a call needs, with the condition keys DynamoDB
+// gives IAM for it.
 type access struct {
 	action, resource string
 	leading          []string // dynamodb:LeadingKeys
+	attributes       []string // dynamodb:Attributes
+	returnValues     string   // dynamodb:ReturnValues ("" when the action takes none)
+	sel              string   // dynamodb:Select (Query, Scan)
+}
+
+// keys are the access's condition keys, as IAM gets them: an absent one
+// is absent (ForAllValues holds, a single-valued operator does not).
+func (a access) keys() map[string][]string {
+	k := map[string][]string{"dynamodb:LeadingKeys": a.leading, "dynamodb:Attributes": a.attributes}
+	if a.returnValues != "" {
+		k["dynamodb:ReturnValues"] = []string{a.returnValues}
+	}
+	if a.sel != "" {
+		k["dynamodb:Select"] = []string{a.sel}
+	}
+	return k
 }
 
 func (g *DynamoGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -310,7 +335,7 @@ func (g *DynamoGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	target := strings.TrimPrefix(r.Header.Get("X-Amz-Target"), "DynamoDB_20120810.")
 	for _, a := range g.accesses(target, body) {
-		if !g.pol.Allows(caller, a.action, a.resource, map[string][]string{"dynamodb:LeadingKeys": a.leading}) {
+		if !g.pol.Allows(caller, a.action, a.resource, a.keys()) {
 			dynamoError(w, "AccessDeniedException", g.pol.Denial(caller, a.action, a.resource))
 			return
 		}
@@ -344,11 +369,15 @@ func (g *DynamoGuard) accesses(target string, body []byte) []access {
 	str := func(m map[string]any, k string) string { v, _ := m[k].(string); return v }
 	item := func(action string, m map[string]any) access {
 		table := str(m, "TableName")
-		a := access{action: "dynamodb:" + action, resource: g.arn(table, "")}
+		a := access{action: "dynamodb:" + action, resource: g.arn(table, ""), attributes: requestAttributes(m)}
 		for _, k := range []string{"Key", "Item"} {
 			if v := g.keyValue(table, "", m[k]); v != "" {
 				a.leading = append(a.leading, v)
 			}
+		}
+		if action == "PutItem" || action == "UpdateItem" || action == "DeleteItem" {
+			// A write always has ReturnValues: NONE when not sent.
+			a.returnValues = cmp.Or(str(m, "ReturnValues"), "NONE")
 		}
 		return a
 	}
@@ -401,7 +430,15 @@ func (g *DynamoGuard) accesses(target string, body []byte) []access {
 		return out
 	case "Query", "Scan":
 		table, index := str(in, "TableName"), str(in, "IndexName")
-		a := access{action: "dynamodb:" + target, resource: g.arn(table, index)}
+		a := access{action: "dynamodb:" + target, resource: g.arn(table, index), attributes: requestAttributes(in), sel: str(in, "Select")}
+		if a.sel == "" {
+			a.sel = "ALL_ATTRIBUTES"
+			if in["ProjectionExpression"] != nil || in["AttributesToGet"] != nil {
+				a.sel = "SPECIFIC_ATTRIBUTES"
+			} else if index != "" {
+				a.sel = "ALL_PROJECTED_ATTRIBUTES"
+			}
+		}
 		if target == "Query" {
 			if v := g.queryKey(table, index, in); v != "" {
 				a.leading = []string{v}
@@ -412,6 +449,91 @@ func (g *DynamoGuard) accesses(target string, body []byte) []access {
 		return []access{{action: "dynamodb:ListTables", resource: "*"}}
 	}
 	return []access{{action: "dynamodb:" + target, resource: g.arn(str(in, "TableName"), "")}}
+}
+
+// requestAttributes are the top-level attribute names a request names, as
+// DynamoDB gives them to IAM in dynamodb:Attributes: its key's and item's,
+// and every name in its expressions (update, condition, projection,
+// filter, key condition; a #placeholder resolved, a nested path counted as
+// the attribute it starts at) and legacy parameters. Attributes a request
+// would return without naming them (ReturnValues ALL_NEW) are not among
+// them: "attribute conditions are evaluated only on attributes specified
+// in the request", which is why a policy that limits attributes also
+// limits ReturnValues and Select.
+// https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/specifying-conditions.html
+func requestAttributes(m map[string]any) []string {
+	seen := map[string]bool{}
+	for _, k := range []string{"Key", "Item", "AttributeUpdates", "Expected", "KeyConditions", "QueryFilter", "ScanFilter"} {
+		if mm, ok := m[k].(map[string]any); ok {
+			for name := range mm {
+				seen[name] = true
+			}
+		}
+	}
+	for _, a := range listOf(m["AttributesToGet"]) {
+		if s, ok := a.(string); ok {
+			seen[s] = true
+		}
+	}
+	names, _ := m["ExpressionAttributeNames"].(map[string]any)
+	for _, k := range []string{"UpdateExpression", "ConditionExpression", "ProjectionExpression", "FilterExpression", "KeyConditionExpression"} {
+		expr, _ := m[k].(string)
+		for _, n := range expressionNames(expr, names) {
+			seen[n] = true
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for n := range seen {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// expressionWords are an expression's keywords and functions, which name
+// no attribute.
+var expressionWords = map[string]bool{"set": true, "remove": true, "add": true, "delete": true, "and": true, "or": true, "not": true,
+	"between": true, "in": true, "attribute_exists": true, "attribute_not_exists": true, "attribute_type": true, "begins_with": true,
+	"contains": true, "size": true, "if_not_exists": true, "list_append": true}
+
+// expressionNames are the top-level attribute names in a DynamoDB
+// expression: each path's first element (#name resolved), not a :value, a
+// keyword or a function, nor an element after a dot.
+func expressionNames(expr string, names map[string]any) []string {
+	var out []string
+	for i := 0; i < len(expr); {
+		c := expr[i]
+		word := func() string {
+			j := i + 1
+			for j < len(expr) && (expr[j] == '_' || expr[j] >= '0' && expr[j] <= '9' || expr[j] >= 'a' && expr[j] <= 'z' || expr[j] >= 'A' && expr[j] <= 'Z') {
+				j++
+			}
+			w := expr[i:j]
+			i = j
+			return w
+		}
+		nested := i > 0 && strings.TrimRight(expr[:i], " ") != "" && strings.TrimRight(expr[:i], " ")[len(strings.TrimRight(expr[:i], " "))-1] == '.'
+		switch {
+		case c == ':':
+			word()
+		case c == '#':
+			w := word()
+			if !nested {
+				if n, ok := names[w].(string); ok {
+					out = append(out, n)
+				}
+			}
+		case c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
+			w := word()
+			if nested || expressionWords[strings.ToLower(w)] || strings.HasPrefix(strings.TrimLeft(expr[i:], " "), "(") {
+				continue
+			}
+			out = append(out, w)
+		default:
+			i++
+		}
+	}
+	return out
 }
 
 // keyValue is the partition key's string value in an item or key.

@@ -156,3 +156,104 @@ func TestPolicyConditions(t *testing.T) {
 		t.Error("a caller without a role (the operator) was checked")
 	}
 }
+
+// TestAttributeConditionsHoldAPIClients: the counting statement every API
+// family's role carries (dynamodb:Attributes PK, SK, rl_*; ReturnValues
+// NONE or UPDATED_*), through the guard against DynamoDB Local: a count is
+// allowed; an update that names any other attribute (in its update or its
+// condition), asks for ALL_NEW or ALL_OLD, or puts the whole item, is
+// AWS's AccessDeniedException and changes nothing.
+func TestAttributeConditionsHoldAPIClients(t *testing.T) {
+	db := storetest.NewDB(t)
+	table := "arn:aws:dynamodb:" + stack.Region + ":" + stack.Account + ":table/" + db.Table
+	pol := &Policies{Roles: map[string]string{"reader": "readerRole"}, ByCaller: map[string][]Statement{"reader": {
+		{Allow: true, Actions: []string{"dynamodb:GetItem"}, Resources: []string{table}},
+		{Allow: true, Actions: []string{"dynamodb:UpdateItem"}, Resources: []string{table}, conditions: []condition{
+			{op: "ForAllValues:StringLike", key: "dynamodb:LeadingKeys", values: []string{"APICLIENT#*"}},
+			{op: "ForAllValues:StringLike", key: "dynamodb:Attributes", values: []string{"PK", "SK", "rl_*"}},
+			{op: "StringEqualsIfExists", key: "dynamodb:ReturnValues", values: []string{"NONE", "UPDATED_OLD", "UPDATED_NEW"}},
+		}},
+	}}}
+	ids := NewIdentities()
+	guard, err := NewDynamoGuard(storetest.Endpoint(t), ids, pol, db.Table, map[string]string{"": "PK"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(guard)
+	defer srv.Close()
+	reader := dynamodb.New(dynamodb.Options{Region: stack.Region, BaseEndpoint: aws.String(srv.URL),
+		Credentials: credentials.NewStaticCredentialsProvider(ids.Issue("reader"), "x", ""), RetryMaxAttempts: 1})
+	ctx := context.Background()
+	s := func(v string) ddbtypes.AttributeValue { return &ddbtypes.AttributeValueMemberS{Value: v} }
+	key := map[string]ddbtypes.AttributeValue{"PK": s("APICLIENT#c"), "SK": s("APICLIENT")}
+	if _, err := db.Client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(db.Table), Item: map[string]ddbtypes.AttributeValue{
+		"PK": s("APICLIENT#c"), "SK": s("APICLIENT"), "scopes": &ddbtypes.AttributeValueMemberSS{Value: []string{"matters:read"}}, "org_id": s("o1")}}); err != nil {
+		t.Fatal(err)
+	}
+	one := map[string]ddbtypes.AttributeValue{":one": &ddbtypes.AttributeValueMemberN{Value: "1"}}
+	update := func(expr, cond string, names map[string]string, values map[string]ddbtypes.AttributeValue, rv ddbtypes.ReturnValue) error {
+		in := &dynamodb.UpdateItemInput{TableName: aws.String(db.Table), Key: key, UpdateExpression: aws.String(expr),
+			ExpressionAttributeNames: names, ExpressionAttributeValues: values, ReturnValues: rv}
+		if cond != "" {
+			in.ConditionExpression = aws.String(cond)
+		}
+		_, err := reader.UpdateItem(ctx, in)
+		return err
+	}
+	scopes := map[string]ddbtypes.AttributeValue{":s": &ddbtypes.AttributeValueMemberSS{Value: []string{"webhooks:manage"}}, ":one": one[":one"]}
+	for _, c := range []struct {
+		name    string
+		err     error
+		allowed bool
+	}{
+		{"a count", update("SET #c = if_not_exists(#c, :zero) + :one REMOVE #p", "attribute_exists(PK)", map[string]string{"#c": "rl_2", "#p": "rl_1"},
+			map[string]ddbtypes.AttributeValue{":one": one[":one"], ":zero": &ddbtypes.AttributeValueMemberN{Value: "0"}}, ddbtypes.ReturnValueUpdatedNew), true},
+		{"a count taken back", update("SET rl_2 = rl_2 - :one", "rl_2 >= :one", nil, one, ""), true},
+		{"new scopes", update("SET scopes = :s", "", nil, map[string]ddbtypes.AttributeValue{":s": scopes[":s"]}, ""), false},
+		{"new scopes beside a count", update("SET rl_3 = :one, #s = :s", "", map[string]string{"#s": "scopes"}, scopes, ""), false},
+		{"a count on a condition of the secrets", update("ADD rl_4 :one", "secrets.#id.h = :one", map[string]string{"#id": "x"}, one, ""), false},
+		{"a count answering with the whole client", update("ADD rl_5 :one", "", nil, one, ddbtypes.ReturnValueAllNew), false},
+		{"a count answering with the whole client before", update("ADD rl_6 :one", "", nil, one, ddbtypes.ReturnValueAllOld), false},
+		{"the whole client put", func() error {
+			_, err := reader.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(db.Table), Item: map[string]ddbtypes.AttributeValue{"PK": s("APICLIENT#c"), "SK": s("APICLIENT")}})
+			return err
+		}(), false},
+	} {
+		var ae smithy.APIError
+		denied := errors.As(c.err, &ae) && ae.ErrorCode() == "AccessDeniedException"
+		if c.allowed && c.err != nil || !c.allowed && !denied {
+			t.Errorf("%s: %v, want allowed %v", c.name, c.err, c.allowed)
+		}
+	}
+	out, err := db.Client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(db.Table), Key: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := out.Item["scopes"].(*ddbtypes.AttributeValueMemberSS); !ok || len(got.Value) != 1 || got.Value[0] != "matters:read" {
+		t.Errorf("scopes changed: %v", out.Item["scopes"])
+	}
+	for _, a := range []string{"rl_3", "rl_4", "rl_5", "rl_6"} {
+		if _, ok := out.Item[a]; ok {
+			t.Errorf("a refused update wrote %s", a)
+		}
+	}
+	if n, ok := out.Item["rl_2"].(*ddbtypes.AttributeValueMemberN); !ok || n.Value != "0" {
+		t.Errorf("rl_2 = %v, want the count taken back to 0", out.Item["rl_2"])
+	}
+}
+
+// TestRequestAttributes: the attribute names a request gives IAM are the
+// top-level names of its key, item and expressions (placeholders
+// resolved), never a value, keyword, function or nested path element.
+func TestRequestAttributes(t *testing.T) {
+	got := requestAttributes(map[string]any{
+		"Key":                      map[string]any{"PK": map[string]any{"S": "a"}, "SK": map[string]any{"S": "b"}},
+		"UpdateExpression":         "SET #cur = if_not_exists(#cur, :zero) + :one, list_x[2] = :v REMOVE #prev, a.b.c ADD n :one",
+		"ConditionExpression":      "attribute_exists(PK) AND NOT begins_with(#m.#n, :p) AND size(tags) > :z OR x BETWEEN :a AND :b",
+		"ExpressionAttributeNames": map[string]any{"#cur": "rl_9", "#prev": "rl_8", "#m": "meta", "#n": "inner"},
+	})
+	want := []string{"PK", "SK", "a", "list_x", "meta", "n", "rl_8", "rl_9", "tags", "x"}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("attributes %v, want %v", got, want)
+	}
+}

@@ -58,6 +58,19 @@ type Stack struct {
 	RoleStatements map[string][]any
 	// ManagedPolicies are the roles' managed policy ARNs, unresolved.
 	ManagedPolicies map[string][]any
+	// CustomResources are the template's custom resources backed by one
+	// of its functions, in logical id order: CloudFormation invokes each
+	// at create, before what depends on it.
+	CustomResources []CustomResource
+}
+
+// CustomResource is a custom resource whose ServiceToken is a function of
+// the template.
+type CustomResource struct {
+	ID, Type   string
+	Function   string         // logical id
+	Properties map[string]any // as the template says, ServiceToken and ServiceTimeout included
+	Timeout    time.Duration  // ServiceTimeout (CloudFormation's default: an hour)
 }
 
 type Function struct {
@@ -166,6 +179,14 @@ func Load(path string) (*Stack, error) {
 	for _, id := range ids {
 		r := t.Resources[id]
 		p := r.Properties
+		if strings.HasPrefix(r.Type, "Custom::") || r.Type == "AWS::CloudFormation::CustomResource" {
+			fn := RefID(p["ServiceToken"])
+			if fn == "" || GetAttName(p["ServiceToken"]) != "Arn" {
+				return nil, fmt.Errorf("custom resource %s: only a function of the template (Fn::GetAtt <function>.Arn) is emulated as its ServiceToken", id)
+			}
+			s.CustomResources = append(s.CustomResources, CustomResource{ID: id, Type: r.Type, Function: fn, Properties: p, Timeout: secondsOf(p["ServiceTimeout"], 3600)})
+			continue
+		}
 		switch r.Type {
 		case "AWS::Lambda::Function":
 			f := &Function{ID: id, Name: id, MemoryMB: intOf(p["MemorySize"], 128), Timeout: secondsOf(p["Timeout"], 3),
