@@ -180,10 +180,13 @@ const (
 	wruMillion, rruMillion                        = 0.625, 0.125
 	// Per request, the load run's mix (make capacity; docs/cost-model.md):
 	// 4.62 WRU measured, plus the time entries' fourth index (0.2) and the
-	// claims sweep's index entries (0.41) since: 5.23; 1.73 RRU measured,
-	// plus the authentication's consistent read of the client (1 RRU, since
-	// the roles may write nothing of a client but its counts).
-	wruPerRequest, rruPerRequest = 5.23, 1.73 + 1
+	// claims sweep's index entries (0.41) since: 5.23; plus every create's
+	// event in its transaction since #37 (4 for a person, company or client,
+	// 2 for a time entry's copy by id: 0.44 by routes.Traffic's mix): 5.67;
+	// 1.73 RRU measured, plus the authentication's consistent read of the
+	// client (1 RRU, since the roles may write nothing of a client but its
+	// counts).
+	wruPerRequest, rruPerRequest = 5.23 + 0.44, 1.73 + 1
 	// Lambda, arm64 at the sizes of infra/functions.go, per million
 	// requests: $0.20 of requests and the mix's duration (about 20 ms at
 	// 512 MB), blended.
