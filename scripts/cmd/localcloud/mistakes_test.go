@@ -84,6 +84,11 @@ func wire(t *testing.T, tplPath string, functions ...string) *wired {
 	t.Cleanup(func() {
 		_, _ = db.Client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(db.Table)})
 	})
+	// The stage's secrets, as the deploy's StageSecrets custom resource
+	// makes them (createCustomResources): no function's role may write CONFIG.
+	if _, err := db.SeedSecrets(ctx); err != nil {
+		t.Fatal(err)
+	}
 
 	sqsLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
