@@ -23,20 +23,27 @@ import (
 // notFiredLocally are the alarms of the local template no fault of the
 // campaign fires, by their logical id's prefix, and why.
 var notFiredLocally = map[string]string{
-	"accountconcurrency":     "80% of the account's 1,000 concurrent executions: localcloud runs at most 10 processes of a function",
-	"apigatewaythrottles":    "the local stage's gateway throttles are 10,000 a second (STAGE_SETTINGS with low throttles fires it; TestDevStageThrottlesAnswer429 sees the 429s)",
 	"enrichmentqueueage":     "the queue server does not publish ApproximateAgeOfOldestMessage (internal/sqsserver, being rewritten for #40)",
 	"deliveryqueueage":       "the queue server does not publish ApproximateAgeOfOldestMessage (internal/sqsserver, being rewritten for #40)",
 	"outboxdispatchfailures": "needs the queues to refuse the dispatcher's sends: a fault the queue server does not inject (internal/sqsserver, being rewritten for #40)",
 	"outboxeventsparked":     "needs an event's sends to fail 10 times: a fault the queue server does not inject (internal/sqsserver, being rewritten for #40)",
 	"releasecheckduration":   "96 s per run (80% of 120 s), in real time: the smoke checks it runs end long before",
-	"metaversion5xx":         "meta has no store and serves from its binary: only a broken build answers 5xx (the release rehearsal fires matters' so: TestABadReleaseRollsBackAndAGoodOneGoesOut)",
-	"metaversionlatency":     "meta has no store: its handler is slow only in a slow build (a function's slow fault delays the invocation before the handler)",
-	"metaduration":           "meta has no store: 4 s of its own work per invocation only in a slow build",
 	"dispatcherduration":     "48 s per invocation (80% of 60 s), in real time: nearly a minute of the campaign for one alarm",
 	"enrichmentduration":     "24 s per invocation (80% of 30 s), in real time: half a minute of the campaign for one alarm (a hung store would end its records at 27 s)",
 	"deliveryduration":       "24 s per invocation (80% of 30 s), in real time: half a minute of the campaign for one alarm (a hung store would end its records at 27 s)",
 	"syntheticduration":      "40 s per run (80% of 50 s), in real time: seven checks of at most 5 s each end before",
+}
+
+// firedElsewhere are the alarms of the local template whose threshold comes
+// from the stage's settings, out of the campaign's reach with the local
+// stage's, fired by a test that starts localcloud with other settings
+// (and fails when they do not fire).
+var firedElsewhere = map[string]string{
+	"accountconcurrency":  "TestDevStageThrottlesAnswer429: a dozen invocations at once past 80% of accountConcurrency 10 (the local stage's 1,000: at most 10 processes a function here)",
+	"apigatewaythrottles": "TestDevStageThrottlesAnswer429: two bursts past the dev stage's throttles (the local stage's are 10,000 a second)",
+	"metaversion5xx":      "TestABadReleaseRollsBackAndAGoodOneGoesOut: a broken build of meta (it has no store: only a build answers 5xx)",
+	"metaversionlatency":  "TestABadReleaseRollsBackAndAGoodOneGoesOut: a broken build of meta, slow (4.2 s) on its documentation files",
+	"metaduration":        "TestABadReleaseRollsBackAndAGoodOneGoesOut: a broken build of meta, 4.2 s of its own work per documentation file (80% of 5 s is 4 s)",
 }
 
 // TestEveryAlarmIsFiredByAFault runs a fault campaign on one localcloud at
@@ -312,8 +319,19 @@ func TestEveryAlarmIsFiredByAFault(t *testing.T) {
 		notFired = append(notFired, id)
 	}
 	sort.Strings(notFired)
-	var unexplained []string
+	var unexplained, elsewhere []string
 	for _, id := range notFired {
+		by := ""
+		for prefix, test := range firedElsewhere {
+			if strings.Contains(strings.ToLower(id), prefix) {
+				by = test
+			}
+		}
+		if by != "" {
+			elsewhere = append(elsewhere, id)
+			t.Logf("fired by another test's stack: %s (%s)", id, by)
+			continue
+		}
 		why := ""
 		for prefix, reason := range notFiredLocally {
 			if strings.Contains(strings.ToLower(id), prefix) {
@@ -326,7 +344,7 @@ func TestEveryAlarmIsFiredByAFault(t *testing.T) {
 		}
 		t.Logf("not fired by any fault: %s (%s)", id, why)
 	}
-	t.Logf("%d alarms in the local template: %d fired by a fault, %d not (%d of them unexplained)", len(alarms), fired, len(notFired), len(unexplained))
+	t.Logf("%d alarms in the local template: %d fired by a fault here, %d by another test's, %d not (%d of them unexplained)", len(alarms), fired, len(elsewhere), len(notFired)-len(elsewhere), len(unexplained))
 	if len(unexplained) > 0 {
 		t.Errorf("alarms no fault fired and notFiredLocally does not explain: %v", unexplained)
 	}

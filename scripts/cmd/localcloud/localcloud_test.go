@@ -435,14 +435,19 @@ func children(pid int) []int {
 // a burst of 200 on the keyed routes, 10 and 20 on the public ones, kept
 // here in a STAGE_SETTINGS file as a team keeps a stage's settings) answers
 // bursts past them with API Gateway's 429, before any function runs, and
-// serves the rest.
+// serves the rest. Two such bursts in two (scaled) five-minute periods
+// fire the gateway-throttles alarm (over 100 in 2 of 3); and the settings
+// name a new account's Lambda concurrency limit of 10, so a dozen
+// invocations at once for a few (scaled) minutes fire the
+// account-concurrency alarm (over 80 % of it, 3 of 5): the alarm campaign
+// cannot fire either with the local stage's settings (firedElsewhere).
 func TestDevStageThrottlesAnswer429(t *testing.T) {
 	t.Parallel()
 	file := filepath.Join(t.TempDir(), "dev-throttles.json")
-	if err := os.WriteFile(file, []byte(`{"throttleRate":"100","throttleBurst":"200","publicThrottleRate":"10","publicThrottleBurst":"20"}`), 0o600); err != nil {
+	if err := os.WriteFile(file, []byte(`{"throttleRate":"100","throttleBurst":"200","publicThrottleRate":"10","publicThrottleBurst":"20","accountConcurrency":"10"}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c := start(t, "STAGE_SETTINGS="+file)
+	c := start(t, "STAGE_SETTINGS="+file, "LOCALCLOUD_TIME_SCALE=60")
 	raw, err := os.ReadFile(c.template)
 	if err != nil {
 		t.Fatal(err)
@@ -482,9 +487,59 @@ func TestDevStageThrottlesAnswer429(t *testing.T) {
 	// call, so the burst the gateway lets through is served in time on a
 	// loaded machine too (the gateway throttles a route whatever its
 	// callers send).
+	first := time.Now()
 	if codes := burst(400, "/matters?per_page=1"); codes[429] == 0 || codes[401] < 200 || codes[401]+codes[429] != 400 {
 		t.Errorf("400 at once on a keyed route (burst 200): %v", codes)
 	}
+	alarmsPart := time.Now()
+	// A dozen requests in flight at once for about five (scaled) minutes:
+	// the table is slow (1.5 s a call) for matters and parties, and six
+	// clients of each send one request after another; each invocation
+	// starts with eleven or so others running (the account's
+	// ConcurrentExecutions, over 8).
+	for _, fn := range []string{routes.Matters, routes.Parties} {
+		callControl(t, c, "POST", "/localcloud/faults", map[string]any{"function": fn, "store": "slow", "delay_ms": 1500})
+	}
+	var wg sync.WaitGroup
+	until := time.Now().Add(5 * time.Second)
+	for w := range 12 {
+		wg.Go(func() {
+			path := []string{"/matters?per_page=1", "/clients?per_page=1"}[w%2]
+			for time.Now().Before(until) {
+				req, _ := http.NewRequest("GET", c.Base+path, nil)
+				req.Header.Set("Authorization", "Bearer "+c.DemoKey)
+				if resp, err := http.DefaultClient.Do(req); err == nil {
+					_, _ = io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, fn := range []string{routes.Matters, routes.Parties} {
+		callControl(t, c, "POST", "/localcloud/faults", map[string]any{"function": fn, "store": "none"})
+	}
+	// The second keyed burst, in the next (scaled) five-minute period.
+	time.Sleep(time.Until(first.Add(5500 * time.Millisecond)))
+	if codes := burst(400, "/matters?per_page=1"); codes[429] <= 100 {
+		t.Errorf("400 at once on a keyed route again: %v", codes)
+	}
+	for _, prefix := range []string{"apigatewaythrottles", "accountconcurrency"} {
+		for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(250 * time.Millisecond) {
+			fired := false
+			for id, a := range callControl(t, c, "GET", "/localcloud/alarms", nil) {
+				fired = fired || strings.Contains(strings.ToLower(id), prefix) && a.(map[string]any)["fired"].(float64) > 0
+			}
+			if fired {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("the %s alarm did not fire", prefix)
+				break
+			}
+		}
+	}
+	t.Logf("the two alarms fired %v after the first keyed burst", time.Since(alarmsPart).Round(100*time.Millisecond))
 }
 
 // TestQueuedRetrySurvivesAKill: a delivery's retry, waiting in the

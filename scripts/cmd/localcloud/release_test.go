@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -131,8 +132,21 @@ func traffic(t *testing.T, c *cloud, id string, workers int, stop <-chan struct{
 // deploys it with config, and waits for the deployment to end.
 func release(t *testing.T, c *cloud, bootstrap, config string) map[string]any {
 	t.Helper()
-	d := callControl(t, c, "POST", "/localcloud/releases", map[string]string{"function": "matters", "bootstrap": bootstrap, "deployment": config})
-	t.Logf("release %v: version %v → %v, %v", d["deployment_id"], d["from"], d["to"], d["config"])
+	return awaitRelease(t, c, startRelease(t, c, "matters", bootstrap, config))
+}
+
+// startRelease publishes bootstrap as fn's next version and starts its
+// deployment with config.
+func startRelease(t *testing.T, c *cloud, fn, bootstrap, config string) map[string]any {
+	t.Helper()
+	d := callControl(t, c, "POST", "/localcloud/releases", map[string]string{"function": fn, "bootstrap": bootstrap, "deployment": config})
+	t.Logf("release %v of %s: version %v → %v, %v", d["deployment_id"], fn, d["from"], d["to"], d["config"])
+	return d
+}
+
+// awaitRelease waits for the deployment d to end.
+func awaitRelease(t *testing.T, c *cloud, d map[string]any) map[string]any {
+	t.Helper()
 	for deadline := time.Now().Add(90 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 		st := callControl(t, c, "GET", "/localcloud/releases/"+d["deployment_id"].(string), nil)
 		if st["status"] != "InProgress" {
@@ -152,13 +166,19 @@ func release(t *testing.T, c *cloud, bootstrap, config string) map[string]any {
 // requests, its version's 5xx alarm (the template's, per version, from the
 // functions' EMF lines) fires, CodeDeploy moves the alias back, and no
 // request is lost; then a good build goes out linearly
-// (linear10PercentEvery1Minute) to all of the traffic.
+// (linear10PercentEvery1Minute) to all of the traffic. Beside each, a
+// bad build of meta (testdata/brokenmeta: its documentation files answer
+// 500, docs.js after hanging 4.2 s) goes out behind its own canary and is
+// rolled back by its version's alarms: it fires meta's version latency,
+// duration and version 5xx alarms, which the alarm campaign cannot (meta
+// has no store to fail or slow it).
 // make local-cloud-release runs it with its narrative (-v).
 func TestABadReleaseRollsBackAndAGoodOneGoesOut(t *testing.T) {
 	t.Parallel() // one stack of its own; it overlaps the alarm campaign
 	c := start(t, "LOCALCLOUD_TIME_SCALE=60")
 	bad := buildBootstrap(t, "./scripts/cmd/localcloud/testdata/brokenmatters")
 	good := buildBootstrap(t, "./functions/matters")
+	badMeta := buildBootstrap(t, "./scripts/cmd/localcloud/testdata/brokenmeta")
 	_, body := c.do(t, "GET", "/matters?per_page=1", "")
 	var page struct {
 		Data []struct{ ID string } `json:"data"`
@@ -173,9 +193,16 @@ func TestABadReleaseRollsBackAndAGoodOneGoesOut(t *testing.T) {
 	stop := make(chan struct{})
 	wg := traffic(t, c, id, 8, stop, &tl)
 	time.Sleep(2 * time.Second) // the old version's steady state
+	// Meanwhile the broken build of meta goes out behind a canary under
+	// traffic to docs.js: each answer 4.2 s late (and 500), its version's
+	// latency (or 5xx) alarm stops the release, and the answers already started end
+	// after the rollback, in most of five (scaled) minutes: meta's duration
+	// near its timeout. (It goes out again below, for its fast 500s.)
+	slowMeta := releaseBadMeta(t, c, badMeta, "docs.js")
 	began := time.Now()
 	st := release(t, c, bad, "canary10Percent10Minutes")
 	took := time.Since(began)
+	slowMeta("metaversion")
 	tl.mu.Lock()
 	get, get500 := tl.get, tl.get500
 	tl.mu.Unlock()
@@ -217,9 +244,30 @@ func TestABadReleaseRollsBackAndAGoodOneGoesOut(t *testing.T) {
 	var tl2 tally
 	stop2 := make(chan struct{})
 	wg2 := traffic(t, c, id, 4, stop2, &tl2)
+	// The broken build of meta again, under traffic to its other files:
+	// fast 500s, its version's 5xx alarm.
+	failingMeta := releaseBadMeta(t, c, badMeta, "docs.css", "api.html")
 	began = time.Now()
 	st = release(t, c, good, "linear10PercentEvery1Minute")
 	took = time.Since(began)
+	failingMeta("metaversion5xx")
+	// Meta's version 5xx and latency alarms and its duration alarm fired:
+	// the alarm campaign cannot fire them (firedElsewhere).
+	for _, prefix := range []string{"metaversion5xx", "metaversionlatency", "metaduration"} {
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(250 * time.Millisecond) {
+			fired := false
+			for id, a := range callControl(t, c, "GET", "/localcloud/alarms", nil) {
+				fired = fired || strings.Contains(strings.ToLower(id), prefix) && a.(map[string]any)["fired"].(float64) > 0
+			}
+			if fired {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("the %s alarm did not fire", prefix)
+				break
+			}
+		}
+	}
 	time.Sleep(500 * time.Millisecond)
 	close(stop2)
 	wg2.Wait()
@@ -243,8 +291,66 @@ func TestABadReleaseRollsBackAndAGoodOneGoesOut(t *testing.T) {
 			hooked++
 		}
 	}
-	if passed != 2 || hooked != 2 {
-		t.Errorf("%d release checks passed and %d hooks succeeded, want 2 of each (one per release)", passed, hooked)
+	if passed != 4 || hooked != 4 {
+		t.Errorf("%d release checks passed and %d hooks succeeded, want 4 of each (one per release)", passed, hooked)
+	}
+}
+
+// releaseBadMeta releases bootstrap, a broken build of meta
+// (testdata/brokenmeta), behind a canary (canary10Percent15Minutes) under
+// 40 requests a second to its documentation files, started on a clock
+// (not a worker's next request after its last answer): the canary's
+// tenth end evenly, and a second's many fast answers of the old version
+// do not hide the new one's slow ones in the function's p99 duration (a
+// closed loop of eight workers sent hundreds a second, and its slow
+// answers ended in waves). The function it returns waits for the release
+// to stop on the alarm whose logical id starts with by, and for the
+// answers already started.
+func releaseBadMeta(t *testing.T, c *cloud, bootstrap string, files ...string) func(by string) {
+	t.Helper()
+	var ok, broken, other atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		client := &http.Client{Timeout: 40 * time.Second}
+		tick := time.NewTicker(25 * time.Millisecond)
+		defer tick.Stop()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			wg.Go(func() {
+				resp, err := client.Get(c.Base + "/docs/" + files[i%len(files)])
+				if err != nil {
+					other.Add(1)
+					return
+				}
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				switch {
+				case resp.StatusCode == 200:
+					ok.Add(1)
+				case resp.StatusCode == 500 && strings.Contains(string(b), "broken on purpose"):
+					broken.Add(1)
+				default:
+					other.Add(1)
+				}
+			})
+		}
+	})
+	d := startRelease(t, c, "meta", bootstrap, "canary10Percent15Minutes")
+	return func(by string) {
+		t.Helper()
+		st := awaitRelease(t, c, d)
+		close(stop)
+		wg.Wait()
+		t.Logf("bad meta build under traffic to %v: %v (%s); %d 200, %d broken 500, %d other answers or lost",
+			files, st["status"], st["reason"], ok.Load(), broken.Load(), other.Load())
+		if st["status"] != "Stopped" || !strings.Contains(fmt.Sprint(st["reason"]), by) || broken.Load() == 0 || other.Load() != 0 {
+			t.Errorf("the bad meta release: %v; %d broken answers, %d other", st, broken.Load(), other.Load())
+		}
 	}
 }
 
