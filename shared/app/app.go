@@ -18,6 +18,7 @@ import (
 	"github.com/practice-api/practice-api/shared/config"
 	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/idempotency"
+	"github.com/practice-api/practice-api/shared/logs"
 	"github.com/practice-api/practice-api/shared/metrics"
 	"github.com/practice-api/practice-api/shared/outbox"
 	"github.com/practice-api/practice-api/shared/store"
@@ -114,9 +115,12 @@ func Open(ctx context.Context, cfg config.Config) (*Env, error) {
 // JSONLogs makes slog's default logger write JSON lines to stderr, the form
 // CloudWatch Logs Insights and operators' tools read: at LogLevel and
 // above (INFO until Apply sets the configured one), and every line that
-// carries metrics whatever the level (metrics.KeepMetrics).
+// carries metrics whatever the level (metrics.KeepMetrics), with every CPR
+// redacted (package logs). The log package's default logger then writes
+// through it too, so aws-lambda-go's own lines (a handler's error or
+// panic) are redacted as well.
 func JSONLogs() {
-	slog.SetDefault(slog.New(metrics.KeepMetrics(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}), &LogLevel)))
+	slog.SetDefault(slog.New(logs.Redacting(metrics.KeepMetrics(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}), &LogLevel))))
 }
 
 // LogLevel is the least level of the process's own lines (LOG_LEVEL), set

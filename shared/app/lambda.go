@@ -2,9 +2,11 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"time"
@@ -140,6 +142,16 @@ func SQSHandler(h queue.Handler) func(context.Context, events.SQSEvent) (events.
 			n, _ := strconv.Atoi(r.Attributes["ApproximateReceiveCount"])
 			m := queue.Message{ID: r.MessageId, Body: []byte(r.Body), Receipt: r.ReceiptHandle, ReceiveCount: n}
 			wg.Go(func() {
+				// A panic in a record's goroutine would end the process
+				// with the runtime's own report (not through the logger,
+				// so not redacted) and lose the batch's other records: it
+				// fails this record, which comes back.
+				defer func() {
+					if p := recover(); p != nil {
+						slog.ErrorContext(ctx, "message panicked", "message", r.MessageId, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+						failed[i] = true
+					}
+				}()
 				if err := h(rctx, m); err != nil {
 					slog.ErrorContext(ctx, "message failed", "message", r.MessageId, "err", err)
 					failed[i] = true

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/cloudwatch"
+	"github.com/practice-api/practice-api/shared/cpr"
 )
 
 // LogWriter serialises whole lines from many processes onto one stream.
@@ -48,10 +49,19 @@ func (l *Logger) app(s, minLevel string) {
 			}
 		}
 	}
+	if !json.Valid([]byte(s)) {
+		s = cpr.Redact(s) // see system
+	}
 	l.W.line("[" + l.Name + "] " + s)
 	if l.W.Metrics != nil {
 		l.W.Metrics.EMF(s)
 	}
 }
 
-func (l *Logger) system(s string) { l.W.line("[" + l.Name + "] " + s) }
+// system writes a line of the platform's (a REPORT, which quotes a
+// failed invocation's error). A function's own JSON lines were redacted
+// by its logger (package logs); the platform's lines, and anything else a
+// function prints (the Go runtime's report of a crash, a stray print),
+// are plain text, redacted here: no line localcloud writes carries a CPR
+// in clear.
+func (l *Logger) system(s string) { l.W.line("[" + l.Name + "] " + cpr.Redact(s)) }
