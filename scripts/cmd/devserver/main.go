@@ -114,7 +114,9 @@ func run() error {
 	if err := seed.DemoLine(ctx, db, os.Stdout, conf.SeedDemo); err != nil {
 		return err
 	}
-	apiSrv := apiServer(kickAfterWrites(handler, kick), conf.RequestReadTimeout)
+	// Each request gets its family's function's deadline, as on AWS: a
+	// store that stops answering is a 503 with Retry-After in 9.5 s.
+	apiSrv := apiServer(kickAfterWrites(app.RequestDeadlines(handler), kick), conf.RequestReadTimeout)
 	base := "http://" + apiLn.Addr().String() + "/api/v1"
 	return localrun.Serve(ctx, apiSrv, apiLn, engine, base, func() {
 		slog.Info("devserver ready", "base_url", base, "dynamodb_endpoint", cfg.Endpoint, "table", cfg.TableName)

@@ -101,6 +101,15 @@ var Indexes = map[string][]string{
 	Reports:     {"GSI1", "GSI4"},
 }
 
+// Timeouts is each family's function timeout in seconds: its Lambda's
+// (infra holds its table to this one), and what the devserver gives each
+// request of the family, so a store that does not answer gets the same
+// 503 with Retry-After on both runtimes (app.RequestDeadlines).
+var Timeouts = map[string]int{
+	Matters: 10, Parties: 10, TimeEntries: 10, Invoices: 10, Documents: 10, Webhooks: 10,
+	Reports: 25, Meta: 5,
+}
+
 // Traffic is the peak the service is built and priced for, in requests per
 // second per route: 1,000 a second across 10,000 organisations, 57 %
 // single reads, 23 % lists (the event feed's polls among them), 20 %
