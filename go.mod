@@ -29,8 +29,9 @@ require (
 	github.com/google/uuid v1.6.0
 	github.com/standard-webhooks/standard-webhooks/libraries v0.0.1
 	github.com/yuin/goldmark v1.7.16
+	golang.org/x/net v0.59.0
 	golang.org/x/sys v0.48.0
-	golang.org/x/text v0.33.0
+	golang.org/x/text v0.42.0
 )
 
 require (

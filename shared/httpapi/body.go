@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -209,7 +210,13 @@ func (b *Body) String(name string, required bool, maxLen int) string {
 		return ""
 	}
 	s = strings.TrimSpace(s)
+	blank := s != "" && !strings.ContainsFunc(s, Visible)
+	if blank {
+		s = "" // only invisible characters: a name nobody can read is no name
+	}
 	switch {
+	case blank && required:
+		b.Fail(name, "%s must not be empty: it holds only invisible characters (spaces, zero-width or direction marks, combining marks alone)", name)
 	case s == "" && required:
 		b.Fail(name, "%s must not be empty", name)
 	case utf8.RuneCountInString(s) > maxLen:
@@ -420,4 +427,23 @@ func (b *Body) Time(name string, required bool) (time.Time, bool) {
 	}
 	b.Fail(name, "%s must be a date-time with Z or an offset (2024-05-01T10:00:00Z) or a date (2024-05-01), as a string", name)
 	return time.Time{}, false
+}
+
+// Invisible reports whether r shows nothing of its own and can hide in a
+// text: controls, format characters (zero-width spaces and joiners, the
+// soft hyphen, the byte order mark, every bidirectional control), white
+// space, variation selectors and the other default-ignorable code points
+// (Hangul fillers among them), the Braille blank and private-use code
+// points (no font shows them alike). Two texts that differ only in such
+// characters look the same; an e-mail address refuses them
+// (party.CheckEmail).
+func Invisible(r rune) bool {
+	return unicode.IsControl(r) || unicode.IsSpace(r) || unicode.In(r, unicode.Cf, unicode.Co, unicode.Zs,
+		unicode.Variation_Selector, unicode.Other_Default_Ignorable_Code_Point) || r == '\u2800'
+}
+
+// Visible reports whether r shows something on its own: not Invisible,
+// and not a combining mark, which shows only on a character before it.
+func Visible(r rune) bool {
+	return !Invisible(r) && !unicode.In(r, unicode.Mn, unicode.Me)
 }

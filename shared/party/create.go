@@ -2,7 +2,6 @@ package party
 
 import (
 	"context"
-	"net/mail"
 
 	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/outbox"
@@ -21,11 +20,11 @@ const (
 )
 
 // CreatePerson imports a person. The e-mail is unique among the
-// organisation's people (case-insensitive): the person's id is derived from
-// it, so a second person with it collides with the first. A CPR is refused
-// wherever and however it appears, as in every write body
-// (httpapi.DecodeBody).
-
+// organisation's people, compared as NormalizeEmail reads it: the person's
+// id is derived from that form, so a second person with it (in any
+// spelling that reads the same) collides with the first. The address is
+// stored as sent, in NFC (CheckEmail). A CPR is refused wherever and
+// however it appears, as in every write body (httpapi.DecodeBody).
 func (s *Store) CreatePerson(ctx context.Context, req *httpapi.CreateRequest) (string, any, error) {
 	b, err := httpapi.DecodeBody(req.Body)
 	if err != nil {
@@ -35,8 +34,9 @@ func (s *Store) CreatePerson(ctx context.Context, req *httpapi.CreateRequest) (s
 	p := Person{Name: b.String("name", true, MaxName), Email: b.String("email", true, 254),
 		Phone: b.String("phone", false, MaxPhone), CreatedAt: store.FormatTime(req.Now)}
 	if p.Email != "" {
-		if a, err := mail.ParseAddress(p.Email); err != nil || a.Address != p.Email {
-			b.Fail("email", "email must be a plain address such as anne@example.dk")
+		var problem string
+		if p.Email, problem = CheckEmail(p.Email); problem != "" {
+			b.Fail("email", "%s", problem)
 		}
 	}
 	if err := b.Err(); err != nil {
@@ -54,7 +54,8 @@ func (s *Store) CreatePerson(ctx context.Context, req *httpapi.CreateRequest) (s
 	}
 	err = req.Commit(ctx, tx, p.ID, p, func(f *store.TxFailed) error {
 		if f.Has(pi) {
-			return httpapi.AlreadyExists("email", p.ID, "another person in your organisation already has the e-mail %s (person %s); e-mail addresses are unique among people", p.Email, p.ID)
+			return httpapi.AlreadyExists("email", p.ID, "another person in your organisation already has the e-mail %s, or one that reads the same "+
+				"(person %s); e-mail addresses are unique among people, compared in Unicode's compatibility form and without case", p.Email, p.ID)
 		}
 		return nil
 	})

@@ -6,8 +6,15 @@ package party
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/mail"
 	"strings"
 
+	"golang.org/x/net/idna"
+	"golang.org/x/text/cases"
+	"golang.org/x/text/unicode/norm"
+
+	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/store"
 )
 
@@ -113,8 +120,40 @@ func personSK(id string) string  { return "PERSON#" + id }
 func companySK(id string) string { return "COMPANY#" + id }
 func clientSK(id string) string  { return "CLIENT#" + id }
 
-// NormalizeEmail is the form in which e-mail uniqueness is decided.
-func NormalizeEmail(e string) string { return strings.ToLower(strings.TrimSpace(e)) }
+// NormalizeEmail is the form in which e-mail uniqueness is decided: two
+// addresses that people read as the same are the same person. It is the
+// address in NFKC (full-width and other compatibility forms become their
+// plain letters, a decomposed é its composed one), case-folded (Unicode's
+// full folding: Ｂ, B and b alike, ß as ss), with its domain in Unicode
+// form (an xn-- label as the name it encodes). Invisible characters need
+// no folding: CheckEmail refuses them.
+func NormalizeEmail(e string) string {
+	e = norm.NFKC.String(strings.TrimSpace(e))
+	if at := strings.LastIndexByte(e, '@'); at >= 0 {
+		if u, err := idna.Lookup.ToUnicode(e[at+1:]); err == nil {
+			e = e[:at+1] + u
+		}
+	}
+	return norm.NFKC.String(cases.Fold().String(e))
+}
+
+// CheckEmail returns the address to store for the one sent (the same, in
+// NFC), or why it is refused: an invisible or direction-changing
+// character anywhere (httpapi.Invisible; the address would look like
+// another, or read backwards), or not a plain address.
+func CheckEmail(sent string) (string, string) {
+	for _, r := range sent {
+		if r != ' ' && httpapi.Invisible(r) { // a plain space: not a plain address, said below
+			return "", fmt.Sprintf("email contains U+%04X, an invisible or direction-changing character, with which one address can be "+
+				"written in ways that look alike; send the address without it", r)
+		}
+	}
+	addr := norm.NFC.String(sent)
+	if a, err := mail.ParseAddress(addr); err != nil || a.Address != addr {
+		return "", "email must be a plain address such as anne@example.dk"
+	}
+	return addr, ""
+}
 
 // DigitsOnly strips everything but digits, as the cvr rules require.
 func DigitsOnly(s string) string {

@@ -207,7 +207,7 @@ func schemas() M {
 		timestamps(M{
 			"id":    uuidS(""),
 			"name":  str(party.MaxName, ""),
-			"email": withDesc(M{"type": "string", "format": "email"}, "Unique among the organisation's people (case-insensitive)."),
+			"email": withDesc(M{"type": "string", "format": "email"}, "Unique among the organisation's people, compared as people read it (Unicode NFKC, case-folded, the domain as Unicode): ＢＯＢ@ and bob@ are one address. Stored and returned as sent, in NFC."),
 			"phone": str(party.MaxPhone, "Present when set."),
 		}))
 	s["Company"] = object("A company party. After creation the service fetches its register snapshot and logo in the background (`enrichment`).",
@@ -453,7 +453,7 @@ func writeBodies(s M) {
 	s["PersonCreate"] = closed(object("A person party. Any CPR field (`cpr`, `CPR`, `cpr_number`, `personnummer`, …, at any depth) and any CPR-like value are refused with 422.",
 		[]string{"name", "email"}, M{
 			"name":  text(200, ""),
-			"email": text(254, "Unique among the organisation's people (case-insensitive): a duplicate is 422."),
+			"email": text(254, "Unique among the organisation's people, compared as people read it (Unicode NFKC, case-folded, the domain as Unicode): a duplicate is 422 already_exists. An invisible or direction-changing character (zero-width, soft hyphen, byte order mark, bidirectional controls) is 422. Stored and returned as sent, in NFC."),
 			"phone": orNull(text(40, "")),
 		}))
 	s["CompanyCreate"] = closed(object("A company party.", []string{"name", "cvr"}, M{
