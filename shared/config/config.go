@@ -80,6 +80,9 @@ type Config struct {
 	LocalDynamoDBJava  []string
 	SeedDemo           bool
 	RequestReadTimeout time.Duration
+	// LocalDynamoDBHangAfter is how long the engine may answer nothing
+	// before the runtime restarts it (or stops); 0: never probed.
+	LocalDynamoDBHangAfter time.Duration
 }
 
 // Who reads a setting.
@@ -213,6 +216,14 @@ var Vars = []Var{
 		func(c *Config, v string) error { return flag(&c.SeedDemo, v) }},
 	{"REQUEST_READ_TIMEOUT", "`30s`", Local, "a whole request (headers and body) must arrive within this; a trickled body gets a 400 and the connection closed",
 		func(c *Config, v string) error { return duration(&c.RequestReadTimeout, v, time.Nanosecond, 0) }},
+	{"LOCAL_DYNAMODB_HANG_AFTER", "`30s`", Local, "the runtime probes its DynamoDB engine; when it has answered nothing for this long, the runtime says so in one line and restarts it on its data (`LOCAL_DYNAMODB_DIR`), stops (data in memory), or waits for it (`DYNAMODB_ENDPOINT`'s); `0` never probes",
+		func(c *Config, v string) error {
+			if v == "0" {
+				c.LocalDynamoDBHangAfter = 0
+				return nil
+			}
+			return duration(&c.LocalDynamoDBHangAfter, v, time.Second, 0)
+		}},
 }
 
 // Defaults is the Config of an empty environment.
@@ -223,7 +234,7 @@ func Defaults() Config {
 		EventFeedSettle: outbox.DefaultSettle, EventRetention: outbox.DefaultFeedRetention,
 		EnrichmentRetrySchedule: party.DefaultEnrichSchedule, WebhookRetrySchedule: webhook.DefaultSchedule, WebhookClaimLease: webhook.ClaimLease,
 		ListenAddr: "127.0.0.1:8080", LocalDynamoDBAddr: "127.0.0.1:8000", SeedDemo: true,
-		RequestReadTimeout: 30 * time.Second,
+		RequestReadTimeout: 30 * time.Second, LocalDynamoDBHangAfter: 30 * time.Second,
 	}
 }
 

@@ -114,6 +114,31 @@ func (e *Engine) Stop() error {
 	return nil
 }
 
+// Abort ends an engine that may no longer run (a JVM hung, or stopped by
+// a signal), where Stop's SIGTERM would wait for it in vain: its process
+// group (the shell and the JVM) is continued and asked to stop as Stop
+// asks, so a JVM that can still run commits what it answered and exits;
+// what has not exited after wait is killed (SIGKILL to the group). A
+// killed engine may lose writes it answered but had not committed; its
+// data folder stays consistent (SQLite).
+func (e *Engine) Abort(wait time.Duration) {
+	if e == nil {
+		return
+	}
+	e.stop.Do(func() {
+		group := -e.cmd.Process.Pid // its own group (Setpgid)
+		_ = syscall.Kill(group, syscall.SIGCONT)
+		_ = e.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-e.done:
+		case <-time.After(wait):
+			_ = syscall.Kill(group, syscall.SIGKILL)
+			<-e.done
+		}
+		_ = syscall.Kill(group, syscall.SIGKILL) // a JVM the shell left behind
+	})
+}
+
 // Start runs the engine and returns once it answers requests.
 func Start(ctx context.Context, opt Options) (*Engine, error) {
 	java, err := FindJava()
