@@ -21,8 +21,15 @@ import (
 // point it has read to, and paging by `after` misses none and repeats
 // none, while events are being written.
 
-// maxSeq is the highest sequence of sixteen digits.
-const maxSeq = 9_999_999_999_999_999
+// MaxSeq is the highest sequence of sixteen digits (EVT#<16 digits>).
+const MaxSeq = 9_999_999_999_999_999
+
+// MaxAfter is the highest `after` GET /events takes: the largest integer a
+// JSON number carries exactly in every client (2^53 − 1, the document's
+// bound). Sequences are microseconds since 1970, so no event has one
+// above it before the year 2255; a larger `after` is refused rather than
+// wrapped round to the oldest event.
+const MaxAfter = 1<<53 - 1
 
 // DefaultSettle is how far behind now the feed is served.
 const DefaultSettle = 10 * time.Second
@@ -70,7 +77,10 @@ func Feed(ctx context.Context, db *store.DB, q FeedQuery) (FeedPage, error) {
 	case unbounded:
 		// No settle (tests): everything committed, and a reader goes on
 		// from the last event it got.
-		upTo = maxSeq
+		upTo = MaxSeq
+	}
+	if q.After >= MaxSeq || q.After < 0 { // after+1 would wrap to the oldest event
+		return FeedPage{Next: max(q.After, 0)}, nil
 	}
 	from := max(q.After+1, oldest)
 	page := FeedPage{Next: max(q.After, upTo)}

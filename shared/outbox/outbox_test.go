@@ -51,7 +51,7 @@ func TestParseTypeAndInFeed(t *testing.T) {
 // their order must be the sequences' order.
 func TestSequenceKeysSortAsNumbers(t *testing.T) {
 	t.Parallel()
-	seqs := []int64{0, 1, 9, 10, 999, t0.UnixMicro(), t0.UnixMicro() + 1, maxSeq}
+	seqs := []int64{0, 1, 9, 10, 999, t0.UnixMicro(), t0.UnixMicro() + 1, MaxSeq}
 	keys := make([]string, len(seqs))
 	for i, s := range seqs {
 		keys[i] = SeqSK(s)

@@ -69,8 +69,8 @@ func afterParam(q url.Values) (int64, error) {
 		return 0, err
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || n < 0 {
-		return 0, httpapi.Invalid("after", "after must be a sequence: a whole number of 0 or more (the meta.next_after of the page before, or the sequence of the last event you have)")
+	if err != nil || n < 0 || n > outbox.MaxAfter {
+		return 0, httpapi.Invalid("after", "after must be a sequence: a whole number from 0 to %d (the meta.next_after of the page before, or the sequence of the last event you have)", int64(outbox.MaxAfter))
 	}
 	return n, nil
 }
@@ -129,25 +129,27 @@ func (s *Store) parseReplay(raw []byte, now time.Time) (ReplayRequest, error) {
 	if err != nil {
 		return ReplayRequest{}, err
 	}
+	// Each instant is checked by its value once it is sent and readable:
+	// 0001-01-01T00:00:00Z is a time long before the feed, not "not sent".
 	var req ReplayRequest
-	req.Since, _ = b.Time("since", true)
-	req.Until, _ = b.Time("until", false)
+	since, sinceOK := b.Time("since", true)
+	until, untilOK := b.Time("until", false)
+	req.Since, req.Until = since, until
 	if ts, ok := b.Strings("event_types", false); ok {
 		req.Types = eventTypes(b, ts)
 	}
-	s.checkWindow(b, "since", req.Since, now)
-	if !req.Until.IsZero() && !req.Since.IsZero() && !req.Until.After(req.Since) {
+	if sinceOK {
+		s.checkWindow(b, "since", since, now)
+	}
+	if sinceOK && untilOK && !until.After(since) {
 		b.Fail("until", "until must be after since (since is inclusive, until exclusive)")
 	}
 	return req, b.Err()
 }
 
 // checkWindow fails a replay's start that the feed no longer (or not yet)
-// holds.
+// holds: any instant sent, the zero time included.
 func (s *Store) checkWindow(b *httpapi.Body, field string, since, now time.Time) {
-	if since.IsZero() {
-		return
-	}
 	keep := outbox.FeedKeep(s.FeedRetention)
 	switch oldest := now.Add(-keep); {
 	case since.Before(oldest):

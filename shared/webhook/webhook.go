@@ -370,32 +370,58 @@ func (s *Store) Update(ctx context.Context, org, id string, p Patch, now time.Ti
 // ErrRotated is returned when another rotation replaced the secret first.
 var ErrRotated = errors.New("webhook: the secret was rotated by another request")
 
+// ErrSecretInGrace is returned for a rotation with a grace period while
+// the secret before the current one is still in its own: rotating would
+// end that grace early (one previous secret signs at a time), so the
+// rotation is refused until Until, or may retire the current secret at
+// once (grace 0), which leaves the previous one its grace.
+type ErrSecretInGrace struct{ Until time.Time }
+
+func (e *ErrSecretInGrace) Error() string {
+	return "webhook: a previous secret signs until " + e.Until.UTC().Format(time.RFC3339)
+}
+
 // RotateSecret gives an endpoint a new signing secret, returned once. The
 // old one keeps signing beside it for grace, so receivers can switch over.
 // The write is conditional on the secret it replaces: of concurrent
-// rotations one wins and the others get ErrRotated, so every secret handed
-// out is one that signs (the current one, or the previous during its grace).
+// rotations one wins and the others get ErrRotated. Every secret handed
+// out keeps signing through its own grace: while the secret before the
+// current one is in its grace, a rotation with a grace is refused
+// (ErrSecretInGrace), and one with none retires the current secret at
+// once and leaves the previous one signing until its time.
 func (s *Store) RotateSecret(ctx context.Context, org, id string, now time.Time, grace time.Duration) (Endpoint, error) {
 	cur, err := store.ReadInto[struct {
-		Secret string `dynamodbav:"secret"`
+		Secret    string `dynamodbav:"secret"`
+		PrevUntil string `dynamodbav:"previous_secret_expires_at"`
 	}](ctx, s.db, store.OrgPK(org), endpointSK(id))
 	if err != nil {
 		return Endpoint{}, err
+	}
+	// previous_secret_expires_at changes only with the secret, which the
+	// write below is conditional on: what is read here holds at the write.
+	expr := "SET previous_secret = secret, previous_secret_expires_at = :exp, secret = :new, updated_at = :now"
+	values := map[string]ddbtypes.AttributeValue{
+		":exp": &ddbtypes.AttributeValueMemberS{Value: store.FormatTime(now.Add(grace))},
+	}
+	if cur.PrevUntil > store.FormatTime(now) {
+		if grace > 0 {
+			until, _ := time.Parse(store.TimeLayout, cur.PrevUntil)
+			return Endpoint{}, &ErrSecretInGrace{Until: until}
+		}
+		expr, values = "SET secret = :new, updated_at = :now", map[string]ddbtypes.AttributeValue{}
 	}
 	secret, sealed, err := s.newSealedSecret(ctx, org, id)
 	if err != nil {
 		return Endpoint{}, err
 	}
+	values[":new"] = &ddbtypes.AttributeValueMemberS{Value: sealed}
+	values[":old"] = &ddbtypes.AttributeValueMemberS{Value: cur.Secret}
+	values[":now"] = &ddbtypes.AttributeValueMemberS{Value: store.FormatTime(now)}
 	out, err := s.db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(s.db.Table), Key: store.Key(store.OrgPK(org), endpointSK(id)),
-		UpdateExpression:    aws.String("SET previous_secret = secret, previous_secret_expires_at = :exp, secret = :new, updated_at = :now"),
-		ConditionExpression: aws.String("secret = :old"),
-		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{
-			":exp": &ddbtypes.AttributeValueMemberS{Value: store.FormatTime(now.Add(grace))},
-			":new": &ddbtypes.AttributeValueMemberS{Value: sealed},
-			":old": &ddbtypes.AttributeValueMemberS{Value: cur.Secret},
-			":now": &ddbtypes.AttributeValueMemberS{Value: store.FormatTime(now)},
-		},
+		UpdateExpression:                    aws.String(expr),
+		ConditionExpression:                 aws.String("secret = :old"),
+		ExpressionAttributeValues:           values,
 		ReturnValues:                        ddbtypes.ReturnValueAllNew,
 		ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,
 	})
@@ -625,9 +651,17 @@ func (h *handlers) rotateSecret(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		e, err = h.s.RotateSecret(r.Context(), httpapi.OrgID(r.Context()), id, httpapi.Now(r.Context()), grace)
 	}
-	if errors.Is(err, ErrRotated) {
+	var inGrace *ErrSecretInGrace
+	switch {
+	case errors.Is(err, ErrRotated):
 		err = &httpapi.Error{Status: http.StatusConflict, Message: "another request rotated this endpoint's secret at the same time, and its secret is the current one; " +
 			"nothing was changed by this request. Rotate again if you need a secret of your own (the one before it then stops signing after the grace period)"}
+	case errors.As(err, &inGrace):
+		now := httpapi.Now(r.Context())
+		err = &httpapi.Error{Status: http.StatusConflict, RetryAfter: max(1, int(inGrace.Until.Sub(now).Seconds()+0.999)),
+			Message: fmt.Sprintf("the secret before the current one still signs until %s (its grace period); a rotation with a grace period now "+
+				"would end that one early, so nothing was changed. Rotate again after it, or now with grace_period_seconds 0, which retires "+
+				"the current secret at once and leaves the previous one signing until its time", inGrace.Until.UTC().Format(time.RFC3339))}
 	}
 	if err != nil {
 		httpapi.WriteError(w, r, notFound(err))

@@ -284,7 +284,7 @@ func operations() map[string]func(routes.Route) []op {
 					"the feed lists an event about 10 seconds after it happened (the settle time; webhooks deliver at once), when every event before it in sequence order is there too. " +
 					"Events are kept 30 days, then gone from the feed (an older `after` starts at the oldest kept). One page is one read of the store; with `event_types` a page may come back short of `per_page` with `has_more` true: go on from `next_after`.",
 				params: []M{
-					M{"name": "after", "in": "query", "description": "Resume after this sequence (exclusive); absent or 0: the oldest event kept.",
+					M{"name": "after", "in": "query", "description": "Resume after this sequence (exclusive); absent or 0: the oldest event kept. At most 9007199254740991 (2^53 − 1): a larger one is 422.",
 						"schema": M{"type": "integer", "format": "int64", "minimum": 0}},
 					ref("parameters", "per_page"),
 					withExample(filter("event_types", "Comma-separated event names: only these.", M{"type": "string", "maxLength": webhook.MaxTypesParam}), "matter.created,invoice.paid"),
@@ -300,7 +300,7 @@ func operations() map[string]func(routes.Route) []op {
 		},
 		"webhooks.rotate_secret": func(routes.Route) []op {
 			return []op{{summary: "Rotate an endpoint's signing secret",
-				description: "Returns a new `secret` beside `data`, shown only here. For a grace period (24 hours unless `grace_period_seconds` says otherwise; at most a week) the old secret keeps signing too: each delivery's `Service-Signature` then carries two `v1=` signatures, one per secret, and a receiver verifies with whichever secret it holds (`signature.Verify` accepts any matching `v1`). Switch the receiver to the new secret within the grace period. `previous_secret_expires_at` says when the old one stops. A rotation replaces exactly the secret it found: of two rotations at the same time one wins and the other gets 409 with nothing changed, so every secret handed out is one that signs.",
+				description: "Returns a new `secret` beside `data`, shown only here. For a grace period (24 hours unless `grace_period_seconds` says otherwise; at most a week) the old secret keeps signing too: each delivery's `Service-Signature` then carries two `v1=` signatures, one per secret, and a receiver verifies with whichever secret it holds (`signature.Verify` accepts any matching `v1`). Switch the receiver to the new secret within the grace period. `previous_secret_expires_at` says when the old one stops. A rotation replaces exactly the secret it found: of two rotations at the same time one wins and the other gets 409 with nothing changed, so every secret handed out is one that signs. Each keeps signing through its own grace: while the previous secret is in its grace period, a rotation with a grace period is 409 (with `Retry-After`, nothing changed); one with `grace_period_seconds` 0 retires the current secret at once and leaves the previous one its grace.",
 				body:        "WebhookRotateSecret", optional: true,
 				ok:   []resp{{200, "The endpoint with its new secret.", "WebhookEndpointCreated", nil}},
 				errs: []int{404, 409, 413, 422}}}
