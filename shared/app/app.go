@@ -52,6 +52,13 @@ func Load(ctx context.Context, db *store.DB, cfg config.Config) (*Env, error) {
 	Apply(cfg)
 	keys := auth.NewStore(db)
 	keys.DefaultLimit = cfg.RateLimitPerMinute
+	// The stage's default goes into the table, for the admin tool's count
+	// of keys against ceilings. Serving does not need it: a failure (the
+	// store, or a role that may not write CONFIG) is a warning.
+	if err := keys.PublishDefaultLimit(ctx); err != nil {
+		slog.WarnContext(ctx, "could not store the stage's default rate limit; scripts/admin counts keys without a limit of their own at the one stored before (or 120)",
+			"rate_limit_per_minute", cfg.RateLimitPerMinute, "err", err)
+	}
 	return &Env{DB: db, Edge: httpapi.Config{
 		Auth: keys, Sealer: sealer, RateLimit: cfg.RateLimitPerMinute, AcceptedModes: cfg.APIKeyModes,
 		AccessLog: metrics.RequestLog(slog.Default()), Idempotency: idempotency.NewStore(db, key), Deprecation: deprecation(cfg),

@@ -16,6 +16,7 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -103,8 +104,21 @@ func openFromEnv(ctx context.Context) (*env, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Keys without a limit of their own count against their organisation's
+	// ceiling at the stage's default as the stage stored it (app.Load), not
+	// at this shell's RATE_LIMIT_PER_MINUTE.
 	keys := auth.NewStore(db)
-	keys.DefaultLimit = cfg.RateLimitPerMinute
+	stored, err := keys.LoadDefaultLimit(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !stored {
+		keys.DefaultLimit = config.Defaults().RateLimitPerMinute
+	}
+	if shell, set := os.LookupEnv("RATE_LIMIT_PER_MINUTE"); set && shell != strconv.Itoa(keys.DefaultLimit) {
+		fmt.Fprintf(os.Stderr, "note: RATE_LIMIT_PER_MINUTE=%s in this shell is not the stage's default (%d, %s): keys without a limit of their own count at %d\n",
+			shell, keys.DefaultLimit, map[bool]string{true: "stored in the table", false: "none stored yet: the built-in default"}[stored], keys.DefaultLimit)
+	}
 	e := &env{db: db, keys: keys, now: time.Now()}
 	if remoteEndpoint(cfg.DynamoDBEndpoint) {
 		e.target = describeTarget(ctx, cfg.TableName)
