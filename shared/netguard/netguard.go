@@ -6,7 +6,6 @@ package netguard
 
 import (
 	"errors"
-	"fmt"
 	"net"
 	"net/netip"
 	"syscall"
@@ -73,7 +72,7 @@ func Control(_, address string, _ syscall.RawConn) error {
 		return err
 	}
 	if Blocked(a) {
-		return fmt.Errorf("%w: %s", ErrBlocked, a)
+		return ErrBlocked // naming the address would tell a caller what a name resolves to inside
 	}
 	return nil
 }

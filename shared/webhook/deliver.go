@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"slices"
@@ -379,6 +380,34 @@ func (d *Deliverer) explain(err error) error {
 		return fmt.Errorf("the receiver's TLS certificate is signed by an authority that is not publicly trusted: use a certificate from a public CA (%v)", err)
 	case errors.As(err, &invalid), errors.As(err, &host):
 		return fmt.Errorf("the receiver's TLS certificate is not valid for it (expired, or for another name): %v", err)
+	}
+	return withoutAddresses(err)
+}
+
+// withoutAddresses is a failure to reach a receiver as the delivery log
+// shows it to the endpoint's owner: what went wrong, never an address (a
+// name that resolves inside our network, our resolver's): the connect
+// guard's refusal, a name that did not resolve, and a network error by
+// its operation and cause. Other errors (a timeout, a body cut short)
+// name no address and are kept.
+func withoutAddresses(err error) error {
+	var dns *net.DNSError
+	var op *net.OpError
+	switch {
+	case errors.Is(err, netguard.ErrBlocked):
+		return errors.New("the receiver's host resolves to an address that is not on the public internet (loopback, private, link-local or " +
+			"another special-purpose range); deliveries go only to public addresses")
+	case errors.As(err, &dns):
+		return fmt.Errorf("the receiver's host %s did not resolve (%s)", dns.Name, dns.Err)
+	case errors.As(err, &op) && op.Err != nil:
+		if errors.Is(err, context.DeadlineExceeded) || op.Timeout() {
+			return fmt.Errorf("%s %s: timed out", op.Op, op.Net)
+		}
+		var sys *os.SyscallError
+		if errors.As(op.Err, &sys) {
+			return fmt.Errorf("%s %s: %s: %v", op.Op, op.Net, sys.Syscall, sys.Err)
+		}
+		return fmt.Errorf("%s %s failed", op.Op, op.Net)
 	}
 	return err
 }

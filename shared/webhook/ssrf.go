@@ -33,9 +33,13 @@ func isLoopbackHost(host string) bool {
 }
 
 // errNotPublic is the one answer for a URL whose host is not on the public
-// internet: it names neither the address a literal denotes nor what a name
-// resolves to (the caller learns nothing about our network or resolver).
-const errNotPublic = "url is not allowed: webhooks are sent only to hosts on the public internet, never to loopback, private, link-local or other special-purpose addresses"
+// internet, and for one whose name does not resolve: it names neither the
+// address a literal denotes nor what a name resolves to, and does not tell
+// a name our resolver knows from one it does not (otherwise an
+// internal-only name, refused as "not allowed", could be told from a
+// name that exists nowhere: an oracle for the names of our network).
+const errNotPublic = "url is not allowed: webhooks are sent only to hosts whose every address is on the public internet (never loopback, private, " +
+	"link-local or other special-purpose addresses), and a host name that does not resolve here is refused alike"
 
 // CheckURL validates an endpoint URL at registration: https, a host, and
 // (unless private targets are allowed) no address that is or resolves to
@@ -72,7 +76,7 @@ func CheckURL(ctx context.Context, raw string, allowPrivate bool, resolver *net.
 	}
 	addrs, err := resolver.LookupNetIP(ctx, "ip", host)
 	if err != nil || len(addrs) == 0 {
-		return fmt.Errorf("url's host %s does not resolve", host)
+		return errors.New(errNotPublic)
 	}
 	for _, a := range addrs {
 		if netguard.Blocked(a) {
