@@ -160,7 +160,7 @@ func NewPracticeStack(scope constructs.Construct, id string, p *Props) *Stack {
 		})
 	}
 	s.secretsKeyUse()
-	s.seedConfig()
+	s.seedConfig(p)
 	s.wireWorkers(p)
 	s.addRoutes()
 	if p.Protected() {
@@ -481,7 +481,9 @@ func (s *Stack) secretsKeyUse() {
 // their roles may write CONFIG (grantTable), configseed's may write it
 // alone. A new secret name in the list updates the resource, which seeds
 // it at the next deploy; deleting the stack leaves them (with the table).
-func (s *Stack) seedConfig() {
+// It also stores the stage's default rate limit (auth's stage limit), which
+// scripts/admin counts keys at.
+func (s *Stack) seedConfig(p *Props) {
 	seeder, ok := s.Functions["configseed"]
 	if !ok {
 		return
@@ -489,7 +491,10 @@ func (s *Stack) seedConfig() {
 	seed := awscdk.NewCustomResource(s.Stack, jsii.String("StageSecrets"), &awscdk.CustomResourceProps{
 		ServiceToken: seeder.FunctionArn(),
 		ResourceType: jsii.String("Custom::StageSecrets"),
-		Properties:   &map[string]any{"Secrets": store.ConfigSecrets},
+		// The stage's default rate limit is a property too: a changed
+		// RATE_LIMIT_PER_MINUTE updates the resource, which stores it for
+		// the admin tool's count of keys against ceilings.
+		Properties: &map[string]any{"Secrets": store.ConfigSecrets, "RateLimitPerMinute": strconv.Itoa(p.RateLimit)},
 		// A handler that never answers (a failed cold start) fails the
 		// deploy after this, not CloudFormation's hour.
 		ServiceTimeout: awscdk.Duration_Minutes(jsii.Number(5)),

@@ -441,11 +441,11 @@ func TestWiringFromTheStacksEnvironment(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				id, data, err := app.SeedConfig(sdb)(ctx, cfn.Event{RequestType: cfn.RequestCreate})
+				id, data, err := app.SeedConfig(sdb, 120)(ctx, cfn.Event{RequestType: cfn.RequestCreate})
 				if err != nil || id != app.ConfigSeedID || data["Made"] != len(store.ConfigSecrets) {
 					t.Fatalf("seed: %q %v %v", id, data, err)
 				}
-				if _, data, err = app.SeedConfig(sdb)(ctx, cfn.Event{RequestType: cfn.RequestUpdate}); err != nil || data["Made"] != 0 {
+				if _, data, err = app.SeedConfig(sdb, 120)(ctx, cfn.Event{RequestType: cfn.RequestUpdate}); err != nil || data["Made"] != 0 {
 					t.Fatalf("seed again: %v %v (a secret replaced?)", data, err)
 				}
 				return

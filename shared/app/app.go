@@ -52,13 +52,9 @@ func Load(ctx context.Context, db *store.DB, cfg config.Config) (*Env, error) {
 	Apply(cfg)
 	keys := auth.NewStore(db)
 	keys.DefaultLimit = cfg.RateLimitPerMinute
-	// The stage's default goes into the table, for the admin tool's count
-	// of keys against ceilings. Serving does not need it: a failure (the
-	// store, or a role that may not write CONFIG) is a warning.
-	if err := keys.PublishDefaultLimit(ctx); err != nil {
-		slog.WarnContext(ctx, "could not store the stage's default rate limit; scripts/admin counts keys without a limit of their own at the one stored before (or 120)",
-			"rate_limit_per_minute", cfg.RateLimitPerMinute, "err", err)
-	}
+	// The stage's default rate limit is stored in the table by the deploy
+	// (configseed: no API role may write CONFIG) and by the devserver at
+	// start (PublishStageLimit), for the admin tool's count of keys.
 	return &Env{DB: db, Edge: httpapi.Config{
 		Auth: keys, Sealer: sealer, RateLimit: cfg.RateLimitPerMinute, AcceptedModes: cfg.APIKeyModes,
 		AccessLog: metrics.RequestLog(slog.Default()), Idempotency: idempotency.NewStore(db, key), Deprecation: deprecation(cfg),

@@ -66,6 +66,11 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	// What configseed does at a deploy: the stage's default rate limit in
+	// the table, where scripts/admin counts keys against ceilings at it.
+	if err := app.PublishStageLimit(ctx, db, conf.RateLimitPerMinute); err != nil {
+		return err
+	}
 	// Background workers in-process, on the same store: the outbox
 	// dispatcher polls for pending events (the stream's stand-in) and the
 	// workers consume queues kept in the table (SQS's stand-in: what is
