@@ -25,7 +25,7 @@ type countingSink struct {
 	failFor string
 }
 
-func (s *countingSink) Send(_ context.Context, body []byte, _ time.Duration) error {
+func (s *countingSink) Send(_ context.Context, _ string, body []byte, _ time.Duration) error {
 	var m outbox.Message
 	_ = json.Unmarshal(body, &m)
 	s.mu.Lock()

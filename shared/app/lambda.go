@@ -191,7 +191,7 @@ func SQSHandler(h queue.Handler) func(context.Context, events.SQSEvent) (events.
 				continue
 			}
 			n, _ := strconv.Atoi(r.Attributes["ApproximateReceiveCount"])
-			m := queue.Message{ID: r.MessageId, Body: []byte(r.Body), Receipt: r.ReceiptHandle, ReceiveCount: n}
+			m := queue.Message{ID: r.MessageId, Body: []byte(r.Body), Receipt: r.ReceiptHandle, ReceiveCount: n, Group: r.Attributes["MessageGroupId"]}
 			wg.Go(func() {
 				// A panic in a record's goroutine would end the process
 				// with the runtime's own report (not through the logger,

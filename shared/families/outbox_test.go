@@ -20,11 +20,11 @@ type flakySink struct {
 	q     *queue.Memory
 }
 
-func (f *flakySink) Send(ctx context.Context, body []byte, d time.Duration) error {
+func (f *flakySink) Send(ctx context.Context, group string, body []byte, d time.Duration) error {
 	if f.fails.Add(-1) >= 0 {
 		return errors.New("queue unavailable")
 	}
-	return f.q.Send(ctx, body, d)
+	return f.q.Send(ctx, group, body, d)
 }
 
 // TestStuckOutboxEventsAreSweptAgain: a dispatch that dies at the queue send

@@ -506,16 +506,16 @@ type recordingQueue struct {
 	delays []time.Duration
 }
 
-func (q *recordingQueue) Send(_ context.Context, body []byte, d time.Duration) error {
+func (q *recordingQueue) Send(_ context.Context, _ string, body []byte, d time.Duration) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.sent, q.delays = append(q.sent, body), append(q.delays, d)
 	return nil
 }
 
-func (q *recordingQueue) SendBatch(ctx context.Context, bodies [][]byte) error {
+func (q *recordingQueue) SendBatch(ctx context.Context, group string, bodies [][]byte) error {
 	for _, b := range bodies {
-		_ = q.Send(ctx, b, 0)
+		_ = q.Send(ctx, group, b, 0)
 	}
 	return nil
 }

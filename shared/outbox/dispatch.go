@@ -45,9 +45,10 @@ type Dispatcher struct {
 	Retention, FeedRetention time.Duration
 }
 
-// Sink takes dispatched events: a queue, or the webhook fan-out.
+// Sink takes dispatched events: a queue, or the webhook fan-out. The
+// group is the event's organisation (a queue's tenant: see queue.Queue).
 type Sink interface {
-	Send(ctx context.Context, body []byte, delay time.Duration) error
+	Send(ctx context.Context, group string, body []byte, delay time.Duration) error
 }
 
 var _ Sink = queue.Queue(nil)
@@ -115,7 +116,7 @@ func (d *Dispatcher) DispatchCompany(ctx context.Context, org, id, cvr, created 
 		return err
 	}
 	for _, q := range d.Routes[CompanyEnrich] {
-		if err := q.Send(ctx, body, 0); err != nil {
+		if err := q.Send(ctx, org, body, 0); err != nil {
 			return fmt.Errorf("dispatch company %s: %w", id, err)
 		}
 	}
@@ -244,7 +245,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, ev Event) (outcome, error) {
 	body, err := json.Marshal(ev.Message())
 	if err == nil {
 		for _, q := range sinks {
-			if err = q.Send(ctx, body, 0); err != nil {
+			if err = q.Send(ctx, ev.OrgID, body, 0); err != nil {
 				break
 			}
 		}

@@ -125,7 +125,7 @@ type sink struct {
 	sent [][]byte
 }
 
-func (s *sink) Send(_ context.Context, body []byte, _ time.Duration) error {
+func (s *sink) Send(_ context.Context, _ string, body []byte, _ time.Duration) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.sent = append(s.sent, body)

@@ -132,7 +132,7 @@ func (e *Enricher) Handle(ctx context.Context, m queue.Message) error {
 		e.log().InfoContext(ctx, "company enrichment will retry", "company_id", c.ID, "attempts", attempts, "err", err)
 		msg.Attempt = attempts
 		body, _ := json.Marshal(msg)
-		if err := e.Queue.Send(ctx, body, e.schedule()[attempts-1]); err != nil {
+		if err := e.Queue.Send(ctx, msg.OrgID, body, e.schedule()[attempts-1]); err != nil {
 			return err
 		}
 		return e.record(ctx, msg.OrgID, c.ID, &Enrichment{Status: EnrichmentPending, Attempts: attempts, Error: publicError(err), UpdatedAt: store.FormatTime(now)}, nil)

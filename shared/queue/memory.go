@@ -2,14 +2,15 @@ package queue
 
 import (
 	"context"
+	"sort"
 	"strconv"
 	"sync"
 	"time"
 )
 
 // Memory is the in-process adapter: the same contract as SQS (delays,
-// visibility timeouts, receive counts, at-least-once), for the devserver and
-// tests. Messages live as long as the process.
+// visibility timeouts, receive counts, at-least-once, fair queues by
+// group), for tests. Messages live as long as the process.
 type Memory struct {
 	mu         sync.Mutex
 	visibility time.Duration
@@ -17,11 +18,14 @@ type Memory struct {
 	seq        int
 	msgs       map[string]*memMsg
 	wake       chan struct{}
+	fair       *Fair
 }
 
 type memMsg struct {
-	id        string
+	id, group string
+	seq       int
 	body      []byte
+	sent      time.Time
 	visibleAt time.Time
 	receipt   string
 	count     int
@@ -29,28 +33,38 @@ type memMsg struct {
 
 // NewMemory returns an empty queue with the given visibility timeout.
 func NewMemory(visibility time.Duration) *Memory {
-	return &Memory{visibility: visibility, now: time.Now, msgs: map[string]*memMsg{}, wake: make(chan struct{}, 1)}
+	return &Memory{visibility: visibility, now: time.Now, msgs: map[string]*memMsg{}, wake: make(chan struct{}, 1), fair: NewFair()}
 }
 
 var _ Queue = (*Memory)(nil)
 
+// SetClock makes the queue read the time from now (tests that control
+// time); it is time.Now otherwise.
+func (q *Memory) SetClock(now func() time.Time) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.now = now
+}
+
 // Send enqueues body.
-func (q *Memory) Send(_ context.Context, body []byte, delay time.Duration) error {
+func (q *Memory) Send(_ context.Context, group string, body []byte, delay time.Duration) error {
 	if delay > MaxDelay {
 		return ErrDelayTooLong
 	}
 	q.mu.Lock()
 	q.seq++
 	id := strconv.Itoa(q.seq)
-	q.msgs[id] = &memMsg{id: id, body: append([]byte(nil), body...), visibleAt: q.now().Add(delay)}
+	now := q.now()
+	q.msgs[id] = &memMsg{id: id, group: group, seq: q.seq, body: append([]byte(nil), body...), sent: now, visibleAt: now.Add(delay)}
+	q.fair.Sent(Tenant(group, id), now)
 	q.mu.Unlock()
 	notify(q.wake)
 	return nil
 }
 
 // SendBatch enqueues each body.
-func (q *Memory) SendBatch(ctx context.Context, bodies [][]byte) error {
-	return sendEach(ctx, q.Send, bodies)
+func (q *Memory) SendBatch(ctx context.Context, group string, bodies [][]byte) error {
+	return sendEach(ctx, group, q.Send, bodies)
 }
 
 // Receive returns visible messages, waiting up to wait for the first.
@@ -62,18 +76,26 @@ func (q *Memory) take(max int) []Message {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	now := q.now()
-	var out []Message
+	var visible []*memMsg
 	for _, m := range q.msgs {
-		if len(out) == max {
-			break
+		if !m.visibleAt.After(now) {
+			visible = append(visible, m)
 		}
-		if m.visibleAt.After(now) {
-			continue
-		}
+	}
+	// The queue's own order, oldest first; the fair queue's rules reorder it.
+	sort.Slice(visible, func(i, j int) bool { return visible[i].seq < visible[j].seq })
+	tenants := make([]string, len(visible))
+	for i, m := range visible {
+		tenants[i] = Tenant(m.group, m.id)
+	}
+	var out []Message
+	for _, i := range q.fair.Pick(now, tenants, max) {
+		m := visible[i]
 		m.count++
 		m.receipt = m.id + "/" + strconv.Itoa(m.count)
 		m.visibleAt = now.Add(q.visibility)
-		out = append(out, Message{ID: m.id, Body: m.body, Receipt: m.receipt, ReceiveCount: m.count})
+		q.fair.Received(tenants[i], m.id, now, m.visibleAt)
+		out = append(out, Message{ID: m.id, Body: m.body, Receipt: m.receipt, ReceiveCount: m.count, Group: m.group})
 	}
 	return out
 }
@@ -84,6 +106,7 @@ func (q *Memory) Delete(_ context.Context, m Message) error {
 	defer q.mu.Unlock()
 	if cur, ok := q.msgs[m.ID]; ok && cur.receipt == m.Receipt {
 		delete(q.msgs, m.ID)
+		q.fair.Ended(Tenant(cur.group, cur.id), cur.id, q.now())
 	}
 	return nil
 }
@@ -94,3 +117,34 @@ func (q *Memory) Len() int {
 	defer q.mu.Unlock()
 	return len(q.msgs)
 }
+
+// InFlight counts the messages received and not deleted whose visibility
+// timeout is still running, by group.
+func (q *Memory) InFlight() map[string]int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := q.now()
+	out := map[string]int{}
+	for _, m := range q.msgs {
+		if m.count > 0 && m.visibleAt.After(now) {
+			out[m.group]++
+		}
+	}
+	return out
+}
+
+// Fairness is the queue's fair-queue metrics now.
+func (q *Memory) Fairness() FairMetrics {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := q.now()
+	states := make([]MessageState, 0, len(q.msgs))
+	for _, m := range q.msgs {
+		hidden := m.visibleAt.After(now)
+		states = append(states, MessageState{Tenant: Tenant(m.group, m.id), Sent: m.sent, InFlight: hidden && m.count > 0, Delayed: hidden && m.count == 0})
+	}
+	return q.fair.Metrics(now, states)
+}
+
+// Noisy lists the groups the queue treats as noisy neighbours now.
+func (q *Memory) Noisy() []string { return q.fair.NoisyTenants() }

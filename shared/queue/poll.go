@@ -39,11 +39,16 @@ func notify(wake chan<- struct{}) {
 	}
 }
 
-// sendEach sends each body without delay, stopping at the first error.
-func sendEach(ctx context.Context, send func(context.Context, []byte, time.Duration) error, bodies [][]byte) error {
-	for _, b := range bodies {
-		if err := send(ctx, b, 0); err != nil {
-			return err
+// sendEach sends each body without delay; the bodies from the first that
+// fails on are the BatchError's.
+func sendEach(ctx context.Context, group string, send func(context.Context, string, []byte, time.Duration) error, bodies [][]byte) error {
+	for i, b := range bodies {
+		if err := send(ctx, group, b, 0); err != nil {
+			unsent := make([]int, 0, len(bodies)-i)
+			for j := i; j < len(bodies); j++ {
+				unsent = append(unsent, j)
+			}
+			return &BatchError{Unsent: unsent, Err: err}
 		}
 	}
 	return nil

@@ -6,6 +6,7 @@ package queue
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 )
@@ -14,21 +15,28 @@ import (
 const MaxDelay = 15 * time.Minute
 
 // Message is one received message; Receipt identifies this receipt of it.
+// Group is the group it was sent with (SQS's MessageGroupId).
 type Message struct {
 	ID           string
 	Body         []byte
 	Receipt      string
 	ReceiveCount int
+	Group        string
 }
 
-// Queue is a work queue with visibility timeouts.
+// Queue is a work queue with visibility timeouts. Every message is sent
+// with a group, its tenant: on SQS the MessageGroupId of a fair queue (a
+// standard queue whose messages carry one), so that a tenant that floods
+// the queue or holds its consumers does not delay the others (see Fair).
+// Our groups are organisations.
 type Queue interface {
-	// Send enqueues body, visible after delay (at most MaxDelay).
-	Send(ctx context.Context, body []byte, delay time.Duration) error
-	// SendBatch enqueues bodies, visible at once, in as few calls as the
-	// queue allows; it returns an error when any of them could not be sent
-	// (after retrying those), having sent the others.
-	SendBatch(ctx context.Context, bodies [][]byte) error
+	// Send enqueues body in group, visible after delay (at most MaxDelay).
+	Send(ctx context.Context, group string, body []byte, delay time.Duration) error
+	// SendBatch enqueues bodies in group, visible at once, in as few calls
+	// as the queue allows; it returns an error when any of them could not
+	// be sent (after retrying those), having sent the others: a
+	// *BatchError says which.
+	SendBatch(ctx context.Context, group string, bodies [][]byte) error
 	// Receive waits up to wait for up to max visible messages and hides them
 	// for the queue's visibility timeout.
 	Receive(ctx context.Context, max int, wait time.Duration) ([]Message, error)
@@ -38,6 +46,19 @@ type Queue interface {
 
 // ErrDelayTooLong is returned for a delay beyond MaxDelay.
 var ErrDelayTooLong = errors.New("queue: delay beyond 15 minutes")
+
+// BatchError is a SendBatch of which some bodies were not sent: Unsent
+// holds their indexes, in order; the others were sent.
+type BatchError struct {
+	Unsent []int
+	Err    error
+}
+
+func (e *BatchError) Error() string {
+	return fmt.Sprintf("queue: %d messages of the batch not sent: %v", len(e.Unsent), e.Err)
+}
+
+func (e *BatchError) Unwrap() error { return e.Err }
 
 // Handler processes one message; an error leaves it to reappear after the
 // visibility timeout.

@@ -78,13 +78,13 @@ func sqsQueue(t *testing.T, visibility time.Duration, opts ...func(*sqs.Options)
 // contract is what both adapters must do.
 func contract(t *testing.T, q queue.Queue) {
 	ctx := context.Background()
-	if err := q.Send(ctx, []byte(`{"n":1}`), 0); err != nil {
+	if err := q.Send(ctx, "g", []byte(`{"n":1}`), 0); err != nil {
 		t.Fatal(err)
 	}
-	if err := q.Send(ctx, []byte(`{"n":2}`), 2*time.Second); err != nil {
+	if err := q.Send(ctx, "g", []byte(`{"n":2}`), 2*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if err := q.Send(ctx, []byte("x"), 16*time.Minute); err != queue.ErrDelayTooLong {
+	if err := q.Send(ctx, "g", []byte("x"), 16*time.Minute); err != queue.ErrDelayTooLong {
 		t.Fatalf("delay over 15 minutes: %v", err)
 	}
 	got, err := q.Receive(ctx, 10, time.Second)
@@ -130,7 +130,7 @@ func batchContract(t *testing.T, q queue.Queue) {
 	for i := range 25 {
 		bodies = append(bodies, []byte(fmt.Sprintf(`{"n":%d}`, i)))
 	}
-	if err := q.SendBatch(ctx, bodies); err != nil {
+	if err := q.SendBatch(ctx, "g", bodies); err != nil {
 		t.Fatal(err)
 	}
 	seen := map[string]int{}
@@ -200,7 +200,7 @@ func TestTableQueue(t *testing.T) {
 
 	ctx := context.Background()
 	before := queue.NewTable(db, "restart", time.Minute, 3)
-	if err := before.Send(ctx, []byte("survives"), 0); err != nil {
+	if err := before.Send(ctx, "g", []byte("survives"), 0); err != nil {
 		t.Fatal(err)
 	}
 	after := queue.NewTable(db, "restart", 500*time.Millisecond, 3) // the process started again
@@ -236,7 +236,7 @@ func TestSQSQueueOnMoto(t *testing.T) {
 func TestSQSHideExtendsVisibility(t *testing.T) {
 	q := sqsQueue(t, 1*time.Second)
 	ctx := context.Background()
-	if err := q.Send(ctx, []byte("later"), 0); err != nil {
+	if err := q.Send(ctx, "g", []byte("later"), 0); err != nil {
 		t.Fatal(err)
 	}
 	msgs, err := q.Receive(ctx, 1, time.Second)
@@ -262,7 +262,7 @@ func TestSQSEventHandlerOnMoto(t *testing.T) {
 	q := sqsQueue(t, 1*time.Second)
 	ctx := context.Background()
 	for _, b := range []string{"ok-1", "fail", "ok-2"} {
-		if err := q.Send(ctx, []byte(b), 0); err != nil {
+		if err := q.Send(ctx, "g", []byte(b), 0); err != nil {
 			t.Fatal(err)
 		}
 	}

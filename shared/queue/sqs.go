@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -22,14 +23,15 @@ var _ Queue = (*SQS)(nil)
 // NewSQS binds a client to a queue URL.
 func NewSQS(client *sqs.Client, url string) *SQS { return &SQS{client: client, url: url} }
 
-// Send enqueues body with DelaySeconds.
-func (q *SQS) Send(ctx context.Context, body []byte, delay time.Duration) error {
+// Send enqueues body with DelaySeconds, in group (its MessageGroupId: a
+// standard queue whose messages carry one is a fair queue).
+func (q *SQS) Send(ctx context.Context, group string, body []byte, delay time.Duration) error {
 	if delay > MaxDelay {
 		return ErrDelayTooLong
 	}
 	_, err := q.client.SendMessage(ctx, &sqs.SendMessageInput{
 		QueueUrl: aws.String(q.url), MessageBody: aws.String(string(body)),
-		DelaySeconds: int32((delay + time.Second - 1) / time.Second),
+		DelaySeconds: int32((delay + time.Second - 1) / time.Second), MessageGroupId: groupID(group),
 	})
 	if err != nil {
 		return fmt.Errorf("sqs send: %w", err)
@@ -44,7 +46,7 @@ const batchAttempts = 3
 // entry; entries it refused are sent again (up to batchAttempts in all),
 // and any still refused make the error. Entries that succeeded are not
 // sent again, so one failing entry does not duplicate the others.
-func (q *SQS) SendBatch(ctx context.Context, bodies [][]byte) error {
+func (q *SQS) SendBatch(ctx context.Context, group string, bodies [][]byte) error {
 	pending := make([]int, len(bodies))
 	for i := range bodies {
 		pending[i] = i
@@ -56,7 +58,7 @@ func (q *SQS) SendBatch(ctx context.Context, bodies [][]byte) error {
 			chunk := pending[start:min(start+10, len(pending))]
 			entries := make([]sqstypes.SendMessageBatchRequestEntry, len(chunk))
 			for j, i := range chunk {
-				entries[j] = sqstypes.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(string(bodies[i]))}
+				entries[j] = sqstypes.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(string(bodies[i])), MessageGroupId: groupID(group)}
 			}
 			out, err := q.client.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(q.url), Entries: entries})
 			if err != nil {
@@ -76,9 +78,19 @@ func (q *SQS) SendBatch(ctx context.Context, bodies [][]byte) error {
 		}
 	}
 	if len(pending) > 0 {
-		return fmt.Errorf("%d of %d messages not sent: %w", len(pending), len(bodies), lastErr)
+		slices.Sort(pending)
+		return &BatchError{Unsent: pending, Err: fmt.Errorf("%d of %d messages not sent: %w", len(pending), len(bodies), lastErr)}
 	}
 	return nil
+}
+
+// groupID is a group as SQS takes it: none for "" (the message is then a
+// tenant of its own).
+func groupID(group string) *string {
+	if group == "" {
+		return nil
+	}
+	return aws.String(group)
 }
 
 // Receive long-polls for up to wait (whole seconds, at most 20).
@@ -86,7 +98,7 @@ func (q *SQS) Receive(ctx context.Context, max int, wait time.Duration) ([]Messa
 	out, err := q.client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 		QueueUrl: aws.String(q.url), MaxNumberOfMessages: int32(min(max, 10)),
 		WaitTimeSeconds:             int32(min(wait/time.Second, 20)),
-		MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameApproximateReceiveCount},
+		MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameApproximateReceiveCount, sqstypes.MessageSystemAttributeNameMessageGroupId},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sqs receive: %w", err)
@@ -95,7 +107,7 @@ func (q *SQS) Receive(ctx context.Context, max int, wait time.Duration) ([]Messa
 	for _, m := range out.Messages {
 		n, _ := strconv.Atoi(m.Attributes[string(sqstypes.MessageSystemAttributeNameApproximateReceiveCount)])
 		msgs = append(msgs, Message{ID: aws.ToString(m.MessageId), Body: []byte(aws.ToString(m.Body)),
-			Receipt: aws.ToString(m.ReceiptHandle), ReceiveCount: n})
+			Receipt: aws.ToString(m.ReceiptHandle), ReceiveCount: n, Group: m.Attributes[string(sqstypes.MessageSystemAttributeNameMessageGroupId)]})
 	}
 	return msgs, nil
 }

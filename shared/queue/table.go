@@ -3,7 +3,10 @@ package queue
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -18,14 +21,21 @@ import (
 // devserver's stand-in for SQS, so that jobs queued when the process is
 // killed (kill -9 included) are still there when it starts again on the
 // same data (LOCAL_DYNAMODB_DIR). It has SQS's semantics: delays,
-// visibility timeouts, receive counts, at-least-once delivery, and a
-// message received MaxReceives times without being deleted is set aside
-// as dead (SQS's redrive to a dead-letter queue).
+// visibility timeouts, receive counts, at-least-once delivery, a message
+// received MaxReceives times without being deleted is set aside as dead
+// (SQS's redrive to a dead-letter queue), and fair queues (Fair): a
+// message's group is its tenant, and a noisy tenant's messages come after
+// quiet tenants'.
 //
-// A message is the item QUEUE#<name> / MSG#<id>; while it waits it has
-// the GSI5 slot QUEUE#<name> / <visible at, ms>#<id>, which a receive
-// queries for what is due and moves forward by the visibility timeout
-// with a conditional write (the receipt is the claim).
+// A message is the item QUEUE#<name> / MSG#<id> (its group in grp);
+// while it waits it has the GSI5 slot QUEUE#<name> / <visible at,
+// ms>#<id>, which a receive moves forward by the visibility timeout with a
+// conditional write (the receipt is the claim). One process consumes a
+// Table (the devserver): it keeps a mirror of its messages' groups and
+// slots, loaded from the table at its first receive, from which a receive
+// picks in the fair queue's order without reading the table; the
+// conditional write still decides every claim, and a receive that finds
+// nothing due in the mirror queries GSI5 for messages sent by others.
 type Table struct {
 	db          *store.DB
 	name        string
@@ -33,11 +43,26 @@ type Table struct {
 	maxReceives int
 	now         func() time.Time
 	wake        chan struct{}
+	fair        *Fair
+
+	mu     sync.Mutex
+	loaded bool
+	known  map[string]*tableMsg // the mirror, by message id
+}
+
+// tableMsg is what the mirror knows of a message.
+type tableMsg struct {
+	group, slot string
+	visibleAt   time.Time
+	sent        time.Time
+	count       int
+	claiming    bool // a receive of this process is claiming it
 }
 
 // NewTable returns the queue name on db; maxReceives 0 never dead-letters.
 func NewTable(db *store.DB, name string, visibility time.Duration, maxReceives int) *Table {
-	return &Table{db: db, name: name, visibility: visibility, maxReceives: maxReceives, now: time.Now, wake: make(chan struct{}, 1)}
+	return &Table{db: db, name: name, visibility: visibility, maxReceives: maxReceives, now: time.Now, wake: make(chan struct{}, 1),
+		fair: NewFair(), known: map[string]*tableMsg{}}
 }
 
 var _ Queue = (*Table)(nil)
@@ -53,8 +78,25 @@ func slot(visibleAt time.Time, id string) string {
 	return fmt.Sprintf("%015d#%s", visibleAt.UnixMilli(), id)
 }
 
+// slotTime is the visible-at time of a slot.
+func slotTime(s string) time.Time {
+	ms, _ := strconv.ParseInt(strings.SplitN(s, "#", 2)[0], 10, 64)
+	return time.UnixMilli(ms)
+}
+
+// sentAt is when a message was sent: its id is a UUIDv7, whose first 48
+// bits are the milliseconds of its making.
+func sentAt(id string) time.Time {
+	u, err := uuid.Parse(id)
+	if err != nil || u.Version() != 7 {
+		return time.Time{}
+	}
+	sec, nsec := u.Time().UnixTime()
+	return time.Unix(sec, nsec)
+}
+
 // Send enqueues body.
-func (q *Table) Send(ctx context.Context, body []byte, delay time.Duration) error {
+func (q *Table) Send(ctx context.Context, group string, body []byte, delay time.Duration) error {
 	if delay > MaxDelay {
 		return ErrDelayTooLong
 	}
@@ -63,23 +105,29 @@ func (q *Table) Send(ctx context.Context, body []byte, delay time.Duration) erro
 		return err
 	}
 	now := q.now()
+	sl := slot(now.Add(delay), id.String())
 	_, err = q.db.Client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(q.db.Table), Item: map[string]ddbtypes.AttributeValue{
 		store.AttrPK: &ddbtypes.AttributeValueMemberS{Value: q.pk()}, store.AttrSK: &ddbtypes.AttributeValueMemberS{Value: "MSG#" + id.String()},
 		"kind": &ddbtypes.AttributeValueMemberS{Value: "queue_message"}, "id": &ddbtypes.AttributeValueMemberS{Value: id.String()},
+		"grp":  &ddbtypes.AttributeValueMemberS{Value: group},
 		"body": &ddbtypes.AttributeValueMemberB{Value: body}, "receive_count": &ddbtypes.AttributeValueMemberN{Value: "0"},
-		"GSI5PK": &ddbtypes.AttributeValueMemberS{Value: q.pk()}, "GSI5SK": &ddbtypes.AttributeValueMemberS{Value: slot(now.Add(delay), id.String())},
+		"GSI5PK": &ddbtypes.AttributeValueMemberS{Value: q.pk()}, "GSI5SK": &ddbtypes.AttributeValueMemberS{Value: sl},
 		store.AttrTTL: &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(now.Add(Retention).Unix(), 10)},
 	}})
 	if err != nil {
 		return fmt.Errorf("queue %s: send: %w", q.name, err)
 	}
+	q.mu.Lock()
+	q.known[id.String()] = &tableMsg{group: group, slot: sl, visibleAt: now.Add(delay), sent: now}
+	q.mu.Unlock()
+	q.fair.Sent(Tenant(group, id.String()), now)
 	notify(q.wake)
 	return nil
 }
 
 // SendBatch enqueues each body.
-func (q *Table) SendBatch(ctx context.Context, bodies [][]byte) error {
-	return sendEach(ctx, q.Send, bodies)
+func (q *Table) SendBatch(ctx context.Context, group string, bodies [][]byte) error {
+	return sendEach(ctx, group, q.Send, bodies)
 }
 
 // Receive returns up to max due messages, waiting up to wait for the first,
@@ -91,58 +139,212 @@ func (q *Table) Receive(ctx context.Context, max int, wait time.Duration) ([]Mes
 	return receiveWaiting(ctx, wait, time.Second, q.wake, func() ([]Message, error) { return q.take(ctx, max) })
 }
 
-func (q *Table) take(ctx context.Context, max int) ([]Message, error) {
+// load fills the mirror from the table, once: the messages a process
+// before this one left (their groups, slots and receive counts).
+func (q *Table) load(ctx context.Context) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.loaded {
+		return nil
+	}
 	now := q.now()
-	page, err := q.db.Query(ctx, store.ListQuery{Index: queueIndex, PK: q.pk(), SKTo: slot(now, "~"), Limit: max})
+	p := dynamodb.NewQueryPaginator(q.db.Client, &dynamodb.QueryInput{
+		TableName: aws.String(q.db.Table), KeyConditionExpression: aws.String("PK = :pk"),
+		ProjectionExpression:      aws.String("id, grp, GSI5SK, receive_count, dead"),
+		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":pk": &ddbtypes.AttributeValueMemberS{Value: q.pk()}},
+	})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return fmt.Errorf("queue %s: read its messages: %w", q.name, err)
+		}
+		for _, it := range page.Items {
+			m, id := mirrorOf(it)
+			if m == nil {
+				continue
+			}
+			q.remember(id, m, now)
+		}
+	}
+	q.loaded = true
+	return nil
+}
+
+// mirrorOf reads an item (whole, or projected) into the mirror's form;
+// nil for a dead message or an item that is not a message.
+func mirrorOf(it map[string]ddbtypes.AttributeValue) (*tableMsg, string) {
+	str := func(k string) string {
+		v, _ := it[k].(*ddbtypes.AttributeValueMemberS)
+		if v == nil {
+			return ""
+		}
+		return v.Value
+	}
+	if d, ok := it["dead"].(*ddbtypes.AttributeValueMemberBOOL); ok && d.Value {
+		return nil, ""
+	}
+	id, sl := str("id"), str("GSI5SK")
+	if id == "" || sl == "" {
+		return nil, ""
+	}
+	m := &tableMsg{group: str("grp"), slot: sl, visibleAt: slotTime(sl), sent: sentAt(id)}
+	if n, ok := it["receive_count"].(*ddbtypes.AttributeValueMemberN); ok {
+		m.count, _ = strconv.Atoi(n.Value)
+	}
+	return m, id
+}
+
+// remember adds a message found in the table to the mirror (q.mu held).
+func (q *Table) remember(id string, m *tableMsg, now time.Time) {
+	if _, ok := q.known[id]; ok {
+		return
+	}
+	q.known[id] = m
+	t := Tenant(m.group, id)
+	q.fair.Sent(t, m.sent)
+	if m.count > 0 && m.visibleAt.After(now) {
+		q.fair.Received(t, id, now, m.visibleAt) // in flight when its process stopped
+	}
+}
+
+// pick reserves up to max due messages of the mirror in the fair queue's
+// order, for this receive to claim.
+func (q *Table) pick(now time.Time, max int) []string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	type due struct {
+		id string
+		m  *tableMsg
+	}
+	var ds []due
+	for id, m := range q.known {
+		if !m.claiming && !m.visibleAt.After(now) {
+			ds = append(ds, due{id, m})
+		}
+	}
+	// The queue's own order: by when they became visible (GSI5's order).
+	sort.Slice(ds, func(i, j int) bool { return ds[i].m.slot < ds[j].m.slot })
+	tenants := make([]string, len(ds))
+	for i, d := range ds {
+		tenants[i] = Tenant(d.m.group, d.id)
+	}
+	var ids []string
+	for _, i := range q.fair.Pick(now, tenants, max) {
+		ds[i].m.claiming = true
+		ids = append(ids, ds[i].id)
+	}
+	return ids
+}
+
+func (q *Table) take(ctx context.Context, max int) ([]Message, error) {
+	if err := q.load(ctx); err != nil {
+		return nil, err
+	}
+	now := q.now()
+	ids := q.pick(now, max)
+	if len(ids) == 0 {
+		// Nothing due that this process knows of: what others sent.
+		page, err := q.db.Query(ctx, store.ListQuery{Index: queueIndex, PK: q.pk(), SKTo: slot(now, "~"), Limit: max})
+		if err != nil {
+			return nil, fmt.Errorf("queue %s: receive: %w", q.name, err)
+		}
+		q.mu.Lock()
+		for _, it := range page.Items {
+			if m, id := mirrorOf(it); m != nil {
+				q.remember(id, m, now)
+			}
+		}
+		q.mu.Unlock()
+		ids = q.pick(now, max)
+	}
+	var out []Message
+	for i, id := range ids {
+		m, err := q.claim(ctx, id, now)
+		if err != nil {
+			q.release(ids[i:])
+			return out, err
+		}
+		if m != nil {
+			out = append(out, *m)
+		}
+	}
+	return out, nil
+}
+
+// release gives back reservations a failed receive did not claim.
+func (q *Table) release(ids []string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, id := range ids {
+		if m := q.known[id]; m != nil {
+			m.claiming = false
+		}
+	}
+}
+
+// claim receives one reserved message: its slot moves by the visibility
+// timeout, by condition (the slot the mirror knows: nobody received it
+// meanwhile). nil, nil: it was not there to claim, or went dead.
+func (q *Table) claim(ctx context.Context, id string, now time.Time) (*Message, error) {
+	q.mu.Lock()
+	known := q.known[id]
+	q.mu.Unlock()
+	if known == nil {
+		return nil, nil
+	}
+	next := slot(now.Add(q.visibility), id)
+	receipt := uuid.NewString()
+	res, err := q.db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(q.db.Table), Key: store.Key(q.pk(), "MSG#"+id),
+		UpdateExpression:    aws.String("SET GSI5SK = :next, receipt = :r ADD receive_count :one"),
+		ConditionExpression: aws.String("GSI5SK = :was"), // nobody received it meanwhile
+		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{
+			":next": &ddbtypes.AttributeValueMemberS{Value: next},
+			":was":  &ddbtypes.AttributeValueMemberS{Value: known.slot}, ":r": &ddbtypes.AttributeValueMemberS{Value: receipt},
+			":one": &ddbtypes.AttributeValueMemberN{Value: "1"},
+		},
+		ReturnValues: ddbtypes.ReturnValueAllNew,
+	})
+	tenant := Tenant(known.group, id)
+	if store.IsConditionFailed(err) {
+		// Deleted, or received, by another process: the mirror forgets it;
+		// a receive that finds nothing due reads GSI5 again.
+		q.forget(id, tenant, now)
+		return nil, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("queue %s: receive: %w", q.name, err)
 	}
-	var out []Message
-	for _, it := range page.Items {
-		sk, _ := it[store.AttrSK].(*ddbtypes.AttributeValueMemberS)
-		was, _ := it["GSI5SK"].(*ddbtypes.AttributeValueMemberS)
-		id, _ := it["id"].(*ddbtypes.AttributeValueMemberS)
-		if sk == nil || was == nil || id == nil {
-			continue
-		}
-		receipt := uuid.NewString()
-		res, err := q.db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName: aws.String(q.db.Table), Key: store.Key(q.pk(), sk.Value),
-			UpdateExpression:    aws.String("SET GSI5SK = :next, receipt = :r ADD receive_count :one"),
-			ConditionExpression: aws.String("GSI5SK = :was"), // nobody received it meanwhile
-			ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{
-				":next": &ddbtypes.AttributeValueMemberS{Value: slot(now.Add(q.visibility), id.Value)},
-				":was":  &ddbtypes.AttributeValueMemberS{Value: was.Value}, ":r": &ddbtypes.AttributeValueMemberS{Value: receipt},
-				":one": &ddbtypes.AttributeValueMemberN{Value: "1"},
-			},
-			ReturnValues: ddbtypes.ReturnValueAllNew,
+	count, _ := strconv.Atoi(res.Attributes["receive_count"].(*ddbtypes.AttributeValueMemberN).Value)
+	if q.maxReceives > 0 && count > q.maxReceives {
+		// Received MaxReceives times and never deleted: out of the
+		// queue, kept (dead) for inspection, as SQS's dead-letter queue.
+		_, _ = q.db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: aws.String(q.db.Table), Key: store.Key(q.pk(), "MSG#"+id),
+			UpdateExpression:          aws.String("SET dead = :yes, dead_at = :now REMOVE GSI5PK, GSI5SK"),
+			ConditionExpression:       aws.String("receipt = :r"),
+			ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":yes": &ddbtypes.AttributeValueMemberBOOL{Value: true}, ":r": &ddbtypes.AttributeValueMemberS{Value: receipt}, ":now": &ddbtypes.AttributeValueMemberS{Value: store.FormatTime(now)}},
 		})
-		if store.IsConditionFailed(err) {
-			continue
-		}
-		if err != nil {
-			return out, fmt.Errorf("queue %s: receive: %w", q.name, err)
-		}
-		count, _ := strconv.Atoi(res.Attributes["receive_count"].(*ddbtypes.AttributeValueMemberN).Value)
-		if q.maxReceives > 0 && count > q.maxReceives {
-			// Received MaxReceives times and never deleted: out of the
-			// queue, kept (dead) for inspection, as SQS's dead-letter queue.
-			_, _ = q.db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-				TableName: aws.String(q.db.Table), Key: store.Key(q.pk(), sk.Value),
-				UpdateExpression:          aws.String("SET dead = :yes, dead_at = :now REMOVE GSI5PK, GSI5SK"),
-				ConditionExpression:       aws.String("receipt = :r"),
-				ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":yes": &ddbtypes.AttributeValueMemberBOOL{Value: true}, ":r": &ddbtypes.AttributeValueMemberS{Value: receipt}, ":now": &ddbtypes.AttributeValueMemberS{Value: store.FormatTime(now)}},
-			})
-			continue
-		}
-		body, _ := res.Attributes["body"].(*ddbtypes.AttributeValueMemberB)
-		m := Message{ID: id.Value, Receipt: receipt, ReceiveCount: count}
-		if body != nil {
-			m.Body = body.Value
-		}
-		out = append(out, m)
+		q.forget(id, tenant, now)
+		return nil, nil
 	}
-	return out, nil
+	q.mu.Lock()
+	known.slot, known.visibleAt, known.count, known.claiming = next, now.Add(q.visibility), count, false
+	q.mu.Unlock()
+	q.fair.Received(tenant, id, now, now.Add(q.visibility))
+	m := &Message{ID: id, Receipt: receipt, ReceiveCount: count, Group: known.group}
+	if body, _ := res.Attributes["body"].(*ddbtypes.AttributeValueMemberB); body != nil {
+		m.Body = body.Value
+	}
+	return m, nil
+}
+
+// forget takes a message out of the mirror.
+func (q *Table) forget(id, tenant string, now time.Time) {
+	q.mu.Lock()
+	delete(q.known, id)
+	q.mu.Unlock()
+	q.fair.Ended(tenant, id, now)
 }
 
 // Delete removes a message if the receipt is its latest.
@@ -158,6 +360,7 @@ func (q *Table) Delete(ctx context.Context, m Message) error {
 	if err != nil {
 		return fmt.Errorf("queue %s: delete: %w", q.name, err)
 	}
+	q.forget(m.ID, Tenant(m.Group, m.ID), q.now())
 	return nil
 }
 
@@ -182,3 +385,19 @@ func (q *Table) Counts(ctx context.Context) (waiting, dead int, err error) {
 	}
 	return waiting, dead, nil
 }
+
+// Fairness is the queue's fair-queue metrics now, from the mirror.
+func (q *Table) Fairness() FairMetrics {
+	q.mu.Lock()
+	now := q.now()
+	states := make([]MessageState, 0, len(q.known))
+	for id, m := range q.known {
+		hidden := m.visibleAt.After(now)
+		states = append(states, MessageState{Tenant: Tenant(m.group, id), Sent: m.sent, InFlight: hidden && m.count > 0, Delayed: hidden && m.count == 0})
+	}
+	q.mu.Unlock()
+	return q.fair.Metrics(now, states)
+}
+
+// Noisy lists the groups the queue treats as noisy neighbours now.
+func (q *Table) Noisy() []string { return q.fair.NoisyTenants() }

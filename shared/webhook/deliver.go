@@ -47,6 +47,10 @@ type Job struct {
 	Replay string `json:"replay,omitempty"`
 }
 
+// group is the delivery queue's group (its tenant) of the job: its
+// organisation.
+func (j Job) group() string { return j.Event.OrgID }
+
 // Fanout turns an outbox event into one delivery job per active endpoint of
 // the organisation subscribed to its type. It is the dispatcher's sink for
 // webhook event types.
@@ -55,8 +59,9 @@ type Fanout struct {
 	Queue queue.Queue
 }
 
-// Send fans one dispatched event out.
-func (f *Fanout) Send(ctx context.Context, body []byte, _ time.Duration) error {
+// Send fans one dispatched event out: its jobs go to the delivery queue in
+// the organisation's group (the queue's tenant).
+func (f *Fanout) Send(ctx context.Context, _ string, body []byte, _ time.Duration) error {
 	var ev outbox.Message
 	if err := json.Unmarshal(body, &ev); err != nil {
 		return nil // not an event: nothing to deliver
@@ -77,7 +82,7 @@ func (f *Fanout) Send(ctx context.Context, body []byte, _ time.Duration) error {
 	// and the next dispatch fans it out again; the jobs that did go out
 	// then arrive twice, and send nothing the second time (each attempt is
 	// claimed before it is sent).
-	return f.Queue.SendBatch(ctx, jobs)
+	return f.Queue.SendBatch(ctx, ev.OrgID, jobs)
 }
 
 // Attempt is the record of one delivery attempt, kept 30 days.
@@ -291,7 +296,7 @@ func (d *Deliverer) enqueue(ctx context.Context, job Job, wait time.Duration) er
 	if err != nil {
 		return err
 	}
-	return d.Queue.Send(ctx, body, min(wait, queue.MaxDelay))
+	return d.Queue.Send(ctx, job.group(), body, min(wait, queue.MaxDelay))
 }
 
 // post sends the signed envelope and reads at most maxResponse of the answer.

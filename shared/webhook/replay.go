@@ -250,7 +250,7 @@ func (d *Deliverer) queueReplay(ctx context.Context, l *replayLock, e *Endpoint,
 			r.Truncated, r.NextSince = true, &next
 		}
 	}
-	if err := d.Queue.SendBatch(ctx, jobs); err != nil {
+	if err := d.Queue.SendBatch(ctx, l.org, jobs); err != nil {
 		d.Store.releaseReplay(context.WithoutCancel(ctx), l)
 		return Replay{}, err
 	}

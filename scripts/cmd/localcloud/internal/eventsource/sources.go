@@ -349,9 +349,13 @@ func (s *Queue) invoke(ctx context.Context, msgs []sqsserver.Message) {
 	var records []map[string]any
 	var passed []sqsserver.Message
 	for _, m := range msgs {
+		attrs := map[string]string{"ApproximateReceiveCount": strconv.Itoa(m.Receives), "SentTimestamp": strconv.FormatInt(m.Sent.UnixMilli(), 10),
+			"SenderId": stack.Account, "ApproximateFirstReceiveTimestamp": strconv.FormatInt(m.FirstReceive.UnixMilli(), 10)}
+		if m.Group != "" {
+			attrs["MessageGroupId"] = m.Group // a fair queue's tenant, as Lambda passes it on
+		}
 		rec := map[string]any{"messageId": m.ID, "receiptHandle": m.Receipt, "body": m.Body, "md5OfBody": m.MD5,
-			"attributes": map[string]string{"ApproximateReceiveCount": strconv.Itoa(m.Receives), "SentTimestamp": strconv.FormatInt(m.Sent.UnixMilli(), 10),
-				"SenderId": stack.Account, "ApproximateFirstReceiveTimestamp": strconv.FormatInt(m.FirstReceive.UnixMilli(), 10)},
+			"attributes":        attrs,
 			"messageAttributes": map[string]any{}, "eventSource": "aws:sqs", "eventSourceARN": s.Queue.Addr().ARN, "awsRegion": stack.Region}
 		if len(s.Filters) > 0 {
 			view := map[string]any{"body": m.Body}

@@ -120,3 +120,44 @@ func TestStreamFailuresGoOutOnePerBatch(t *testing.T) {
 		t.Errorf("the failed invocation's responseContext: %v", got[1]["responseContext"])
 	}
 }
+
+// TestAQueueMappingOnAFairQueue: Lambda's event source mapping is the fair
+// queue's consumer (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-fair-queues-detailed.html):
+// the messages it holds while its function runs are in flight, and the
+// time they take is consumer processing time. A tenant whose batches take
+// 200 ms holds both of the mapping's invocations (maximum concurrency 2):
+// by its share of processing time it is a noisy neighbour, so a quiet
+// tenant's message sent half a second in is invoked at the next free
+// invocation, while most of the noisy backlog still waits; without fair
+// queues it would wait for the backlog ahead of it (about 1.5 s).
+func TestAQueueMappingOnAFairQueue(t *testing.T) {
+	f, _ := lambdatest.Function(t, 5*time.Second, 0)
+	s := sqsserver.New("http://127.0.0.1:1", iam.NewIdentities())
+	q := s.Create(&stack.Queue{Name: "jobs", Visibility: time.Minute, Retention: time.Hour}, nil)
+	for range 200 {
+		q.SendGroup("sleep-200ms", "noisy", 0)
+	}
+	src := &Queue{Spec: stack.QueueMapping{BatchSize: 10, ReportFailures: true, MaxConcurrency: 2}, Fn: f, Queue: q}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { src.Run(ctx) })
+	defer func() { cancel(); wg.Wait() }()
+	time.Sleep(500 * time.Millisecond)
+	quiet := q.SendGroup("quick", "quiet", 0)
+	sent := time.Now()
+	for q.Contains(quiet.ID) {
+		if time.Since(sent) > 10*time.Second {
+			t.Fatal("the quiet tenant's message was never handled")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	took := time.Since(sent)
+	visible, inFlight, _ := q.Counts()
+	if visible < 100 {
+		t.Fatalf("the quiet message took %v; by then only %d of the noisy backlog waited (%d in flight): it waited behind the backlog", took, visible, inFlight)
+	}
+	if noisy := q.Noisy(); len(noisy) != 1 || noisy[0] != "noisy" {
+		t.Errorf("noisy groups %v", noisy)
+	}
+	t.Logf("the quiet message was handled %v after it was sent, with %d noisy messages still waiting", took.Round(time.Millisecond), visible)
+}

@@ -138,7 +138,11 @@ func queueAnswer(raw []byte) (any, error) {
 		ID string `json:"itemIdentifier"`
 	}
 	failures := []item{}
+	var slowest time.Duration
 	for _, r := range ev.Records {
+		if d, err := time.ParseDuration(strings.TrimPrefix(r.Body, "sleep-")); err == nil && strings.HasPrefix(r.Body, "sleep-") {
+			slowest = max(slowest, d) // the batch's records run at once: it takes its slowest
+		}
 		switch r.Body {
 		case "bad":
 			failures = append(failures, item{r.ID})
@@ -146,5 +150,6 @@ func queueAnswer(raw []byte) (any, error) {
 			failures = append(failures, item{"not-in-this-batch"})
 		}
 	}
+	time.Sleep(slowest)
 	return map[string]any{"batchItemFailures": failures}, nil
 }

@@ -40,16 +40,17 @@ type journalLine struct {
 
 type journalMessage struct {
 	ID, Body, MD5, Receipt string
+	Group                  string `json:",omitempty"`
 	Sent, Visible, First   time.Time
 	Receives               int
 }
 
 func toJournal(m *Message) *journalMessage {
-	return &journalMessage{ID: m.ID, Body: m.Body, MD5: m.MD5, Receipt: m.Receipt, Sent: m.Sent, Visible: m.visible, First: m.FirstReceive, Receives: m.Receives}
+	return &journalMessage{ID: m.ID, Body: m.Body, MD5: m.MD5, Group: m.Group, Receipt: m.Receipt, Sent: m.Sent, Visible: m.visible, First: m.FirstReceive, Receives: m.Receives}
 }
 
 func (j *journalMessage) message() *Message {
-	return &Message{ID: j.ID, Body: j.Body, MD5: j.MD5, Receipt: j.Receipt, Sent: j.Sent, visible: j.Visible, FirstReceive: j.First, Receives: j.Receives}
+	return &Message{ID: j.ID, Body: j.Body, MD5: j.MD5, Group: j.Group, Receipt: j.Receipt, Sent: j.Sent, visible: j.Visible, FirstReceive: j.First, Receives: j.Receives}
 }
 
 // OpenJournal replays the journal at path (if any) into the server's
@@ -88,6 +89,7 @@ func (s *Server) OpenJournal(path string) error {
 		return fmt.Errorf("queue journal: %w", err)
 	}
 	restored := 0
+	now := time.Now()
 	s.mu.Lock()
 	for _, l := range order {
 		m := state[l.Queue][l.ID]
@@ -100,7 +102,12 @@ func (s *Server) OpenJournal(path string) error {
 			slog.Warn("localcloud: the queue journal holds a message of a queue the template no longer has; dropped", "queue", l.Queue)
 			continue
 		}
-		q.msgs = append(q.msgs, m.message())
+		msg := m.message()
+		q.msgs = append(q.msgs, msg)
+		q.fair.Sent(msg.tenant(), msg.Sent)
+		if msg.Receives > 0 && msg.visible.After(now) {
+			q.fair.Received(msg.tenant(), msg.ID, now, msg.visible) // in flight when localcloud stopped
+		}
 		restored++
 	}
 	s.mu.Unlock()

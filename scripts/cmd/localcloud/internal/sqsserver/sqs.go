@@ -1,7 +1,8 @@
 // Package sqsserver is an Amazon SQS server for the JSON protocol the
 // current SDK speaks, with SQS's semantics (delays, visibility, receive
-// counts, redrive, retention, message move tasks), its callers' keys and
-// permissions checked, and queues kept in a journal across restarts.
+// counts, redrive, retention, message move tasks, fair queues), its
+// callers' keys and permissions checked, and queues kept in a journal
+// across restarts.
 package sqsserver
 
 import (
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/stack"
+	"github.com/practice-api/practice-api/shared/queue"
 
 	"github.com/google/uuid"
 )
@@ -25,7 +27,8 @@ import (
 // X-Amz-Target: AmazonSQS.<Action>) that the service and its event source
 // mappings use, over queues with SQS's semantics: per-message delays,
 // visibility timeouts, receive counts, redrive to the dead-letter queue
-// after maxReceiveCount receives, retention. No SQS server that the current
+// after maxReceiveCount receives, retention, and fair queues (a standard
+// queue's messages sent with a MessageGroupId: queue.Fair). No SQS server that the current
 // SDK can talk to is available from the Go module proxy (goaws, the one
 // Go server served here, speaks only the older XML protocol), so this one
 // is in the repository; queues live in memory, for as long as localcloud.
@@ -66,16 +69,23 @@ type Queue struct {
 	mu      sync.Mutex
 	msgs    []*Message
 	wake    chan struct{}
-	journal *journal // nil: the queue lives in memory only
+	journal *journal    // nil: the queue lives in memory only
+	fair    *queue.Fair // fair queues' rules, over the messages' groups
 }
 
+// Message is one message of a queue. Group is its MessageGroupId (its
+// tenant: "" makes it a tenant of its own).
 type Message struct {
 	ID, Body, MD5 string
+	Group         string
 	Sent, visible time.Time
 	FirstReceive  time.Time
 	Receipt       string
 	Receives      int
 }
+
+// tenant is the message's tenant for the fair queue's rules.
+func (m *Message) tenant() string { return queue.Tenant(m.Group, m.ID) }
 
 // Callers knows who signed a request (iam.Identities): the server issues
 // each caller its own access key id and refuses any other.
@@ -101,7 +111,7 @@ func (s *Server) Create(spec *stack.Queue, dlq *Queue) *Queue {
 	defer s.mu.Unlock()
 	q := &Queue{Name: spec.Name, URL: s.Base + "/" + stack.Account + "/" + spec.Name,
 		ARN: "arn:aws:sqs:" + stack.Region + ":" + stack.Account + ":" + spec.Name, visibility: spec.Visibility,
-		delay: spec.Delay, retention: spec.Retention, deadLetter: dlq, maxReceives: spec.MaxReceives, wake: make(chan struct{}, 1)}
+		delay: spec.Delay, retention: spec.Retention, deadLetter: dlq, maxReceives: spec.MaxReceives, wake: make(chan struct{}, 1), fair: queue.NewFair()}
 	s.queues[spec.Name] = q
 	return q
 }
@@ -150,12 +160,14 @@ func (s *Server) startMove(source, destination string) (moveTask, string, string
 	src.mu.Lock()
 	msgs := src.msgs
 	src.msgs = nil
+	now := time.Now()
 	for _, m := range msgs {
 		src.journal.record(src.Name, "del", m)
+		src.fair.Ended(m.tenant(), m.ID, now)
 	}
 	src.mu.Unlock()
 	for _, m := range msgs {
-		dst.Send(m.Body, 0)
+		dst.SendGroup(m.Body, m.Group, 0)
 	}
 	t := moveTask{handle: uuid.NewString(), source: src.ARN, destination: dst.ARN, moved: len(msgs), started: time.Now()}
 	s.mu.Lock()
@@ -176,16 +188,21 @@ func (q *Queue) Woken() <-chan struct{} { return q.wake }
 // Addr is where the queue is served.
 func (q *Queue) Addr() stack.QueueAddr { return stack.QueueAddr{URL: q.URL, ARN: q.ARN, Name: q.Name} }
 
-// Send enqueues a body; delay < 0 takes the queue's.
-func (q *Queue) Send(body string, delay time.Duration) *Message {
+// Send enqueues a body without a group; delay < 0 takes the queue's.
+func (q *Queue) Send(body string, delay time.Duration) *Message { return q.SendGroup(body, "", delay) }
+
+// SendGroup enqueues a body in group (its MessageGroupId); delay < 0
+// takes the queue's.
+func (q *Queue) SendGroup(body, group string, delay time.Duration) *Message {
 	if delay < 0 {
 		delay = q.delay
 	}
 	now := time.Now()
-	m := &Message{ID: uuid.NewString(), Body: body, MD5: md5Hex(body), Sent: now, visible: now.Add(delay)}
+	m := &Message{ID: uuid.NewString(), Body: body, MD5: md5Hex(body), Group: group, Sent: now, visible: now.Add(delay)}
 	q.mu.Lock()
 	q.msgs = append(q.msgs, m)
 	q.journal.record(q.Name, "set", m)
+	q.fair.Sent(m.tenant(), now)
 	q.mu.Unlock()
 	select {
 	case q.wake <- struct{}{}:
@@ -195,8 +212,9 @@ func (q *Queue) Send(body string, delay time.Duration) *Message {
 }
 
 // Receive takes up to max visible messages and hides them for visibility
-// (< 0: the queue's). A message already received maxReceives times moves
-// to the dead-letter queue instead, as SQS's redrive does.
+// (< 0: the queue's), quiet tenants' first (queue.Fair.Pick). A message
+// already received maxReceives times moves to the dead-letter queue
+// instead, as SQS's redrive does.
 func (q *Queue) Receive(max int, visibility time.Duration) []Message {
 	if visibility < 0 {
 		visibility = q.visibility
@@ -206,21 +224,41 @@ func (q *Queue) Receive(max int, visibility time.Duration) []Message {
 	var dead []*Message
 	q.mu.Lock()
 	kept := q.msgs[:0]
+	var visible []*Message
 	for _, m := range q.msgs {
-		switch {
-		case now.Sub(m.Sent) > q.retention:
+		if now.Sub(m.Sent) > q.retention {
 			q.journal.record(q.Name, "del", m)
+			q.fair.Ended(m.tenant(), m.ID, now)
 			continue // expired
-		case len(out) < max && !m.visible.After(now) && q.deadLetter != nil && q.maxReceives > 0 && m.Receives >= q.maxReceives:
-			// In the journal it reaches the dead-letter queue before it leaves
-			// this one: a kill between the two keeps it in both, not in none.
-			moved := *m
-			moved.Receives, moved.Receipt, moved.visible = 0, "", now
-			q.deadLetter.journal.record(q.deadLetter.Name, "set", &moved)
-			q.journal.record(q.Name, "del", m)
-			dead = append(dead, m)
-			continue
-		case len(out) < max && !m.visible.After(now):
+		}
+		if !m.visible.After(now) {
+			visible = append(visible, m)
+		}
+		kept = append(kept, m)
+	}
+	q.msgs = kept
+	gone := map[*Message]bool{}
+	for len(out) < max && len(visible) > 0 {
+		tenants := make([]string, len(visible))
+		for i, m := range visible {
+			tenants[i] = m.tenant()
+		}
+		picked := q.fair.Pick(now, tenants, max-len(out))
+		taken := map[int]bool{}
+		for _, i := range picked {
+			m := visible[i]
+			taken[i] = true
+			if q.deadLetter != nil && q.maxReceives > 0 && m.Receives >= q.maxReceives {
+				// In the journal it reaches the dead-letter queue before it leaves
+				// this one: a kill between the two keeps it in both, not in none.
+				moved := *m
+				moved.Receives, moved.Receipt, moved.visible = 0, "", now
+				q.deadLetter.journal.record(q.deadLetter.Name, "set", &moved)
+				q.journal.record(q.Name, "del", m)
+				dead = append(dead, m)
+				gone[m] = true
+				continue
+			}
 			m.Receives++
 			if m.Receives == 1 {
 				m.FirstReceive = now
@@ -228,17 +266,36 @@ func (q *Queue) Receive(max int, visibility time.Duration) []Message {
 			m.Receipt = uuid.NewString()
 			m.visible = now.Add(visibility)
 			q.journal.record(q.Name, "set", m)
+			q.fair.Received(m.tenant(), m.ID, now, m.visible)
 			out = append(out, *m)
 		}
-		kept = append(kept, m)
+		rest := visible[:0]
+		for i, m := range visible {
+			if !taken[i] {
+				rest = append(rest, m)
+			}
+		}
+		visible = rest
+		if len(picked) == 0 {
+			break
+		}
 	}
-	q.msgs = kept
+	if len(gone) > 0 {
+		kept := q.msgs[:0]
+		for _, m := range q.msgs {
+			if !gone[m] {
+				kept = append(kept, m)
+			}
+		}
+		q.msgs = kept
+	}
 	q.mu.Unlock()
 	for _, m := range dead {
 		q.deadLetter.mu.Lock()
 		m.Receives, m.Receipt, m.visible = 0, "", now
 		q.deadLetter.msgs = append(q.deadLetter.msgs, m)
 		q.deadLetter.journal.record(q.deadLetter.Name, "set", m)
+		q.deadLetter.fair.Sent(m.tenant(), now)
 		q.deadLetter.mu.Unlock()
 	}
 	return out
@@ -252,6 +309,7 @@ func (q *Queue) Delete(receipt string) bool {
 		if m.Receipt == receipt && receipt != "" {
 			q.msgs = append(q.msgs[:i], q.msgs[i+1:]...)
 			q.journal.record(q.Name, "del", m)
+			q.fair.Ended(m.tenant(), m.ID, time.Now())
 			return true
 		}
 	}
@@ -264,14 +322,29 @@ func (q *Queue) changeVisibility(receipt string, d time.Duration) bool {
 	defer q.mu.Unlock()
 	for _, m := range q.msgs {
 		if m.Receipt == receipt && receipt != "" {
-			m.visible = time.Now().Add(d)
+			now := time.Now()
+			m.visible = now.Add(d)
 			q.journal.record(q.Name, "set", m)
+			q.fair.Hidden(m.tenant(), m.ID, now, m.visible)
 			if d == 0 {
 				select {
 				case q.wake <- struct{}{}:
 				default:
 				}
 			}
+			return true
+		}
+	}
+	return false
+}
+
+// Contains reports whether the message id is still in the queue (sent, not
+// deleted, expired or moved).
+func (q *Queue) Contains(id string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, m := range q.msgs {
+		if m.ID == id {
 			return true
 		}
 	}
@@ -294,6 +367,40 @@ func (q *Queue) Counts() (visible, inFlight, delayed int) {
 		}
 	}
 	return
+}
+
+// Fairness is the queue's fair-queue metrics now (the ones SQS publishes
+// to CloudWatch for a queue whose messages carry groups).
+func (q *Queue) Fairness() queue.FairMetrics {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := time.Now()
+	states := make([]queue.MessageState, 0, len(q.msgs))
+	for _, m := range q.msgs {
+		hidden := m.visible.After(now)
+		states = append(states, queue.MessageState{Tenant: m.tenant(), Sent: m.Sent, InFlight: hidden && m.Receives > 0, Delayed: hidden && m.Receives == 0})
+	}
+	return q.fair.Metrics(now, states)
+}
+
+// Noisy lists the groups the queue treats as noisy neighbours now.
+func (q *Queue) Noisy() []string { return q.fair.NoisyTenants() }
+
+// maxGroupID is the longest MessageGroupId SQS takes.
+const maxGroupID = 128
+
+// validGroupID reports whether id is a MessageGroupId SQS takes: 1 to 128
+// characters, alphanumeric or punctuation.
+func validGroupID(id string) bool {
+	if len(id) == 0 || len(id) > maxGroupID {
+		return false
+	}
+	for _, r := range id {
+		if r <= ' ' || r > '~' {
+			return false
+		}
+	}
+	return true
 }
 
 // ServeHTTP answers one SQS API call.
@@ -375,7 +482,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			sqsError(w, "MissingParameter", "The request must contain the parameter MessageBody.")
 			return
 		}
-		m := q.Send(body, time.Duration(num("DelaySeconds", -1))*time.Second)
+		group, hasGroup := in["MessageGroupId"].(string)
+		if hasGroup && !validGroupID(group) {
+			sqsError(w, "InvalidParameterValue", "Value for parameter MessageGroupId is invalid: 1 to 128 alphanumeric or punctuation characters.")
+			return
+		}
+		m := q.SendGroup(body, group, time.Duration(num("DelaySeconds", -1))*time.Second)
 		out["MessageId"], out["MD5OfMessageBody"] = m.ID, m.MD5
 	case "SendMessageBatch":
 		q := queue()
@@ -396,11 +508,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				failed = append(failed, map[string]any{"Id": id, "Code": "MissingParameter", "Message": "MessageBody is required", "SenderFault": true})
 				continue
 			}
+			group, hasGroup := em["MessageGroupId"].(string)
+			if hasGroup && !validGroupID(group) {
+				failed = append(failed, map[string]any{"Id": id, "Code": "InvalidParameterValue", "Message": "MessageGroupId is invalid", "SenderFault": true})
+				continue
+			}
 			delay := -1
 			if d, ok := em["DelaySeconds"].(float64); ok {
 				delay = int(d)
 			}
-			m := q.Send(body, time.Duration(delay)*time.Second)
+			m := q.SendGroup(body, group, time.Duration(delay)*time.Second)
 			ok = append(ok, map[string]any{"Id": id, "MessageId": m.ID, "MD5OfMessageBody": m.MD5})
 		}
 		out["Successful"], out["Failed"] = ok, failed
@@ -426,9 +543,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		list := []map[string]any{}
 		for _, m := range msgs {
-			list = append(list, map[string]any{"MessageId": m.ID, "ReceiptHandle": m.Receipt, "MD5OfBody": m.MD5, "Body": m.Body,
-				"Attributes": map[string]string{"ApproximateReceiveCount": strconv.Itoa(m.Receives),
-					"SentTimestamp": strconv.FormatInt(m.Sent.UnixMilli(), 10), "ApproximateFirstReceiveTimestamp": strconv.FormatInt(m.FirstReceive.UnixMilli(), 10)}})
+			attrs := map[string]string{"ApproximateReceiveCount": strconv.Itoa(m.Receives),
+				"SentTimestamp": strconv.FormatInt(m.Sent.UnixMilli(), 10), "ApproximateFirstReceiveTimestamp": strconv.FormatInt(m.FirstReceive.UnixMilli(), 10)}
+			if m.Group != "" {
+				attrs["MessageGroupId"] = m.Group
+			}
+			list = append(list, map[string]any{"MessageId": m.ID, "ReceiptHandle": m.Receipt, "MD5OfBody": m.MD5, "Body": m.Body, "Attributes": attrs})
 		}
 		out["Messages"] = list
 	case "DeleteMessage":

@@ -31,7 +31,7 @@ func TestSQSServerKeepsSQSSemantics(t *testing.T) {
 	q := queue.NewSQS(client, jobs.URL)
 	ctx := context.Background()
 
-	if err := q.Send(ctx, []byte("later"), 2*time.Second); err != nil {
+	if err := q.Send(ctx, "g", []byte("later"), 2*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := q.Receive(ctx, 10, time.Second); len(got) != 0 {
@@ -61,7 +61,7 @@ func TestSQSServerKeepsSQSSemantics(t *testing.T) {
 	for i := range 25 {
 		bodies = append(bodies, fmt.Appendf(nil, `{"n":%d}`, i))
 	}
-	if err := q.SendBatch(ctx, bodies); err != nil {
+	if err := q.SendBatch(ctx, "g", bodies); err != nil {
 		t.Fatal(err)
 	}
 	seen := map[string]bool{}
@@ -96,7 +96,7 @@ func TestRedriveFromADeadLetterQueue(t *testing.T) {
 	ctx := context.Background()
 	q := queue.NewSQS(client, jobs.URL)
 	for i := range 3 {
-		if err := q.Send(ctx, fmt.Appendf(nil, `{"n":%d}`, i), 0); err != nil {
+		if err := q.Send(ctx, "g", fmt.Appendf(nil, `{"n":%d}`, i), 0); err != nil {
 			t.Fatal(err)
 		}
 	}
