@@ -110,10 +110,21 @@ func TestDeliveriesToAHangingReceiverFinishInTime(t *testing.T) {
 	}
 	client.Transport.(*http.Transport).TLSClientConfig.RootCAs.AddCert(rcv.Certificate())
 	e.Deliverer.Client = client
-	var bodies []string
+	// Ten events of the organisation, and a job naming each.
+	co := e.Post("/api/v1/companies", key, "co", `{"name":"Hang ApS","cvr":"12345678"}`).Body["data"].(map[string]any)["id"].(string)
+	cl := e.Post("/api/v1/clients", key, "cl", `{"company_id":"`+co+`"}`).Body["data"].(map[string]any)["id"].(string)
 	for i := range 10 {
-		job, _ := json.Marshal(webhook.Job{EndpointID: id, Attempt: 1, Event: outbox.Message{ID: fmt.Sprintf("00000000-0000-4000-8000-%012d", i),
-			OrgID: org, Type: outbox.MatterCreated, CreatedAt: store.FormatTime(time.Now()), Data: json.RawMessage(`{"matter":{"id":"x"}}`)}})
+		if r := e.Post("/api/v1/matters", key, fmt.Sprint("m", i), `{"client_id":"`+cl+`"}`); r.Status != 201 {
+			t.Fatalf("matter: %d %s", r.Status, r.Raw)
+		}
+	}
+	page, err := outbox.Feed(context.Background(), e.DB, outbox.FeedQuery{Org: org, Limit: 100, Now: time.Now(), Retention: time.Hour})
+	if err != nil || len(page.Events) != 10 {
+		t.Fatalf("the feed: %d events, %v", len(page.Events), err)
+	}
+	var bodies []string
+	for _, ev := range page.Events {
+		job, _ := json.Marshal(webhook.Job{OrgID: org, EventID: ev.ID, Sequence: ev.Sequence, EndpointID: id, Attempt: 1})
 		bodies = append(bodies, string(job))
 	}
 	timeout := app.RecordMargin + 2*time.Second // the receiver would hold each for 15 s

@@ -68,7 +68,8 @@ func NewDeliverer(ctx context.Context, db *store.DB, deliveries queue.Queue, cfg
 	}
 	Apply(cfg)
 	endpoints.FeedSettle, endpoints.FeedRetention = cfg.EventFeedSettle, cfg.EventRetention
-	return &webhook.Deliverer{Store: endpoints, Queue: deliveries, Schedule: cfg.WebhookRetrySchedule, Client: client, ClaimLease: cfg.WebhookClaimLease}, nil
+	return &webhook.Deliverer{Store: endpoints, Queue: deliveries, Schedule: cfg.WebhookRetrySchedule, Client: client, ClaimLease: cfg.WebhookClaimLease,
+		EndpointConcurrency: cfg.WebhookEndpointConcurrency}, nil
 }
 
 // SecretBox is the KMS envelope for webhook signing secrets when

@@ -66,6 +66,11 @@ type Config struct {
 	WebhookCAFile              string
 	WebhookAllowPrivateTargets bool
 	WebhookSecretsKeyARN       string
+	// WebhookEndpointConcurrency bounds one endpoint's deliveries in
+	// flight; WebhookReplaysPerHour one organisation's replayed events an
+	// hour.
+	WebhookEndpointConcurrency int
+	WebhookReplaysPerHour      int
 	EnrichmentQueueURL         string
 	DeliveryQueueURL           string
 	KMSEndpoint                string
@@ -83,6 +88,9 @@ type Config struct {
 	// LocalDynamoDBHangAfter is how long the engine may answer nothing
 	// before the runtime restarts it (or stops); 0: never probed.
 	LocalDynamoDBHangAfter time.Duration
+	// DeliveryWorkers is how many webhook deliveries the devserver sends
+	// at once (its stand-in for the delivery function's concurrency).
+	DeliveryWorkers int
 }
 
 // Who reads a setting.
@@ -192,6 +200,10 @@ var Vars = []Var{
 		func(c *Config, v string) error { return flag(&c.WebhookAllowPrivateTargets, v) }},
 	{"WEBHOOK_SECRETS_KEY_ARN", "unset", Workers, "the KMS key that seals webhook signing secrets (protected stages); unset: a key kept in the table",
 		func(c *Config, v string) error { c.WebhookSecretsKeyARN = v; return nil }},
+	{"WEBHOOK_ENDPOINT_CONCURRENCY", "`10`", Workers, "deliveries in flight to one endpoint, 1 to 100; a job over it waits in the queue without using an attempt (replays take at most half of it)",
+		func(c *Config, v string) error { return positive(&c.WebhookEndpointConcurrency, v, 1, 100) }},
+	{"WEBHOOK_REPLAYS_PER_HOUR", "`10000`", Workers, "events one organisation may replay in a clock hour (UTC), 1 to 1,000,000; past it a replay answers 429 with `Retry-After`",
+		func(c *Config, v string) error { return positive(&c.WebhookReplaysPerHour, v, 1, 1_000_000) }},
 	{"ENRICHMENT_QUEUE_URL", "set by the stack", Workers, "the SQS queue of company enrichment jobs",
 		func(c *Config, v string) error { c.EnrichmentQueueURL = v; return nil }},
 	{"DELIVERY_QUEUE_URL", "set by the stack", Workers, "the SQS queue of webhook delivery jobs",
@@ -214,6 +226,8 @@ var Vars = []Var{
 		func(c *Config, v string) error { c.LocalDynamoDBJava = strings.Fields(v); return nil }},
 	{"SEED_DEMO", "`1`", Local, "`1`: make sure a demo organisation exists and print `{\"demo_org_id\",\"demo_key\"}` as the first line on stdout; `0`: do not",
 		func(c *Config, v string) error { return flag(&c.SeedDemo, v) }},
+	{"WEBHOOK_DELIVERY_WORKERS", "`32`", Local, "the devserver's webhook deliveries at once, 1 to 1000 (on AWS: the delivery function's concurrency × its batch)",
+		func(c *Config, v string) error { return positive(&c.DeliveryWorkers, v, 1, 1000) }},
 	{"REQUEST_READ_TIMEOUT", "`30s`", Local, "a whole request (headers and body) must arrive within this; a trickled body gets a 400 and the connection closed",
 		func(c *Config, v string) error { return duration(&c.RequestReadTimeout, v, time.Nanosecond, 0) }},
 	{"LOCAL_DYNAMODB_HANG_AFTER", "`30s`", Local, "the runtime probes its DynamoDB engine; when it has answered nothing for this long, the runtime says so in one line and restarts it on its data (`LOCAL_DYNAMODB_DIR`), stops (data in memory), or waits for it (`DYNAMODB_ENDPOINT`'s); `0` never probes",
@@ -234,7 +248,8 @@ func Defaults() Config {
 		EventFeedSettle: outbox.DefaultSettle, EventRetention: outbox.DefaultFeedRetention,
 		EnrichmentRetrySchedule: party.DefaultEnrichSchedule, WebhookRetrySchedule: webhook.DefaultSchedule, WebhookClaimLease: webhook.ClaimLease,
 		ListenAddr: "127.0.0.1:8080", LocalDynamoDBAddr: "127.0.0.1:8000", SeedDemo: true,
-		RequestReadTimeout: 30 * time.Second, LocalDynamoDBHangAfter: 30 * time.Second,
+		RequestReadTimeout: 30 * time.Second, LocalDynamoDBHangAfter: 30 * time.Second, DeliveryWorkers: 32,
+		WebhookEndpointConcurrency: webhook.DefaultEndpointConcurrency, WebhookReplaysPerHour: webhook.DefaultReplaysPerHour,
 	}
 }
 

@@ -18,8 +18,8 @@ import (
 // stays claimed, "sending", with nothing left to resolve it but the sweep.
 func stopMidSend(t *testing.T, e *apitest.Env, job webhook.Job) {
 	t.Helper()
-	e.Faults.Arm(apitest.FailBefore, 3) // 1 the endpoint, 2 the claim, 3 the record
-	err := handle(t, e, "lost-"+job.Event.ID, job)
+	e.Faults.Arm(apitest.FailBefore, 5) // 1 the endpoint, 2 the event, 3 the slot, 4 the claim, 5 the record
+	err := handle(t, e, "lost-"+job.EventID, job)
 	if fired := e.Faults.Disarm(); !fired || err == nil {
 		t.Fatalf("the record did not fail (fired %v, err %v)", fired, err)
 	}
@@ -68,15 +68,14 @@ func TestASweepSendsAnAttemptWhoseWorkerStoppedAndWhoseJobIsGone(t *testing.T) {
 	}
 	msgs, _ := e.Deliveries.Receive(context.Background(), 10, time.Second)
 	var again webhook.Job
-	if err := json.Unmarshal(msgs[0].Body, &again); err != nil || again.Event.ID != job.Event.ID || again.Attempt != 1 || again.Event.Sequence != job.Event.Sequence ||
-		string(again.Event.Data) != string(job.Event.Data) {
+	if err := json.Unmarshal(msgs[0].Body, &again); err != nil || again != job {
 		t.Fatalf("the swept job %+v, want %+v (%v)", again, job, err)
 	}
 	if err := e.Deliverer.Handle(context.Background(), msgs[0]); err != nil {
 		t.Fatal(err)
 	}
 	got := rc.deliveries()
-	if len(got) != 2 || got[1].header.Get("Service-Delivery-Attempt") != "1" || got[1].header.Get("Service-Event-Id") != job.Event.ID {
+	if len(got) != 2 || got[1].header.Get("Service-Delivery-Attempt") != "1" || got[1].header.Get("Service-Event-Id") != job.EventID {
 		t.Fatalf("the receiver got %d sends; want attempt 1 twice", len(got))
 	}
 	log := e.Get("/api/v1/webhooks/"+id+"/deliveries", key).Data()
@@ -128,7 +127,7 @@ func TestClaimSweepsAtOnceWithFaults(t *testing.T) {
 		if err := json.Unmarshal(m.Body, &job); err != nil {
 			t.Fatal(err)
 		}
-		byEndpoint[job.EndpointID] = job.Event.ID
+		byEndpoint[job.EndpointID] = job.EventID
 		stopMidSend(t, e, job)
 	}
 	for i := range subs {
@@ -163,11 +162,11 @@ func TestClaimSweepsAtOnceWithFaults(t *testing.T) {
 		for _, m := range jobs {
 			var job webhook.Job
 			_ = json.Unmarshal(m.Body, &job)
-			if seen[job.Event.ID] {
-				t.Fatalf("round %d: the job of %s was queued twice", round, job.Event.ID)
+			if seen[job.EventID] {
+				t.Fatalf("round %d: the job of %s was queued twice", round, job.EventID)
 			}
-			seen[job.Event.ID] = true
-			resent[job.Event.ID]++
+			seen[job.EventID] = true
+			resent[job.EventID]++
 			if err := e.Deliverer.Handle(context.Background(), m); err != nil {
 				t.Fatal(err)
 			}
@@ -200,11 +199,12 @@ func TestClaimSweepsAtOnceWithFaults(t *testing.T) {
 
 // TestCapacityOfADelivery holds a delivery attempt to its budget, as
 // DynamoDB bills it (docs/cost-model.md): a first attempt that succeeds
-// reads its endpoint, claims (the sweep index's entry: 1 WRU) and records
-// (its transaction, the index entry's removal among it): 8 WRU, 3 more
-// than before the sweep; a failed one also counts the failure and queues
-// the next; a claims sweep that finds nothing makes one Query per shard
-// and writes nothing.
+// reads its endpoint and its event (the job names it: 1 RRU, #40), takes
+// and gives back one of the endpoint's slots (2 WRU, #40), claims (the
+// sweep index's entry: 1 WRU) and records (its transaction, the index
+// entry's removal among it): 10 WRU, 2 RRU; a failed one also counts the
+// failure and queues the next; a claims sweep that finds nothing makes
+// one Query per shard and writes nothing.
 func TestCapacityOfADelivery(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -215,8 +215,8 @@ func TestCapacityOfADelivery(t *testing.T) {
 		status   int
 		wru, rru float64
 	}{
-		{"a delivery that succeeds", 200, 8, 1},
-		{"a delivery that fails", 500, 11, 2},
+		{"a delivery that succeeds", 200, 10, 2},
+		{"a delivery that fails", 500, 13, 3},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

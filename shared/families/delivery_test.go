@@ -84,7 +84,7 @@ func TestAnAttemptWhoseOutcomeIsUnknownIsSentAgainUncounted(t *testing.T) {
 	e, d := hookEnv(t, rc)
 	key, id, job := oneEvent(t, e, d, rc)
 	e.SetNow(time.Now())
-	e.Faults.Arm(apitest.FailBefore, 3) // 1 the endpoint, 2 the claim, 3 the record
+	e.Faults.Arm(apitest.FailBefore, 5) // 1 the endpoint, 2 the event, 3 the slot, 4 the claim, 5 the record
 	if err := handle(t, e, "m1", job); err == nil {
 		t.Fatal("the failed record was not reported")
 	}
@@ -137,7 +137,7 @@ func TestAManualRetryCancelsTheScheduledAttempt(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := rc.deliveries()
-	if len(got) != 2 || got[1].header.Get("Service-Event-Id") != job.Event.ID || got[1].header.Get("Service-Delivery-Attempt") != "2" {
+	if len(got) != 2 || got[1].header.Get("Service-Event-Id") != job.EventID || got[1].header.Get("Service-Delivery-Attempt") != "2" {
 		t.Fatalf("the receiver got %d deliveries, want 2 (the failure and the manual retry)", len(got))
 	}
 	log := e.Get("/api/v1/webhooks/"+id+"/deliveries", key).Data()

@@ -23,6 +23,11 @@ var Stage = "local"
 // Emit logs msg at level with counts as metrics (name → value, unit Count)
 // and the Stage dimension, besides attrs.
 func Emit(ctx context.Context, level slog.Level, msg string, counts map[string]int, attrs ...any) {
+	EmitTo(ctx, slog.Default(), level, msg, counts, attrs...)
+}
+
+// EmitTo is Emit on the logger l (a component's own, which tests pass in).
+func EmitTo(ctx context.Context, l *slog.Logger, level slog.Level, msg string, counts map[string]int, attrs ...any) {
 	var defs []any
 	for _, name := range slices.Sorted(maps.Keys(counts)) {
 		defs = append(defs, map[string]string{"Name": name, "Unit": "Count"})
@@ -31,7 +36,7 @@ func Emit(ctx context.Context, level slog.Level, msg string, counts map[string]i
 	attrs = append(attrs, "Stage", cmp.Or(Stage, "local"),
 		"_aws", map[string]any{"Timestamp": time.Now().UnixMilli(), "CloudWatchMetrics": []any{map[string]any{
 			"Namespace": Namespace, "Dimensions": [][]string{{"Stage"}}, "Metrics": defs}}})
-	slog.Log(ctx, level, msg, attrs...)
+	l.Log(ctx, level, msg, attrs...)
 }
 
 // KeepMetrics is the handler every process writes its log lines through:

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 )
 
@@ -65,10 +66,61 @@ func (e *BatchError) Unwrap() error { return e.Err }
 type Handler func(ctx context.Context, m Message) error
 
 // Run receives and handles messages until ctx ends: the devserver's stand-in
-// for a Lambda's SQS event source. Failures are logged to log.
-func Run(ctx context.Context, log *slog.Logger, q Queue, name string, h Handler) {
+// for a Lambda's SQS event source. Up to workers messages are handled at
+// once, each as soon as a worker is free (a slow one holds only its own
+// worker, never a batch), and deleted when its handler succeeds. A handler
+// that fails leaves its message to come back; failures are summed into one
+// WARN every ten seconds (the count and the first error), so a backlog or a
+// failing receiver is one line, not one per message. Receive errors go to
+// log at ERROR.
+func Run(ctx context.Context, log *slog.Logger, q Queue, name string, workers int, h Handler) {
+	workers = max(workers, 1)
+	free := make(chan struct{}, workers)
+	for range workers {
+		free <- struct{}{}
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	var mu sync.Mutex
+	failed, first := 0, error(nil)
+	report := time.NewTicker(10 * time.Second)
+	defer report.Stop()
+	flush := func() {
+		mu.Lock()
+		n, err := failed, first
+		failed, first = 0, nil
+		mu.Unlock()
+		if n > 0 {
+			log.Warn("queue handler failures", "queue", name, "messages", n, "first", err)
+		}
+	}
+	defer flush()
 	for ctx.Err() == nil {
-		msgs, err := q.Receive(ctx, 10, time.Second)
+		select {
+		case <-report.C:
+			flush()
+		default:
+		}
+		// Wait for one free worker, then take as many as are free.
+		select {
+		case <-ctx.Done():
+			return
+		case <-free:
+		}
+		n := 1
+		for n < min(workers, 10) {
+			select {
+			case <-free:
+				n++
+				continue
+			default:
+			}
+			break
+		}
+		msgs, err := q.Receive(ctx, n, time.Second)
+		for range n - len(msgs) {
+			free <- struct{}{}
+		}
 		if err != nil {
 			if ctx.Err() == nil {
 				log.Error("queue receive", "queue", name, "err", err)
@@ -77,13 +129,21 @@ func Run(ctx context.Context, log *slog.Logger, q Queue, name string, h Handler)
 			continue
 		}
 		for _, m := range msgs {
-			if err := h(ctx, m); err != nil {
-				log.Error("queue handler", "queue", name, "message", m.ID, "err", err)
-				continue
-			}
-			if err := q.Delete(ctx, m); err != nil {
-				log.Error("queue delete", "queue", name, "message", m.ID, "err", err)
-			}
+			wg.Go(func() {
+				defer func() { free <- struct{}{} }()
+				if err := h(ctx, m); err != nil {
+					mu.Lock()
+					failed++
+					if first == nil {
+						first = fmt.Errorf("message %s: %w", m.ID, err)
+					}
+					mu.Unlock()
+					return
+				}
+				if err := q.Delete(context.WithoutCancel(ctx), m); err != nil {
+					log.Error("queue delete", "queue", name, "message", m.ID, "err", err)
+				}
+			})
 		}
 	}
 }

@@ -102,7 +102,7 @@ func attr(prefix, slot string) string { return prefix + slot }
 // claimAttempt claims job's attempt for this worker (owner), carried by
 // queue message msgID, for lease.
 func (s *Store) claimAttempt(ctx context.Context, job Job, msgID, owner string, now time.Time, lease time.Duration) (*claim, error) {
-	c := &claim{org: job.Event.OrgID, endpoint: job.EndpointID, event: job.Event.ID, slot: job.slot(), owner: owner, delivered: job.deliveredAttr()}
+	c := &claim{org: job.OrgID, endpoint: job.EndpointID, event: job.EventID, slot: job.slot(), owner: owner, delivered: job.deliveredAttr()}
 	spk, ssk := store.GSIKeyAttrs(outbox.Index)
 	names := map[string]string{"#s": attr("s_", c.slot), "#o": attr("o_", c.slot), "#l": attr("l_", c.slot), "#r": attr("r_", c.slot), "#ttl": store.AttrTTL,
 		"#d": c.delivered, "#spk": spk, "#ssk": ssk}
@@ -122,7 +122,7 @@ func (s *Store) claimAttempt(ctx context.Context, job Job, msgID, owner string, 
 			":sending": str("sending"), ":owner": str(owner), ":msg": str(msgID), ":kind": str("webhook_event_deliveries"),
 			":ep": str(c.endpoint), ":ev": str(c.event), ":lease": num(now.Add(lease).Unix()), ":now": num(now.Unix()),
 			":ttl": num(now.Add(EventRetention).Unix()),
-			":org": str(c.org), ":seq": num(job.Event.Sequence), ":spk": str(sendingPK(c.event)), ":ssk": str(sendingSK(now.Add(lease).Unix(), c.slot, job.Attempt)),
+			":org": str(c.org), ":seq": num(job.Sequence), ":spk": str(sendingPK(c.event)), ":ssk": str(sendingSK(now.Add(lease).Unix(), c.slot, job.Attempt)),
 		},
 		ReturnValues:                        ddbtypes.ReturnValueAllOld,
 		ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,

@@ -15,6 +15,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -28,14 +29,30 @@ import (
 	"github.com/practice-api/practice-api/shared/webhook/signature"
 )
 
+// DefaultEndpointConcurrency bounds one endpoint's deliveries in flight
+// (WEBHOOK_ENDPOINT_CONCURRENCY).
+const DefaultEndpointConcurrency = 10
+
+// DefaultReplaysPerHour bounds the events one organisation replays in a
+// clock hour (WEBHOOK_REPLAYS_PER_HOUR).
+const DefaultReplaysPerHour = 10000
+
 // DefaultSchedule is the spec's pauses between the five attempts.
 var DefaultSchedule = []time.Duration{30 * time.Second, 2 * time.Minute, 8 * time.Minute, 30 * time.Minute}
 
-// Job is one delivery of one event to one endpoint.
+// Job is one delivery of one event to one endpoint. It names what to send
+// and carries nothing of it: the worker reads the event as stored (by its
+// organisation and sequence, its key in the feed, and checks its id) and
+// the endpoint, and signs what it read; a job that names an event or an
+// endpoint that does not exist is dropped, never signed. So a message
+// that anyone able to send to the queue made up can at most resend a real
+// event to one of its own organisation's endpoints, which deduplicates.
 type Job struct {
-	Event      outbox.Message `json:"event"`
-	EndpointID string         `json:"endpoint_id"`
-	Attempt    int            `json:"attempt"`
+	OrgID      string `json:"organization_id"`
+	EventID    string `json:"event_id"`
+	Sequence   int64  `json:"sequence"`
+	EndpointID string `json:"endpoint_id"`
+	Attempt    int    `json:"attempt"`
 	// NotBefore (unix seconds) carries a pause longer than a queue delay
 	// (15 minutes): the job hops through the queue until then.
 	NotBefore int64 `json:"not_before,omitempty"`
@@ -49,7 +66,12 @@ type Job struct {
 
 // group is the delivery queue's group (its tenant) of the job: its
 // organisation.
-func (j Job) group() string { return j.Event.OrgID }
+func (j Job) group() string { return j.OrgID }
+
+// jobOf is the first attempt of ev's delivery to an endpoint.
+func jobOf(ev outbox.Message, endpoint string) Job {
+	return Job{OrgID: ev.OrgID, EventID: ev.ID, Sequence: ev.Sequence, EndpointID: endpoint, Attempt: 1}
+}
 
 // Fanout turns an outbox event into one delivery job per active endpoint of
 // the organisation subscribed to its type. It is the dispatcher's sink for
@@ -75,7 +97,7 @@ func (f *Fanout) Send(ctx context.Context, _ string, body []byte, _ time.Duratio
 		if !e.IsActive || !slices.Contains(e.EventTypes, ev.Type) {
 			continue
 		}
-		job, _ := json.Marshal(Job{Event: ev, EndpointID: e.ID, Attempt: 1})
+		job, _ := json.Marshal(jobOf(ev, e.ID))
 		jobs = append(jobs, job)
 	}
 	// One call per ten jobs. If some are refused, the event stays pending
@@ -120,6 +142,16 @@ type Deliverer struct {
 	// ClaimLease is how long an attempt's claim holds (the const
 	// ClaimLease when 0): WEBHOOK_CLAIM_LEASE, shortened only by tests.
 	ClaimLease time.Duration
+	// Log takes the worker's warnings and metrics (slog's default when nil).
+	Log *slog.Logger
+	// EndpointConcurrency bounds one endpoint's deliveries in flight
+	// (DefaultEndpointConcurrency when 0); replays take at most half.
+	EndpointConcurrency int
+
+	tallyMu sync.Mutex
+	warned  map[string]time.Time // endpoint -> its last budget WARN
+	pacedN  int
+	pacedAt time.Time
 }
 
 func (d *Deliverer) claimLease() time.Duration {
@@ -127,6 +159,13 @@ func (d *Deliverer) claimLease() time.Duration {
 		return d.ClaimLease
 	}
 	return ClaimLease
+}
+
+func (d *Deliverer) log() *slog.Logger {
+	if d.Log != nil {
+		return d.Log
+	}
+	return slog.Default()
 }
 
 // NewHTTPClient is the delivery client: 5 s to connect (and for TLS), 10 s
@@ -181,24 +220,52 @@ const maxResponse = 4 << 10
 // job received twice is sent once.
 func (d *Deliverer) Handle(ctx context.Context, m queue.Message) error {
 	var job Job
-	if err := json.Unmarshal(m.Body, &job); err != nil || job.EndpointID == "" || job.Event.ID == "" {
+	if err := json.Unmarshal(m.Body, &job); err != nil || !job.valid() {
+		d.drop(ctx, job, "the message is not a delivery job")
 		return nil
 	}
 	now := d.now()
 	if wait := time.Unix(job.NotBefore, 0).Sub(now); job.NotBefore != 0 && wait > 0 {
 		return d.enqueue(ctx, job, wait) // another hop
 	}
-	e, err := d.Store.Get(ctx, job.Event.OrgID, job.EndpointID)
+	e, err := d.Store.Get(ctx, job.OrgID, job.EndpointID)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil // deleted: deliveries stop
+		d.drop(ctx, job, "its endpoint does not exist (deleted)")
+		return d.replayed(ctx, job) // deliveries to it stop
 	}
 	if err != nil {
 		return err
 	}
-	if !e.IsActive || !slices.Contains(e.EventTypes, job.Event.Type) {
+	ev, err := d.Store.event(ctx, job)
+	if errors.Is(err, store.ErrNotFound) {
+		d.drop(ctx, job, "its event does not exist (never, or no longer in the feed)")
+		return d.replayed(ctx, job)
+	}
+	if err != nil {
+		return err
+	}
+	if !e.IsActive || !slices.Contains(e.EventTypes, ev.Type) {
 		return d.replayed(ctx, job) // disabled or unsubscribed: deliveries stop
 	}
-	c, err := d.Store.claimAttempt(ctx, job, m.ID, uuid.NewString(), now, d.claimLease())
+	owner := uuid.NewString()
+	slot, err := d.takeSlot(ctx, job, owner, now)
+	var over *errOverBudget
+	if errors.As(err, &over) {
+		// Over the endpoint's budget: back to the queue until its turn,
+		// the same attempt (none used up).
+		d.paced(ctx, job, over.wait, now)
+		return d.wait(ctx, job, over.wait, now)
+	}
+	if err != nil {
+		return err
+	}
+	var took time.Duration
+	defer func() {
+		bctx, cancel := bookkeeping(ctx)
+		defer cancel()
+		d.release(bctx, slot, took)
+	}()
+	c, err := d.Store.claimAttempt(ctx, job, m.ID, owner, now, d.claimLease())
 	if err != nil {
 		return err
 	}
@@ -223,10 +290,11 @@ func (d *Deliverer) Handle(ctx context.Context, m queue.Message) error {
 	// delayed it already), and its real outcome is recorded; a receiver
 	// that did get the first send sees the event twice, as at-least-once
 	// delivery allows, and deduplicates it on the event id.
-	a, err := d.attempt(ctx, &e, job, now)
+	a, err := d.attempt(ctx, &e, ev, job, now)
 	if err != nil {
 		return err
 	}
+	took = time.Duration(max(a.DurationMS, 1)) * time.Millisecond
 	// What follows the attempt is bookkeeping that must finish even when the
 	// receiver used up the caller's time: recording and counting it, and
 	// queueing the retry.
@@ -244,19 +312,46 @@ func (d *Deliverer) Handle(ctx context.Context, m queue.Message) error {
 	if a.Succeeded {
 		return nil
 	}
-	disabled, err := d.Store.disableIfDue(ctx, job.Event.OrgID, e.ID, now)
+	disabled, err := d.Store.disableIfDue(ctx, job.OrgID, e.ID, now)
 	if err != nil {
 		return err
 	}
 	if disabled {
 		// The metric the disabled-endpoints alarm watches.
-		metrics.Emit(ctx, slog.LevelWarn, "webhook endpoint disabled", map[string]int{"WebhookEndpointsDisabled": 1},
-			"endpoint_id", e.ID, "organization_id", job.Event.OrgID)
+		metrics.EmitTo(ctx, d.log(), slog.LevelWarn, "webhook endpoint disabled", map[string]int{"WebhookEndpointsDisabled": 1},
+			"endpoint_id", e.ID, "organization_id", job.OrgID)
 	}
 	if job.Manual != "" {
 		return nil // a manual retry is one attempt: the automatic series goes on by itself
 	}
 	return d.scheduleNext(ctx, c, job, now)
+}
+
+// valid reports whether a job names everything a delivery needs.
+func (j Job) valid() bool {
+	return j.OrgID != "" && j.EventID != "" && j.Sequence > 0 && j.EndpointID != "" && j.Attempt >= 1
+}
+
+// drop gives up on a job that names something that does not exist: a
+// WARN (the job's names, never anything it carries) and the
+// WebhookJobsDropped metric; nothing is signed or sent.
+func (d *Deliverer) drop(ctx context.Context, job Job, why string) {
+	metrics.EmitTo(ctx, d.log(), slog.LevelWarn, "webhook job dropped", map[string]int{"WebhookJobsDropped": 1}, "why", why,
+		"organization_id", job.OrgID, "event_id", job.EventID, "endpoint_id", job.EndpointID, "attempt", job.Attempt)
+}
+
+// event reads the event a job names, as stored: by its key in the
+// organisation's feed (the sequence), and only if it is the event the job
+// names (its id); ErrNotFound otherwise.
+func (s *Store) event(ctx context.Context, job Job) (outbox.Message, error) {
+	ev, err := store.ReadInto[outbox.Event](ctx, s.db, store.OrgPK(job.OrgID), outbox.SeqSK(job.Sequence), "dispatch_attempts", "parked_reason", "parked_at")
+	if err != nil {
+		return outbox.Message{}, err
+	}
+	if ev.ID != job.EventID || ev.OrgID != job.OrgID {
+		return outbox.Message{}, store.ErrNotFound
+	}
+	return ev.Message(), nil
 }
 
 // replayed counts the first attempt of a replayed event towards its
@@ -266,7 +361,7 @@ func (d *Deliverer) replayed(ctx context.Context, job Job) error {
 	if job.Replay == "" || job.Attempt != 1 {
 		return nil
 	}
-	return d.Store.replayStep(ctx, job.Event.OrgID, job.EndpointID, job.Replay)
+	return d.Store.replayStep(ctx, job.OrgID, job.EndpointID, job.Replay)
 }
 
 // errAttemptInFlight sends a message back to its queue: its attempt is
@@ -291,6 +386,16 @@ func (d *Deliverer) scheduleNext(ctx context.Context, c *claim, job Job, now tim
 	return d.Store.markQueued(ctx, c)
 }
 
+// wait sends job back to the queue to come again after wait (hopping, as
+// a long retry pause does, past the queue's longest delay).
+func (d *Deliverer) wait(ctx context.Context, job Job, wait time.Duration, now time.Time) error {
+	job.NotBefore = 0
+	if wait > queue.MaxDelay {
+		job.NotBefore = now.Add(wait).Unix()
+	}
+	return d.enqueue(ctx, job, wait)
+}
+
 func (d *Deliverer) enqueue(ctx context.Context, job Job, wait time.Duration) error {
 	body, err := json.Marshal(job)
 	if err != nil {
@@ -299,8 +404,8 @@ func (d *Deliverer) enqueue(ctx context.Context, job Job, wait time.Duration) er
 	return d.Queue.Send(ctx, job.group(), body, min(wait, queue.MaxDelay))
 }
 
-// post sends the signed envelope and reads at most maxResponse of the answer.
-func (d *Deliverer) post(ctx context.Context, e *Endpoint, body []byte, job Job) (int, time.Duration, error) {
+// post sends the signed envelope of ev and reads at most maxResponse of the answer.
+func (d *Deliverer) post(ctx context.Context, e *Endpoint, ev outbox.Message, body []byte, job Job) (int, time.Duration, error) {
 	start := time.Now()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.URL, bytes.NewReader(body))
 	if err != nil {
@@ -311,11 +416,11 @@ func (d *Deliverer) post(ctx context.Context, e *Endpoint, body []byte, job Job)
 	now := d.now()
 	secrets := e.SigningSecrets(now)
 	req.Header.Set(signature.Header, signature.SignAll(secrets, now, body))
-	req.Header.Set("Service-Event-Id", job.Event.ID)
-	req.Header.Set("Service-Event-Type", string(job.Event.Type))
+	req.Header.Set("Service-Event-Id", ev.ID)
+	req.Header.Set("Service-Event-Type", string(ev.Type))
 	req.Header.Set("Service-Delivery-Attempt", strconv.Itoa(job.Attempt))
-	if job.Event.Sequence != 0 {
-		req.Header.Set("Service-Event-Sequence", strconv.FormatInt(job.Event.Sequence, 10))
+	if ev.Sequence != 0 {
+		req.Header.Set("Service-Event-Sequence", strconv.FormatInt(ev.Sequence, 10))
 	}
 	if job.Replay != "" {
 		req.Header.Set("Service-Replay-Id", job.Replay)
@@ -323,9 +428,9 @@ func (d *Deliverer) post(ctx context.Context, e *Endpoint, body []byte, job Job)
 	// Standard Webhooks' headers, for its libraries: the same instant and
 	// secrets; webhook-id is the event's id, the same on every delivery of
 	// it (retries and replays), for receivers to deduplicate on.
-	req.Header.Set(signature.HeaderWebhookID, job.Event.ID)
+	req.Header.Set(signature.HeaderWebhookID, ev.ID)
 	req.Header.Set(signature.HeaderWebhookTimestamp, strconv.FormatInt(now.Unix(), 10))
-	req.Header.Set(signature.HeaderWebhookSignature, signature.StandardSign(secrets, job.Event.ID, now, body))
+	req.Header.Set(signature.HeaderWebhookSignature, signature.StandardSign(secrets, ev.ID, now, body))
 	resp, err := d.Client.Do(req)
 	if err != nil {
 		return 0, time.Since(start), err
@@ -335,26 +440,26 @@ func (d *Deliverer) post(ctx context.Context, e *Endpoint, body []byte, job Job)
 	return resp.StatusCode, time.Since(start), nil
 }
 
-// attempt posts one job's event to e and returns the attempt, for the
-// delivery log; recording and counting it are the caller's.
-func (d *Deliverer) attempt(ctx context.Context, e *Endpoint, job Job, now time.Time) (Attempt, error) {
-	body, err := json.Marshal(job.Event)
+// attempt posts ev, the event job names, to e and returns the attempt,
+// for the delivery log; recording and counting it are the caller's.
+func (d *Deliverer) attempt(ctx context.Context, e *Endpoint, ev outbox.Message, job Job, now time.Time) (Attempt, error) {
+	body, err := json.Marshal(ev)
 	if err != nil {
 		return Attempt{}, err
 	}
-	status, took, derr := d.post(ctx, e, body, job)
-	return d.newAttempt(e, job, now, status, derr, took, body), nil
+	status, took, derr := d.post(ctx, e, ev, body, job)
+	return d.newAttempt(e, ev, job, now, status, derr, took, body), nil
 }
 
 // newAttempt is the delivery-log entry of one attempt: status and err are
 // the receiver's answer (or the failure to get one).
-func (d *Deliverer) newAttempt(e *Endpoint, job Job, now time.Time, status int, derr error, took time.Duration, body []byte) Attempt {
+func (d *Deliverer) newAttempt(e *Endpoint, ev outbox.Message, job Job, now time.Time, status int, derr error, took time.Duration, body []byte) Attempt {
 	if body == nil {
-		body, _ = json.Marshal(job.Event)
+		body, _ = json.Marshal(ev)
 	}
 	ok := derr == nil && status >= 200 && status < 300
 	derr = d.explain(derr)
-	a := Attempt{EndpointID: e.ID, EventID: job.Event.ID, EventType: job.Event.Type, Attempt: job.Attempt, Succeeded: ok,
+	a := Attempt{EndpointID: e.ID, EventID: ev.ID, EventType: ev.Type, Attempt: job.Attempt, Succeeded: ok,
 		StatusCode: status, DurationMS: took.Milliseconds(), AttemptedAt: store.FormatTime(now), Envelope: string(body),
 		TTL: now.Add(30 * 24 * time.Hour).Unix(), Manual: job.Manual != "", ReplayID: job.Replay}
 	if derr != nil {
@@ -363,7 +468,7 @@ func (d *Deliverer) newAttempt(e *Endpoint, job Job, now time.Time, status int, 
 		a.Error = fmt.Sprintf("receiver answered %d", status)
 	}
 	a.ID = timeOrderedID(now)
-	a.Keys = store.Keys{PK: DeliveriesPK(job.Event.OrgID, e.ID), SK: attemptSK(a.ID), Kind: "webhook_attempt"}
+	a.Keys = store.Keys{PK: DeliveriesPK(ev.OrgID, e.ID), SK: attemptSK(a.ID), Kind: "webhook_attempt"}
 	return a
 }
 
@@ -449,7 +554,7 @@ func (d *Deliverer) SendTest(ctx context.Context, org, endpointID string) (Attem
 	ev := outbox.Message{ID: uuid.NewString(), OrgID: org, Type: outbox.WebhookTest, CreatedAt: store.FormatTime(now), Data: data}
 	ctx, cancel := context.WithTimeout(ctx, TestTimeout)
 	defer cancel()
-	a, err := d.attempt(ctx, &e, Job{Event: ev, EndpointID: e.ID, Attempt: 1}, now)
+	a, err := d.attempt(ctx, &e, ev, Job{OrgID: org, EventID: ev.ID, EndpointID: e.ID, Attempt: 1}, now)
 	if err != nil {
 		return Attempt{}, err
 	}
@@ -499,17 +604,19 @@ func (d *Deliverer) Retry(ctx context.Context, org, endpointID, deliveryID strin
 	case done:
 		return nil, &httpapi.Error{Status: http.StatusConflict, Message: "that event has been delivered to this endpoint since (a later attempt succeeded); there is nothing to retry"}
 	}
-	var ev outbox.Message
-	if err := json.Unmarshal([]byte(a.Envelope), &ev); err != nil {
-		return nil, err
+	// The job names the event by its place in the feed (the attempt's
+	// envelope holds its sequence); the worker reads it as stored.
+	var logged outbox.Message
+	if err := json.Unmarshal([]byte(a.Envelope), &logged); err != nil || logged.Sequence == 0 {
+		return nil, &httpapi.Error{Status: http.StatusConflict, Message: "that delivery's event is not in the event feed any more; there is nothing to resend"}
 	}
 	// Numbered after every attempt of the event before it (at least
 	// after the one it resends), so a receiver's log reads in order.
 	n := max(before, a.Attempt) + 1
-	if err := d.enqueue(ctx, Job{Event: ev, EndpointID: e.ID, Attempt: n, Manual: a.ID}, 0); err != nil {
+	if err := d.enqueue(ctx, Job{OrgID: org, EventID: a.EventID, Sequence: logged.Sequence, EndpointID: e.ID, Attempt: n, Manual: a.ID}, 0); err != nil {
 		return nil, err
 	}
-	return map[string]any{"event_id": ev.ID, "endpoint_id": e.ID, "status": "queued", "attempt": n}, nil
+	return map[string]any{"event_id": a.EventID, "endpoint_id": e.ID, "status": "queued", "attempt": n}, nil
 }
 
 // timeOrderedID is store.TimeID (a UUIDv7 with microsecond order): its

@@ -227,7 +227,9 @@ func (d *Deliverer) queueReplay(ctx context.Context, l *replayLock, e *Endpoint,
 			return Replay{}, err
 		}
 		for _, ev := range page.Events {
-			job, _ := json.Marshal(Job{Event: ev, EndpointID: e.ID, Attempt: 1, Replay: l.id})
+			j := jobOf(ev, e.ID)
+			j.Replay = l.id
+			job, _ := json.Marshal(j)
 			jobs = append(jobs, job)
 			after = ev.Sequence
 		}

@@ -168,8 +168,11 @@ func (d *Deliverer) resend(ctx context.Context, entry map[string]ddbtypes.Attrib
 	case err != nil:
 		return false, fmt.Errorf("sweep claims, read event %s: %w", event, err)
 	}
-	job.Event = ev.Message()
-	if !e.IsActive || !slices.Contains(e.EventTypes, job.Event.Type) {
+	job.OrgID, job.EventID, job.Sequence = org, event, seq
+	if ev.ID != event {
+		return release("the event is no longer in the feed")
+	}
+	if !e.IsActive || !slices.Contains(e.EventTypes, ev.Type) {
 		return release("the endpoint is off or no longer subscribed")
 	}
 	if err := d.moveClaim(ctx, pk, sk, ssk, sendingSK(now.Add(d.claimLease()).Unix(), slot, attempt)); errors.Is(err, errLostClaim) {

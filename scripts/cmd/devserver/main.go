@@ -86,10 +86,11 @@ func run() error {
 	kick := make(chan struct{}, 1)
 	go workers.Dispatcher.Poll(ctx, kick, time.Second, func(err error) { slog.Error("outbox sweep", "err", err) })
 	go app.SweepClaimsEvery(ctx, workers.Deliverer, time.Minute) // as the schedule's sweep on AWS
-	go queue.Run(ctx, slog.Default(), enrichQ, "enrichment", workers.Enricher.Handle)
-	for range 4 { // deliveries to slow receivers must not queue behind each other
-		go queue.Run(ctx, slog.Default(), deliveryQ, "webhook-delivery", workers.Deliverer.Handle)
-	}
+	go queue.Run(ctx, slog.Default(), enrichQ, "enrichment", 1, workers.Enricher.Handle)
+	// Deliveries: each as soon as a worker is free (a slow receiver holds
+	// its own worker only), quiet organisations' first (the table queue is
+	// a fair queue), at most WEBHOOK_ENDPOINT_CONCURRENCY to one endpoint.
+	go queue.Run(ctx, slog.Default(), deliveryQ, "webhook-delivery", conf.DeliveryWorkers, workers.Deliverer.Handle)
 	if env.Edge.PublicBaseURL == "" { // links and Location name the address served, whatever Host a client sends
 		env.Edge.PublicBaseURL = "http://" + apiLn.Addr().String()
 	}

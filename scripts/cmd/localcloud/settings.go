@@ -20,7 +20,7 @@ import (
 //     as short retry schedules), added to the environment of the
 //     functions that read settings.
 var passThrough = []string{"WEBHOOK_RETRY_SCHEDULE", "WEBHOOK_CLAIM_LEASE", "WEBHOOK_CA_FILE", "ENRICHMENT_RETRY_SCHEDULE",
-	"API_DEPRECATED_SINCE", "API_SUNSET", "API_DEPRECATION_LINK", "EVENT_FEED_SETTLE"}
+	"API_DEPRECATED_SINCE", "API_SUNSET", "API_DEPRECATION_LINK", "EVENT_FEED_SETTLE", "WEBHOOK_ENDPOINT_CONCURRENCY", "WEBHOOK_REPLAYS_PER_HOUR"}
 
 // stageSetting is a setting the template gives: its variable, the local
 // stage's setting that sets it (infra), and localcloud's default (the
