@@ -168,6 +168,9 @@ func (c *coldStart) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // answer to Lambda.
 const RecordMargin = 3 * time.Second
 
+// errNoTime is a record the invocation had no time left to start.
+var errNoTime = errors.New("no time left in the invocation to start it")
+
 // SQSHandler adapts a queue handler to an SQS-triggered Lambda with partial
 // batch responses. The batch's records run concurrently, each under a
 // deadline RecordMargin before the invocation's, so one slow receiver or
@@ -183,11 +186,11 @@ func SQSHandler(h queue.Handler) func(context.Context, events.SQSEvent) (events.
 			rctx, cancel = context.WithDeadline(ctx, d.Add(-RecordMargin))
 			defer cancel()
 		}
-		failed := make([]bool, len(ev.Records))
+		failed := make([]error, len(ev.Records))
 		var wg sync.WaitGroup
 		for i, r := range ev.Records {
 			if rctx.Err() != nil {
-				failed[i] = true // no time to start it: it comes back
+				failed[i] = errNoTime // no time to start it: it comes back
 				continue
 			}
 			n, _ := strconv.Atoi(r.Attributes["ApproximateReceiveCount"])
@@ -204,17 +207,27 @@ func SQSHandler(h queue.Handler) func(context.Context, events.SQSEvent) (events.
 					}
 				}()
 				if err := h(rctx, m); err != nil {
-					slog.ErrorContext(ctx, "message failed", "message", r.MessageId, "err", err)
-					failed[i] = true
+					failed[i] = err
 				}
 			})
 		}
 		wg.Wait()
 		var resp events.SQSEventResponse
+		var first error
 		for i, r := range ev.Records {
-			if failed[i] {
+			if failed[i] != nil {
 				resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: r.MessageId})
+				if first == nil {
+					first = fmt.Errorf("message %s: %w", r.MessageId, failed[i])
+				}
 			}
+		}
+		if n := len(resp.BatchItemFailures); n > 0 {
+			// One line per invocation, not one per message: the messages
+			// come back by themselves (a busy store, a receiver past the
+			// invocation's time); the queue's age and dead-letter alarms
+			// watch what does not.
+			slog.WarnContext(ctx, "messages failed and come back", "messages", n, "of", len(ev.Records), "first", first)
 		}
 		return resp, nil
 	}

@@ -69,7 +69,7 @@ func NewDeliverer(ctx context.Context, db *store.DB, deliveries queue.Queue, cfg
 	Apply(cfg)
 	endpoints.FeedSettle, endpoints.FeedRetention = cfg.EventFeedSettle, cfg.EventRetention
 	return &webhook.Deliverer{Store: endpoints, Queue: deliveries, Schedule: cfg.WebhookRetrySchedule, Client: client, ClaimLease: cfg.WebhookClaimLease,
-		EndpointConcurrency: cfg.WebhookEndpointConcurrency}, nil
+		EndpointConcurrency: cfg.WebhookEndpointConcurrency, ReplaysPerHour: cfg.WebhookReplaysPerHour}, nil
 }
 
 // SecretBox is the KMS envelope for webhook signing secrets when

@@ -24,6 +24,7 @@ const (
 	CodeConflict               Code = "conflict"                 // 409: the resource's state does not allow it (the message says which)
 	CodePayloadTooLarge        Code = "payload_too_large"        // 413
 	CodeRateLimited            Code = "rate_limited"             // 429: Retry-After
+	CodeReplayBudgetExhausted  Code = "replay_budget_exhausted"  // 429: the organisation's replays of the hour are spent (Retry-After)
 	CodeInternalError          Code = "internal_error"           // 500: quote the request id
 	CodeServiceUnavailable     Code = "service_unavailable"      // 503: retry (Retry-After)
 )
@@ -50,6 +51,7 @@ var Codes = []struct {
 	{CodeConflict, http.StatusConflict, "The resource's state does not allow the request (the message says why and what to do)."},
 	{CodePayloadTooLarge, http.StatusRequestEntityTooLarge, "The request body exceeds the limit."},
 	{CodeRateLimited, http.StatusTooManyRequests, "The key's requests per minute are spent: retry after `Retry-After`."},
+	{CodeReplayBudgetExhausted, http.StatusTooManyRequests, "The organisation has replayed its events of this clock hour (`POST /webhooks/{id}/replay`, `replay_since`): retry after `Retry-After`, the next hour."},
 	{CodeInternalError, http.StatusInternalServerError, "A fault of the service: quote the request id in the message."},
 	{CodeServiceUnavailable, http.StatusServiceUnavailable, "The data store is briefly unavailable and nothing was written: retry (with the same `Idempotency-Key`)."},
 }

@@ -65,8 +65,15 @@ type Job struct {
 }
 
 // group is the delivery queue's group (its tenant) of the job: its
-// organisation.
-func (j Job) group() string { return j.OrgID }
+// organisation, or, for a replayed job, the organisation's replays (a
+// tenant of their own: a replay does not delay its organisation's live
+// events).
+func (j Job) group() string {
+	if j.Replay != "" {
+		return ReplayGroup(j.OrgID)
+	}
+	return j.OrgID
+}
 
 // jobOf is the first attempt of ev's delivery to an endpoint.
 func jobOf(ev outbox.Message, endpoint string) Job {
@@ -137,8 +144,10 @@ type Deliverer struct {
 	Schedule []time.Duration
 	Client   *http.Client
 	Now      func() time.Time
-	// ReplayLimit bounds the events one replay queues (ReplayMax when 0).
-	ReplayLimit int
+	// ReplayLimit bounds the events one replay queues (ReplayMax when 0);
+	// ReplaysPerHour those one organisation replays in a clock hour
+	// (DefaultReplaysPerHour when 0).
+	ReplayLimit, ReplaysPerHour int
 	// ClaimLease is how long an attempt's claim holds (the const
 	// ClaimLease when 0): WEBHOOK_CLAIM_LEASE, shortened only by tests.
 	ClaimLease time.Duration
@@ -300,13 +309,12 @@ func (d *Deliverer) Handle(ctx context.Context, m queue.Message) error {
 	// queueing the retry.
 	ctx, cancel := bookkeeping(ctx)
 	defer cancel()
+	// The record counts a replay's first attempt towards its progress, in
+	// the same transaction.
 	switch err := d.Store.record(ctx, c, a, now, e.ConsecutiveFailures); {
 	case errors.Is(err, errLostClaim):
 		return nil // another worker took the attempt over and records it
 	case err != nil:
-		return err
-	}
-	if err := d.replayed(ctx, job); err != nil {
 		return err
 	}
 	if a.Succeeded {
@@ -354,14 +362,15 @@ func (s *Store) event(ctx context.Context, job Job) (outbox.Message, error) {
 	return ev.Message(), nil
 }
 
-// replayed counts the first attempt of a replayed event towards its
-// replay's end (the endpoint is free for another replay when all have had
-// theirs).
+// replayed counts a replayed event whose first attempt will never be made
+// (its endpoint off, gone or unsubscribed, its event gone) towards its
+// replay's end, as a recorded first attempt counts (the URL is free for
+// another replay when all have).
 func (d *Deliverer) replayed(ctx context.Context, job Job) error {
 	if job.Replay == "" || job.Attempt != 1 {
 		return nil
 	}
-	return d.Store.replayStep(ctx, job.OrgID, job.EndpointID, job.Replay)
+	return d.Store.replayEnded(ctx, job, d.now())
 }
 
 // errAttemptInFlight sends a message back to its queue: its attempt is
@@ -469,6 +478,10 @@ func (d *Deliverer) newAttempt(e *Endpoint, ev outbox.Message, job Job, now time
 	}
 	a.ID = timeOrderedID(now)
 	a.Keys = store.Keys{PK: DeliveriesPK(ev.OrgID, e.ID), SK: attemptSK(a.ID), Kind: "webhook_attempt"}
+	if job.Replay != "" && job.Attempt == 1 && job.Manual == "" {
+		// A replay's first attempt of this event: its progress.
+		a.GSI6PK, a.GSI6SK = replayedKeys(job.Replay, ev.ID)
+	}
 	return a
 }
 

@@ -171,11 +171,19 @@ func keepText(d time.Duration) string {
 // replayError is the answer to a replay that cannot start.
 func replayError(err error) error {
 	var busy *ErrReplayBusy
+	var spent *ErrReplayBudget
 	switch {
 	case errors.As(err, &busy):
+		progress := fmt.Sprintf("%d of its %d events have had their first attempt", busy.Done, busy.Queued)
+		if busy.Queued < 0 {
+			progress = fmt.Sprintf("it is being queued, or its count was not recorded; %d events have had their first attempt so far", busy.Done)
+		}
 		return &httpapi.Error{Status: http.StatusConflict, RetryAfter: busy.RetryAfter,
-			Message: fmt.Sprintf("a replay to this endpoint is in progress (%s: %d of its %d events have had their first attempt); "+
-				"one replay per endpoint runs at a time: send this one again once it has finished", busy.ID, busy.Done, busy.Queued)}
+			Message: fmt.Sprintf("a replay to this endpoint's URL is in progress (%s: %s); "+
+				"one replay per URL of an organisation runs at a time, whichever endpoint names it: send this one again once it has finished", busy.ID, progress)}
+	case errors.As(err, &spent):
+		return &httpapi.Error{Status: http.StatusTooManyRequests, Code: httpapi.CodeReplayBudgetExhausted, RetryAfter: spent.RetryAfter,
+			Message: fmt.Sprintf("the organisation has replayed %d events this hour (UTC), its budget; nothing was queued or changed: send this again after Retry-After", spent.Limit)}
 	case errors.Is(err, errEndpointOff):
 		return &httpapi.Error{Status: http.StatusConflict, Message: "the endpoint is disabled; nothing is delivered to it until it is re-enabled: " +
 			"PATCH it with is_active true (and replay_since, to queue what it missed in the same step)"}

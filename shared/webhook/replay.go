@@ -3,6 +3,8 @@ package webhook
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +20,7 @@ import (
 
 	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/outbox"
+	"github.com/practice-api/practice-api/shared/queue"
 	"github.com/practice-api/practice-api/shared/store"
 )
 
@@ -27,24 +30,53 @@ import (
 // its own, on the same schedule as any delivery, apart from the event's
 // earlier series: it is sent even if the event was delivered before.
 //
-// One replay per endpoint runs at a time: a lock item in the endpoint's
-// deliveries partition (REPLAY) names the replay, how many events it
-// queued and how many have had their first attempt; it is free when all
-// have, or when its lease has run out (a worker that never reported).
+// Replays are bounded three ways, so that no organisation can turn one
+// call into thousands of POSTs at will (#40):
+//
+//   - One replay per organisation and URL at a time: a lock item
+//     (REPLAY, in the partition of the organisation's URL, whatever
+//     endpoint names it) holds the replay's id, how many events it
+//     queued and its lease. It is free when every one of those events
+//     has had its first attempt recorded (each first attempt's entry in
+//     the delivery log is in the sweep index under DLV#REPLAYED#<replay>,
+//     written in the record's own transaction, and a job that ends
+//     without an attempt, its endpoint off or gone, writes a marker
+//     there; the lock counts them with a Query, so its progress is what
+//     the deliveries recorded, whatever worker died where), or when its
+//     lease has run out.
+//   - A budget per organisation: at most WEBHOOK_REPLAYS_PER_HOUR
+//     (DefaultReplaysPerHour) events replayed in a clock hour (UTC),
+//     counted in an item per hour; a replay that finds it spent answers
+//     429 with Retry-After (the next hour) and the code
+//     replay_budget_exhausted, one that finds part of it queues that part
+//     (truncated, with next_since).
+//   - A lane of its own: replayed jobs are the delivery queue's tenant
+//     <org>#replay (a fair queue's group), so a replay delays neither
+//     other organisations nor its own organisation's live events, and
+//     they hold at most half of their endpoint's delivery slots.
 
 // ReplayMax bounds the events one replay queues; a longer window answers
 // truncated, with next_since for the next call.
 const ReplayMax = 1000
 
-// ReplayLease bounds how long a replay holds its endpoint: its events'
-// first attempts take far less (ten at a time per worker); a replay whose
-// jobs were lost stops blocking the next one after it.
-const ReplayLease = 15 * time.Minute
+// ReplayLease bounds how long a replay holds its URL: its events' first
+// attempts normally take far less, and the lock is free as soon as they
+// are all recorded; a replay whose jobs were lost (sent to the
+// dead-letter queue) stops blocking the next one after it.
+const ReplayLease = time.Hour
 
 // replayQueueTime bounds the queueing itself (the lock's first lease).
 const replayQueueTime = time.Minute
 
 const replaySK = "REPLAY"
+
+// replayedPrefix starts the sweep index partition of a replay's first
+// attempts (its progress).
+const replayedPrefix = "DLV#REPLAYED#"
+
+// ReplayGroup is the delivery queue's group of an organisation's replayed
+// jobs: a tenant of its own.
+func ReplayGroup(org string) string { return org + "#replay" }
 
 // Replay is a replay as the API answers it.
 type Replay struct {
@@ -55,13 +87,15 @@ type Replay struct {
 	EventTypes []outbox.Type `json:"event_types"`
 	// Queued counts the events queued (each a new delivery).
 	Queued int `json:"queued"`
-	// Truncated: the window held more than ReplayMax events; NextSince is
-	// the since that replays the rest.
+	// Truncated: not every event of the window was queued (more than
+	// ReplayMax, the hour's budget, or a queue that refused some);
+	// NextSince is the since that replays the rest.
 	Truncated bool    `json:"truncated"`
 	NextSince *string `json:"next_since"`
 }
 
-// ErrReplayBusy is a replay refused because another holds the endpoint.
+// ErrReplayBusy is a replay refused because another holds the URL; Queued
+// is -1 while the other is being queued (or its count was lost).
 type ErrReplayBusy struct {
 	ID           string
 	Queued, Done int
@@ -69,58 +103,118 @@ type ErrReplayBusy struct {
 }
 
 func (e *ErrReplayBusy) Error() string {
-	return "webhook: a replay to this endpoint is in progress: " + e.ID
+	return "webhook: a replay to this URL is in progress: " + e.ID
+}
+
+// ErrReplayBudget is a replay refused because the organisation has
+// replayed its hour's events.
+type ErrReplayBudget struct {
+	Limit      int
+	RetryAfter int // seconds to the next hour
+}
+
+func (e *ErrReplayBudget) Error() string {
+	return fmt.Sprintf("webhook: the organisation has replayed its %d events of this hour", e.Limit)
 }
 
 // errEndpointOff: the endpoint is disabled.
 var errEndpointOff = errors.New("webhook: the endpoint is disabled")
 
 // replayLock is a held replay lock.
-type replayLock struct{ org, endpoint, id string }
+type replayLock struct{ org, url, endpoint, id string }
 
-// lockReplay takes the endpoint's replay lock for a new replay.
-func (s *Store) lockReplay(ctx context.Context, org, endpoint string, now time.Time) (*replayLock, error) {
-	l := &replayLock{org: org, endpoint: endpoint, id: uuid.NewString()}
+// urlKey is the partition of an organisation's replays to one URL.
+func urlKey(org, url string) string {
+	sum := sha256.Sum256([]byte(url))
+	return store.Collection(org, "WHURL", hex.EncodeToString(sum[:16]))
+}
+
+func (l *replayLock) key() map[string]ddbtypes.AttributeValue {
+	return store.Key(urlKey(l.org, l.url), replaySK)
+}
+
+// lockReplay takes the replay lock of the organisation's URL for a new
+// replay to endpoint: free when no replay holds it, when the one that does
+// has had every first attempt recorded, or when its lease ran out.
+func (s *Store) lockReplay(ctx context.Context, org, url, endpoint string, now time.Time) (*replayLock, error) {
+	l := &replayLock{org: org, url: url, endpoint: endpoint, id: uuid.NewString()}
 	num := func(v int64) ddbtypes.AttributeValue {
 		return &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
 	}
-	_, err := s.db.Client.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName: aws.String(s.db.Table),
-		Item: map[string]ddbtypes.AttributeValue{
-			store.AttrPK: &ddbtypes.AttributeValueMemberS{Value: DeliveriesPK(org, endpoint)}, store.AttrSK: &ddbtypes.AttributeValueMemberS{Value: replaySK},
-			"kind": &ddbtypes.AttributeValueMemberS{Value: "webhook_replay"}, "replay_id": &ddbtypes.AttributeValueMemberS{Value: l.id},
-			"done": num(0), "lease_until": num(now.Add(replayQueueTime).Unix()), store.AttrTTL: num(now.Add(ReplayLease + 24*time.Hour).Unix()),
-		},
-		ConditionExpression:                 aws.String("attribute_not_exists(PK) OR lease_until < :now OR (attribute_exists(queued) AND done >= queued)"),
-		ExpressionAttributeValues:           map[string]ddbtypes.AttributeValue{":now": num(now.Unix())},
-		ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,
-	})
-	var ccf *ddbtypes.ConditionalCheckFailedException
-	if errors.As(err, &ccf) {
+	item := map[string]ddbtypes.AttributeValue{
+		store.AttrPK: &ddbtypes.AttributeValueMemberS{Value: urlKey(org, url)}, store.AttrSK: &ddbtypes.AttributeValueMemberS{Value: replaySK},
+		"kind": &ddbtypes.AttributeValueMemberS{Value: "webhook_replay"}, "replay_id": &ddbtypes.AttributeValueMemberS{Value: l.id},
+		"endpoint_id": &ddbtypes.AttributeValueMemberS{Value: endpoint},
+		"lease_until": num(now.Add(replayQueueTime).Unix()), store.AttrTTL: num(now.Add(ReplayLease + 24*time.Hour).Unix()),
+	}
+	cond, vals := "attribute_not_exists(PK) OR lease_until < :now", map[string]ddbtypes.AttributeValue{":now": num(now.Unix())}
+	for try := 0; ; try++ {
+		_, err := s.db.Client.PutItem(ctx, &dynamodb.PutItemInput{
+			TableName: aws.String(s.db.Table), Item: item, ConditionExpression: aws.String(cond), ExpressionAttributeValues: vals,
+			ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,
+		})
+		var ccf *ddbtypes.ConditionalCheckFailedException
+		if !errors.As(err, &ccf) {
+			if err != nil {
+				return nil, fmt.Errorf("replay lock: %w", err)
+			}
+			return l, nil
+		}
 		var held struct {
 			ID         string `dynamodbav:"replay_id"`
 			Queued     *int   `dynamodbav:"queued"`
-			Done       int    `dynamodbav:"done"`
 			LeaseUntil int64  `dynamodbav:"lease_until"`
 		}
 		_ = store.Unmarshal(ccf.Item, &held)
-		busy := &ErrReplayBusy{ID: held.ID, Done: held.Done, RetryAfter: int(min(max(held.LeaseUntil-now.Unix(), 1), 60))}
-		if held.Queued != nil {
-			busy.Queued = *held.Queued
+		busy := &ErrReplayBusy{ID: held.ID, Queued: -1, RetryAfter: int(min(max(held.LeaseUntil-now.Unix(), 1), 60))}
+		if held.ID != "" {
+			done, err := s.replayProgress(ctx, held.ID)
+			if err != nil {
+				return nil, err
+			}
+			busy.Done = done
 		}
-		return nil, busy
+		if held.Queued == nil || try > 0 {
+			return nil, busy // still queueing (or another replay took it meanwhile)
+		}
+		busy.Queued = *held.Queued
+		if busy.Done < busy.Queued {
+			return nil, busy
+		}
+		// Every event of the replay that holds it has had its first
+		// attempt: it is free; take it from that replay (by condition, so
+		// of two replays at once one does).
+		cond, vals = "replay_id = :held", map[string]ddbtypes.AttributeValue{":held": &ddbtypes.AttributeValueMemberS{Value: held.ID}}
 	}
-	if err != nil {
-		return nil, fmt.Errorf("replay lock: %w", err)
+}
+
+// replayProgress counts the events of a replay whose first attempt is
+// recorded (or that ended without one): the entries under its partition
+// of the sweep index.
+func (s *Store) replayProgress(ctx context.Context, replay string) (int, error) {
+	spk, _ := store.GSIKeyAttrs(outbox.Index)
+	p := dynamodb.NewQueryPaginator(s.db.Client, &dynamodb.QueryInput{
+		TableName: aws.String(s.db.Table), IndexName: aws.String(outbox.Index), Select: ddbtypes.SelectCount,
+		KeyConditionExpression:    aws.String("#pk = :pk"),
+		ExpressionAttributeNames:  map[string]string{"#pk": spk},
+		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":pk": &ddbtypes.AttributeValueMemberS{Value: replayedPrefix + replay}},
+	})
+	n := 0
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return 0, fmt.Errorf("replay progress: %w", err)
+		}
+		n += int(page.Count)
 	}
-	return l, nil
+	return n, nil
 }
 
 // settle records how many events the replay queued; a replay of none
-// frees the endpoint at once.
+// frees the URL at once.
 func (s *Store) settleReplay(ctx context.Context, l *replayLock, queued int, now time.Time) error {
 	in := &dynamodb.UpdateItemInput{
-		TableName: aws.String(s.db.Table), Key: store.Key(DeliveriesPK(l.org, l.endpoint), replaySK),
+		TableName: aws.String(s.db.Table), Key: l.key(),
 		UpdateExpression:    aws.String("SET queued = :n, lease_until = :lease"),
 		ConditionExpression: aws.String("replay_id = :me"),
 		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{
@@ -133,40 +227,137 @@ func (s *Store) settleReplay(ctx context.Context, l *replayLock, queued int, now
 	}
 	_, err := s.db.Client.UpdateItem(ctx, in)
 	if store.IsConditionFailed(err) {
-		return nil // its lease ran out and another replay took the endpoint
+		return nil // its lease ran out and another replay took the URL
 	}
 	return err
 }
 
-// release frees the lock of a replay that queued nothing (it did not start).
+// releaseReplay frees the lock of a replay that queued nothing (it did not
+// start).
 func (s *Store) releaseReplay(ctx context.Context, l *replayLock) {
 	_, _ = s.db.Client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
-		TableName: aws.String(s.db.Table), Key: store.Key(DeliveriesPK(l.org, l.endpoint), replaySK),
+		TableName: aws.String(s.db.Table), Key: l.key(),
 		ConditionExpression:       aws.String("replay_id = :me"),
 		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":me": &ddbtypes.AttributeValueMemberS{Value: l.id}},
 	})
 }
 
-// replayStep counts one replayed event's first attempt (made, or dropped
-// because the endpoint was turned off or unsubscribed).
-func (s *Store) replayStep(ctx context.Context, org, endpoint, replay string) error {
-	_, err := s.db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(s.db.Table), Key: store.Key(DeliveriesPK(org, endpoint), replaySK),
-		UpdateExpression:    aws.String("ADD done :one"),
-		ConditionExpression: aws.String("replay_id = :me"),
-		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{
-			":one": &ddbtypes.AttributeValueMemberN{Value: "1"}, ":me": &ddbtypes.AttributeValueMemberS{Value: replay},
+// replayedKeys are the sweep index keys that count one event's first
+// attempt towards its replay's progress.
+func replayedKeys(replay, event string) (pk, sk string) { return replayedPrefix + replay, event }
+
+// replayEnded counts a replayed event whose job ended without an attempt
+// (its endpoint off, gone or unsubscribed, its event gone) towards its
+// replay's progress: a marker in the endpoint's deliveries partition, put
+// once (a second job of the same event finds it there).
+func (s *Store) replayEnded(ctx context.Context, job Job, now time.Time) error {
+	spk, ssk := store.GSIKeyAttrs(outbox.Index)
+	pk, sk := replayedKeys(job.Replay, job.EventID)
+	_, err := s.db.Client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: aws.String(s.db.Table),
+		Item: map[string]ddbtypes.AttributeValue{
+			store.AttrPK: &ddbtypes.AttributeValueMemberS{Value: DeliveriesPK(job.OrgID, job.EndpointID)},
+			store.AttrSK: &ddbtypes.AttributeValueMemberS{Value: "RPLEND#" + job.Replay + "#" + job.EventID},
+			"kind":       &ddbtypes.AttributeValueMemberS{Value: "webhook_replay_end"}, spk: &ddbtypes.AttributeValueMemberS{Value: pk},
+			ssk: &ddbtypes.AttributeValueMemberS{Value: sk}, store.AttrTTL: &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(now.Add(ReplayLease+24*time.Hour).Unix(), 10)},
 		},
+		ConditionExpression: aws.String("attribute_not_exists(PK)"),
 	})
 	if store.IsConditionFailed(err) {
-		return nil // another replay holds the endpoint now
+		return nil
 	}
 	return err
 }
 
+// replayHour is the key of the organisation's replay budget of now's hour.
+func replayHour(org string, now time.Time) map[string]ddbtypes.AttributeValue {
+	return store.Key(store.OrgPK(org), "COUNTER#REPLAYS#"+now.UTC().Format("2006010215"))
+}
+
+func (d *Deliverer) replaysPerHour() int {
+	if d.ReplaysPerHour > 0 {
+		return d.ReplaysPerHour
+	}
+	return DefaultReplaysPerHour
+}
+
+// untilNextHour is the seconds to the next clock hour (a spent budget's
+// Retry-After).
+func untilNextHour(now time.Time) int {
+	return int(now.UTC().Truncate(time.Hour).Add(time.Hour).Sub(now).Seconds()) + 1
+}
+
+// replayBudgetLeft is how many events the organisation may still replay
+// this hour (a read, before anything is held or changed).
+func (d *Deliverer) replayBudgetLeft(ctx context.Context, org string, now time.Time) (int, error) {
+	out, err := d.Store.db.Client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(d.Store.db.Table), Key: replayHour(org, now), ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return 0, fmt.Errorf("replay budget: %w", err)
+	}
+	used := 0
+	if v, ok := out.Item["value"].(*ddbtypes.AttributeValueMemberN); ok {
+		used, _ = strconv.Atoi(v.Value)
+	}
+	left := d.replaysPerHour() - used
+	if left <= 0 {
+		return 0, &ErrReplayBudget{Limit: d.replaysPerHour(), RetryAfter: untilNextHour(now)}
+	}
+	return left, nil
+}
+
+// spendReplayBudget takes up to want events of the hour's budget, as many
+// as are left, by condition (replays at once never spend more than it), and
+// returns how many it took; *ErrReplayBudget when none are left.
+func (d *Deliverer) spendReplayBudget(ctx context.Context, org string, want int, now time.Time) (int, error) {
+	limit := d.replaysPerHour()
+	for try := 0; try < 5 && want > 0; try++ {
+		_, err := d.Store.db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName: aws.String(d.Store.db.Table), Key: replayHour(org, now),
+			UpdateExpression:         aws.String("ADD #n :k SET kind = :kind, #ttl = :ttl"),
+			ConditionExpression:      aws.String("attribute_not_exists(#n) OR #n <= :room"),
+			ExpressionAttributeNames: map[string]string{"#n": "value", "#ttl": store.AttrTTL},
+			ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{
+				":k": &ddbtypes.AttributeValueMemberN{Value: strconv.Itoa(want)}, ":room": &ddbtypes.AttributeValueMemberN{Value: strconv.Itoa(limit - want)},
+				":kind": &ddbtypes.AttributeValueMemberS{Value: "counter"},
+				":ttl":  &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(now.Add(2*time.Hour).Unix(), 10)},
+			},
+			ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,
+		})
+		var ccf *ddbtypes.ConditionalCheckFailedException
+		switch {
+		case err == nil:
+			return want, nil
+		case errors.As(err, &ccf):
+			used := 0
+			if v, ok := ccf.Item["value"].(*ddbtypes.AttributeValueMemberN); ok {
+				used, _ = strconv.Atoi(v.Value)
+			}
+			want = min(want, limit-used) // what is left: try to take that
+		default:
+			return 0, fmt.Errorf("replay budget: %w", err)
+		}
+	}
+	return 0, &ErrReplayBudget{Limit: limit, RetryAfter: untilNextHour(now)}
+}
+
+// refundReplayBudget gives back events a replay took from the hour's
+// budget and did not queue (the queue refused them).
+func (d *Deliverer) refundReplayBudget(ctx context.Context, org string, n int, now time.Time) {
+	if n <= 0 {
+		return
+	}
+	_, _ = d.Store.db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(d.Store.db.Table), Key: replayHour(org, now),
+		UpdateExpression: aws.String("ADD #n :k"), ConditionExpression: aws.String("attribute_exists(#n)"),
+		ExpressionAttributeNames:  map[string]string{"#n": "value"},
+		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":k": &ddbtypes.AttributeValueMemberN{Value: strconv.Itoa(-n)}},
+	})
+}
+
 // Replay queues the feed's events of req's window to an active endpoint.
 // What can never succeed is said first (404, a disabled endpoint's 409,
-// 422 for types it does not take), then whether another replay holds it.
+// 422 for types it does not take), then whether the hour's budget is
+// spent (429), then whether another replay holds the URL (409).
 func (d *Deliverer) Replay(ctx context.Context, org, endpointID string, req ReplayRequest, now time.Time) (Replay, error) {
 	e, err := d.Store.Get(ctx, org, endpointID)
 	if err != nil {
@@ -178,7 +369,10 @@ func (d *Deliverer) Replay(ctx context.Context, org, endpointID string, req Repl
 	if err := unsubscribed(&e, req.Types); err != nil {
 		return Replay{}, err
 	}
-	l, err := d.Store.lockReplay(ctx, org, endpointID, now)
+	if _, err := d.replayBudgetLeft(ctx, org, now); err != nil {
+		return Replay{}, err
+	}
+	l, err := d.Store.lockReplay(ctx, org, e.URL, e.ID, now)
 	if err != nil {
 		return Replay{}, err
 	}
@@ -201,7 +395,10 @@ func unsubscribed(e *Endpoint, types []outbox.Type) error {
 }
 
 // queueReplay reads the window from the feed and queues its events to e,
-// under l; it settles the lock with the count (releases it on failure).
+// under l, within the hour's budget; it settles the lock with the count
+// (releases it when nothing was queued). Once any event is queued the
+// replay is accepted, whatever fails after: the answer says what was
+// queued (truncated, with next_since, if the queue refused the rest).
 func (d *Deliverer) queueReplay(ctx context.Context, l *replayLock, e *Endpoint, req ReplayRequest, now time.Time) (Replay, error) {
 	types := req.Types
 	if len(types) == 0 {
@@ -216,21 +413,18 @@ func (d *Deliverer) queueReplay(ctx context.Context, l *replayLock, e *Endpoint,
 		until = now
 	}
 	r := Replay{ID: l.id, EndpointID: e.ID, Since: store.FormatTime(req.Since), Until: store.FormatTime(until), EventTypes: types}
-	var jobs [][]byte
+	var events []outbox.Message
 	after := req.Since.UnixMicro() - 1
 	limit := cmp.Or(d.ReplayLimit, ReplayMax)
-	for len(jobs) < limit {
-		page, err := outbox.Feed(ctx, d.Store.db, outbox.FeedQuery{Org: l.org, After: after, Types: types, Limit: min(httpapi.MaxPerPage, limit-len(jobs)),
+	for len(events) < limit {
+		page, err := outbox.Feed(ctx, d.Store.db, outbox.FeedQuery{Org: l.org, After: after, Types: types, Limit: min(httpapi.MaxPerPage, limit-len(events)),
 			Now: now, Retention: outbox.FeedKeep(d.Store.FeedRetention), Until: until.Add(-time.Microsecond)})
 		if err != nil {
 			d.Store.releaseReplay(context.WithoutCancel(ctx), l)
 			return Replay{}, err
 		}
 		for _, ev := range page.Events {
-			j := jobOf(ev, e.ID)
-			j.Replay = l.id
-			job, _ := json.Marshal(j)
-			jobs = append(jobs, job)
+			events = append(events, ev)
 			after = ev.Sequence
 		}
 		if !page.More {
@@ -238,7 +432,7 @@ func (d *Deliverer) queueReplay(ctx context.Context, l *replayLock, e *Endpoint,
 		}
 		after = page.Next // past the last event, or past what a filtered page read
 	}
-	if len(jobs) == limit {
+	if len(events) == limit {
 		// More is there when the feed holds another matching event after
 		// the last one queued.
 		page, err := outbox.Feed(ctx, d.Store.db, outbox.FeedQuery{Org: l.org, After: after, Types: types, Limit: 1,
@@ -252,10 +446,48 @@ func (d *Deliverer) queueReplay(ctx context.Context, l *replayLock, e *Endpoint,
 			r.Truncated, r.NextSince = true, &next
 		}
 	}
-	if err := d.Queue.SendBatch(ctx, l.org, jobs); err != nil {
+	if len(events) == 0 {
+		return r, d.Store.settleReplay(context.WithoutCancel(ctx), l, 0, now)
+	}
+	took, err := d.spendReplayBudget(ctx, l.org, len(events), now)
+	if err != nil {
 		d.Store.releaseReplay(context.WithoutCancel(ctx), l)
 		return Replay{}, err
 	}
-	r.Queued = len(jobs)
-	return r, d.Store.settleReplay(context.WithoutCancel(ctx), l, r.Queued, now)
+	if took < len(events) {
+		r.Truncated, r.NextSince = true, ptr(store.FormatTime(time.UnixMicro(events[took].Sequence)))
+		events = events[:took]
+	}
+	jobs := make([][]byte, len(events))
+	for i, ev := range events {
+		j := jobOf(ev, e.ID)
+		j.Replay = l.id
+		jobs[i], _ = json.Marshal(j)
+	}
+	sent := len(jobs)
+	if err := d.Queue.SendBatch(ctx, ReplayGroup(l.org), jobs); err != nil {
+		var be *queue.BatchError
+		if !errors.As(err, &be) || len(be.Unsent) == len(jobs) {
+			d.refundReplayBudget(context.WithoutCancel(ctx), l.org, len(jobs), now)
+			d.Store.releaseReplay(context.WithoutCancel(ctx), l)
+			return Replay{}, err
+		}
+		// Some went: the replay is accepted with those. The rest is
+		// replayed from the first event not sent (receivers deduplicate
+		// what comes twice).
+		sent -= len(be.Unsent)
+		r.Truncated, r.NextSince = true, ptr(store.FormatTime(time.UnixMicro(events[be.Unsent[0]].Sequence)))
+		d.refundReplayBudget(context.WithoutCancel(ctx), l.org, len(be.Unsent), now)
+		d.log().WarnContext(ctx, "webhook replay: the queue refused some of its events; they were not queued", "replay_id", l.id,
+			"queued", sent, "refused", len(be.Unsent), "err", err)
+	}
+	r.Queued = sent
+	if err := d.Store.settleReplay(context.WithoutCancel(ctx), l, sent, now); err != nil {
+		// Queued is queued: the answer says so. The lock's first lease
+		// (a minute) frees the URL.
+		d.log().WarnContext(ctx, "webhook replay: its count was not recorded; the URL is free again after a minute", "replay_id", l.id, "err", err)
+	}
+	return r, nil
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -5,6 +5,7 @@ package webhook
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -567,9 +568,16 @@ func (h *handlers) update(w http.ResponseWriter, r *http.Request) {
 	}
 	var lock *replayLock
 	if err == nil && !p.ReplaySince.IsZero() {
-		// The replay holds the endpoint before it is turned on: a second
-		// replay refused leaves the endpoint as it was.
-		lock, err = h.s.lockReplay(ctx, org, id, now)
+		// The replay's budget is checked, and its lock held, before the
+		// endpoint is turned on: a replay refused leaves it as it was.
+		var cur Endpoint
+		cur, err = h.get(ctx, org, id)
+		if err == nil {
+			_, err = h.d.replayBudgetLeft(ctx, org, now)
+		}
+		if err == nil {
+			lock, err = h.s.lockReplay(ctx, org, cmp.Or(p.URL, cur.URL), id, now)
+		}
 	}
 	var e Endpoint
 	if err == nil {

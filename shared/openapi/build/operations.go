@@ -261,7 +261,7 @@ func operations() map[string]func(routes.Route) []op {
 		"webhooks.update": func(routes.Route) []op {
 			return []op{{summary: "Change a webhook endpoint",
 				description: "`is_active: true` resumes a disabled endpoint and resets `consecutive_failures`. With `replay_since` (an addition) it also queues what the endpoint missed: the feed's events from then on, of the types it takes, as a replay (see `POST /webhooks/{id}/replay`), answered in `replay`. " +
-					"The replay holds the endpoint before it is turned on: 409 when another replay to it is running, with nothing changed.",
+					"The replay's budget is checked and its URL held before the endpoint is turned on: 429 (`replay_budget_exhausted`) when the organisation's replays of the hour are spent, 409 when another replay to the URL is running, each with nothing changed.",
 				body: "WebhookUpdate",
 				ok:   []resp{{200, "The updated endpoint; with `replay_since`, the replay too.", "WebhookEndpointUpdated", nil}},
 				errs: []int{404, 409, 413, 422}}}
@@ -271,8 +271,11 @@ func operations() map[string]func(routes.Route) []op {
 				description: fmt.Sprintf("An addition to the spec. Queues every event of the organisation's feed from `since` (inclusive) to `until` (exclusive; default now) of `event_types` (default: the types the endpoint takes) to this endpoint again: "+
 					"new deliveries of the same events (same `id` and envelope: receivers deduplicate as for any retry), each with up to 5 attempts on the usual schedule, sent even if the event was delivered before, marked `replay_id` in the delivery log and `Service-Replay-Id` on the request. "+
 					"Events are kept %s: an older `since` is 422. At most %d events a call: a longer window answers `truncated` with `next_since`, the `since` of the next call. "+
-					"One replay per endpoint at a time: until each of its events has had its first attempt, another is 409 (with `Retry-After`). A disabled endpoint is 409: re-enable it with `PATCH` `is_active: true` and `replay_since` instead.",
-					"30 days", webhook.ReplayMax),
+					"One replay per URL of an organisation at a time, whichever of its endpoints names the URL: until each of its events has had its first attempt, another is 409 (with `Retry-After`). "+
+					"An organisation replays at most %d events a clock hour (UTC): a replay that finds part of that left queues that part (`truncated`, `next_since`), one that finds none is 429 with the code `replay_budget_exhausted` and `Retry-After` (the next hour). "+
+					"Replayed deliveries queue apart from the organisation's live ones and take at most half of their endpoint's deliveries in flight, so a replay delays neither. "+
+					"A disabled endpoint is 409: re-enable it with `PATCH` `is_active: true` and `replay_since` instead.",
+					"30 days", webhook.ReplayMax, webhook.DefaultReplaysPerHour),
 				body: "WebhookReplay",
 				ok:   []resp{{202, "Queued.", "WebhookReplayResponse", nil}},
 				errs: []int{404, 409, 413, 422}}}
