@@ -61,10 +61,25 @@ func (s *Server) OpenJournal(path string) error {
 	if f, err := os.Open(path); err == nil {
 		sc := bufio.NewScanner(f)
 		sc.Buffer(make([]byte, 1<<20), 8<<20)
+		// A line that cannot be read is skipped only when it is the last
+		// one and is cut short (no newline: a kill stopped its write, so
+		// its change was never acknowledged). Anywhere else it is a change
+		// that was made and acknowledged and is now unreadable: dropping it
+		// would bring a deleted message back or lose a live one, so the
+		// start stops, naming the line.
+		var bad []byte
+		badLine, lineNo := 0, 0
 		for sc.Scan() {
+			lineNo++
+			if bad != nil {
+				f.Close()
+				return fmt.Errorf("queue journal %s: line %d cannot be read (%.80q); a line that is not the last was not cut short by a kill, "+
+					"so a change to a message would be lost: move the journal aside to start with empty queues, or mend the line", path, badLine, bad)
+			}
 			var l journalLine
-			if json.Unmarshal(sc.Bytes(), &l) != nil {
-				continue // a line cut short by a kill: the change was not made
+			if err := json.Unmarshal(sc.Bytes(), &l); err != nil || l.Queue == "" || l.ID == "" || (l.Op != "set" && l.Op != "del") || (l.Op == "set" && l.Msg == nil) {
+				bad, badLine = append([]byte(nil), sc.Bytes()...), lineNo
+				continue
 			}
 			q := state[l.Queue]
 			if q == nil {
@@ -84,6 +99,13 @@ func (s *Server) OpenJournal(path string) error {
 		f.Close()
 		if err := sc.Err(); err != nil {
 			return fmt.Errorf("queue journal %s: %w", path, err)
+		}
+		if bad != nil && endsWithNewline(path) {
+			return fmt.Errorf("queue journal %s: its last line, %d, cannot be read (%.80q) although it was written whole (it ends in a newline): "+
+				"move the journal aside to start with empty queues, or mend the line", path, badLine, bad)
+		}
+		if bad != nil {
+			slog.Warn("localcloud: the queue journal's last line was cut short by a kill; its change was never acknowledged, and is skipped", "journal", path, "line", badLine)
 		}
 	} else if !os.IsNotExist(err) {
 		return fmt.Errorf("queue journal: %w", err)
@@ -247,4 +269,23 @@ func (j *journal) Close() {
 		_ = j.f.Close()
 		j.f = nil
 	}
+}
+
+// endsWithNewline reports whether the file's last byte is a newline (a
+// journal line written whole).
+func endsWithNewline(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || st.Size() == 0 {
+		return false
+	}
+	b := make([]byte, 1)
+	if _, err := f.ReadAt(b, st.Size()-1); err != nil {
+		return false
+	}
+	return b[0] == '\n'
 }

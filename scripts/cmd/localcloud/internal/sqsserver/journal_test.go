@@ -88,3 +88,68 @@ func TestQueuesSurviveARestart(t *testing.T) {
 		t.Errorf("deleted messages came back: %v", state(jobs3))
 	}
 }
+
+// TestAJournalLineThatCannotBeReadStopsTheStart (#40, item 7): only a cut
+// short last line (a kill in the middle of its write: the change was never
+// acknowledged) is skipped. A garbled line anywhere else (a del whose loss
+// would bring a deleted job back, a set whose loss would drop a live one),
+// or a last line that was written whole, stops the start with its line
+// number, and the journal is left as it was.
+func TestAJournalLineThatCannotBeReadStopsTheStart(t *testing.T) {
+	serve := func(path string) error {
+		s := New("http://127.0.0.1:1", iam.NewIdentities())
+		s.Create(&stack.Queue{Name: "jobs", Visibility: time.Minute, Retention: time.Hour}, nil)
+		err := s.OpenJournal(path)
+		if err == nil {
+			s.Journal.Close()
+		}
+		return err
+	}
+	good := func(t *testing.T) (string, []string) {
+		path := filepath.Join(t.TempDir(), "queues.jsonl")
+		s := New("http://127.0.0.1:1", iam.NewIdentities())
+		q := s.Create(&stack.Queue{Name: "jobs", Visibility: time.Minute, Retention: time.Hour}, nil)
+		if err := s.OpenJournal(path); err != nil {
+			t.Fatal(err)
+		}
+		q.SendGroup("deleted", "g", 0)
+		q.SendGroup("live", "g", 0)
+		for _, m := range q.Receive(1, -1) {
+			q.Delete(m.Receipt)
+		}
+		s.Journal.Close()
+		raw, _ := os.ReadFile(path)
+		return path, strings.SplitAfter(string(raw), "\n")
+	}
+	for _, c := range []struct {
+		name    string
+		garble  func(lines []string) []string
+		wantErr string
+	}{
+		{"a garbled line in the middle", func(l []string) []string { l[2] = `{"q":"jobs","op":"del","id":` + "\n"; return l }, "line 3"},
+		{"a garbled set in the middle", func(l []string) []string { l[1] = "{\"q\":\"jobs\",\"op\":\"set\"}\n"; return l }, "line 2"},
+		{"a last line written whole but unreadable", func(l []string) []string { return append(l, "not json\n") }, "written whole"},
+		{"a last line cut short", func(l []string) []string { return append(l, `{"q":"jobs","op":"set","id":"half`) }, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path, lines := good(t)
+			garbled := strings.Join(c.garble(lines), "")
+			if err := os.WriteFile(path, []byte(garbled), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			err := serve(path)
+			if c.wantErr == "" {
+				if err != nil {
+					t.Fatalf("a cut-short last line stopped the start: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+				t.Fatalf("the start: %v; want an error naming %q", err, c.wantErr)
+			}
+			if raw, _ := os.ReadFile(path); string(raw) != garbled {
+				t.Fatal("the journal was rewritten over the unreadable line")
+			}
+		})
+	}
+}
