@@ -94,7 +94,8 @@ func feed(t *testing.T, key, types string) []map[string]any {
 // on the server under test: every delivery carries its sequence and the
 // Standard Webhooks headers (verified with the Go library); the feed lists
 // the event as delivered; a replay delivers it again, marked; a receiver
-// that fails turns its endpoint off after 20 attempts, which another
+// that fails turns its endpoint off after 20 failed deliveries (events
+// whose attempts all failed), which another
 // endpoint hears as webhook_endpoint.disabled, the log says (with its
 // metric) and the feed lists; turning
 // it back on with replay_since delivers everything it missed.
@@ -157,9 +158,10 @@ func TestEventFeedReplayAndRecovery(t *testing.T) {
 		t.Fatalf("replayed delivery %v %s", d.header, d.body)
 	}
 
-	// The receiver fails: five events' attempts turn the endpoint off.
+	// The receiver fails: 20 events whose attempts all fail (failed
+	// deliveries) turn the endpoint off.
 	hook.setFailing(true)
-	for n := 1; n <= 5; n++ {
+	for n := 1; n <= 20; n++ {
 		matter(n)
 	}
 	var ep map[string]any
@@ -192,17 +194,17 @@ func TestEventFeedReplayAndRecovery(t *testing.T) {
 	hook.setFailing(false)
 	before := len(hook.deliveries())
 	p := do(t, "PATCH", "/webhooks/"+hookID, key, "", `{"is_active":true,"replay_since":"`+start.Format(time.RFC3339Nano)+`"}`)
-	if p.status != 200 || p.body["replay"].(map[string]any)["queued"] != 6.0 {
+	if p.status != 200 || p.body["replay"].(map[string]any)["queued"] != 21.0 {
 		t.Fatalf("re-enable with replay_since: %d %s", p.status, p.raw)
 	}
 	got := map[string]bool{}
-	eventually(t, 60*time.Second, "the six matters' events delivered after re-enabling", func() bool {
+	eventually(t, 60*time.Second, "the 21 matters' events delivered after re-enabling", func() bool {
 		for _, d := range hook.deliveries()[before:] {
 			if d.ok && lib.Verify(d.body, d.header) == nil {
 				got[d.event["id"].(string)] = true
 			}
 		}
-		return len(got) == 6
+		return len(got) == 21
 	})
 	for _, ev := range feed(t, key, "matter.created") {
 		if !got[ev["id"].(string)] {

@@ -202,9 +202,10 @@ func TestClaimSweepsAtOnceWithFaults(t *testing.T) {
 // reads its endpoint and its event (the job names it: 1 RRU, #40), takes
 // and gives back one of the endpoint's slots (2 WRU, #40), claims (the
 // sweep index's entry: 1 WRU) and records (its transaction, the index
-// entry's removal among it): 10 WRU, 2 RRU; a failed one also counts the
-// failure and queues the next; a claims sweep that finds nothing makes
-// one Query per shard and writes nothing.
+// entry's removal among it): 10 WRU, 2 RRU; a failed attempt also queues
+// the next and notes it; the last one failing (a failed delivery) counts
+// it on the endpoint and reads whether that disables it; a claims sweep
+// that finds nothing makes one Query per shard and writes nothing.
 func TestCapacityOfADelivery(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -213,15 +214,20 @@ func TestCapacityOfADelivery(t *testing.T) {
 	for _, c := range []struct {
 		name     string
 		status   int
+		last     bool // the attempt is its series' last
 		wru, rru float64
 	}{
-		{"a delivery that succeeds", 200, 10, 2},
-		{"a delivery that fails", 500, 13, 3},
+		{"a delivery that succeeds", 200, false, 10, 2},
+		{"an attempt that fails, with attempts left", 500, false, 11, 2},
+		{"a failed delivery (the last attempt fails)", 500, true, 12, 3},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			rc := newReceiver(t, c.status)
 			e, d := hookEnv(t, rc)
+			if c.last {
+				e.Deliverer.Schedule = []time.Duration{}
+			}
 			_, _, job := oneEvent(t, e, d, rc)
 			e.Capacity.Reset()
 			if err := handle(t, e, "m1", job); err != nil {

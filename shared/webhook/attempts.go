@@ -175,18 +175,22 @@ var errLostClaim = errors.New("webhook: the attempt's claim was taken over")
 
 // record stores the claimed attempt's outcome in one transaction: the
 // attempt is done (only while this worker still holds its claim), its
-// entry in the delivery log, the endpoint's failure count (reset by a
-// success, one more for a failure; counted only if the endpoint still
-// exists) and, on success, the event as delivered. A success when the
+// entry in the delivery log, the endpoint's count of failed deliveries
+// and, on success, the event as delivered. A failed delivery is an event
+// whose attempts are exhausted (exhausted: this failed attempt was its
+// series' last): it adds one to the count; a success resets it; a failed
+// attempt that is not the last leaves it alone (a receiver down for
+// minutes is not a failed delivery until the schedule has run out). The
+// count is changed only if the endpoint still exists. A success when the
 // worker read a count of 0 (consistently, before sending) leaves the count
 // alone: it is as if the success came before any failure that ran beside
-// it, and the endpoint's item is written only when something failed.
-func (s *Store) record(ctx context.Context, c *claim, a Attempt, now time.Time, failuresRead int) error {
+// it, and the endpoint's item is written only when something changes.
+func (s *Store) record(ctx context.Context, c *claim, a Attempt, now time.Time, failuresRead int, exhausted bool) error {
 	item, err := store.Marshal(a)
 	if err != nil {
 		return err
 	}
-	for _, count := range []bool{!a.Succeeded || failuresRead > 0, false} {
+	for _, count := range []bool{(a.Succeeded && failuresRead > 0) || (!a.Succeeded && exhausted), false} {
 		tx := s.db.Tx()
 		set := "SET #s = :done, #ok = :ok"
 		vals := map[string]ddbtypes.AttributeValue{
@@ -289,7 +293,7 @@ func (s *Store) deliveries(ctx context.Context, org, endpoint, event string) (de
 }
 
 // disableIfDue turns an endpoint off when its count of consecutive
-// failures has reached DisableAfter, exactly once (by condition), and
+// failed deliveries has reached DisableAfter, exactly once (by condition), and
 // raises webhook_endpoint.disabled in the same transaction (the feed has
 // it; the organisation's other endpoints subscribed to it get it); it
 // reports whether this call did.

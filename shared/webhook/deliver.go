@@ -311,7 +311,10 @@ func (d *Deliverer) Handle(ctx context.Context, m queue.Message) error {
 	defer cancel()
 	// The record counts a replay's first attempt towards its progress, in
 	// the same transaction.
-	switch err := d.Store.record(ctx, c, a, now, e.ConsecutiveFailures); {
+	// A failed delivery is an event whose attempts are exhausted: the last
+	// of its series failed (a manual retry is one attempt outside it).
+	exhausted := !a.Succeeded && job.Manual == "" && job.Attempt > len(d.schedule())
+	switch err := d.Store.record(ctx, c, a, now, e.ConsecutiveFailures, exhausted); {
 	case errors.Is(err, errLostClaim):
 		return nil // another worker took the attempt over and records it
 	case err != nil:
@@ -320,9 +323,11 @@ func (d *Deliverer) Handle(ctx context.Context, m queue.Message) error {
 	if a.Succeeded {
 		return nil
 	}
-	disabled, err := d.Store.disableIfDue(ctx, job.OrgID, e.ID, now)
-	if err != nil {
-		return err
+	disabled := false
+	if exhausted {
+		if disabled, err = d.Store.disableIfDue(ctx, job.OrgID, e.ID, now); err != nil {
+			return err
+		}
 	}
 	if disabled {
 		// The metric the disabled-endpoints alarm watches.

@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -37,15 +39,17 @@ type receiver struct {
 
 	mu       sync.Mutex
 	hits     []hit
-	status   map[string]int           // first path segment -> status (200 when absent)
-	delay    map[string]time.Duration // first path segment -> how long before answering
-	inFlight map[string]int           // first path segment -> requests being served
+	status   map[string]int                   // first path segment -> status (200 when absent)
+	delay    map[string]time.Duration         // first path segment -> how long before answering
+	byTry    map[string]func(attempt int) int // first path segment -> status by Service-Delivery-Attempt (0: hang)
+	inFlight map[string]int                   // first path segment -> requests being served
 	peak     map[string]int
 	served   atomic.Int64
 }
 
 func newReceiver(t testing.TB) *receiver {
-	rc := &receiver{status: map[string]int{}, delay: map[string]time.Duration{}, inFlight: map[string]int{}, peak: map[string]int{}}
+	rc := &receiver{status: map[string]int{}, delay: map[string]time.Duration{}, inFlight: map[string]int{}, peak: map[string]int{},
+		byTry: map[string]func(int) int{}}
 	rc.srv = httptest.NewTLSServer(http.HandlerFunc(rc.serve))
 	t.Cleanup(rc.srv.Close)
 	return rc
@@ -63,6 +67,10 @@ func (rc *receiver) serve(w http.ResponseWriter, r *http.Request) {
 	status, ok := rc.status[seg]
 	if !ok {
 		status = 200
+	}
+	if f := rc.byTry[seg]; f != nil {
+		n, _ := strconv.Atoi(r.Header.Get("Service-Delivery-Attempt"))
+		status = f(n)
 	}
 	delay := rc.delay[seg]
 	rc.inFlight[seg]++
@@ -86,6 +94,14 @@ func (rc *receiver) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	w.WriteHeader(status)
+}
+
+// byAttempt makes the paths under seg answer as f says for each attempt
+// number (0: hang).
+func (rc *receiver) byAttempt(seg string, f func(attempt int) int) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	rc.byTry[seg] = f
 }
 
 // set makes the paths under seg answer status after delay.
@@ -164,6 +180,10 @@ func newWorld(t testing.TB, receivers ...*receiver) *world {
 	tr.MaxIdleConnsPerHost = 64
 	lg := &logs{}
 	e.Deliverer.Client, e.Deliverer.Schedule, e.Deliverer.Log = pool, []time.Duration{0, 0, 0, 0}, lg.logger()
+	// A job whose worker failed (a store call past its time on a loaded
+	// machine) comes back in seconds, not the API test's minute.
+	e.Deliveries = queue.NewMemory(10 * time.Second)
+	e.Deliverer.Queue = e.Deliveries
 	routes := map[outbox.Type][]outbox.Sink{outbox.CompanyCreated: {queue.NewMemory(time.Minute)}}
 	for _, typ := range outbox.Types {
 		routes[typ] = []outbox.Sink{&webhook.Fanout{Store: e.Deliverer.Store, Queue: e.Deliveries}}
@@ -251,7 +271,13 @@ func (w *world) drain(workers int, within time.Duration) {
 	w.dispatch()
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
-	go queue.Run(ctx, w.lg.logger(), w.Deliveries, "webhook-delivery", workers, w.Deliverer.Handle)
+	go queue.Run(ctx, w.lg.logger(), w.Deliveries, "webhook-delivery", workers, func(ctx context.Context, m queue.Message) error {
+		err := w.Deliverer.Handle(ctx, m)
+		if err != nil && os.Getenv("DEBUG_DRAIN") != "" {
+			w.t.Logf("%s: %v", m.Body, err)
+		}
+		return err
+	})
 	for ctx.Err() == nil && w.Deliveries.Len() > 0 {
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -32,7 +32,11 @@ import (
 )
 
 // DisableAfter is the number of consecutive failed deliveries that turns an
-// endpoint off.
+// endpoint off (the spec's rule). A failed delivery is an event whose
+// attempts are exhausted: the last of its five failed (about 41 minutes
+// after the first, on the spec's schedule). Failed attempts that are not
+// the last count for nothing, so a receiver down for a few seconds or a
+// few minutes is never turned off; any success resets the count.
 const DisableAfter = 20
 
 // MaxEndpoints bounds an organisation's endpoints (fan-out reads them all).
