@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -43,6 +44,39 @@ type Dispatcher struct {
 	// (DefaultRetention when 0), FeedRetention one of the feed
 	// (DefaultFeedRetention when 0).
 	Retention, FeedRetention time.Duration
+	// Concurrency bounds the events one round (a stream batch, a sweep's
+	// page) sends at once (DefaultDispatchConcurrency when 0).
+	Concurrency int
+}
+
+// DefaultDispatchConcurrency is how many events of one round a dispatcher
+// sends at once: one organisation's events share one stream shard, so a
+// batch's events must not go one after another (each is about four store
+// and queue calls).
+const DefaultDispatchConcurrency = 16
+
+func (d *Dispatcher) concurrency() int {
+	if d.Concurrency > 0 {
+		return d.Concurrency
+	}
+	return DefaultDispatchConcurrency
+}
+
+// dispatchEach dispatches evs, up to the dispatcher's concurrency at once,
+// into the tally, in one round (sinks may keep what they read for its
+// length: RoundOf).
+func (d *Dispatcher) dispatchEach(ctx context.Context, evs []Event, all *dispatchTally) {
+	ctx = withRound(ctx)
+	sem := make(chan struct{}, d.concurrency())
+	var wg sync.WaitGroup
+	for _, ev := range evs {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			all.add(d.dispatch(ctx, ev))
+		})
+	}
+	wg.Wait()
 }
 
 // Sink takes dispatched events: a queue, or the webhook fan-out. The
@@ -75,6 +109,7 @@ func (d *Dispatcher) Sweep(ctx context.Context, minAge time.Duration) (int, erro
 				all.add(0, fmt.Errorf("sweep shard %d: %w", shard, err))
 				break
 			}
+			var evs []Event
 			for _, it := range page.Items {
 				// Keys only: the claim reads the event whole.
 				var ev Event
@@ -82,8 +117,9 @@ func (d *Dispatcher) Sweep(ctx context.Context, minAge time.Duration) (int, erro
 					all.add(d.parkItem(ctx, it, err))
 					continue
 				}
-				all.add(d.dispatch(ctx, ev))
+				evs = append(evs, ev)
 			}
+			d.dispatchEach(ctx, evs, &all)
 			if page.Next == nil {
 				break
 			}
@@ -94,12 +130,11 @@ func (d *Dispatcher) Sweep(ctx context.Context, minAge time.Duration) (int, erro
 }
 
 // DispatchAll dispatches evs (a stream batch's events) as a sweep does its
-// pages: a failing event is skipped and counted.
+// pages, up to the dispatcher's concurrency at once: a failing event is
+// skipped and counted.
 func (d *Dispatcher) DispatchAll(ctx context.Context, evs []Event) (int, error) {
 	var all dispatchTally
-	for _, ev := range evs {
-		all.add(d.dispatch(ctx, ev))
-	}
+	d.dispatchEach(ctx, evs, &all)
 	return all.result()
 }
 
@@ -135,13 +170,16 @@ const (
 	parkedUnread                // parked: the item is not an event
 )
 
-// dispatchTally counts a dispatch round.
+// dispatchTally counts a dispatch round (its events dispatched at once).
 type dispatchTally struct {
+	mu                                        sync.Mutex
 	sent, failed, parked, unknown, unreadable int
 	first                                     error
 }
 
 func (t *dispatchTally) add(o outcome, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	if err != nil {
 		t.first = cmp.Or(t.first, err)
 	}
@@ -164,6 +202,8 @@ func (t *dispatchTally) add(o outcome, err error) {
 }
 
 func (t *dispatchTally) result() (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	if t.failed > 0 || t.parked > 0 {
 		return t.sent, &FailedEvents{Count: t.failed, Parked: t.parked, UnknownTypes: t.unknown, Unreadable: t.unreadable, First: t.first}
 	}
@@ -448,4 +488,56 @@ func (d *Dispatcher) Poll(ctx context.Context, kick <-chan struct{}, interval ti
 		case <-t.C:
 		}
 	}
+}
+
+// Round is what a sink may keep for the length of one dispatch round (a
+// stream batch, a sweep's page): what it reads once for many events of
+// the round, such as an organisation's webhook endpoints. A round's
+// events were all committed before it began, so what it read at its start
+// is what each event would have read.
+type Round struct {
+	mu   sync.Mutex
+	memo map[string]*roundEntry
+}
+
+type roundEntry struct {
+	once sync.Once
+	v    any
+	err  error
+}
+
+type roundKey struct{}
+
+func withRound(ctx context.Context) context.Context {
+	return context.WithValue(ctx, roundKey{}, &Round{memo: map[string]*roundEntry{}})
+}
+
+// RoundOf is ctx's dispatch round; nil outside one.
+func RoundOf(ctx context.Context) *Round {
+	r, _ := ctx.Value(roundKey{}).(*Round)
+	return r
+}
+
+// Once returns what f returns for key in this round, calling it once
+// (callers at the same time wait for the first). A nil Round calls f.
+func (r *Round) Once(key string, f func() (any, error)) (any, error) {
+	if r == nil {
+		return f()
+	}
+	r.mu.Lock()
+	e := r.memo[key]
+	if e == nil {
+		e = &roundEntry{}
+		r.memo[key] = e
+	}
+	r.mu.Unlock()
+	e.once.Do(func() { e.v, e.err = f() })
+	if e.err != nil {
+		r.mu.Lock()
+		if r.memo[key] == e {
+			delete(r.memo, key) // a failed read is not kept: the next event reads again
+		}
+		r.mu.Unlock()
+	}
+	return e.v, e.err
 }

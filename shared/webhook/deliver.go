@@ -95,10 +95,13 @@ func (f *Fanout) Send(ctx context.Context, _ string, body []byte, _ time.Duratio
 	if err := json.Unmarshal(body, &ev); err != nil {
 		return nil // not an event: nothing to deliver
 	}
-	eps, err := f.Store.All(ctx, ev.OrgID)
+	// The organisation's endpoints, read once per dispatch round for all
+	// its events in it.
+	v, err := outbox.RoundOf(ctx).Once("webhook endpoints "+ev.OrgID, func() (any, error) { return f.Store.All(ctx, ev.OrgID) })
 	if err != nil {
 		return err
 	}
+	eps := v.([]Endpoint)
 	var jobs [][]byte
 	for _, e := range eps {
 		if !e.IsActive || !slices.Contains(e.EventTypes, ev.Type) {
