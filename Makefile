@@ -4,7 +4,7 @@ GO ?= $(shell command -v go || echo /usr/local/go/bin/go)
 FUNCTIONS := $(notdir $(wildcard functions/*))
 LAMBDA_OUT := .bin/lambda
 
-.PHONY: help run test test-packages test-processes check cfn-lint local-cloud-release rollback oas-lint unit e2e bench soak capacity openapi openapi-coverage build synth diff deploy import destroy smoke local-cloud local-cloud-test local-up local-deploy local-test local-down clean dynamodb-local docs-assets chromium
+.PHONY: help run test test-packages test-processes check cfn-lint local-cloud-release rollback oas-lint unit e2e bench soak fairness capacity openapi openapi-coverage build synth diff deploy import destroy smoke local-cloud local-cloud-test local-up local-deploy local-test local-down clean dynamodb-local docs-assets chromium
 
 # jsii (the CDK's Go bridge) runs on Node; Node 20 works but warns loudly.
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
@@ -106,6 +106,10 @@ bench: dynamodb-local
 ## capacity: a load run on scripts/localcloud (not in make test; loopback only): organisations in a Zipf spread send the traffic model's mix; prints per-route p50/p99, capacity per request, the busiest partition keys and the projection to 1,000 requests/s (CAPACITY_ARGS: -duration 3m -orgs 100 -top 0.3 -rate 40 -workers 16)
 capacity: dynamodb-local
 	$(GO) run ./scripts/cmd/capacity $(CAPACITY_ARGS)
+
+## fairness: can one organisation slow the others' webhooks? On a local runtime (FAIRNESS_TARGET=devserver or localcloud; not in make test; loopback only; about 5 minutes): A's 16 endpoints on a 6 s receiver, a 1,000-event replay to each, beside four quiet organisations; prints per organisation p50/p99 latency unloaded and loaded, jobs in flight, live deliveries lost (FAIRNESS_ARGS: -fail to exit 1 on a missed goal; -mode stream -rate 300: one organisation's events against the dispatcher's iterator age)
+fairness: dynamodb-local
+	$(GO) run ./scripts/cmd/fairness $(FAIRNESS_ARGS)
 
 ## soak: SOAK_MINUTES (default 10) of load, a flapping receiver and kill -9s (SOAK_TARGET=devserver: the devserver; localcloud: function processes and the whole stack), then an endpoint disabled and recovered by replay; fails on any problem (not in make test)
 soak: dynamodb-local

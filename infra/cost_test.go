@@ -35,7 +35,8 @@ const (
 
 // ownMetrics counts the service's own metrics (shared/metrics, EMF, one
 // Stage dimension): every name the code emits, read from its source (the
-// keys of the map[string]int literals it passes to metrics.Emit).
+// keys of the map[string]int literals it passes to metrics.Emit and
+// metrics.EmitTo).
 func ownMetrics(t *testing.T) float64 {
 	t.Helper()
 	names := map[string]bool{}
@@ -46,7 +47,10 @@ func ownMetrics(t *testing.T) float64 {
 			return err
 		}
 		src, err := os.ReadFile(path)
-		if err != nil || !strings.Contains(string(src), "metrics.Emit(") {
+		if err != nil || !strings.Contains(string(src), "metrics.Emit") { // Emit and EmitTo
+			return err
+		}
+		if !strings.Contains(string(src), "metrics.Emit(") && !strings.Contains(string(src), "metrics.EmitTo(") {
 			return err
 		}
 		for _, m := range literal.FindAllStringSubmatch(string(src), -1) {

@@ -28,8 +28,9 @@ func DispatcherHandler(d *outbox.Dispatcher, claims ClaimSweeper) func(context.C
 	return func(ctx context.Context, raw json.RawMessage) error {
 		var stream events.DynamoDBEvent
 		if json.Unmarshal(raw, &stream) == nil && len(stream.Records) > 0 {
+			age := streamAge(stream.Records, time.Now())
 			n, err := DispatchRecords(ctx, d, stream.Records)
-			dispatchMetrics(ctx, "stream", n, err)
+			dispatchMetrics(ctx, "stream", n, err, "iterator_age_ms", age.Milliseconds())
 			// Events that failed stay pending for the sweep; failing the
 			// invocation would make Lambda retry the whole batch and hold
 			// the shard's later events back. A company whose enrichment
@@ -137,6 +138,26 @@ func DispatchRecords(ctx context.Context, d *outbox.Dispatcher, records []events
 	return n, err
 }
 
+// streamAge is a stream batch's iterator age as Lambda's IteratorAge
+// metric has it, the age of its last record when the dispatcher starts on
+// it, from the commit time of the newest outbox event in it (its sequence,
+// in microseconds; 0 when it holds none): the line a stream falling behind
+// shows in.
+func streamAge(records []events.DynamoDBEventRecord, now time.Time) time.Duration {
+	var newest int64
+	for _, r := range records {
+		if v, ok := r.Change.NewImage["seq"]; ok && v.DataType() == events.DataTypeNumber {
+			if n, err := v.Int64(); err == nil && n > newest {
+				newest = n
+			}
+		}
+	}
+	if newest == 0 {
+		return 0
+	}
+	return max(now.Sub(time.UnixMicro(newest)), 0)
+}
+
 // CompanyTriggerError reports companies whose enrichment could not be
 // started from their insert.
 type CompanyTriggerError struct{ Err error }
@@ -163,7 +184,7 @@ func dispatchCompany(ctx context.Context, d *outbox.Dispatcher, img map[string]e
 // OutboxDispatchFailures (sends that failed; those events stay pending),
 // OutboxEventsParked (events given up on: they wait for an operator) and,
 // of those, OutboxUnknownTypes; for the dashboard and the alarms.
-func dispatchMetrics(ctx context.Context, how string, n int, err error) {
+func dispatchMetrics(ctx context.Context, how string, n int, err error, attrs ...any) {
 	var fe outbox.FailedEvents
 	var got *outbox.FailedEvents
 	if errors.As(err, &got) {
@@ -179,7 +200,7 @@ func dispatchMetrics(ctx context.Context, how string, n int, err error) {
 		level = slog.LevelWarn
 	}
 	metrics.Emit(ctx, level, "outbox "+how, map[string]int{"OutboxDispatched": n, "OutboxDispatchFailures": fe.Count,
-		"OutboxEventsParked": fe.Parked, "OutboxUnknownTypes": fe.UnknownTypes}, "err", err)
+		"OutboxEventsParked": fe.Parked, "OutboxUnknownTypes": fe.UnknownTypes}, append([]any{"err", err}, attrs...)...)
 }
 
 // fromStream converts a stream image to the SDK's attribute values.

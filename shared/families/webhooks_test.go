@@ -513,7 +513,7 @@ func (q *recordingQueue) Send(_ context.Context, _ string, body []byte, d time.D
 	return nil
 }
 
-func (q *recordingQueue) SendBatch(ctx context.Context, group string, bodies [][]byte) error {
+func (q *recordingQueue) SendBatch(ctx context.Context, group string, bodies [][]byte, delays ...time.Duration) error {
 	for _, b := range bodies {
 		_ = q.Send(ctx, group, b, 0)
 	}

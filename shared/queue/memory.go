@@ -63,8 +63,8 @@ func (q *Memory) Send(_ context.Context, group string, body []byte, delay time.D
 }
 
 // SendBatch enqueues each body.
-func (q *Memory) SendBatch(ctx context.Context, group string, bodies [][]byte) error {
-	return sendEach(ctx, group, q.Send, bodies)
+func (q *Memory) SendBatch(ctx context.Context, group string, bodies [][]byte, delays ...time.Duration) error {
+	return sendEach(ctx, group, q.Send, bodies, delays)
 }
 
 // Receive returns visible messages, waiting up to wait for the first.

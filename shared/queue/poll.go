@@ -39,11 +39,11 @@ func notify(wake chan<- struct{}) {
 	}
 }
 
-// sendEach sends each body without delay; the bodies from the first that
+// sendEach sends each body after its delay; the bodies from the first that
 // fails on are the BatchError's.
-func sendEach(ctx context.Context, group string, send func(context.Context, string, []byte, time.Duration) error, bodies [][]byte) error {
+func sendEach(ctx context.Context, group string, send func(context.Context, string, []byte, time.Duration) error, bodies [][]byte, delays []time.Duration) error {
 	for i, b := range bodies {
-		if err := send(ctx, group, b, 0); err != nil {
+		if err := send(ctx, group, b, delayOf(delays, i)); err != nil {
 			unsent := make([]int, 0, len(bodies)-i)
 			for j := i; j < len(bodies); j++ {
 				unsent = append(unsent, j)

@@ -33,11 +33,12 @@ type Message struct {
 type Queue interface {
 	// Send enqueues body in group, visible after delay (at most MaxDelay).
 	Send(ctx context.Context, group string, body []byte, delay time.Duration) error
-	// SendBatch enqueues bodies in group, visible at once, in as few calls
-	// as the queue allows; it returns an error when any of them could not
-	// be sent (after retrying those), having sent the others: a
-	// *BatchError says which.
-	SendBatch(ctx context.Context, group string, bodies [][]byte) error
+	// SendBatch enqueues bodies in group, in as few calls as the queue
+	// allows, each visible at once or, when delays are given (one per
+	// body, each at most MaxDelay), after its own delay; it returns an
+	// error when any of them could not be sent (after retrying those),
+	// having sent the others: a *BatchError says which.
+	SendBatch(ctx context.Context, group string, bodies [][]byte, delays ...time.Duration) error
 	// Receive waits up to wait for up to max visible messages and hides them
 	// for the queue's visibility timeout.
 	Receive(ctx context.Context, max int, wait time.Duration) ([]Message, error)
@@ -146,4 +147,12 @@ func Run(ctx context.Context, log *slog.Logger, q Queue, name string, workers in
 			})
 		}
 	}
+}
+
+// delayOf is body i's delay in a SendBatch's delays (none: 0).
+func delayOf(delays []time.Duration, i int) time.Duration {
+	if i < len(delays) {
+		return min(max(delays[i], 0), MaxDelay)
+	}
+	return 0
 }

@@ -46,7 +46,7 @@ const batchAttempts = 3
 // entry; entries it refused are sent again (up to batchAttempts in all),
 // and any still refused make the error. Entries that succeeded are not
 // sent again, so one failing entry does not duplicate the others.
-func (q *SQS) SendBatch(ctx context.Context, group string, bodies [][]byte) error {
+func (q *SQS) SendBatch(ctx context.Context, group string, bodies [][]byte, delays ...time.Duration) error {
 	pending := make([]int, len(bodies))
 	for i := range bodies {
 		pending[i] = i
@@ -58,7 +58,8 @@ func (q *SQS) SendBatch(ctx context.Context, group string, bodies [][]byte) erro
 			chunk := pending[start:min(start+10, len(pending))]
 			entries := make([]sqstypes.SendMessageBatchRequestEntry, len(chunk))
 			for j, i := range chunk {
-				entries[j] = sqstypes.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(string(bodies[i])), MessageGroupId: groupID(group)}
+				entries[j] = sqstypes.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(string(bodies[i])), MessageGroupId: groupID(group),
+					DelaySeconds: int32((delayOf(delays, i) + time.Second - 1) / time.Second)}
 			}
 			out, err := q.client.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(q.url), Entries: entries})
 			if err != nil {

@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -95,39 +96,108 @@ func sentAt(id string) time.Time {
 	return time.Unix(sec, nsec)
 }
 
-// Send enqueues body.
-func (q *Table) Send(ctx context.Context, group string, body []byte, delay time.Duration) error {
-	if delay > MaxDelay {
-		return ErrDelayTooLong
-	}
+// message is a message's item, new, and its place in the mirror.
+func (q *Table) message(group string, body []byte, delay time.Duration, now time.Time) (map[string]ddbtypes.AttributeValue, string, *tableMsg, error) {
 	id, err := uuid.NewV7()
 	if err != nil {
-		return err
+		return nil, "", nil, err
 	}
-	now := q.now()
 	sl := slot(now.Add(delay), id.String())
-	_, err = q.db.Client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(q.db.Table), Item: map[string]ddbtypes.AttributeValue{
+	item := map[string]ddbtypes.AttributeValue{
 		store.AttrPK: &ddbtypes.AttributeValueMemberS{Value: q.pk()}, store.AttrSK: &ddbtypes.AttributeValueMemberS{Value: "MSG#" + id.String()},
 		"kind": &ddbtypes.AttributeValueMemberS{Value: "queue_message"}, "id": &ddbtypes.AttributeValueMemberS{Value: id.String()},
 		"grp":  &ddbtypes.AttributeValueMemberS{Value: group},
 		"body": &ddbtypes.AttributeValueMemberB{Value: body}, "receive_count": &ddbtypes.AttributeValueMemberN{Value: "0"},
 		"GSI5PK": &ddbtypes.AttributeValueMemberS{Value: q.pk()}, "GSI5SK": &ddbtypes.AttributeValueMemberS{Value: sl},
 		store.AttrTTL: &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(now.Add(Retention).Unix(), 10)},
-	}})
+	}
+	return item, id.String(), &tableMsg{group: group, slot: sl, visibleAt: now.Add(delay), sent: now}, nil
+}
+
+// sent puts sent messages in the mirror and wakes a receiver.
+func (q *Table) sent(ids []string, ms []*tableMsg) {
+	q.mu.Lock()
+	for i, id := range ids {
+		q.known[id] = ms[i]
+	}
+	q.mu.Unlock()
+	for i, id := range ids {
+		q.fair.Sent(Tenant(ms[i].group, id), ms[i].sent)
+	}
+	notify(q.wake)
+}
+
+// Send enqueues body.
+func (q *Table) Send(ctx context.Context, group string, body []byte, delay time.Duration) error {
+	if delay > MaxDelay {
+		return ErrDelayTooLong
+	}
+	item, id, m, err := q.message(group, body, delay, q.now())
 	if err != nil {
+		return err
+	}
+	if _, err := q.db.Client.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(q.db.Table), Item: item}); err != nil {
 		return fmt.Errorf("queue %s: send: %w", q.name, err)
 	}
-	q.mu.Lock()
-	q.known[id.String()] = &tableMsg{group: group, slot: sl, visibleAt: now.Add(delay), sent: now}
-	q.mu.Unlock()
-	q.fair.Sent(Tenant(group, id.String()), now)
-	notify(q.wake)
+	q.sent([]string{id}, []*tableMsg{m})
 	return nil
 }
 
-// SendBatch enqueues each body.
-func (q *Table) SendBatch(ctx context.Context, group string, bodies [][]byte) error {
-	return sendEach(ctx, group, q.Send, bodies)
+// SendBatch enqueues bodies 25 to a BatchWriteItem (a replay's thousand
+// jobs are 40 calls, not a thousand); items the table did not process are
+// written again, a few times, and any still not written are the
+// BatchError's.
+func (q *Table) SendBatch(ctx context.Context, group string, bodies [][]byte, delays ...time.Duration) error {
+	now := q.now()
+	var unsent []int
+	var lastErr error
+	for start := 0; start < len(bodies); start += 25 {
+		chunk := bodies[start:min(start+25, len(bodies))]
+		pending := map[string]int{} // message id -> index in bodies
+		var reqs []ddbtypes.WriteRequest
+		var ids []string
+		var ms []*tableMsg
+		for i, b := range chunk {
+			item, id, m, err := q.message(group, b, delayOf(delays, start+i), now)
+			if err != nil {
+				return err
+			}
+			pending[id] = start + i
+			ids, ms = append(ids, id), append(ms, m)
+			reqs = append(reqs, ddbtypes.WriteRequest{PutRequest: &ddbtypes.PutRequest{Item: item}})
+		}
+		for try := 0; try < 5 && len(reqs) > 0; try++ {
+			out, err := q.db.Client.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]ddbtypes.WriteRequest{q.db.Table: reqs}})
+			if err != nil {
+				lastErr = err
+				time.Sleep(time.Duration(try+1) * 50 * time.Millisecond)
+				continue
+			}
+			reqs = out.UnprocessedItems[q.db.Table]
+			if len(reqs) > 0 {
+				lastErr = fmt.Errorf("%d items unprocessed", len(reqs))
+				time.Sleep(time.Duration(try+1) * 50 * time.Millisecond)
+			}
+		}
+		for _, r := range reqs { // never written
+			id := r.PutRequest.Item["id"].(*ddbtypes.AttributeValueMemberS).Value
+			unsent = append(unsent, pending[id])
+			delete(pending, id)
+		}
+		var okIDs []string
+		var okMs []*tableMsg
+		for i, id := range ids {
+			if _, ok := pending[id]; ok {
+				okIDs, okMs = append(okIDs, id), append(okMs, ms[i])
+			}
+		}
+		q.sent(okIDs, okMs)
+	}
+	if len(unsent) > 0 {
+		slices.Sort(unsent)
+		return &BatchError{Unsent: unsent, Err: fmt.Errorf("queue %s: send: %w", q.name, lastErr)}
+	}
+	return nil
 }
 
 // Receive returns up to max due messages, waiting up to wait for the first,

@@ -18,8 +18,9 @@ import (
 )
 
 // An endpoint's budget: at most EndpointConcurrency deliveries to it in
-// flight at once, of which replayed ones take at most half (so a replay
-// never holds the slots its endpoint's live events need). A receiver that
+// flight at once, of which replayed ones take at most half, and only
+// while no live delivery waits for a slot (so a replay never holds the
+// slots its endpoint's live events need). A receiver that
 // is slow but answers is paced by its own slots and holds no more workers
 // than that; the jobs over its budget wait in the queue, without using an
 // attempt.
@@ -83,9 +84,13 @@ func (d *Deliverer) takeSlot(ctx context.Context, job Job, holder string, now ti
 		vals := map[string]ddbtypes.AttributeValue{":lease": num(now.Add(ClaimLease).Unix()), ":one": num(1), ":max": num(int64(d.slots(false))),
 			":kind": &ddbtypes.AttributeValueMemberS{Value: "webhook_budget"}, ":ttl": num(now.Add(EventRetention).Unix())}
 		if b.replay {
+			// A replayed job takes a slot only while no live job of the
+			// endpoint waits for one (a live turn booked ahead): a replay
+			// uses what its endpoint's live deliveries leave.
 			expr += ", r :one"
-			cond += " AND (attribute_not_exists(r) OR r < :rmax)"
+			cond += " AND (attribute_not_exists(r) OR r < :rmax) AND (attribute_not_exists(next_ms) OR next_ms < :nowms)"
 			vals[":rmax"] = num(int64(d.slots(true)))
+			vals[":nowms"] = num(now.UnixMilli())
 		}
 		_, err := s.db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 			TableName: aws.String(s.db.Table), Key: key, UpdateExpression: aws.String(expr), ConditionExpression: aws.String(cond),
@@ -266,4 +271,22 @@ func (d *Deliverer) paced(ctx context.Context, job Job, wait time.Duration, now 
 	if flush {
 		metrics.EmitTo(ctx, d.log(), slog.LevelInfo, "webhook deliveries paced", map[string]int{"WebhookDeliveriesPaced": n})
 	}
+}
+
+// replayPace is the spacing of a replay's jobs to endpoint, so that they
+// reach it about as fast as its replay slots take them (its last delivery
+// time over them; a tenth of a second a delivery when it has none yet),
+// instead of all at once, each to wait its turn again.
+func (d *Deliverer) replayPace(ctx context.Context, org, endpoint string) time.Duration {
+	out, err := d.Store.db.Client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(d.Store.db.Table),
+		Key: store.Key(DeliveriesPK(org, endpoint), budgetSK), ProjectionExpression: aws.String("d_ms")})
+	took := 100 * time.Millisecond
+	if err == nil {
+		if v, ok := out.Item["d_ms"].(*ddbtypes.AttributeValueMemberN); ok {
+			if ms, err := strconv.ParseInt(v.Value, 10, 64); err == nil && ms > 0 {
+				took = time.Duration(ms) * time.Millisecond
+			}
+		}
+	}
+	return took / time.Duration(d.slots(true))
 }

@@ -458,14 +458,23 @@ func (d *Deliverer) queueReplay(ctx context.Context, l *replayLock, e *Endpoint,
 		r.Truncated, r.NextSince = true, ptr(store.FormatTime(time.UnixMicro(events[took].Sequence)))
 		events = events[:took]
 	}
+	// Paced: each job due about when the endpoint's replay slots can take
+	// it (past the queue's longest delay, it hops until then).
+	pace := d.replayPace(ctx, l.org, e.ID)
 	jobs := make([][]byte, len(events))
+	delays := make([]time.Duration, len(events))
 	for i, ev := range events {
 		j := jobOf(ev, e.ID)
 		j.Replay = l.id
+		due := time.Duration(i/d.slots(true)*d.slots(true)) * pace
+		if due > queue.MaxDelay {
+			j.NotBefore = now.Add(due).Unix()
+		}
+		delays[i] = min(due, queue.MaxDelay)
 		jobs[i], _ = json.Marshal(j)
 	}
 	sent := len(jobs)
-	if err := d.Queue.SendBatch(ctx, ReplayGroup(l.org), jobs); err != nil {
+	if err := d.Queue.SendBatch(ctx, ReplayGroup(l.org), jobs, delays...); err != nil {
 		var be *queue.BatchError
 		if !errors.As(err, &be) || len(be.Unsent) == len(jobs) {
 			d.refundReplayBudget(context.WithoutCancel(ctx), l.org, len(jobs), now)

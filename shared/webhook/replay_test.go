@@ -188,11 +188,11 @@ type refusing struct {
 	from int
 }
 
-func (q *refusing) SendBatch(ctx context.Context, group string, bodies [][]byte) error {
+func (q *refusing) SendBatch(ctx context.Context, group string, bodies [][]byte, delays ...time.Duration) error {
 	if q.from >= len(bodies) {
-		return q.Queue.SendBatch(ctx, group, bodies)
+		return q.Queue.SendBatch(ctx, group, bodies, delays...)
 	}
-	if err := q.Queue.SendBatch(ctx, group, bodies[:q.from]); err != nil {
+	if err := q.Queue.SendBatch(ctx, group, bodies[:q.from], delays[:min(q.from, len(delays))]...); err != nil {
 		return err
 	}
 	unsent := make([]int, 0, len(bodies)-q.from)

@@ -43,6 +43,11 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/practice-api/practice-api/shared/outbox"
+	"github.com/practice-api/practice-api/shared/store"
 )
 
 func main() {
@@ -53,6 +58,10 @@ func main() {
 }
 
 type options struct {
+	mode                        string
+	rate                        int
+	streamFor                   time.Duration
+	streamEndpoint              bool
 	target, root                string
 	endpoints, replay, quiet    int
 	slow, baseline, load, drain time.Duration
@@ -64,6 +73,10 @@ type options struct {
 
 func run() error {
 	o := options{}
+	flag.StringVar(&o.mode, "mode", "fairness", "fairness (the runs above) or stream: one organisation raises -rate events a second for -stream-for, written straight into the table as its creates write them, and the dispatcher's iterator age is read from its log (localcloud)")
+	flag.IntVar(&o.rate, "rate", 300, "stream mode: events a second")
+	flag.DurationVar(&o.streamFor, "stream-for", 30*time.Second, "stream mode: how long")
+	flag.BoolVar(&o.streamEndpoint, "stream-endpoint", true, "stream mode: the organisation has an endpoint (a fast receiver), so each event is fanned out")
 	flag.StringVar(&o.target, "target", envOr("FAIRNESS_TARGET", "devserver"), "devserver or localcloud (FAIRNESS_TARGET)")
 	flag.StringVar(&o.root, "root", "", "the repository whose runtime to build and run (default: this one)")
 	flag.IntVar(&o.endpoints, "endpoints", 16, "organisation A's endpoints, each its own URL on the slow receiver")
@@ -129,7 +142,7 @@ func run() error {
 	}
 	defer srv.stop()
 	base := "http://" + srv.listen + "/api/v1"
-	hc := &http.Client{Timeout: 30 * time.Second}
+	hc := &http.Client{Timeout: 2 * time.Minute}
 	admin := func(args ...string) (map[string]any, error) {
 		cmd := exec.Command(filepath.Join(work, "admin"), args...)
 		cmd.Env = append(os.Environ(), "DYNAMODB_ENDPOINT=http://"+srv.dynamo, "TABLE_NAME=fairness")
@@ -139,6 +152,9 @@ func run() error {
 		}
 		var m map[string]any
 		return m, json.Unmarshal(out, &m)
+	}
+	if o.mode == "stream" {
+		return streamRun(o, srv, rcv, admin, base, hc)
 	}
 	var orgs []*org
 	for i := range o.quiet + 1 {
@@ -279,7 +295,7 @@ func defaultConcurrency(target string, srv *server) int {
 		}
 		return 200
 	}
-	return 32
+	return 200 // WEBHOOK_DELIVERY_WORKERS' default
 }
 
 func subset(m map[string]int, ids []string) map[string]int {
@@ -796,4 +812,124 @@ func (s *server) stop() {
 	case <-time.After(15 * time.Second):
 		_ = s.cmd.Process.Kill()
 	}
+}
+
+// streamRun is -mode stream: one organisation raises o.rate events a second
+// (each its own transaction, as a create writes it) for o.streamFor, and
+// the dispatcher's iterator age (the "outbox stream" lines' iterator_age_ms:
+// the newest event's age when a stream batch reaches the dispatcher) is
+// read from the runtime's log.
+func streamRun(o options, srv *server, rcv *receiver, admin func(...string) (map[string]any, error), base string, hc *http.Client) error {
+	created, err := admin("org", "create", "--name", "Fairness stream")
+	if err != nil {
+		return err
+	}
+	orgID := created["id"].(string)
+	key, err := admin("key", "create", "--org", orgID, "--mode", "test", "--scopes", "webhooks:manage")
+	if err != nil {
+		return err
+	}
+	g := &org{name: "S", id: orgID, key: key["key"].(string), base: base, hc: hc}
+	if o.streamEndpoint {
+		if _, err := g.subscribe(rcv.srv.URL + "/q/" + orgID); err != nil {
+			return err
+		}
+	}
+	ctx := context.Background()
+	db, err := store.New(ctx, store.Config{TableName: "fairness", Endpoint: "http://" + srv.dynamo})
+	if err != nil {
+		return err
+	}
+	logf("organisation S raises %d events a second for %s", o.rate, o.streamFor)
+	start := time.Now()
+	var written, failed atomic.Int64
+	tick := time.NewTicker(time.Second / time.Duration(max(o.rate, 1)))
+	defer tick.Stop()
+	sem := make(chan struct{}, 64)
+	var wg sync.WaitGroup
+	for time.Since(start) < o.streamFor {
+		<-tick.C
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			ev, err := outbox.New(orgID, outbox.MatterCreated, "matter", map[string]any{"id": uuid.NewString(), "status": "dormant"}, time.Now())
+			if err == nil {
+				tx := db.Tx()
+				outbox.Add(tx, ev)
+				err = tx.Commit(ctx)
+			}
+			if err != nil {
+				failed.Add(1)
+				return
+			}
+			written.Add(1)
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	logf("%d events written in %s (%.0f a second), %d failed; waiting for the dispatcher", written.Load(), elapsed.Round(time.Millisecond), float64(written.Load())/elapsed.Seconds(), failed.Load())
+	var ages []time.Duration
+	dispatched := 0
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(2 * time.Second) {
+		ages, dispatched = streamLines(srv.logPath, start)
+		if dispatched >= int(written.Load()) {
+			break
+		}
+	}
+	st := statsOf(ages)
+	delivered := len(rcv.byEventSnapshot())
+	fmt.Printf("target %s: %d events in %s (%.0f/s) from one organisation; dispatched %d by the stream; delivered %d\n",
+		o.target, written.Load(), elapsed.Round(time.Millisecond), float64(written.Load())/elapsed.Seconds(), dispatched, delivered)
+	fmt.Printf("iterator age over %d stream batches: p50 %.2f s, p99 %.2f s, max %.2f s\n", st.N, st.P50, st.P99, st.Max)
+	b, _ := json.Marshal(map[string]any{"target": o.target, "events": written.Load(), "seconds": elapsed.Seconds(), "dispatched": dispatched, "delivered": delivered, "iterator_age": st})
+	fmt.Println(string(b))
+	if st.Max > 5 {
+		return fmt.Errorf("the iterator age reached %.1f s (goal: under 5 s)", st.Max)
+	}
+	return nil
+}
+
+// streamLines reads the dispatcher's "outbox stream" lines after since
+// from a runtime's log: each batch's iterator age, and the events they
+// dispatched.
+func streamLines(path string, since time.Time) ([]time.Duration, int) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0
+	}
+	defer f.Close()
+	var ages []time.Duration
+	n := 0
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 4<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		i := strings.IndexByte(line, '{')
+		if i < 0 || !strings.Contains(line, `"outbox stream"`) {
+			continue
+		}
+		var l struct {
+			Time       time.Time `json:"time"`
+			Age        *int64    `json:"iterator_age_ms"`
+			Dispatched int       `json:"OutboxDispatched"`
+		}
+		if json.Unmarshal([]byte(line[i:]), &l) != nil || l.Time.Before(since) {
+			continue
+		}
+		n += l.Dispatched
+		if l.Age != nil && l.Dispatched > 0 {
+			ages = append(ages, time.Duration(*l.Age)*time.Millisecond)
+		}
+	}
+	return ages, n
+}
+
+func (r *receiver) byEventSnapshot() map[string]bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[string]bool{}
+	for id := range r.byEvent {
+		out[id] = true
+	}
+	return out
 }
