@@ -144,10 +144,11 @@ var Functions = []Function{
 	// Meta serves the OpenAPI document from its binary: no table, no queue.
 	{Name: "meta", Family: routes.Meta, MemoryMB: 128, TimeoutS: 5},
 	// Webhooks: endpoints and delivery logs live in the organisation's own
-	// partition, so it queries no index; deleting an endpoint (and a
-	// replay's lock that queued nothing, in the endpoint's partition) is a
-	// DeleteItem.
-	{Name: "webhooks", Family: routes.Webhooks, MemoryMB: 512, TimeoutS: 10, Table: append(append([]string{}, apiActions...), "dynamodb:DeleteItem"),
+	// partition; it queries GSI6 only, where a replay that finds another
+	// holding its URL counts that one's progress; deleting an endpoint (and
+	// a replay's lock that queued nothing, in the endpoint's partition) is
+	// a DeleteItem.
+	{Name: "webhooks", Family: routes.Webhooks, MemoryMB: 512, TimeoutS: 10, Table: append(append([]string{}, apiActions...), "dynamodb:DeleteItem"), Indexes: routes.Indexes[routes.Webhooks],
 		Writes: []Write{{Actions: []string{"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}, Partitions: []Partition{OrgPartition, EndpointPartition}}, counting}},
 	// Delivery reads the endpoint, claims each attempt, and records it with
 	// the delivery log and the endpoint's count in one transaction.

@@ -99,6 +99,8 @@ var Indexes = map[string][]string{
 	Invoices:    {"GSI1", "GSI2", "GSI3", "GSI5", "GSI7"},
 	Documents:   {"GSI1", "GSI2", "GSI3"},
 	Reports:     {"GSI1", "GSI4"},
+	// A replay held by another: its progress (webhook replays, #40).
+	Webhooks: {"GSI6"},
 }
 
 // Timeouts is each family's function timeout in seconds: its Lambda's
