@@ -91,6 +91,20 @@ func run() error {
 	// its own worker only), quiet organisations' first (the table queue is
 	// a fair queue), at most WEBHOOK_ENDPOINT_CONCURRENCY to one endpoint.
 	go queue.Run(ctx, slog.Default(), deliveryQ, "webhook-delivery", conf.DeliveryWorkers, workers.Deliverer.Handle)
+	go func() { // the fair queue's metrics, as SQS publishes them, while an organisation is a noisy neighbour
+		t := time.NewTicker(10 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if m := deliveryQ.Fairness(); m.NoisyGroups > 0 {
+					slog.Info("fair queue", "queue", "delivery", "metrics", m, "noisy_groups", deliveryQ.Noisy())
+				}
+			}
+		}
+	}()
 	if env.Edge.PublicBaseURL == "" { // links and Location name the address served, whatever Host a client sends
 		env.Edge.PublicBaseURL = "http://" + apiLn.Addr().String()
 	}

@@ -135,6 +135,9 @@ func run() error {
 	for id := range st.Queues {
 		create(id)
 	}
+	// SQS publishes a fair queue's metrics to CloudWatch; localcloud logs
+	// them every 10 s while a queue has a noisy group.
+	go reportFairness(ctx, queues, 10*time.Second)
 	// Kept beside the table's data: a restart on the same folder finds its
 	// queued messages, as SQS keeps them (in memory with the engine's data
 	// otherwise, both gone at exit).
@@ -318,4 +321,24 @@ func addrsOf(queues map[string]*sqsserver.Queue) map[string]stack.QueueAddr {
 		addrs[id] = q.Addr()
 	}
 	return addrs
+}
+
+// reportFairness logs, every d until ctx ends, the fair-queue metrics of
+// each queue with a noisy group (ApproximateNumberOfNoisyGroups and the
+// InQuietGroups family, as SQS publishes them), and its noisy groups.
+func reportFairness(ctx context.Context, queues map[string]*sqsserver.Queue, d time.Duration) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for _, q := range queues {
+			if m := q.Fairness(); m.NoisyGroups > 0 {
+				slog.Info("sqs fair queue", "queue", q.Name, "metrics", m, "noisy_groups", q.Noisy())
+			}
+		}
+	}
 }
