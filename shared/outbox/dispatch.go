@@ -101,32 +101,46 @@ const MaxDispatchAttempts = 10
 func (d *Dispatcher) Sweep(ctx context.Context, minAge time.Duration) (int, error) {
 	upTo := store.FormatTime(d.now().Add(-minAge)) + "~"
 	var all dispatchTally
+	// Eight shards at a time: a sweep is 32 Queries before it dispatches
+	// anything, one after another a second on a loaded store.
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
 	for shard := range Shards {
-		q := store.ListQuery{Index: Index, PK: PendingPK(shard), SKTo: upTo, Limit: 100}
-		for {
-			page, err := d.DB.Query(ctx, q)
-			if err != nil {
-				all.add(0, fmt.Errorf("sweep shard %d: %w", shard, err))
-				break
-			}
-			var evs []Event
-			for _, it := range page.Items {
-				// Keys only: the claim reads the event whole.
-				var ev Event
-				if err := store.Unmarshal(it, &ev); err != nil {
-					all.add(d.parkItem(ctx, it, err))
-					continue
-				}
-				evs = append(evs, ev)
-			}
-			d.dispatchEach(ctx, evs, &all)
-			if page.Next == nil {
-				break
-			}
-			q.After = page.Next
-		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			d.sweepShard(ctx, shard, upTo, &all)
+		})
 	}
+	wg.Wait()
 	return all.result()
+}
+
+// sweepShard dispatches one shard's pending events older than upTo.
+func (d *Dispatcher) sweepShard(ctx context.Context, shard int, upTo string, all *dispatchTally) {
+	q := store.ListQuery{Index: Index, PK: PendingPK(shard), SKTo: upTo, Limit: 100}
+	for {
+		page, err := d.DB.Query(ctx, q)
+		if err != nil {
+			all.add(0, fmt.Errorf("sweep shard %d: %w", shard, err))
+			break
+		}
+		var evs []Event
+		for _, it := range page.Items {
+			// Keys only: the claim reads the event whole.
+			var ev Event
+			if err := store.Unmarshal(it, &ev); err != nil {
+				all.add(d.parkItem(ctx, it, err))
+				continue
+			}
+			evs = append(evs, ev)
+		}
+		d.dispatchEach(ctx, evs, all)
+		if page.Next == nil {
+			break
+		}
+		q.After = page.Next
+	}
 }
 
 // DispatchAll dispatches evs (a stream batch's events) as a sweep does its
