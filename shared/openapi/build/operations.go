@@ -540,7 +540,7 @@ func webhooks() M {
 			"requestBody": M{"required": true, "content": M{"application/json": M{"schema": schemaRef(ev.schema)}}},
 			"responses": M{
 				"2XX":     M{"description": "Received. Any 2xx counts; only the first 4 KiB of the answer is read."},
-				"default": M{"description": "Anything else (or no answer, or a redirect) is a failed attempt and is retried; 20 consecutive failed attempts turn the endpoint off."},
+				"default": M{"description": "Anything else (or no answer, or a redirect) is a failed attempt and is retried; an event whose 5 attempts all fail is a failed delivery, and 20 consecutive failed deliveries turn the endpoint off."},
 			},
 		}}
 	}

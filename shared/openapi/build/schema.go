@@ -288,14 +288,14 @@ func schemas() M {
 			"signed_at":       dateTime("Present once signed."),
 		}))
 
-	s["WebhookEndpoint"] = object("A subscriber of events. After 20 consecutive failed delivery attempts it is turned off (`is_active` false); PATCH `is_active: true` resumes it.",
+	s["WebhookEndpoint"] = object("A subscriber of events. After 20 consecutive failed deliveries (events whose 5 attempts all failed: a receiver down for minutes is not turned off) it is turned off (`is_active` false); PATCH `is_active: true` resumes it.",
 		[]string{"id", "url", "event_types", "is_active", "consecutive_failures", "created_at", "updated_at"},
 		timestamps(M{
 			"id":                         uuidS(""),
 			"url":                        withDesc(M{"type": "string", "format": "uri", "pattern": "^https?://", "maxLength": webhook.MaxURL}, "`https://` (an `http://` URL on loopback only on a local server)."),
 			"event_types":                withDesc(M{"type": "array", "items": enum("", outbox.Types...), "minItems": 1, "maxItems": len(outbox.Types)}, ""),
 			"is_active":                  boolean(""),
-			"consecutive_failures":       withDesc(M{"type": "integer", "minimum": 0}, "Failed attempts since the last success."),
+			"consecutive_failures":       withDesc(M{"type": "integer", "minimum": 0}, "Failed deliveries (events whose 5 attempts all failed) since the last success."),
 			"disabled_at":                dateTime("Present when the service turned the endpoint off."),
 			"previous_secret_expires_at": dateTime("After a secret rotation: until then deliveries are also signed with the previous secret."),
 		}))
@@ -554,7 +554,7 @@ func eventSchemas(s M) {
 	s["DisabledEndpointEvent"] = object("The endpoint as it was turned off (never its secret).",
 		[]string{"id", "url", "event_types", "consecutive_failures", "disabled_at"}, M{
 			"id": uuidS(""), "url": str(webhook.MaxURL, ""), "event_types": withDesc(M{"type": "array", "items": enum("", outbox.Types...), "maxItems": len(outbox.Types)}, ""),
-			"consecutive_failures": integer("The failed attempts in a row that turned it off (20)."), "disabled_at": dateTime(""),
+			"consecutive_failures": integer("The failed deliveries in a row that turned it off (20): events whose 5 attempts all failed."), "disabled_at": dateTime(""),
 		})
 	for _, ev := range events {
 		required := []string{"id", "event", "timestamp", "organization_id", "data"}
@@ -587,7 +587,7 @@ var events = []struct {
 	{outbox.DocumentSigned, "signing_flow", "SigningFlowEvent", "DocumentSignedEvent", "A signing flow was sealed."},
 	{outbox.TimeEntryCreated, "time_entry", "TimeEntryEvent", "TimeEntryCreatedEvent", "A time entry was created."},
 	{outbox.WebhookEndpointDisabled, "webhook_endpoint", "DisabledEndpointEvent", "WebhookEndpointDisabledEvent",
-		"An endpoint was turned off after 20 consecutive failed attempts (an addition): delivered to the organisation's other active endpoints subscribed to it, and in the feed."},
+		"An endpoint was turned off after 20 consecutive failed deliveries, each an event whose 5 attempts all failed (an addition): delivered to the organisation's other active endpoints subscribed to it, and in the feed."},
 	// Additions: an event for every change.
 	{outbox.MatterUpdated, "matter", "MatterEvent", "MatterUpdatedEvent", "A matter changed: its status moved (other than to closed) or its fields changed (an addition)."},
 	{outbox.ClientCreated, "client", "ClientEvent", "ClientCreatedEvent", "A client engagement was created (an addition)."},
