@@ -200,7 +200,7 @@ var Vars = []Var{
 		func(c *Config, v string) error { return flag(&c.WebhookAllowPrivateTargets, v) }},
 	{"WEBHOOK_SECRETS_KEY_ARN", "unset", Workers, "the KMS key that seals webhook signing secrets (protected stages); unset: a key kept in the table",
 		func(c *Config, v string) error { c.WebhookSecretsKeyARN = v; return nil }},
-	{"WEBHOOK_ENDPOINT_CONCURRENCY", "`10`", Workers, "deliveries in flight to one endpoint, 1 to 100; a job over it waits in the queue without using an attempt (replays take at most half of it)",
+	{"WEBHOOK_ENDPOINT_CONCURRENCY", "`10`", Workers, "deliveries in flight to one endpoint, 1 to 100; a job over it waits in the queue without using an attempt (replays only its lower half, while no live one waits)",
 		func(c *Config, v string) error { return positive(&c.WebhookEndpointConcurrency, v, 1, 100) }},
 	{"WEBHOOK_REPLAYS_PER_HOUR", "`10000`", Workers, "events one organisation may replay in a clock hour (UTC), 1 to 1,000,000; past it a replay answers 429 with `Retry-After`",
 		func(c *Config, v string) error { return positive(&c.WebhookReplaysPerHour, v, 1, 1_000_000) }},

@@ -18,9 +18,9 @@ import (
 )
 
 // An endpoint's budget: at most EndpointConcurrency deliveries to it in
-// flight at once, of which replayed ones take at most half, and only
-// while no live delivery waits for a slot (so a replay never holds the
-// slots its endpoint's live events need). A receiver that
+// flight at once. Replayed ones take a slot only while fewer than half are
+// in use and no live delivery waits for one, so a replay never holds the
+// slots its endpoint's live events need. A receiver that
 // is slow but answers is paced by its own slots and holds no more workers
 // than that; the jobs over its budget wait in the queue, without using an
 // attempt.
@@ -84,11 +84,13 @@ func (d *Deliverer) takeSlot(ctx context.Context, job Job, holder string, now ti
 		vals := map[string]ddbtypes.AttributeValue{":lease": num(now.Add(ClaimLease).Unix()), ":one": num(1), ":max": num(int64(d.slots(false))),
 			":kind": &ddbtypes.AttributeValueMemberS{Value: "webhook_budget"}, ":ttl": num(now.Add(EventRetention).Unix())}
 		if b.replay {
-			// A replayed job takes a slot only while no live job of the
-			// endpoint waits for one (a live turn booked ahead): a replay
-			// uses what its endpoint's live deliveries leave.
+			// A replayed job takes a slot only while fewer than half of the
+			// endpoint's slots are in use (live deliveries included) and no
+			// live job of the endpoint waits for one (a live turn booked
+			// ahead): a replay uses what its endpoint's live deliveries
+			// leave, and always leaves them half.
 			expr += ", r :one"
-			cond += " AND (attribute_not_exists(r) OR r < :rmax) AND (attribute_not_exists(next_ms) OR next_ms < :nowms)"
+			cond += " AND (attribute_not_exists(n) OR n < :rmax) AND (attribute_not_exists(next_ms) OR next_ms < :nowms)"
 			vals[":rmax"] = num(int64(d.slots(true)))
 			vals[":nowms"] = num(now.UnixMilli())
 		}

@@ -157,7 +157,7 @@ type Deliverer struct {
 	// Log takes the worker's warnings and metrics (slog's default when nil).
 	Log *slog.Logger
 	// EndpointConcurrency bounds one endpoint's deliveries in flight
-	// (DefaultEndpointConcurrency when 0); replays take at most half.
+	// (DefaultEndpointConcurrency when 0); replays use its lower half only.
 	EndpointConcurrency int
 
 	tallyMu sync.Mutex

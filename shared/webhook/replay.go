@@ -53,7 +53,8 @@ import (
 //   - A lane of its own: replayed jobs are the delivery queue's tenant
 //     <org>#replay (a fair queue's group), so a replay delays neither
 //     other organisations nor its own organisation's live events, and
-//     they hold at most half of their endpoint's delivery slots.
+//     they take one of their endpoint's delivery slots only while fewer
+//     than half are in use and no live delivery waits.
 
 // ReplayMax bounds the events one replay queues; a longer window answers
 // truncated, with next_since for the next call.

@@ -273,7 +273,7 @@ func operations() map[string]func(routes.Route) []op {
 					"Events are kept %s: an older `since` is 422. At most %d events a call: a longer window answers `truncated` with `next_since`, the `since` of the next call. "+
 					"One replay per URL of an organisation at a time, whichever of its endpoints names the URL: until each of its events has had its first attempt, another is 409 (with `Retry-After`). "+
 					"An organisation replays at most %d events a clock hour (UTC): a replay that finds part of that left queues that part (`truncated`, `next_since`), one that finds none is 429 with the code `replay_budget_exhausted` and `Retry-After` (the next hour). "+
-					"Replayed deliveries queue apart from the organisation's live ones and take at most half of their endpoint's deliveries in flight, so a replay delays neither. "+
+					"Replayed deliveries queue apart from the organisation's live ones and take a slot of their endpoint only while fewer than half are in use and no live delivery waits, so a replay delays neither. "+
 					"A disabled endpoint is 409: re-enable it with `PATCH` `is_active: true` and `replay_since` instead.",
 					"30 days", webhook.ReplayMax, webhook.DefaultReplaysPerHour),
 				body: "WebhookReplay",
