@@ -18,7 +18,7 @@ import (
 // stays claimed, "sending", with nothing left to resolve it but the sweep.
 func stopMidSend(t *testing.T, e *apitest.Env, job webhook.Job) {
 	t.Helper()
-	e.Faults.Arm(apitest.FailBefore, 5) // 1 the endpoint, 2 the event, 3 the slot, 4 the claim, 5 the record
+	e.Faults.Arm(apitest.FailBefore, 5) // 1 the endpoint, 2 the slot, 3 the event, 4 the claim, 5 the record
 	err := handle(t, e, "lost-"+job.EventID, job)
 	if fired := e.Faults.Disarm(); !fired || err == nil {
 		t.Fatalf("the record did not fail (fired %v, err %v)", fired, err)
@@ -199,8 +199,8 @@ func TestClaimSweepsAtOnceWithFaults(t *testing.T) {
 
 // TestCapacityOfADelivery holds a delivery attempt to its budget, as
 // DynamoDB bills it (docs/cost-model.md): a first attempt that succeeds
-// reads its endpoint and its event (the job names it: 1 RRU, #40), takes
-// and gives back one of the endpoint's slots (2 WRU, #40), claims (the
+// reads its endpoint, takes and gives back one of the endpoint's slots (2
+// WRU, #40), reads its event (the job names it: 1 RRU, #40), claims (the
 // sweep index's entry: 1 WRU) and records (its transaction, the index
 // entry's removal among it): 10 WRU, 2 RRU; a failed attempt also queues
 // the next and notes it; the last one failing (a failed delivery) counts

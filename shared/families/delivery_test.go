@@ -86,7 +86,7 @@ func TestAnAttemptWhoseOutcomeIsUnknownIsSentAgainUncounted(t *testing.T) {
 	e, d := hookEnv(t, rc)
 	key, id, job := oneEvent(t, e, d, rc)
 	e.SetNow(time.Now())
-	e.Faults.Arm(apitest.FailBefore, 5) // 1 the endpoint, 2 the event, 3 the slot, 4 the claim, 5 the record
+	e.Faults.Arm(apitest.FailBefore, 5) // 1 the endpoint, 2 the slot, 3 the event, 4 the claim, 5 the record
 	if err := handle(t, e, "m1", job); err == nil {
 		t.Fatal("the failed record was not reported")
 	}

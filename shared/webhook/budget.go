@@ -277,12 +277,14 @@ func (d *Deliverer) paced(ctx context.Context, job Job, wait time.Duration, now 
 
 // replayPace is the spacing of a replay's jobs to endpoint, so that they
 // reach it about as fast as its replay slots take them (its last delivery
-// time over them; a tenth of a second a delivery when it has none yet),
-// instead of all at once, each to wait its turn again.
+// time over them; a second a delivery when it has none yet: a slower
+// receiver's jobs wait their turn once, a faster one's replay takes a
+// little longer than it could), instead of all at once, each to wait its
+// turn again.
 func (d *Deliverer) replayPace(ctx context.Context, org, endpoint string) time.Duration {
 	out, err := d.Store.db.Client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(d.Store.db.Table),
 		Key: store.Key(DeliveriesPK(org, endpoint), budgetSK), ProjectionExpression: aws.String("d_ms")})
-	took := 100 * time.Millisecond
+	took := time.Second
 	if err == nil {
 		if v, ok := out.Item["d_ms"].(*ddbtypes.AttributeValueMemberN); ok {
 			if ms, err := strconv.ParseInt(v.Value, 10, 64); err == nil && ms > 0 {

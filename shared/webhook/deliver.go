@@ -248,17 +248,11 @@ func (d *Deliverer) Handle(ctx context.Context, m queue.Message) error {
 	if err != nil {
 		return err
 	}
-	ev, err := d.Store.event(ctx, job)
-	if errors.Is(err, store.ErrNotFound) {
-		d.drop(ctx, job, "its event does not exist (never, or no longer in the feed)")
-		return d.replayed(ctx, job)
+	if !e.IsActive {
+		return d.replayed(ctx, job) // disabled: deliveries stop
 	}
-	if err != nil {
-		return err
-	}
-	if !e.IsActive || !slices.Contains(e.EventTypes, ev.Type) {
-		return d.replayed(ctx, job) // disabled or unsubscribed: deliveries stop
-	}
+	// A slot first: a job over the endpoint's budget goes back to the
+	// queue having read no more than the endpoint.
 	owner := uuid.NewString()
 	slot, err := d.takeSlot(ctx, job, owner, now)
 	var over *errOverBudget
@@ -277,6 +271,17 @@ func (d *Deliverer) Handle(ctx context.Context, m queue.Message) error {
 		defer cancel()
 		d.release(bctx, slot, took)
 	}()
+	ev, err := d.Store.event(ctx, job)
+	if errors.Is(err, store.ErrNotFound) {
+		d.drop(ctx, job, "its event does not exist (never, or no longer in the feed)")
+		return d.replayed(ctx, job)
+	}
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(e.EventTypes, ev.Type) {
+		return d.replayed(ctx, job) // unsubscribed: deliveries stop
+	}
 	c, err := d.Store.claimAttempt(ctx, job, m.ID, owner, now, d.claimLease())
 	if err != nil {
 		return err

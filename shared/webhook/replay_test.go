@@ -243,7 +243,7 @@ func TestAReplayThatIsQueuedIsAccepted(t *testing.T) {
 		}
 	}
 	// Each is handled, and the first one's answer is lost after its
-	// record committed: 1 endpoint, 2 event, 3 slot, 4 claim, 5 record.
+	// record committed: 1 endpoint, 2 slot, 3 event, 4 claim, 5 record.
 	for i, m := range msgs {
 		if i == 0 {
 			w.Faults.Arm(apitest.FailAfter, 5)
