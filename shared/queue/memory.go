@@ -38,14 +38,6 @@ func NewMemory(visibility time.Duration) *Memory {
 
 var _ Queue = (*Memory)(nil)
 
-// SetClock makes the queue read the time from now (tests that control
-// time); it is time.Now otherwise.
-func (q *Memory) SetClock(now func() time.Time) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.now = now
-}
-
 // Send enqueues body.
 func (q *Memory) Send(_ context.Context, group string, body []byte, delay time.Duration) error {
 	if delay > MaxDelay {
@@ -116,21 +108,6 @@ func (q *Memory) Len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return len(q.msgs)
-}
-
-// InFlight counts the messages received and not deleted whose visibility
-// timeout is still running, by group.
-func (q *Memory) InFlight() map[string]int {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	now := q.now()
-	out := map[string]int{}
-	for _, m := range q.msgs {
-		if m.count > 0 && m.visibleAt.After(now) {
-			out[m.group]++
-		}
-	}
-	return out
 }
 
 // Fairness is the queue's fair-queue metrics now.
