@@ -155,7 +155,9 @@ var Functions = []Function{
 	// Its timeout covers 5 s to connect and 10 s for the answer, with room.
 	// Its attempts are in the endpoint's partition; the endpoint's count,
 	// its disabling and that event in the organisation's.
-	{Name: "delivery", MemoryMB: 256, TimeoutS: 30, Table: []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}, Reserved: 25,
+	// Reserved: its queue mapping's 100 invocations at once, and 5 more
+	// (as 25 were for 20).
+	{Name: "delivery", MemoryMB: 256, TimeoutS: 30, Table: []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}, Reserved: 105,
 		Writes: []Write{{Actions: []string{"dynamodb:PutItem", "dynamodb:UpdateItem"}, Partitions: []Partition{OrgPartition, EndpointPartition}}}},
 	// The synthetic check calls the stage every minute as an integrator
 	// would, read-only (seven requests of at most 5 s): no table, no queue.

@@ -644,7 +644,7 @@ func TestProtectedStagesNeedAnAlarmTarget(t *testing.T) {
 func TestWorkersHaveReservedConcurrency(t *testing.T) {
 	// The dispatcher: one poller per stream shard and the sweep (ten by
 	// default); enrichment: the register's allowance.
-	want := map[string]any{"dispatcher": 10.0, "enrichment": 5.0, "delivery": 25.0, "reports": float64(ReportsConcurrency)}
+	want := map[string]any{"dispatcher": 10.0, "enrichment": 5.0, "delivery": 105.0, "reports": float64(ReportsConcurrency)}
 	for id, name := range functionIDs("dev") {
 		got := props(resources("dev", "AWS::Lambda::Function")[id])["ReservedConcurrentExecutions"]
 		if got != want[name] {

@@ -226,7 +226,7 @@ var Vars = []Var{
 		func(c *Config, v string) error { c.LocalDynamoDBJava = strings.Fields(v); return nil }},
 	{"SEED_DEMO", "`1`", Local, "`1`: make sure a demo organisation exists and print `{\"demo_org_id\",\"demo_key\"}` as the first line on stdout; `0`: do not",
 		func(c *Config, v string) error { return flag(&c.SeedDemo, v) }},
-	{"WEBHOOK_DELIVERY_WORKERS", "`200`", Local, "the devserver's webhook deliveries at once, 1 to 1000: as AWS's delivery mapping (20 invocations × 10 records)",
+	{"WEBHOOK_DELIVERY_WORKERS", "`200`", Local, "the devserver's webhook deliveries at once, 1 to 1000: as AWS's delivery mapping (100 invocations × 2 records)",
 		func(c *Config, v string) error { return positive(&c.DeliveryWorkers, v, 1, 1000) }},
 	{"REQUEST_READ_TIMEOUT", "`30s`", Local, "a whole request (headers and body) must arrive within this; a trickled body gets a 400 and the connection closed",
 		func(c *Config, v string) error { return duration(&c.RequestReadTimeout, v, time.Nanosecond, 0) }},
