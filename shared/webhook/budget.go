@@ -81,7 +81,7 @@ func (d *Deliverer) takeSlot(ctx context.Context, job Job, holder string, now ti
 	}
 	for try := 0; ; try++ {
 		expr, cond := "SET #h = :lease, kind = :kind, #ttl = :ttl ADD n :one", "(attribute_not_exists(n) OR n < :max)"
-		vals := map[string]ddbtypes.AttributeValue{":lease": num(now.Add(ClaimLease).Unix()), ":one": num(1), ":max": num(int64(d.slots(false))),
+		vals := map[string]ddbtypes.AttributeValue{":lease": num(now.Add(d.claimLease()).Unix()), ":one": num(1), ":max": num(int64(d.slots(false))),
 			":kind": &ddbtypes.AttributeValueMemberS{Value: "webhook_budget"}, ":ttl": num(now.Add(EventRetention).Unix())}
 		if b.replay {
 			// A replayed job takes a slot only while fewer than half of the
@@ -187,7 +187,7 @@ func (d *Deliverer) release(ctx context.Context, b *budget, took time.Duration) 
 		ExpressionAttributeNames: map[string]string{"#h": b.attr}, ExpressionAttributeValues: vals,
 	})
 	if err != nil && !store.IsConditionFailed(err) {
-		// Not given back: it lapses with its hold (ClaimLease).
+		// Not given back: it lapses with its hold (the claim lease).
 		d.log().WarnContext(ctx, "webhook delivery slot not given back; it lapses with its hold", "endpoint_id", b.endpoint, "err", err)
 	}
 }
