@@ -285,3 +285,15 @@ func (w *world) drain(workers int, within time.Duration) {
 		w.t.Fatalf("deliveries did not drain within %s: %d left", within, w.Deliveries.Len())
 	}
 }
+
+// matterEvents is a feed page's matter.created events, the type the tests'
+// endpoints subscribe to (a matter's client and company raise their own).
+func matterEvents(feed []map[string]any) []map[string]any {
+	var out []map[string]any
+	for _, ev := range feed {
+		if ev["event"] == "matter.created" {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
