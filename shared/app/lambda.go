@@ -203,7 +203,7 @@ func SQSHandler(h queue.Handler) func(context.Context, events.SQSEvent) (events.
 				defer func() {
 					if p := recover(); p != nil {
 						slog.ErrorContext(ctx, "message panicked", "message", r.MessageId, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-						failed[i] = true
+						failed[i] = fmt.Errorf("panic: %v", p)
 					}
 				}()
 				if err := h(rctx, m); err != nil {
