@@ -169,8 +169,9 @@ var Functions = []Function{
 	// local webhook-secrets key), made once at deploy by a custom resource
 	// (each only where none is: never replaced); no other role may write
 	// them, so no function can change how ids are derived or cursors
-	// sealed.
+	// sealed. It also stores the stage's default rate limit (per_minute),
+	// which scripts/admin counts keys against ceilings at.
 	{Name: "configseed", MemoryMB: 128, TimeoutS: 60, Table: []string{"dynamodb:GetItem", "dynamodb:PutItem"}, Deploy: true,
 		ReadKeys: []Partition{ConfigPartition},
-		Writes:   []Write{{Actions: []string{"dynamodb:PutItem"}, Partitions: []Partition{ConfigPartition}, Attributes: []string{"PK", "SK", "value"}}}},
+		Writes:   []Write{{Actions: []string{"dynamodb:PutItem"}, Partitions: []Partition{ConfigPartition}, Attributes: []string{"PK", "SK", "value", "per_minute"}}}},
 }

@@ -37,7 +37,7 @@ type Org struct {
 	Name      string `dynamodbav:"name" json:"name"`
 	CreatedAt string `dynamodbav:"created_at" json:"-"`
 	// RateCeiling bounds, in requests per minute, the sum of the limits of
-	// the organisation's live keys (0: DefaultOrgCeiling). It is kept when
+	// the organisation's live keys (0: the default, Store.CeilingOf). It is kept when
 	// keys are made, revoked or given a limit, so no request pays for it.
 	RateCeiling int `dynamodbav:"rate_ceiling,omitempty" json:"rate_ceiling,omitempty"`
 	// KeysVersion moves with every change to the organisation's keys, so
@@ -49,12 +49,21 @@ type Org struct {
 // a second, the busiest organisation of the traffic model (docs/cost-model.md).
 const DefaultOrgCeiling = 18000
 
-// Ceiling is the organisation's effective ceiling.
-func (o Org) Ceiling() int {
+// DefaultCeilingKeys is how many keys at the stage's default limit an
+// organisation's default ceiling admits at least (150 × 120 a minute is
+// DefaultOrgCeiling).
+const DefaultCeilingKeys = 150
+
+// CeilingOf is o's effective ceiling on this store: its own when set, else
+// DefaultOrgCeiling or DefaultCeilingKeys keys at the stage's default
+// limit, whichever is more. A stage that serves a key without a limit of
+// its own 100,000 requests a minute (the local test stages) still admits
+// keys without an organisation's ceiling being raised first.
+func (s *Store) CeilingOf(o Org) int {
 	if o.RateCeiling > 0 {
 		return o.RateCeiling
 	}
-	return DefaultOrgCeiling
+	return max(DefaultOrgCeiling, DefaultCeilingKeys*s.limitOf(0))
 }
 
 // Secret is one active secret of an API client, stored as a hash only.
@@ -303,9 +312,9 @@ func (s *Store) changeKeys(ctx context.Context, org string, need func(Org, []Cli
 		if err != nil {
 			return err
 		}
-		if n > o.Ceiling() {
+		if n > s.CeilingOf(o) {
 			return fmt.Errorf("%w: its keys' limits would add up to %d requests per minute, over its ceiling of %d; "+
-				"raise the ceiling (scripts/admin org set-limit) or lower a key's limit", ErrCeiling, n, o.Ceiling())
+				"raise the ceiling (scripts/admin org set-limit) or lower a key's limit", ErrCeiling, n, s.CeilingOf(o))
 		}
 		tx := s.db.Tx()
 		add(tx)
@@ -375,7 +384,7 @@ func setLimit(table, pk, sk string, limit int, cond string) ddbtypes.TransactWri
 	return ddbtypes.TransactWriteItem{Update: u}
 }
 
-// SetCeiling sets an organisation's ceiling (0: DefaultOrgCeiling again);
+// SetCeiling sets an organisation's ceiling (0: the default again, CeilingOf);
 // it may not go below what its live keys' limits already add up to. The
 // write is conditional on the keys version read, as key changes are.
 func (s *Store) SetCeiling(ctx context.Context, org string, ceiling int) (Org, error) {
@@ -393,7 +402,7 @@ func (s *Store) SetCeiling(ctx context.Context, org string, ceiling int) (Org, e
 			return err
 		}
 		o.RateCeiling = ceiling
-		if n := s.allocated(refs); n > o.Ceiling() {
+		if n := s.allocated(refs); n > s.CeilingOf(o) {
 			return fmt.Errorf("%w: its live keys' limits already add up to %d requests per minute; lower or revoke keys first", ErrCeiling, n)
 		}
 		pk, sk := orgKey(org)

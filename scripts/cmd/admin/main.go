@@ -230,7 +230,7 @@ var readOnly = []string{"org list", "key list", "outbox parked"}
 var commands = []command{
 	{"org create", "--name NAME", orgCreate},
 	{"org list", "[--limit N]                               organisations, oldest first (at most N, default 100)", orgList},
-	{"org set-limit", "--org ORG --ceiling N             requests/minute all its keys' limits may add up to (0: the default, 18000)", orgSetLimit},
+	{"org set-limit", "--org ORG --ceiling N             requests/minute all its keys' limits may add up to (0: the default: 18000, or 150 keys at the stage's default limit if more)", orgSetLimit},
 	{"key create", "--org ORG --scopes s1,s2 [--mode live|test] [--expires RFC3339] [--name N] [--rate-limit N]", keyCreate},
 	{"key set-limit", "--client CLIENT --rate-limit N     the key's own requests/minute (0: the stage's RATE_LIMIT_PER_MINUTE)", keySetLimit},
 	{"key list", "--org ORG                               the organisation's keys, live and revoked (never a secret)", keyList},
@@ -396,7 +396,7 @@ func orgList(ctx context.Context, e *env, a *args) (any, error) {
 			return nil, err
 		}
 		for _, o := range page {
-			orgs = append(orgs, row{o.ID, o.Name, o.CreatedAt, o.Ceiling()})
+			orgs = append(orgs, row{o.ID, o.Name, o.CreatedAt, e.keys.CeilingOf(o)})
 		}
 		if after = next; next == nil {
 			return map[string]any{"organizations": orgs, "count": len(orgs), "more": false}, nil
@@ -416,7 +416,7 @@ func orgSetLimit(ctx context.Context, e *env, a *args) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"id": o.ID, "name": o.Name, "rate_ceiling": o.Ceiling()}, nil
+	return map[string]any{"id": o.ID, "name": o.Name, "rate_ceiling": e.keys.CeilingOf(o)}, nil
 }
 
 func keyCreate(ctx context.Context, e *env, a *args) (any, error) {
