@@ -12,8 +12,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -47,17 +50,21 @@ type Gateway struct {
 	// and, as detailed metrics, per route (Method, Resource).
 	// https://docs.aws.amazon.com/apigateway/latest/developerguide/http-api-metrics.html
 	Metrics *cloudwatch.Store
-	// AccessLog, when set, gets each request's access log fields, by
-	// their $context variable's name (status, integrationStatus: "-" when
-	// no integration was called, routeKey, apiId, …).
+	// AccessLog, when set, gets each request's access log line: the
+	// stage's format (stack.AccessLogFormat) rendered, each field the
+	// value of its $context variable, as API Gateway writes it ("-" for
+	// one without a value: integrationStatus and integration.requestId
+	// when no integration was called); without a format, the variables
+	// by name (status, routeKey, apiId, integration.requestId, …).
 	AccessLog func(fields map[string]string)
+	format    map[string]string // stack.AccessLogFormat
 }
 
 // APIID is the API's id (its Ref).
 func (g *Gateway) APIID() string { return g.apiID }
 
 // record puts a request's metrics and access log fields.
-func (g *Gateway) record(route *gatewayRoute, method string, status int, integrated bool, latency, integration time.Duration, reqID string) {
+func (g *Gateway) record(route *gatewayRoute, method string, status int, integrated bool, latency, integration time.Duration, reqID string, line map[string]string) {
 	if g.Metrics != nil {
 		// HTTP APIs' dimension sets: ApiId; ApiId and Stage; and, with
 		// detailed metrics, ApiId, Stage, Method and Resource.
@@ -89,14 +96,33 @@ func (g *Gateway) record(route *gatewayRoute, method string, status int, integra
 		}
 	}
 	if g.AccessLog != nil {
-		is := "-"
-		if integrated {
-			is = "200"
-		}
-		g.AccessLog(map[string]string{"requestId": reqID, "routeKey": routeKeyOf(route), "status": strconv.Itoa(status), "integrationStatus": is,
-			"httpMethod": method, "apiId": g.apiID, "responseLatency": strconv.FormatInt(latency.Milliseconds(), 10), "integrationErrorMessage": "-"})
+		g.AccessLog(line)
 	}
 }
+
+// accessLine renders a request's access log line from its $context
+// variables: the stage's format, each field its variable's value or "-"
+// (API Gateway's value for a variable it has none of), or, without a
+// format, the variables by name.
+// https://docs.aws.amazon.com/apigateway/latest/developerguide/http-api-logging-variables.html
+func (g *Gateway) accessLine(vars map[string]string) map[string]string {
+	if g.format == nil {
+		return vars
+	}
+	line := make(map[string]string, len(g.format))
+	for field, tmpl := range g.format {
+		line[field] = contextVar.ReplaceAllStringFunc(tmpl, func(v string) string {
+			if val, ok := vars[strings.TrimPrefix(v, "$context.")]; ok && val != "" {
+				return val
+			}
+			return "-"
+		})
+	}
+	return line
+}
+
+// contextVar is a $context variable in an access log format.
+var contextVar = regexp.MustCompile(`\$context\.[A-Za-z0-9_.]+[A-Za-z0-9_]`)
 
 type gatewayRoute struct {
 	key, method string
@@ -138,7 +164,8 @@ type Function interface {
 // New serves the stack's routes and throttles, with its functions by
 // logical id.
 func New(s *stack.Stack, fns map[string]Function) (*Gateway, error) {
-	g := &Gateway{apiID: strings.ReplaceAll(uuid.NewString(), "-", "")[:10], buckets: map[string]*bucket{}, timeout: IntegrationTimeout}
+	g := &Gateway{apiID: strings.ReplaceAll(uuid.NewString(), "-", "")[:10], buckets: map[string]*bucket{}, timeout: IntegrationTimeout,
+		format: s.AccessLogFormat}
 	for _, r := range s.Routes {
 		gr := &gatewayRoute{key: r.Key, fn: fns[r.Function]}
 		if r.Key == "$default" {
@@ -213,10 +240,23 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	fnName := ""
 	integrated := false
 	var integrationTook time.Duration
+	integrationID := "" // the invocation's request id: the function's X-Request-Id
 	defer func() {
-		slog.Info("api gateway", "requestId", reqID, "routeKey", routeKeyOf(route), "status", status, "function", fnName,
-			"method", r.Method, "latencyMs", time.Since(start).Milliseconds()) // the route key, never the raw path (infra.AccessLogFormat)
-		g.record(route, r.Method, status, integrated, time.Since(start), integrationTook, reqID)
+		latency := time.Since(start)
+		vars := map[string]string{"requestId": reqID, "routeKey": routeKeyOf(route), "status": strconv.Itoa(status), "integrationStatus": "-",
+			"httpMethod": r.Method, "apiId": g.apiID, "responseLatency": strconv.FormatInt(latency.Milliseconds(), 10), "integrationErrorMessage": "-",
+			"integration.requestId": integrationID, "requestTimeEpoch": strconv.FormatInt(start.Unix(), 10), "identity.sourceIp": remoteIP(r)}
+		if integrated {
+			vars["integrationStatus"] = "200"
+			vars["integrationLatency"] = strconv.FormatInt(integrationTook.Milliseconds(), 10)
+		}
+		line := g.accessLine(vars)
+		attrs := []any{"function", fnName}
+		for _, k := range slices.Sorted(maps.Keys(line)) {
+			attrs = append(attrs, k, line[k])
+		}
+		slog.Info("api gateway", attrs...) // the route key, never the raw path (infra.AccessLogFormat)
+		g.record(route, r.Method, status, integrated, latency, integrationTook, reqID, line)
 	}()
 	if route == nil {
 		status = http.StatusNotFound
@@ -265,6 +305,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// timeout; the invocation runs on, as in AWS, and is billed.
 	type result struct {
 		o   lambda.Outcome
+		id  string
 		err error
 	}
 	done := make(chan result, 1)
@@ -288,13 +329,13 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	invoked := time.Now()
 	defer func() { integrationTook = time.Since(invoked) }()
 	go func() {
-		o, _, err := route.fn.Invoke(ctx, payload, wait)
-		done <- result{o, err}
+		o, id, err := route.fn.Invoke(ctx, payload, wait)
+		done <- result{o, id, err}
 	}()
 	var o lambda.Outcome
 	select {
 	case res := <-done:
-		o, err = res.o, res.err
+		o, integrationID, err = res.o, res.id, res.err
 	case <-ctx.Done():
 		err = lambda.ErrThrottled // a slot or an answer: neither came in time
 	}
@@ -315,6 +356,12 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	status = writeV2Response(w, o.Body)
+}
+
+// remoteIP is the client's address ($context.identity.sourceIp).
+func remoteIP(r *http.Request) string {
+	ip, _, _ := net.SplitHostPort(r.RemoteAddr)
+	return ip
 }
 
 func routeKeyOf(r *gatewayRoute) string {

@@ -225,3 +225,99 @@ func TestLimitsAsAWSSetsThem(t *testing.T) {
 		t.Errorf("a 7 MB answer: %d", code)
 	}
 }
+
+// accessLogFormat is infra.AccessLogFormat as the template writes it
+// (the stage's AccessLogSettings.Format; infra's TestAccessLogCarriesNoRawPath
+// holds its fields).
+var accessLogFormat = map[string]string{
+	"requestId": "$context.requestId", "routeKey": "$context.routeKey", "status": "$context.status",
+	"integrationError": "$context.integrationErrorMessage", "integrationStatus": "$context.integrationStatus",
+	"latencyMs": "$context.responseLatency", "integrationLatencyMs": "$context.integrationLatency",
+	"method": "$context.httpMethod", "ip": "$context.identity.sourceIp", "time": "$context.requestTimeEpoch",
+	"apiId": "$context.apiId", "integrationRequestId": "$context.integration.requestId",
+}
+
+// TestTheAccessLogIsTheStagesFormat: each request's access log line is
+// the stage's format rendered, as API Gateway writes it; its
+// integrationRequestId is the invocation's request id, the X-Request-Id
+// the function answered (what an integrator quotes), for parallel
+// clients; a request no route takes has "-" for every integration
+// variable; no line keeps a $context variable unrendered (#38, item 9).
+func TestTheAccessLogIsTheStagesFormat(t *testing.T) {
+	f, _ := lambdatest.Function(t, 10*time.Second, 0)
+	s := &stack.Stack{Routes: []stack.Route{{Key: "GET /whoami", Function: "Probe"}, {Key: "GET /fail", Function: "Probe"}},
+		AccessLogFormat: accessLogFormat}
+	g, err := New(s, map[string]Function{"Probe": f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	lines := map[string]map[string]string{} // by requestId
+	g.AccessLog = func(fields map[string]string) {
+		mu.Lock()
+		defer mu.Unlock()
+		lines[fields["requestId"]] = fields
+	}
+	srv := httptest.NewServer(g)
+	defer srv.Close()
+
+	type answer struct{ path, gatewayID, requestID string }
+	var answers []answer
+	var wg sync.WaitGroup
+	for i := range 12 {
+		path := []string{"/whoami", "/whoami", "/fail", "/nowhere"}[i%4]
+		wg.Go(func() {
+			resp, err := http.Get(srv.URL + path)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			mu.Lock()
+			defer mu.Unlock()
+			answers = append(answers, answer{path, resp.Header.Get("Apigw-Requestid"), resp.Header.Get("X-Request-Id")})
+		})
+	}
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(lines) != 12 {
+		t.Fatalf("%d access log lines for 12 requests", len(lines))
+	}
+	ids := map[string]bool{}
+	for _, a := range answers {
+		l := lines[a.gatewayID]
+		if len(l) != len(accessLogFormat) {
+			t.Errorf("%s: the line's fields %v, want the format's %d", a.path, l, len(accessLogFormat))
+		}
+		for k, v := range l {
+			if v == "" || strings.Contains(v, "$context") {
+				t.Errorf("%s: %s is %q", a.path, k, v)
+			}
+		}
+		switch a.path {
+		case "/whoami":
+			if a.requestID == "" || l["integrationRequestId"] != a.requestID || l["status"] != "200" || l["routeKey"] != "GET /whoami" || l["integrationLatencyMs"] == "-" {
+				t.Errorf("%s answered X-Request-Id %q; its line: %v", a.path, a.requestID, l)
+			}
+		case "/fail": // the function ran (and failed): its request id is logged, the client gets API Gateway's 500
+			if l["integrationRequestId"] == "-" || l["status"] != "500" {
+				t.Errorf("%s: its line %v", a.path, l)
+			}
+		case "/nowhere":
+			if l["integrationRequestId"] != "-" || l["integrationStatus"] != "-" || l["integrationLatencyMs"] != "-" || l["status"] != "404" || l["routeKey"] != "-" {
+				t.Errorf("%s: its line %v", a.path, l)
+			}
+		}
+		if id := l["integrationRequestId"]; id != "-" {
+			if ids[id] {
+				t.Errorf("the request id %s is in two lines", id)
+			}
+			ids[id] = true
+		}
+		if l["method"] != "GET" || l["ip"] != "127.0.0.1" || l["apiId"] != g.APIID() {
+			t.Errorf("%s: its line %v", a.path, l)
+		}
+	}
+}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	awslambda "github.com/aws/aws-lambda-go/lambda"
+	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/lambda"
 	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/stack"
 )
@@ -42,6 +43,10 @@ func Main(m *testing.M) {
 				RawPath string `json:"rawPath"`
 			}
 			_ = json.Unmarshal(raw, &in)
+			if in.RawPath == "/whoami" { // the invocation's request id, as the API answers it (X-Request-Id)
+				lc, _ := lambdacontext.FromContext(ctx)
+				return events.APIGatewayV2HTTPResponse{StatusCode: 200, Headers: map[string]string{"X-Request-Id": lc.AwsRequestID}}, nil
+			}
 			if in.RawPath != "" { // an API Gateway event
 				return gatewayAnswer(in.RawPath, raw)
 			}

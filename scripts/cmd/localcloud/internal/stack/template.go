@@ -43,6 +43,11 @@ type Stack struct {
 	Schedules      []Schedule
 	AsyncConfigs   map[string]AsyncConfig // by function logical id
 	Throttles      Throttles
+	// AccessLogFormat is the stage's access log format
+	// (AccessLogSettings.Format, a JSON object): each field of a line by
+	// the $context variable it renders ("$context.integration.requestId");
+	// nil when the stage logs no access.
+	AccessLogFormat map[string]string
 	// API is the logical id of the HTTP API (its endpoint attribute is
 	// the local gateway's address).
 	API string
@@ -346,6 +351,13 @@ func Load(path string) (*Stack, error) {
 				for key, v := range rs {
 					m := v.(map[string]any)
 					s.Throttles.Routes[key] = [2]float64{floatOf(m["ThrottlingRateLimit"]), floatOf(m["ThrottlingBurstLimit"])}
+				}
+			}
+			if al, ok := p["AccessLogSettings"].(map[string]any); ok {
+				if f, ok := al["Format"].(string); ok {
+					if err := json.Unmarshal([]byte(f), &s.AccessLogFormat); err != nil {
+						return nil, fmt.Errorf("the stage's access log format is not a JSON object of strings: %w", err)
+					}
 				}
 			}
 		}

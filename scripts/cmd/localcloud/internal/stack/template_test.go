@@ -67,3 +67,32 @@ func TestUnemulatedMappingPropertiesStopLocalcloud(t *testing.T) {
 		}
 	}
 }
+
+// TestTheStagesAccessLogFormatIsRead: the stage's AccessLogSettings.Format
+// (a JSON object, as infra writes it) is the gateway's access log format;
+// one that is not a JSON object of strings stops localcloud.
+func TestTheStagesAccessLogFormatIsRead(t *testing.T) {
+	load := func(format string) (*Stack, error) {
+		tpl := map[string]any{"Resources": map[string]any{
+			"Table": map[string]any{"Type": "AWS::DynamoDB::Table", "Properties": map[string]any{}},
+			"Stage": map[string]any{"Type": "AWS::ApiGatewayV2::Stage", "Properties": map[string]any{
+				"AccessLogSettings": map[string]any{"DestinationArn": "arn", "Format": format}}},
+		}}
+		raw, _ := json.Marshal(tpl)
+		path := filepath.Join(t.TempDir(), "t.json")
+		if err := os.WriteFile(path, raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return Load(path)
+	}
+	s, err := load(`{"requestId":"$context.requestId","integrationRequestId":"$context.integration.requestId"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.AccessLogFormat) != 2 || s.AccessLogFormat["integrationRequestId"] != "$context.integration.requestId" {
+		t.Errorf("the format read: %v", s.AccessLogFormat)
+	}
+	if _, err := load(`$context.requestId $context.status`); err == nil || !strings.Contains(err.Error(), "access log format") {
+		t.Errorf("a format that is not JSON: %v", err)
+	}
+}
