@@ -37,6 +37,11 @@ import (
 // spellings are CPR numbers as a path, a query or a value may carry them.
 var spellings = []string{"010190-1234", "0101901234", "010190%2D1234", "０１０１９０１２３４", "01.01.90-1234", "&#48;101901234"}
 
+// cprIDs are well-formed ids (UUIDs of digits) that read as CPR numbers
+// (010190-1234, 311299-9999, 150375-1234): a GET of one passes the id's
+// check and reads the store, so a fault there meets a CPR in the path.
+var cprIDs = []string{"01019012-3400-4000-8000-000000000000", "31129999-9900-4000-8000-000000000001", "15037512-3400-4000-8000-000000000002"}
+
 type lines struct {
 	mu sync.Mutex
 	b  bytes.Buffer
@@ -108,7 +113,11 @@ func faults(stack *middleware.Stack) error {
 		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
 			f, _ := ctx.Value(faultKey{}).(fault)
 			if f.kind == "panic" && apiClientCall(in.Parameters) {
-				f.kind = "" // the key's check runs its calls in goroutines of its own: the panic goes to the request's
+				// The key's check runs its calls in goroutines of its own
+				// (auth.Store.Authenticate), where a panic ends the process
+				// instead of reaching the edge's recovery: the panic is
+				// injected in the handler's own read, after authentication.
+				f.kind = ""
 			}
 			switch f.kind {
 			case "unavailable":
@@ -130,9 +139,17 @@ func faults(stack *middleware.Stack) error {
 // key is unknown, through the logger every process of the service logs
 // with (logs.JSON, which app.JSONLogs installs): the error lines are
 // there, with their (redacted) paths, and none holds a CPR in clear (#38,
-// item 1). The process-level tests (scripts/cmd/devserver's and
-// localcloud's hung-engine tests) do the same on whole runtimes.
+// item 1). The panic is injected in the handler's own store call (the
+// read of a person whose well-formed id reads as a CPR number), in the
+// request's goroutine, after authentication. The process-level tests
+// (scripts/cmd/devserver's and localcloud's hung-engine tests) force the
+// store unavailable and timeout paths on whole runtimes.
 func TestNoErrorPathLogsACPR(t *testing.T) {
+	for _, id := range cprIDs {
+		if _, ok := httpapi.PathID(id); !ok || !cpr.Find("/api/v1/people/"+id) {
+			t.Fatalf("%s is not a well-formed id that reads as a CPR number", id)
+		}
+	}
 	var out lines
 	log := logs.JSON(&out)
 	db := storetest.NewDB(t, faults)
@@ -180,13 +197,13 @@ func TestNoErrorPathLogsACPR(t *testing.T) {
 					if i%2 == 1 {
 						path = "/api/v1/matters?client_id=" + url.QueryEscape(c)
 					}
+					if kind == "panic" { // a CPR-shaped id is 404 and a CPR-shaped filter 422 before any store call: read a person
+						path = "/api/v1/people/" + cprIDs[(o+i)%len(cprIDs)] + "?email=" + url.QueryEscape(c)
+					}
 					status, retry := do(t, srv.URL+path, tok.String(), kind)
 					want := map[string]int{"unavailable": 503, "panic": 500, "timeout": 503, "": 404}[kind]
-					if i%2 == 1 && (kind == "" || kind == "panic") {
+					if i%2 == 1 && kind == "" {
 						want = 422
-					}
-					if kind == "panic" && i%2 == 0 {
-						want = 404 // since the key's check runs its calls apart (not injected: apiClientCall), no store call of these panics
 					}
 					if status != want || (status == 503) != (retry != "") {
 						t.Errorf("%s with fault %q: %d (Retry-After %q), want %d", path, kind, status, retry, want)
@@ -221,9 +238,12 @@ func TestNoErrorPathLogsACPR(t *testing.T) {
 		if rec.Msg == "store unavailable" && !strings.Contains(rec.Path, cpr.Marker) && !strings.Contains(rec.Path, "/matters") {
 			t.Errorf("a store unavailable line without its (redacted) path: %s", l)
 		}
+		if rec.Msg == "internal error" && !strings.Contains(rec.Path, cpr.Marker) {
+			t.Errorf("an internal error line without its (redacted) path: %s", l)
+		}
 	}
 	n := 3 * len(spellings)
-	if seen["store unavailable"] != 2*n || seen["panic"] != seen["internal error"] || seen["request"] != 4*n+1 {
+	if seen["store unavailable"] != 2*n || seen["panic"] != n || seen["internal error"] != n || seen["request"] != 4*n+1 {
 		t.Errorf("lines by message: %v; want %d store unavailable (outage and timeout), %d panic and internal error, %d request", seen, 2*n, n, 4*n+1)
 	}
 	t.Logf("%d requests, lines by message: %v", 4*n+1, seen)
