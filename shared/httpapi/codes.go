@@ -37,7 +37,7 @@ var Codes = []struct {
 	Meaning string
 }{
 	{CodeInvalidRequest, http.StatusUnprocessableEntity, "A field or query parameter is wrong: `field` names it, `errors` lists every problem."},
-	{CodeAlreadyExists, http.StatusUnprocessableEntity, "A value that is unique in the organisation is taken (a CVR, an e-mail, a party's engagement, a matter number): `existing_id` is the record that holds it."},
+	{CodeAlreadyExists, http.StatusUnprocessableEntity, "A value that is unique in the organisation is taken (a CVR, an email address, a party's engagement, a matter number): `existing_id` is the record that holds it."},
 	{CodeIdempotencyKeyRequired, http.StatusUnprocessableEntity, "A create without an `Idempotency-Key`, or with one that is too long or holds a CPR."},
 	{CodeMalformedBody, http.StatusBadRequest, "The request body could not be read in full."},
 	{CodeUnauthenticated, http.StatusUnauthorized, "No API key, a malformed Authorization header, or a key that is unknown, revoked, expired or of a mode this deployment refuses."},

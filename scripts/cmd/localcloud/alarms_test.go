@@ -64,7 +64,9 @@ var firedElsewhere = map[string]string{
 // too (the list only shrinks).
 func TestEveryAlarmIsFiredByAFault(t *testing.T) {
 	t.Parallel() // one stack of its own; it overlaps the release rehearsal
-	c := start(t, "LOCALCLOUD_TIME_SCALE=60")
+	// Retries 200 ms apart: a failed delivery is an event whose five
+	// attempts all failed (#40), and the receiver-down phase needs 20.
+	c := start(t, "LOCALCLOUD_TIME_SCALE=60", "WEBHOOK_RETRY_SCHEDULE=200ms,200ms,200ms,200ms")
 	campaign := time.Now()
 	fault := func(body map[string]any) { callControl(t, c, "POST", "/localcloud/faults", body) }
 	all := []string{"matters", "parties", "timeentries", "invoices", "documents", "reports", "meta", "webhooks", "dispatcher", "enrichment", "delivery", "synthetic"}
@@ -204,8 +206,8 @@ func TestEveryAlarmIsFiredByAFault(t *testing.T) {
 		}
 		fault(map[string]any{"function": "releasecheck", "fault": "none"})
 	}
-	// A receiver down: an endpoint at a closed port gets 21 events, each
-	// first attempt refused, and is disabled after 20 (the API's
+	// A receiver down: an endpoint at a closed port gets 21 events, all
+	// five attempts refused, and is disabled after 20 (the API's
 	// functions answer the demo key meanwhile; the other requests' keys
 	// are refused).
 	// Eight warm processes of each function the table will hang for: a
