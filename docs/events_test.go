@@ -217,7 +217,7 @@ var scenarios = map[string]scenario{
 		change: func(t *testing.T, w *world, id any) {
 			must[document.SigningFlow](t)(document.NewStore(w.e.DB).Seal(context.Background(), w.org, id.(string), w.now))
 		}},
-	"A webhook endpoint is turned off after 20 failed attempts in a row": {
+	"A webhook endpoint is turned off after 20 failed deliveries in a row": {
 		prepare: func(t *testing.T, w *world) any {
 			failing := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) { rw.WriteHeader(500) }))
 			t.Cleanup(failing.Close)
@@ -228,10 +228,11 @@ var scenarios = map[string]scenario{
 			return r.Body["data"].(map[string]any)["id"].(string)
 		},
 		change: func(t *testing.T, w *world, endpoint any) {
-			// Four events, five failed attempts each: the twentieth turns
-			// the endpoint off. Their own document.created are not the
-			// change's: they are left out of what it raised.
-			for range 4 {
+			// Twenty events, five failed attempts each: a failed delivery
+			// is an event whose attempts are exhausted (#40), and the
+			// twentieth turns the endpoint off. Their own document.created
+			// are not the change's: they are left out of what it raised.
+			for range webhook.DisableAfter {
 				must[document.Document](t)(document.NewStore(w.e.DB).Create(context.Background(), w.org,
 					document.NewDocument{MatterID: w.matter, Name: "Bilag", Filename: "bilag.pdf", MimeType: "application/pdf", SizeBytes: 10}, w.now))
 			}
@@ -402,7 +403,7 @@ func TestTheEventTableIsTheCode(t *testing.T) {
 			_, mark := feedAfter(t, w.e, w.org, 0)
 			sc.change(t, w, prepared)
 			evs, _ := feedAfter(t, w.e, w.org, mark)
-			if r.change == "A webhook endpoint is turned off after 20 failed attempts in a row" {
+			if r.change == "A webhook endpoint is turned off after 20 failed deliveries in a row" {
 				evs = slices.DeleteFunc(evs, func(m outbox.Message) bool { return m.Type == outbox.DocumentCreated })
 			}
 			results[i] = outcome{row: r, org: w.org, events: evs}

@@ -80,7 +80,7 @@ type tally struct {
 	examples             []string
 }
 
-// traffic sends GET /matters/{id} and GET /matters in turn from workers
+// traffic sends GET /matters/{id} (three in four) and GET /matters from workers
 // until stop is closed, counting answers.
 func traffic(t *testing.T, c *cloud, id string, workers int, stop <-chan struct{}, tl *tally) *sync.WaitGroup {
 	var wg sync.WaitGroup
@@ -93,8 +93,11 @@ func traffic(t *testing.T, c *cloud, id string, workers int, stop <-chan struct{
 					return
 				default:
 				}
+				// Three GETs of the matter (the route the bad build breaks)
+				// to one list: the canary's tenth must see enough of them
+				// for its 5xx alarm (at least 2 in 2 of 3 scaled minutes).
 				path := "/matters?per_page=1"
-				if i%2 == 0 {
+				if i%4 != 0 {
 					path = "/matters/" + id
 				}
 				req, _ := http.NewRequest("GET", c.Base+path, nil)
@@ -192,7 +195,7 @@ func TestABadReleaseRollsBackAndAGoodOneGoesOut(t *testing.T) {
 	// The bad build, behind the canary.
 	var tl tally
 	stop := make(chan struct{})
-	wg := traffic(t, c, id, 8, stop, &tl)
+	wg := traffic(t, c, id, 12, stop, &tl)
 	time.Sleep(2 * time.Second) // the old version's steady state
 	// Meanwhile the broken build of meta goes out behind a canary under
 	// traffic to docs.js: each answer 4.2 s late (and 500), its version's
