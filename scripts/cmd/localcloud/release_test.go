@@ -177,7 +177,14 @@ func awaitRelease(t *testing.T, c *cloud, d map[string]any) map[string]any {
 // 5xx alarms, which the alarm campaign cannot (meta has no store to fail
 // or slow it).
 // make local-cloud-release runs it with its narrative (-v).
+//
+// It runs with RELEASE_REHEARSAL=1 (make local-cloud-release), not in make
+// test: beside make test's other tiers on two cores its canary's scaled
+// minutes (one second each) failed one fresh clone in three on timing.
 func TestABadReleaseRollsBackAndAGoodOneGoesOut(t *testing.T) {
+	if os.Getenv("RELEASE_REHEARSAL") != "1" {
+		t.Skip("the release rehearsal runs alone: make local-cloud-release (RELEASE_REHEARSAL=1)")
+	}
 	t.Parallel() // one stack of its own; it overlaps the alarm campaign
 	c := start(t, "LOCALCLOUD_TIME_SCALE=60")
 	bad := buildBootstrap(t, "./scripts/cmd/localcloud/testdata/brokenmatters")
