@@ -331,10 +331,8 @@ func TestEveryAlarmIsFiredByAFault(t *testing.T) {
 	for id, a := range alarms {
 		if a.(map[string]any)["fired"].(float64) > 0 {
 			fired++
-			for prefix := range notFiredLocally {
-				if strings.Contains(strings.ToLower(id), prefix) {
-					t.Errorf("%s fired, but notFiredLocally says it cannot: shrink the list", id)
-				}
+			if reasonFor(notFiredLocally, id) != "" {
+				t.Errorf("%s fired, but notFiredLocally says it cannot: shrink the list", id)
 			}
 			continue
 		}
@@ -343,34 +341,17 @@ func TestEveryAlarmIsFiredByAFault(t *testing.T) {
 	sort.Strings(notFired)
 	var unexplained, elsewhere []string
 	for _, id := range notFired {
-		quiet := ""
-		for prefix, reason := range firedWhenQuiet {
-			if strings.Contains(strings.ToLower(id), prefix) {
-				quiet = reason
-			}
-		}
-		if quiet != "" {
+		if quiet := reasonFor(firedWhenQuiet, id); quiet != "" {
 			elsewhere = append(elsewhere, id)
 			t.Logf("not fired this run (it fires on a quiet machine): %s (%s)", id, quiet)
 			continue
 		}
-		by := ""
-		for prefix, test := range firedElsewhere {
-			if strings.Contains(strings.ToLower(id), prefix) {
-				by = test
-			}
-		}
-		if by != "" {
+		if by := reasonFor(firedElsewhere, id); by != "" {
 			elsewhere = append(elsewhere, id)
 			t.Logf("fired by another test's stack: %s (%s)", id, by)
 			continue
 		}
-		why := ""
-		for prefix, reason := range notFiredLocally {
-			if strings.Contains(strings.ToLower(id), prefix) {
-				why = reason
-			}
-		}
+		why := reasonFor(notFiredLocally, id)
 		if why == "" {
 			unexplained = append(unexplained, id)
 			why = "NOT EXPLAINED"
@@ -381,4 +362,15 @@ func TestEveryAlarmIsFiredByAFault(t *testing.T) {
 	if len(unexplained) > 0 {
 		t.Errorf("alarms no fault fired and notFiredLocally does not explain: %v", unexplained)
 	}
+}
+
+// reasonFor is the reason list gives for the alarm whose logical id is id
+// (an entry whose prefix the lower-cased id contains), or "".
+func reasonFor(list map[string]string, id string) string {
+	for prefix, reason := range list {
+		if strings.Contains(strings.ToLower(id), prefix) {
+			return reason
+		}
+	}
+	return ""
 }
