@@ -28,6 +28,9 @@ type Config struct {
 	Region string
 	// APIOptions are extra smithy middleware hooks (tests count round trips with them).
 	APIOptions []func(*middleware.Stack) error
+	// Retryer, when set, replaces the SDK's standard retryer (tests on
+	// DynamoDB Local set one without the client-side retry quota).
+	Retryer func() aws.Retryer
 }
 
 // DB is a DynamoDB client bound to the service's single table.
@@ -94,6 +97,9 @@ func New(ctx context.Context, cfg Config) (*DB, error) {
 			o.DisableValidateResponseChecksum = true
 		}
 		o.APIOptions = append(o.APIOptions, cfg.APIOptions...)
+		if cfg.Retryer != nil {
+			o.Retryer = cfg.Retryer()
+		}
 	})
 	return &DB{Client: client, Table: cfg.TableName}, nil
 }
