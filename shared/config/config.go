@@ -18,10 +18,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/practice-api/practice-api/shared/outbox"
-	"github.com/practice-api/practice-api/shared/party"
-	"github.com/practice-api/practice-api/shared/webhook"
 )
 
 // Config is every setting of the service's processes.
@@ -240,16 +236,22 @@ var Vars = []Var{
 		}},
 }
 
-// Defaults is the Config of an empty environment.
+// Defaults is the Config of an empty environment. The values a domain
+// package also keeps as its own default (outbox.DefaultShards,
+// webhook.DefaultSchedule, …) are written here as plain values, not
+// imported: config sits below every package of the service, so that a
+// Lambda reading its settings links no domain package it does not use
+// (TestDefaultsAreTheDomainsOwn keeps the two in step).
 func Defaults() Config {
 	return Config{
 		TableName: "practice-api", Stage: "local", RateLimitPerMinute: 120,
-		OutboxShards: outbox.DefaultShards, OutboxRetention: outbox.DefaultRetention,
-		EventFeedSettle: outbox.DefaultSettle, EventRetention: outbox.DefaultFeedRetention,
-		EnrichmentRetrySchedule: party.DefaultEnrichSchedule, WebhookRetrySchedule: webhook.DefaultSchedule, WebhookClaimLease: webhook.ClaimLease,
+		OutboxShards: 32, OutboxRetention: 7 * 24 * time.Hour,
+		EventFeedSettle: 10 * time.Second, EventRetention: 30 * 24 * time.Hour,
+		EnrichmentRetrySchedule: []time.Duration{10 * time.Second, time.Minute, 5 * time.Minute, 15 * time.Minute},
+		WebhookRetrySchedule:    []time.Duration{30 * time.Second, 2 * time.Minute, 8 * time.Minute, 30 * time.Minute},
+		WebhookClaimLease:       60 * time.Second, WebhookEndpointConcurrency: 10, WebhookReplaysPerHour: 10000,
 		ListenAddr: "127.0.0.1:8080", LocalDynamoDBAddr: "127.0.0.1:8000", SeedDemo: true,
 		RequestReadTimeout: 30 * time.Second, LocalDynamoDBHangAfter: 30 * time.Second, DeliveryWorkers: 200,
-		WebhookEndpointConcurrency: webhook.DefaultEndpointConcurrency, WebhookReplaysPerHour: webhook.DefaultReplaysPerHour,
 	}
 }
 
