@@ -20,12 +20,14 @@ import (
 	"github.com/aws/aws-lambda-go/cfn"
 	"github.com/aws/jsii-runtime-go"
 
+	"github.com/practice-api/practice-api/shared/apiapp"
 	"github.com/practice-api/practice-api/shared/app"
 	"github.com/practice-api/practice-api/shared/auth"
 	"github.com/practice-api/practice-api/shared/config"
 	"github.com/practice-api/practice-api/shared/families"
 	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/httpapi/routes"
+	"github.com/practice-api/practice-api/shared/lambdahttp"
 	"github.com/practice-api/practice-api/shared/store"
 	"github.com/practice-api/practice-api/shared/store/storetest"
 )
@@ -467,7 +469,7 @@ func TestWiringFromTheStacksEnvironment(t *testing.T) {
 				if _, ok := vars["TABLE_NAME"]; ok {
 					t.Fatal("the meta function is given the table")
 				}
-				h, err := app.PublicHandler(cfg, fn.Family, families.Builds(nil)[fn.Family](nil))
+				h, err := lambdahttp.PublicHandler(cfg, fn.Family, families.Builds(nil)[fn.Family](nil))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -478,7 +480,7 @@ func TestWiringFromTheStacksEnvironment(t *testing.T) {
 				}
 				return
 			}
-			var build app.Build
+			var build apiapp.Build
 			switch fn.Family {
 			case "":
 				w, err := app.WorkersOn(ctx, db, cfg)
@@ -495,9 +497,9 @@ func TestWiringFromTheStacksEnvironment(t *testing.T) {
 					return families.Builds(d)[fn.Family](db), nil
 				}
 			default:
-				build = app.On(families.Builds(nil)[fn.Family])
+				build = apiapp.On(families.Builds(nil)[fn.Family])
 			}
-			h, err := app.FamilyHandler(ctx, cfg, fn.Family, build)
+			h, err := apiapp.FamilyHandler(ctx, cfg, fn.Family, build)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -8,7 +8,7 @@ import (
 
 // TestAPIFunctionTimeoutsAreTheDevserversDeadlines: each API function's
 // timeout is routes.Timeouts' for its family, the deadline the devserver
-// gives the family's requests (app.RequestDeadlines), so a store that
+// gives the family's requests (lambdahttp.RequestDeadlines), so a store that
 // stops answering gets the same 503 at the same time on AWS and locally.
 func TestAPIFunctionTimeoutsAreTheDevserversDeadlines(t *testing.T) {
 	seen := map[string]bool{}

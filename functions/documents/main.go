@@ -2,7 +2,7 @@
 package main
 
 import (
-	"github.com/practice-api/practice-api/shared/app"
+	"github.com/practice-api/practice-api/shared/apiapp"
 	"github.com/practice-api/practice-api/shared/document"
 	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/httpapi/routes"
@@ -10,5 +10,5 @@ import (
 )
 
 func main() {
-	app.StartLambda(routes.Documents, app.On(func(db *store.DB) httpapi.Handlers { return document.Handlers(document.NewStore(db)) }))
+	apiapp.Start(routes.Documents, apiapp.On(func(db *store.DB) httpapi.Handlers { return document.Handlers(document.NewStore(db)) }))
 }

@@ -2,7 +2,7 @@
 package main
 
 import (
-	"github.com/practice-api/practice-api/shared/app"
+	"github.com/practice-api/practice-api/shared/apiapp"
 	"github.com/practice-api/practice-api/shared/billing"
 	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/httpapi/routes"
@@ -10,5 +10,5 @@ import (
 )
 
 func main() {
-	app.StartLambda(routes.Invoices, app.On(func(db *store.DB) httpapi.Handlers { return billing.Handlers(billing.NewStore(db)) }))
+	apiapp.Start(routes.Invoices, apiapp.On(func(db *store.DB) httpapi.Handlers { return billing.Handlers(billing.NewStore(db)) }))
 }

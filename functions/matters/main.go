@@ -3,7 +3,7 @@
 package main
 
 import (
-	"github.com/practice-api/practice-api/shared/app"
+	"github.com/practice-api/practice-api/shared/apiapp"
 	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/httpapi/routes"
 	"github.com/practice-api/practice-api/shared/matter"
@@ -11,5 +11,5 @@ import (
 )
 
 func main() {
-	app.StartLambda(routes.Matters, app.On(func(db *store.DB) httpapi.Handlers { return matter.Handlers(matter.NewStore(db)) }))
+	apiapp.Start(routes.Matters, apiapp.On(func(db *store.DB) httpapi.Handlers { return matter.Handlers(matter.NewStore(db)) }))
 }

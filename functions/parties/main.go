@@ -3,7 +3,7 @@
 package main
 
 import (
-	"github.com/practice-api/practice-api/shared/app"
+	"github.com/practice-api/practice-api/shared/apiapp"
 	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/httpapi/routes"
 	"github.com/practice-api/practice-api/shared/party"
@@ -11,5 +11,5 @@ import (
 )
 
 func main() {
-	app.StartLambda(routes.Parties, app.On(func(db *store.DB) httpapi.Handlers { return party.Handlers(party.NewStore(db)) }))
+	apiapp.Start(routes.Parties, apiapp.On(func(db *store.DB) httpapi.Handlers { return party.Handlers(party.NewStore(db)) }))
 }

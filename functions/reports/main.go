@@ -2,7 +2,7 @@
 package main
 
 import (
-	"github.com/practice-api/practice-api/shared/app"
+	"github.com/practice-api/practice-api/shared/apiapp"
 	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/httpapi/routes"
 	"github.com/practice-api/practice-api/shared/report"
@@ -10,5 +10,5 @@ import (
 )
 
 func main() {
-	app.StartLambda(routes.Reports, app.On(func(db *store.DB) httpapi.Handlers { return report.Handlers(report.NewStore(db)) }))
+	apiapp.Start(routes.Reports, apiapp.On(func(db *store.DB) httpapi.Handlers { return report.Handlers(report.NewStore(db)) }))
 }

@@ -3,7 +3,7 @@
 package main
 
 import (
-	"github.com/practice-api/practice-api/shared/app"
+	"github.com/practice-api/practice-api/shared/apiapp"
 	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/httpapi/routes"
 	"github.com/practice-api/practice-api/shared/store"
@@ -11,5 +11,5 @@ import (
 )
 
 func main() {
-	app.StartLambda(routes.TimeEntries, app.On(func(db *store.DB) httpapi.Handlers { return timeentry.Handlers(timeentry.NewStore(db)) }))
+	apiapp.Start(routes.TimeEntries, apiapp.On(func(db *store.DB) httpapi.Handlers { return timeentry.Handlers(timeentry.NewStore(db)) }))
 }

@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 
+	"github.com/practice-api/practice-api/shared/apiapp"
 	"github.com/practice-api/practice-api/shared/app"
 	"github.com/practice-api/practice-api/shared/config"
 	"github.com/practice-api/practice-api/shared/httpapi"
@@ -15,7 +16,7 @@ import (
 )
 
 func main() {
-	app.StartLambda(routes.Webhooks, func(ctx context.Context, db *store.DB, cfg config.Config) (httpapi.Handlers, error) {
+	apiapp.Start(routes.Webhooks, func(ctx context.Context, db *store.DB, cfg config.Config) (httpapi.Handlers, error) {
 		d, err := app.DelivererOn(ctx, db, cfg)
 		if err != nil {
 			return nil, err

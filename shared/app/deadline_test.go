@@ -17,12 +17,14 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/practice-api/practice-api/shared/apiapp"
 	"github.com/practice-api/practice-api/shared/apitest"
 	"github.com/practice-api/practice-api/shared/app"
 	"github.com/practice-api/practice-api/shared/auth"
 	"github.com/practice-api/practice-api/shared/config"
 	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/httpapi/routes"
+	"github.com/practice-api/practice-api/shared/lambdahttp"
 	"github.com/practice-api/practice-api/shared/matter"
 	"github.com/practice-api/practice-api/shared/openapi"
 	"github.com/practice-api/practice-api/shared/outbox"
@@ -211,13 +213,14 @@ func TestSlowStoreAnswers503BeforeTheDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	url, hang := blackhole(t, storetest.Endpoint(t))
-	cfg := settings(t, "DYNAMODB_ENDPOINT", url, "TABLE_NAME", db.Table)
-	build := app.On(func(db *store.DB) httpapi.Handlers { return matter.Handlers(matter.NewStore(db)) })
-	h, err := app.FamilyHandler(ctx, cfg, routes.Matters, build)
+	cfg := config.Defaults()
+	cfg.DynamoDBEndpoint, cfg.TableName = url, db.Table
+	build := apiapp.On(func(db *store.DB) httpapi.Handlers { return matter.Handlers(matter.NewStore(db)) })
+	h, err := apiapp.FamilyHandler(ctx, cfg, routes.Matters, build)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h = app.WithRequestDeadline(h, app.RequestMargin)
+	h = lambdahttp.WithRequestDeadline(h, lambdahttp.RequestMargin)
 	get := func(invocation time.Duration) (*httptest.ResponseRecorder, time.Duration) {
 		ictx, cancel := context.WithTimeout(context.Background(), invocation)
 		defer cancel()
@@ -237,14 +240,14 @@ func TestSlowStoreAnswers503BeforeTheDeadline(t *testing.T) {
 	if rec.Code != 503 || rec.Header().Get("Retry-After") == "" || !strings.Contains(rec.Body.String(), "temporarily unavailable") {
 		t.Fatalf("a hanging store: %d %s", rec.Code, rec.Body)
 	}
-	if took >= invocation-app.RequestMargin/2 {
+	if took >= invocation-lambdahttp.RequestMargin/2 {
 		t.Fatalf("answered after %s of a %s invocation", took, invocation)
 	}
 
 	start := time.Now()
 	sctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	if _, err := app.FamilyHandler(sctx, cfg, routes.Matters, build); err == nil || time.Since(start) > 3*time.Second {
+	if _, err := apiapp.FamilyHandler(sctx, cfg, routes.Matters, build); err == nil || time.Since(start) > 3*time.Second {
 		t.Fatalf("a cold start on a hanging store: %v after %s", err, time.Since(start))
 	}
 }
@@ -253,7 +256,7 @@ func TestSlowStoreAnswers503BeforeTheDeadline(t *testing.T) {
 // to the meta function ($default); it answers the API's JSON 404, or 405
 // with Allow for any family's path, with a request id.
 func TestTheCatchAllAnswersForEveryFamily(t *testing.T) {
-	h, err := app.PublicHandler(config.Defaults(), routes.Meta, openapi.Handlers())
+	h, err := lambdahttp.PublicHandler(config.Defaults(), routes.Meta, openapi.Handlers())
 	if err != nil {
 		t.Fatal(err)
 	}

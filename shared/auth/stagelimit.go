@@ -27,7 +27,7 @@ type stageLimit struct {
 
 // PublishDefaultLimit stores s.DefaultLimit as the stage's default when the
 // table holds another (or none): what the API's processes do at start
-// (app.Load), each with the stage's own setting. A read, and a write only
+// (apiapp.Load), each with the stage's own setting. A read, and a write only
 // on a change.
 func (s *Store) PublishDefaultLimit(ctx context.Context) error {
 	n := s.limitOf(0)

@@ -105,7 +105,7 @@ func openFromEnv(ctx context.Context) (*env, error) {
 		return nil, err
 	}
 	// Keys without a limit of their own count against their organisation's
-	// ceiling at the stage's default as the stage stored it (app.Load), not
+	// ceiling at the stage's default as the stage stored it (apiapp.Load), not
 	// at this shell's RATE_LIMIT_PER_MINUTE.
 	keys := auth.NewStore(db)
 	stored, err := keys.LoadDefaultLimit(ctx)

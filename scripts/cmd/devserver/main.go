@@ -16,9 +16,11 @@ import (
 	"time"
 
 	"github.com/practice-api/practice-api/scripts/internal/localrun"
+	"github.com/practice-api/practice-api/shared/apiapp"
 	"github.com/practice-api/practice-api/shared/app"
 	"github.com/practice-api/practice-api/shared/config"
 	"github.com/practice-api/practice-api/shared/families"
+	"github.com/practice-api/practice-api/shared/lambdahttp"
 	"github.com/practice-api/practice-api/shared/party"
 	"github.com/practice-api/practice-api/shared/queue"
 	"github.com/practice-api/practice-api/shared/seed"
@@ -62,7 +64,7 @@ func run() error {
 	if err := db.EnsureTable(ctx); err != nil {
 		return err
 	}
-	env, err := app.Load(ctx, db, conf)
+	env, err := apiapp.Load(ctx, db, conf)
 	if err != nil {
 		return err
 	}
@@ -136,7 +138,7 @@ func run() error {
 	}
 	// Each request gets its family's function's deadline, as on AWS: a
 	// store that stops answering is a 503 with Retry-After in 9.5 s.
-	apiSrv := apiServer(kickAfterWrites(app.RequestDeadlines(handler), kick), conf.RequestReadTimeout)
+	apiSrv := apiServer(kickAfterWrites(lambdahttp.RequestDeadlines(handler), kick), conf.RequestReadTimeout)
 	base := "http://" + apiLn.Addr().String() + "/api/v1"
 	return localrun.Serve(ctx, apiSrv, apiLn, engine, base, func() {
 		slog.Info("devserver ready", "base_url", base, "dynamodb_endpoint", cfg.Endpoint, "table", cfg.TableName)

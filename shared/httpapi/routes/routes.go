@@ -106,7 +106,7 @@ var Indexes = map[string][]string{
 // Timeouts is each family's function timeout in seconds: its Lambda's
 // (infra holds its table to this one), and what the devserver gives each
 // request of the family, so a store that does not answer gets the same
-// 503 with Retry-After on both runtimes (app.RequestDeadlines).
+// 503 with Retry-After on both runtimes (lambdahttp.RequestDeadlines).
 var Timeouts = map[string]int{
 	Matters: 10, Parties: 10, TimeEntries: 10, Invoices: 10, Documents: 10, Webhooks: 10,
 	Reports: 25, Meta: 5,

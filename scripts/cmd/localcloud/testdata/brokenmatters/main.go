@@ -8,7 +8,7 @@ package main
 import (
 	"net/http"
 
-	"github.com/practice-api/practice-api/shared/app"
+	"github.com/practice-api/practice-api/shared/apiapp"
 	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/httpapi/routes"
 	"github.com/practice-api/practice-api/shared/matter"
@@ -16,7 +16,7 @@ import (
 )
 
 func main() {
-	app.StartLambda(routes.Matters, app.On(func(db *store.DB) httpapi.Handlers {
+	apiapp.Start(routes.Matters, apiapp.On(func(db *store.DB) httpapi.Handlers {
 		h := matter.Handlers(matter.NewStore(db))
 		h["matters.get"] = func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/json")

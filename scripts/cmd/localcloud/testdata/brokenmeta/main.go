@@ -12,8 +12,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/practice-api/practice-api/shared/app"
 	"github.com/practice-api/practice-api/shared/httpapi/routes"
+	"github.com/practice-api/practice-api/shared/lambdahttp"
 	"github.com/practice-api/practice-api/shared/openapi"
 )
 
@@ -27,5 +27,5 @@ func main() {
 		w.WriteHeader(http.StatusInternalServerError)
 		_, _ = w.Write([]byte(`{"code":"internal_error","message":"this build is broken on purpose"}`))
 	}
-	app.StartPublicLambda(routes.Meta, h)
+	lambdahttp.StartPublic(routes.Meta, h)
 }

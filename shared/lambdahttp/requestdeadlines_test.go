@@ -1,4 +1,4 @@
-package app_test
+package lambdahttp_test
 
 import (
 	"net/http"
@@ -9,14 +9,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/practice-api/practice-api/shared/app"
 	"github.com/practice-api/practice-api/shared/httpapi/routes"
+	"github.com/practice-api/practice-api/shared/lambdahttp"
 )
 
 // wildcard is a path parameter of a route.
 var wildcard = regexp.MustCompile(`\{[a-z_]+\}`)
 
-// TestTheDevserverGivesEachRequestItsFunctionsDeadline: app.RequestDeadlines
+// TestTheDevserverGivesEachRequestItsFunctionsDeadline: lambdahttp.RequestDeadlines
 // (the devserver's) gives a request of each family its function's timeout
 // less RequestMargin (reports 24.5 s, the others 9.5 s), a path of no
 // route the meta function's (4.5 s), requests of every family at once.
@@ -24,7 +24,7 @@ func TestTheDevserverGivesEachRequestItsFunctionsDeadline(t *testing.T) {
 	t.Parallel()
 	var mu sync.Mutex
 	left := map[string]time.Duration{}
-	h := app.RequestDeadlines(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h := lambdahttp.RequestDeadlines(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		d, ok := r.Context().Deadline()
 		mu.Lock()
 		defer mu.Unlock()
@@ -48,7 +48,7 @@ func TestTheDevserverGivesEachRequestItsFunctionsDeadline(t *testing.T) {
 	}
 	wg.Wait()
 	for mp, family := range paths {
-		want := time.Duration(routes.Timeouts[family])*time.Second - app.RequestMargin
+		want := time.Duration(routes.Timeouts[family])*time.Second - lambdahttp.RequestMargin
 		if got := left[mp]; got > want || got < want-2*time.Second {
 			t.Errorf("%s (%s): %v left, want about %v", mp, family, got, want)
 		}

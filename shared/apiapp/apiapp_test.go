@@ -1,4 +1,4 @@
-package app_test
+package apiapp_test
 
 import (
 	"context"
@@ -11,10 +11,11 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
-	"github.com/practice-api/practice-api/shared/app"
+	"github.com/practice-api/practice-api/shared/apiapp"
 	"github.com/practice-api/practice-api/shared/config"
 	"github.com/practice-api/practice-api/shared/families"
 	"github.com/practice-api/practice-api/shared/httpapi/routes"
+	"github.com/practice-api/practice-api/shared/lambdahttp"
 	"github.com/practice-api/practice-api/shared/openapi"
 	"github.com/practice-api/practice-api/shared/queue"
 	"github.com/practice-api/practice-api/shared/seed"
@@ -61,7 +62,7 @@ func TestFamilyLambdasServeV2Events(t *testing.T) {
 			t.Fatalf("family %s has no Lambda wiring in this test", rt.Family)
 		}
 		t.Run(rt.Name, func(t *testing.T) {
-			h, err := app.FamilyHandler(ctx, cfg, rt.Family, app.On(build))
+			h, err := apiapp.FamilyHandler(ctx, cfg, rt.Family, apiapp.On(build))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -114,7 +115,7 @@ func TestFamilyLambdasServeV2Events(t *testing.T) {
 			}
 		})
 	}
-	if _, err := app.FamilyHandler(ctx, cfg, routes.Matters, app.On(builds[routes.Parties])); err == nil {
+	if _, err := apiapp.FamilyHandler(ctx, cfg, routes.Matters, apiapp.On(builds[routes.Parties])); err == nil {
 		t.Fatal("a family wired with another family's handlers was accepted")
 	}
 }
@@ -124,7 +125,7 @@ func TestFamilyLambdasServeV2Events(t *testing.T) {
 func TestPublicLambdaServesTheDocument(t *testing.T) {
 	t.Parallel()
 	cfg := settings(t, "TABLE_NAME", "no-such-table", "DYNAMODB_ENDPOINT", "http://127.0.0.1:1", "API_DEPRECATED_SINCE", "2027-01-01T00:00:00Z")
-	h, err := app.PublicHandler(cfg, routes.Meta, openapi.Handlers())
+	h, err := lambdahttp.PublicHandler(cfg, routes.Meta, openapi.Handlers())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +151,7 @@ func TestDeprecationFromSettings(t *testing.T) {
 	if _, err := config.Load(lookup(append(kv, "API_SUNSET", "2027-03-01T00:00:00Z")...)); err == nil || !strings.Contains(err.Error(), "six months") {
 		t.Fatalf("a sunset under six months: %v", err)
 	}
-	env, err := app.Open(context.Background(), settings(t, append(kv, "API_SUNSET", "2027-07-01T00:00:00Z")...))
+	env, err := apiapp.Open(context.Background(), settings(t, append(kv, "API_SUNSET", "2027-07-01T00:00:00Z")...))
 	if err != nil || env.Edge.Deprecation == nil || env.Edge.Deprecation.Sunset.Month() != time.July {
 		t.Fatalf("%v %+v", err, env)
 	}
@@ -190,7 +191,7 @@ func TestLinksNameTheDomainTheGatewaySays(t *testing.T) {
 	path := routes.Prefix + "/matters"
 	next := func(cfg config.Config, domain string, headers map[string]string) string {
 		t.Helper()
-		h, err := app.FamilyHandler(ctx, cfg, routes.Matters, app.On(families.Builds(nil)[routes.Matters]))
+		h, err := apiapp.FamilyHandler(ctx, cfg, routes.Matters, apiapp.On(families.Builds(nil)[routes.Matters]))
 		if err != nil {
 			t.Fatal(err)
 		}
