@@ -30,6 +30,7 @@ import (
 	"github.com/practice-api/practice-api/shared/lambdahttp"
 	"github.com/practice-api/practice-api/shared/store"
 	"github.com/practice-api/practice-api/shared/store/storetest"
+	"github.com/practice-api/practice-api/shared/webhookwire"
 )
 
 // templates are synthesized once per stage for all tests (jsii is slow to start).
@@ -490,7 +491,7 @@ func TestWiringFromTheStacksEnvironment(t *testing.T) {
 				return
 			case routes.Webhooks: // as functions/webhooks wires it: delivery alone
 				build = func(ctx context.Context, db *store.DB, cfg config.Config) (httpapi.Handlers, error) {
-					d, err := app.DelivererOn(ctx, db, cfg)
+					d, err := webhookwire.DelivererOn(ctx, db, cfg)
 					if err != nil || d.Store.AllowPrivate {
 						return nil, fmt.Errorf("deliverer: %v", err)
 					}
