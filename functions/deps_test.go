@@ -1,0 +1,181 @@
+// Package functions_test holds the dependency test of the Lambdas under
+// functions/: in the manner of tailscale's tstest/deptest, each function
+// lists the packages of this module it may link, and the test fails on any
+// other (and on a listed one it no longer links, so the table stays the
+// true picture). STYLE.md: a family's Lambda links only its own domain
+// package and the middleware, so a change to invoices cannot break or
+// bloat the matters Lambda. It runs go list (one call for every function,
+// built as the Makefile builds them), whose reads go test's cache does not
+// see: run it with -count=1, as make test does.
+package functions_test
+
+import (
+	"encoding/json"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/practice-api/practice-api/"
+
+// The sets the table is made of, each a layer of STYLE.md's house.
+var (
+	// edge is what every HTTP API function links: its settings, the
+	// middleware (which holds the store's key and cursor types and the
+	// keys' and idempotency records' stores), logs, metrics and the
+	// Lambda adapter (lambdahttp). The meta function is this and its
+	// document.
+	edge = []string{
+		"shared/config", "shared/cpr", "shared/httpapi", "shared/httpapi/routes", "shared/auth", "shared/idempotency",
+		"shared/store", "shared/logs", "shared/metrics", "shared/lambdahttp",
+	}
+	// family is what every function of a family on the store links
+	// besides: the store wiring (apiapp) and the outbox its writes go
+	// through (with its queue interface).
+	family = join(edge, "shared/apiapp", "shared/outbox", "shared/queue")
+	// partyDomain is party with what it links: a matter needs its
+	// client's KYC, so every family that reads a matter links it.
+	partyDomain = []string{"shared/party", "shared/netguard", "shared/workflow"}
+	// workers is what the worker functions link: package app wires every
+	// worker, so each links them all (the files that wire them are not
+	// split per worker yet).
+	workers = join(family, partyDomain, "shared/app", "shared/smoke", "shared/webhook", "shared/webhook/signature")
+)
+
+// mayLink is, per function, every package of the module it may link.
+var mayLink = map[string][]string{
+	"meta":        join(edge, "shared/openapi"),
+	"parties":     join(family, partyDomain),
+	"matters":     join(family, partyDomain, "shared/matter"),
+	"timeentries": join(family, partyDomain, "shared/matter", "shared/timeentry"),                                    // an entry is logged on a matter
+	"documents":   join(family, partyDomain, "shared/matter", "shared/document"),                                     // a document is filed on a matter
+	"invoices":    join(family, partyDomain, "shared/matter", "shared/timeentry", "shared/billing"),                  // bills a matter's time entries
+	"reports":     join(family, partyDomain, "shared/matter", "shared/timeentry", "shared/billing", "shared/report"), // reads time and invoices
+	// Webhooks: the endpoints' API, and delivery alone (webhookwire) for
+	// manual retries and replays; no party, no other worker.
+	"webhooks":     join(family, "shared/netguard", "shared/webhook", "shared/webhook/signature", "shared/webhookwire"),
+	"configseed":   workers,
+	"delivery":     workers,
+	"dispatcher":   workers,
+	"enrichment":   workers,
+	"releasecheck": workers,
+	"synthetic":    workers,
+}
+
+// The SDK clients of the workers and the deploy, which no API function
+// needs; each API function lists those it may link all the same.
+var (
+	workerClients = []string{
+		"github.com/aws/aws-sdk-go-v2/service/kms",
+		"github.com/aws/aws-sdk-go-v2/service/sqs",
+		"github.com/aws/aws-sdk-go-v2/service/secretsmanager",
+		"github.com/aws/aws-sdk-go-v2/service/codedeploy",
+		"github.com/aws/aws-sdk-go-v2/service/lambda",
+		"github.com/aws/aws-sdk-go-v2/service/cloudwatch",
+	}
+	// viaParty: party holds the register key's Secrets Manager source
+	// and the enrichment queue, whose package has the SQS adapter.
+	viaParty = []string{"github.com/aws/aws-sdk-go-v2/service/sqs", "github.com/aws/aws-sdk-go-v2/service/secretsmanager"}
+	// mayLinkClients is, per API function, which of workerClients it may
+	// link; a function missing here is a worker and may link any.
+	mayLinkClients = map[string][]string{
+		"meta":        nil,
+		"parties":     viaParty,
+		"matters":     viaParty,
+		"timeentries": viaParty,
+		"documents":   viaParty,
+		"invoices":    viaParty,
+		"reports":     viaParty,
+		// Secrets sealed with KMS, retries and replays queued on SQS.
+		"webhooks": {"github.com/aws/aws-sdk-go-v2/service/kms", "github.com/aws/aws-sdk-go-v2/service/sqs"},
+	}
+)
+
+func join(sets ...any) []string {
+	var out []string
+	for _, s := range sets {
+		switch s := s.(type) {
+		case string:
+			out = append(out, s)
+		case []string:
+			out = append(out, s...)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// linked is, per function, every package it links, as built for Lambda
+// (the Makefile's GOOS, GOARCH, CGO_ENABLED and tags): one go list for all.
+func linked(t *testing.T) map[string][]string {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-tags", "lambda.norpc", "-json=ImportPath,Deps", "./...")
+	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH=arm64", "CGO_ENABLED=0")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	deps := map[string][]string{}
+	for dec := json.NewDecoder(strings.NewReader(string(out))); ; {
+		var p struct {
+			ImportPath string
+			Deps       []string
+		}
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if name, ok := strings.CutPrefix(p.ImportPath, module+"functions/"); ok && !strings.Contains(name, "/") {
+			deps[name] = p.Deps
+		}
+	}
+	return deps
+}
+
+func TestEachFunctionLinksOnlyItsFamily(t *testing.T) {
+	t.Parallel()
+	deps := linked(t)
+	for name := range mayLink {
+		if _, ok := deps[name]; !ok {
+			t.Errorf("functions/%s is in the table but not under functions/", name)
+		}
+	}
+	for name, all := range deps {
+		t.Run(name, func(t *testing.T) {
+			allowed, ok := mayLink[name]
+			if !ok {
+				t.Fatalf("functions/%s is not in the table: list the packages of the module it may link (mayLink)", name)
+			}
+			var own []string
+			for _, d := range all {
+				if p, ok := strings.CutPrefix(d, module); ok {
+					own = append(own, p)
+				}
+			}
+			for _, p := range own {
+				if !slices.Contains(allowed, p) {
+					t.Errorf("links %s, which it may not (see go list -deps ./functions/%s; if it must, add it to mayLink with why)", p, name)
+				}
+			}
+			for _, p := range allowed {
+				if !slices.Contains(own, p) {
+					t.Errorf("no longer links %s: remove it from mayLink", p)
+				}
+			}
+			clients, api := mayLinkClients[name]
+			if !api {
+				return
+			}
+			for _, c := range workerClients {
+				if slices.Contains(all, c) && !slices.Contains(clients, c) {
+					t.Errorf("an API function links %s, a client of the workers", c)
+				}
+			}
+		})
+	}
+}
