@@ -564,7 +564,7 @@ func (s *Store) Authenticate(ctx context.Context, tok Token, now time.Time) (Cli
 	var (
 		got    *dynamodb.GetItemOutput
 		getErr error
-		read   sync.WaitGroup
+		read   store.Calls // a panic of the read comes back here, to the edge's recovery
 	)
 	read.Go(func() {
 		got, getErr = s.db.Client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.db.Table), Key: store.Key(pk, sk), ConsistentRead: aws.Bool(true)})

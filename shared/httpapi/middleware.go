@@ -24,6 +24,7 @@ import (
 	"github.com/practice-api/practice-api/shared/cpr"
 	"github.com/practice-api/practice-api/shared/httpapi/routes"
 	"github.com/practice-api/practice-api/shared/idempotency"
+	"github.com/practice-api/practice-api/shared/store"
 )
 
 // Authenticator checks a bearer key and counts the request against its
@@ -256,7 +257,14 @@ func (cfg *Config) edge(next http.Handler) http.Handler {
 		rec := &statusRecorder{ResponseWriter: w}
 		defer func() {
 			if p := recover(); p != nil {
-				Logger(r.Context()).ErrorContext(r.Context(), "panic", "panic", fmt.Sprint(p), "stack", string(debug.Stack()), "request_id", id)
+				// The operator's line: what panicked, where, for which
+				// request (its path as sent: the logger redacts a CPR in it).
+				stack := debug.Stack()
+				if carried, ok := p.(*store.Panic); ok { // from a goroutine of the request's store calls
+					stack = carried.Stack
+				}
+				Logger(r.Context()).ErrorContext(r.Context(), "panic", "panic", fmt.Sprint(p), "stack", string(stack), "request_id", id,
+					"method", r.Method, "path", r.URL.Path)
 				if !rec.wrote {
 					WriteError(rec, r, fmt.Errorf("panic: %v", p))
 				}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -324,17 +323,15 @@ func (db *DB) Merge(ctx context.Context, q ListQuery, pks []string) (Page, error
 	fill := func(idx []int, limit int) error {
 		pages := make([]Page, len(idx))
 		errs := make([]error, len(idx))
-		var wg sync.WaitGroup
+		var calls Calls // a panic of one comes back to the request's goroutine
 		for j, i := range idx {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			calls.Go(func() {
 				pq := q
 				pq.PK, pq.Limit, pq.After = pks[i], limit, parts[i].next
 				pages[j], errs[j] = db.Query(ctx, pq)
-			}()
+			})
 		}
-		wg.Wait()
+		calls.Wait()
 		for j, i := range idx {
 			if errs[j] != nil {
 				return errs[j]
