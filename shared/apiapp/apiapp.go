@@ -35,7 +35,7 @@ type Env struct {
 
 // StoreConfig is the store's part of cfg.
 func StoreConfig(cfg config.Config) store.Config {
-	return store.Config{TableName: cfg.TableName, Endpoint: cfg.DynamoDBEndpoint}
+	return store.Config{TableName: cfg.TableName, Endpoint: cfg.DynamoDBEndpoint, LocalFaults: cfg.LocalFaults}
 }
 
 // Load builds the Env for an API process on db: the cursor key (read from

@@ -87,6 +87,10 @@ type Config struct {
 	// DeliveryWorkers is how many webhook deliveries the devserver sends
 	// at once (its stand-in for the delivery function's concurrency).
 	DeliveryWorkers int
+	// LocalFaults lets a local runtime force a panic through the engine's
+	// answers (store.LocalFaultPanic); the store refuses it unless its
+	// engine is on loopback (store.ErrLocalFaults).
+	LocalFaults bool
 }
 
 // Who reads a setting.
@@ -234,6 +238,8 @@ var Vars = []Var{
 			}
 			return duration(&c.LocalDynamoDBHangAfter, v, time.Second, 0)
 		}},
+	{"LOCAL_FAULTS", "`0`", Local + " (localcloud sets it for its functions)", "`1`: a store call whose answer carries the header `X-Local-Fault-Panic` panics, so that a test can force the panic path of a whole runtime from outside it (localcloud's table faults, a proxy before the engine); refused at start unless `DYNAMODB_ENDPOINT` is on loopback, so nothing deployed honours it",
+		func(c *Config, v string) error { return flag(&c.LocalFaults, v) }},
 }
 
 // Defaults is the Config of an empty environment. The values a domain

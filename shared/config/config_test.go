@@ -78,6 +78,14 @@ func TestEveryBadSettingIsNamed(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "six months") {
 		t.Fatalf("a sunset under six months: %v", err)
 	}
+	// The local runtimes' panic fault (the store refuses it off loopback:
+	// store.ErrLocalFaults).
+	if c, err := config.Load(lookup(map[string]string{"LOCAL_FAULTS": "1"})); err != nil || !c.LocalFaults {
+		t.Errorf("LOCAL_FAULTS=1: %v %v", c.LocalFaults, err)
+	}
+	if _, err := config.Load(lookup(map[string]string{"LOCAL_FAULTS": "yes"})); err == nil || !strings.Contains(err.Error(), "LOCAL_FAULTS:") {
+		t.Errorf("LOCAL_FAULTS=yes: %v", err)
+	}
 }
 
 func TestWithGivesAProcessItsOwnDefaults(t *testing.T) {

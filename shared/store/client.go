@@ -31,6 +31,9 @@ type Config struct {
 	// Retryer, when set, replaces the SDK's standard retryer (tests on
 	// DynamoDB Local set one without the client-side retry quota).
 	Retryer func() aws.Retryer
+	// LocalFaults makes a call whose answer carries LocalFaultPanic panic
+	// (LOCAL_FAULTS): only on an Endpoint on loopback (see LocalFaultPanic).
+	LocalFaults bool
 }
 
 // DB is a DynamoDB client bound to the service's single table.
@@ -70,6 +73,9 @@ func New(ctx context.Context, cfg Config) (*DB, error) {
 	if cfg.TableName == "" {
 		return nil, fmt.Errorf("store: table name is required")
 	}
+	if cfg.LocalFaults && !Loopback(cfg.Endpoint) {
+		return nil, ErrLocalFaults
+	}
 	var loadOpts []func(*config.LoadOptions) error
 	if cfg.Region != "" {
 		loadOpts = append(loadOpts, config.WithRegion(cfg.Region))
@@ -97,6 +103,9 @@ func New(ctx context.Context, cfg Config) (*DB, error) {
 			o.DisableValidateResponseChecksum = true
 		}
 		o.APIOptions = append(o.APIOptions, cfg.APIOptions...)
+		if cfg.LocalFaults {
+			o.APIOptions = append(o.APIOptions, localFaults)
+		}
 		if cfg.Retryer != nil {
 			o.Retryer = cfg.Retryer()
 		}

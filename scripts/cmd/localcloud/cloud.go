@@ -336,12 +336,14 @@ func (o *observability) control(ctx context.Context, key string, st *stack.Stack
 		write(w, 200, map[string]string{"status": s, "reason": why, "from": d.From, "to": d.To, "config": d.Config})
 	})
 	// Faults, for the alarm campaign: a function crashing, throttled or
-	// slow; its calls to the table throttled, failing or slow ("store");
+	// slow; its calls to the table throttled, failing, slow or answered
+	// with a panic ("store"; a panic's "message" is its value);
 	// a message in a queue (a dead-letter queue that is not empty).
 	mux.HandleFunc("POST /localcloud/faults", func(w http.ResponseWriter, r *http.Request) {
 		var in struct {
 			Function, Queue, Fault, Store string
-			DelayMS                       int `json:"delay_ms"`
+			DelayMS                       int    `json:"delay_ms"`
+			Message                       string // Store "panic": the panic's value
 		}
 		if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
 			write(w, 400, map[string]string{"message": err.Error()})
@@ -360,7 +362,7 @@ func (o *observability) control(ctx context.Context, key string, st *stack.Stack
 		}
 		for _, f := range st.Functions {
 			if f.Name == in.Function && in.Store != "" && o.table != nil {
-				ft := tablefaults.Fault{Kind: in.Store, Delay: time.Duration(in.DelayMS) * time.Millisecond}
+				ft := tablefaults.Fault{Kind: in.Store, Delay: time.Duration(in.DelayMS) * time.Millisecond, Message: in.Message}
 				if in.Store == "none" {
 					ft = tablefaults.Fault{}
 				}

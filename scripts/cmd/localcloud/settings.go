@@ -126,6 +126,9 @@ func functionEnv(spec *stack.Function, res *stack.Resolver, settings map[string]
 		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": fmt.Sprint(spec.MemoryMB), "AWS_LAMBDA_LOG_GROUP_NAME": "/aws/lambda/" + spec.Name,
 		"AWS_LAMBDA_LOG_STREAM_NAME": "localcloud", "AWS_LAMBDA_LOG_FORMAT": "JSON", "_HANDLER": "bootstrap",
 		"LAMBDA_TASK_ROOT": filepath.Dir(spec.Bootstrap), "TZ": ":UTC", "LANG": "en_US.UTF-8", "PATH": "/usr/local/bin:/usr/bin:/bin",
+		// The table faults' panic (store.LocalFaultPanic), honoured on
+		// this loopback DYNAMODB_ENDPOINT only; no deployed function has it.
+		"LOCAL_FAULTS": "1",
 	} {
 		env[k] = v
 	}

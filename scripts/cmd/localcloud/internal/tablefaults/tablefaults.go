@@ -14,6 +14,7 @@ package tablefaults
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -24,6 +25,7 @@ import (
 	"time"
 
 	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/cloudwatch"
+	"github.com/practice-api/practice-api/shared/store"
 )
 
 // Kinds of fault.
@@ -31,12 +33,19 @@ const (
 	Throttle = "throttle" // 400 ProvisionedThroughputExceededException, ThrottledRequests
 	Fail     = "fail"     // 500 InternalServerError, SystemErrors
 	Slow     = "slow"     // answered Delay late (or never, if the caller stops waiting first)
+	// Panic passes the call on, and its answer asks the caller to panic
+	// with Message (store.LocalFaultPanic): the panic path of a function,
+	// forced from outside it, as a bug in a store call would take it.
+	// DynamoDB has no such answer; a function honours it only under a
+	// local runtime (LOCAL_FAULTS, an engine on loopback).
+	Panic = "panic"
 )
 
 // Fault is what one caller's calls to the table do.
 type Fault struct {
-	Kind  string
-	Delay time.Duration // Slow
+	Kind    string
+	Delay   time.Duration // Slow
+	Message string        // Panic: the panic's value
 }
 
 // Faults passes calls on to the engine, but those of a caller with a fault.
@@ -120,6 +129,11 @@ func (f *Faults) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case <-r.Context().Done():
 			return // the caller gave up: no answer
 		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		f.proxy.ServeHTTP(w, r)
+	case Panic:
+		w.Header().Set(store.LocalFaultPanic, cmp.Or(ft.Message, "a panic forced by localcloud's table faults"))
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
 		f.proxy.ServeHTTP(w, r)
