@@ -28,7 +28,9 @@ import (
 // people made before are there and creates work afterwards, and no line
 // of localcloud's stderr (its own, the gateway's, the functions' and the
 // platform's REPORT lines) holds a CPR in clear, the functions' "store
-// unavailable" lines for GET /people/<CPR> among them.
+// unavailable" lines for GET /people/<CPR> among them. Before the
+// pause, the same stack takes the panic path (forcePanics): its panic,
+// "internal error" and access lines are in that scan too.
 func TestAHungEngineUnderLocalcloud(t *testing.T) {
 	c := start(t, "LOCAL_DYNAMODB_DIR="+t.TempDir(), "LOCAL_DYNAMODB_HANG_AFTER=20s")
 	jvm := localproc.EngineJVM(t, c.EnginePID)
@@ -56,6 +58,9 @@ func TestAHungEngineUnderLocalcloud(t *testing.T) {
 		cl.person = body["id"].(string)
 		clients = append(clients, cl)
 	}
+
+	// First, on the same stack, the panic path (item 1's third).
+	forcePanics(t, c, clients[0].key, clients[0].person, []string{clients[1].key, clients[2].key})
 
 	if err := syscall.Kill(jvm, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
