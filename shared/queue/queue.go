@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"sync"
 	"time"
 )
@@ -132,7 +133,7 @@ func Run(ctx context.Context, log *slog.Logger, q Queue, name string, workers in
 		for _, m := range msgs {
 			wg.Go(func() {
 				defer func() { free <- struct{}{} }()
-				if err := h(ctx, m); err != nil {
+				if err := handle(ctx, log, name, h, m); err != nil {
 					mu.Lock()
 					failed++
 					if first == nil {
@@ -155,4 +156,18 @@ func delayOf(delays []time.Duration, i int) time.Duration {
 		return min(max(delays[i], 0), MaxDelay)
 	}
 	return 0
+}
+
+// handle runs h on m. A panic is the message's failure (it comes back),
+// logged through log with its stack, as app.SQSHandler does on AWS: in a
+// worker's goroutine it would end the process (the devserver, with every
+// family) with the Go runtime's report, which no logger redacts.
+func handle(ctx context.Context, log *slog.Logger, name string, h Handler, m Message) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			log.ErrorContext(ctx, "message panicked", "queue", name, "message", m.ID, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			err = fmt.Errorf("panic: %v", p)
+		}
+	}()
+	return h(ctx, m)
 }
