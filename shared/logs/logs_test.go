@@ -113,10 +113,10 @@ func faults(stack *middleware.Stack) error {
 		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
 			f, _ := ctx.Value(faultKey{}).(fault)
 			if f.kind == "panic" && apiClientCall(in.Parameters) {
-				// The key's check runs its calls in goroutines of its own
-				// (auth.Store.Authenticate), where a panic ends the process
-				// instead of reaching the edge's recovery: the panic is
-				// injected in the handler's own read, after authentication.
+				// The panic is injected in the handler's own read, after
+				// authentication (the whole-runtime tests panic in the
+				// key's check, whose read runs in a goroutine of its own:
+				// store.Calls carries that one back to the edge).
 				f.kind = ""
 			}
 			switch f.kind {
@@ -142,8 +142,10 @@ func faults(stack *middleware.Stack) error {
 // item 1). The panic is injected in the handler's own store call (the
 // read of a person whose well-formed id reads as a CPR number), in the
 // request's goroutine, after authentication. The process-level tests
-// (scripts/cmd/devserver's and localcloud's hung-engine tests) force the
-// store unavailable and timeout paths on whole runtimes.
+// force the three on whole runtimes: scripts/cmd/devserver's and
+// localcloud's hung-engine tests the store unavailable and timeout
+// paths, the devserver's TestAPanicIsAnsweredAndLoggedWithoutTheCPR and
+// localcloud's forcePanics (in its hung-engine test) the panic.
 func TestNoErrorPathLogsACPR(t *testing.T) {
 	for _, id := range cprIDs {
 		if _, ok := httpapi.PathID(id); !ok || !cpr.Find("/api/v1/people/"+id) {
