@@ -900,6 +900,11 @@ func TestPrivateTargetsOnlyOnTheLocalStage(t *testing.T) {
 			if v, ok := vars["WEBHOOK_ALLOW_PRIVATE_TARGETS"]; ok && v != "0" {
 				t.Errorf("%s, %s: WEBHOOK_ALLOW_PRIVATE_TARGETS=%v", stage, props(f)["Description"], v)
 			}
+			for _, local := range []string{"LOCAL_FAULTS", "DYNAMODB_ENDPOINT"} { // localcloud sets them; a deployed function never
+				if v, ok := vars[local]; ok {
+					t.Errorf("%s, %s: %s=%v", stage, props(f)["Description"], local, v)
+				}
+			}
 		}
 	}
 }
