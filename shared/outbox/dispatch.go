@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -68,7 +69,7 @@ func (d *Dispatcher) concurrency() int {
 func (d *Dispatcher) dispatchEach(ctx context.Context, evs []Event, all *dispatchTally) {
 	ctx = withRound(ctx)
 	sem := make(chan struct{}, d.concurrency())
-	var wg sync.WaitGroup
+	var wg store.Calls // a panic comes back to the caller (a function's handler: reported, not a crash)
 	for _, ev := range evs {
 		sem <- struct{}{}
 		wg.Go(func() {
@@ -104,7 +105,7 @@ func (d *Dispatcher) Sweep(ctx context.Context, minAge time.Duration) (int, erro
 	// Eight shards at a time: a sweep is 32 Queries before it dispatches
 	// anything, one after another a second on a loaded store.
 	sem := make(chan struct{}, 8)
-	var wg sync.WaitGroup
+	var wg store.Calls
 	for shard := range Shards {
 		sem <- struct{}{}
 		wg.Go(func() {
@@ -492,7 +493,7 @@ func (d *Dispatcher) Poll(ctx context.Context, kick <-chan struct{}, interval ti
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		if _, err := d.Sweep(ctx, 0); err != nil && !errors.Is(err, context.Canceled) {
+		if err := d.pollOnce(ctx); err != nil && !errors.Is(err, context.Canceled) {
 			onError(err)
 		}
 		select {
@@ -502,6 +503,24 @@ func (d *Dispatcher) Poll(ctx context.Context, kick <-chan struct{}, interval ti
 		case <-t.C:
 		}
 	}
+}
+
+// pollOnce is one sweep of Poll's. A panic in it (a sink's, carried back
+// by store.Calls) is its error, with the stack, and the next sweep comes
+// as usual: in the poller's goroutine it would end the process (the
+// devserver) with the Go runtime's report, which no logger redacts.
+func (d *Dispatcher) pollOnce(ctx context.Context) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			stack := debug.Stack()
+			if carried, ok := p.(*store.Panic); ok {
+				stack = carried.Stack
+			}
+			err = fmt.Errorf("sweep panicked: %v\n%s", p, stack)
+		}
+	}()
+	_, err = d.Sweep(ctx, 0)
+	return err
 }
 
 // Round is what a sink may keep for the length of one dispatch round (a
