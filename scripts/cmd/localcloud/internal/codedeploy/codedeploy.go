@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/clock"
 )
 
 // Alias is what a deployment shifts (a lambda.Alias).
@@ -79,10 +81,14 @@ type Deployment struct {
 	status string // InProgress, Succeeded, Stopped, Failed
 	reason string
 	done   chan struct{}
-	hookID string      // the BeforeAllowTraffic hook's execution id, while it runs
-	hook   chan string // its status, when the hook puts it
-	// hookReported: the hook has put its status.
-	hookReported bool
+	hookID string // the BeforeAllowTraffic hook's execution id, while it runs
+	// hookReported is closed when the hook has put its status, hookStatus.
+	hookReported chan struct{}
+	hookStatus   string
+	// percent is the new version's share of the traffic now (0 to 100);
+	// shifted the clock's time when it last changed.
+	percent float64
+	shifted time.Time
 }
 
 // AppSpec is the deployment's AppSpec content, as CloudFormation's
@@ -106,11 +112,11 @@ func (d *Deployment) PutHookStatus(execID, status string) error {
 	if status != "Succeeded" && status != "Failed" {
 		return fmt.Errorf("InvalidLifecycleEventHookExecutionStatusException: %q (Succeeded or Failed)", status)
 	}
-	if d.hookReported {
+	if d.hookStatus != "" {
 		return fmt.Errorf("LifecycleEventAlreadyCompletedException: the hook execution %s has already reported", execID)
 	}
-	d.hookReported = true
-	d.hook <- status // buffered: read once
+	d.hookStatus = status
+	close(d.hookReported)
 	return nil
 }
 
@@ -119,6 +125,21 @@ func (d *Deployment) Status() (string, string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.status, d.reason
+}
+
+// Traffic is the new version's share of the alias's traffic now (0 to
+// 100: 0 before the first shift and after a rollback), and the time, on
+// the service's clock, when it last changed.
+func (d *Deployment) Traffic() (percent float64, since time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.percent, d.shifted
+}
+
+func (d *Deployment) setTraffic(percent float64, at time.Time) {
+	d.mu.Lock()
+	d.percent, d.shifted = percent, at
+	d.mu.Unlock()
 }
 
 // Done is closed when the deployment has ended.
@@ -135,8 +156,14 @@ func (d *Deployment) end(status, reason string) {
 type Service struct {
 	// AlarmState is an alarm's state by its logical id.
 	AlarmState func(id string) string
-	// Scale divides every interval (LOCALCLOUD_TIME_SCALE).
+	// Scale divides every interval (LOCALCLOUD_TIME_SCALE) when Clock is
+	// nil.
 	Scale float64
+	// Clock is the time the deployments wait on (nil: the wall clock,
+	// Scale times faster). With a manual clock (clock.Manual) a deployment
+	// is one of its participants: the clock's Advance returns once each
+	// deployment has polled its alarms and shifted, stopped or finished.
+	Clock clock.Clock
 	// Target is told the version each function's release targets while
 	// it runs ("" when none): its alarms watch that version.
 	Target func(function, version string)
@@ -156,15 +183,25 @@ func (s *Service) Deployment(id string) *Deployment {
 }
 
 // HookTimeout is how long a deployment waits for a lifecycle hook's
-// status before it fails (an hour; on the scaled clock).
+// status before it fails (an hour, on the clock).
 // https://docs.aws.amazon.com/codedeploy/latest/userguide/reference-appspec-file-structure-hooks.html#appspec-hooks-lambda
 const HookTimeout = time.Hour
 
-func (s *Service) scaled(d time.Duration) time.Duration {
-	if s.Scale <= 0 {
-		return d
+// AlarmPoll is how often, on the clock, a deployment polls its alarms
+// while it waits: CodeDeploy stops a deployment when one of its alarms is
+// in ALARM at any time during it ("If any of the alarms are activated,
+// the deployment is stopped").
+// https://docs.aws.amazon.com/codedeploy/latest/userguide/deployment-groups-configure-advanced-options.html
+const AlarmPoll = 10 * time.Second
+
+var defaultClocks sync.Map // scale → *clock.Scaled
+
+func (s *Service) clock() clock.Clock {
+	if s.Clock != nil {
+		return s.Clock
 	}
-	return time.Duration(float64(d) / s.Scale)
+	c, _ := defaultClocks.LoadOrStore(s.Scale, clock.NewScaled(s.Scale))
+	return c.(clock.Clock)
 }
 
 // Deploy shifts alias from its current version to target as shift says,
@@ -173,7 +210,7 @@ func (s *Service) scaled(d time.Duration) time.Duration {
 func (s *Service) Deploy(ctx context.Context, function string, alias Alias, group *Group, shift Shift, target string) *Deployment {
 	from, _, _ := alias.Routing()
 	d := &Deployment{ID: "d-" + uuid.NewString()[:9], Function: function, From: from, To: target, Config: shift.Name, status: "InProgress", done: make(chan struct{}),
-		Group: group.ID, Name: function, hook: make(chan string, 1)}
+		Group: group.ID, Name: function, hookReported: make(chan struct{})}
 	if n, ok := alias.(interface{ Name() string }); ok {
 		d.Name = n.Name()
 	}
@@ -181,11 +218,16 @@ func (s *Service) Deploy(ctx context.Context, function string, alias Alias, grou
 		d.Alias = n.ARN()[strings.LastIndexByte(n.ARN(), ':')+1:]
 	}
 	s.deployments.Store(d.ID, d)
-	go s.run(ctx, d, alias, group, shift)
+	w := s.clock().Join() // before it returns: a manual clock's next Advance waits for it
+	go func() {
+		defer w.Leave()
+		s.run(ctx, d, w, alias, group, shift)
+	}()
 	return d
 }
 
-func (s *Service) run(ctx context.Context, d *Deployment, alias Alias, group *Group, shift Shift) {
+func (s *Service) run(ctx context.Context, d *Deployment, w clock.Waiter, alias Alias, group *Group, shift Shift) {
+	clk := s.clock()
 	log := slog.With("deployment", d.ID, "function", d.Function, "from", d.From, "to", d.To, "config", shift.Name)
 	if s.Target != nil {
 		s.Target(d.Function, d.To)
@@ -202,28 +244,32 @@ func (s *Service) run(ctx context.Context, d *Deployment, alias Alias, group *Gr
 	stop := func(reason string) {
 		if group.AutoRollback {
 			_ = alias.Route(d.From, "", 0)
+			d.setTraffic(0, clk.Now())
 			reason += "; rolled back to version " + d.From
 		}
 		log.Warn("codedeploy deployment stopped", "reason", reason)
 		d.end("Stopped", reason)
 	}
-	// wait holds a step for its interval, polling the alarms.
+	// wait holds a step for its interval on the clock, polling the
+	// alarms every AlarmPoll and once more at its end (an alarm that went
+	// into ALARM in the step's last minute stops the next shift too).
 	wait := func(step time.Duration) bool {
-		poll := s.scaled(10 * time.Second)
-		until := time.Now().Add(s.scaled(step))
-		for time.Now().Before(until) {
+		until := clk.Now().Add(step)
+		for {
 			if a := inAlarm(); a != "" {
 				stop("alarm " + a + " is in ALARM")
 				return false
 			}
-			select {
-			case <-ctx.Done():
+			left := until.Sub(clk.Now())
+			if left <= 0 {
+				return true
+			}
+			w.Wait(ctx, min(AlarmPoll, left), nil)
+			if ctx.Err() != nil {
 				stop("localcloud is stopping")
 				return false
-			case <-time.After(min(poll, time.Until(until))):
 			}
 		}
-		return true
 	}
 	if a := inAlarm(); a != "" {
 		stop("alarm " + a + " was in ALARM when the deployment started")
@@ -241,13 +287,15 @@ func (s *Service) run(ctx context.Context, d *Deployment, alias Alias, group *Gr
 		event, _ := json.Marshal(map[string]string{"DeploymentId": d.ID, "LifecycleEventHookExecutionId": exec})
 		s.Invoke(ctx, group.Hook, event)
 		var status string
-		select {
-		case status = <-d.hook:
-		case <-time.After(s.scaled(HookTimeout)):
+		if w.Wait(ctx, HookTimeout, d.hookReported) {
 			status = "not reported within an hour"
-		case <-ctx.Done():
+		} else if ctx.Err() != nil {
 			stop("localcloud is stopping")
 			return
+		} else {
+			d.mu.Lock()
+			status = d.hookStatus
+			d.mu.Unlock()
 		}
 		if status != "Succeeded" {
 			reason := "the BeforeAllowTraffic hook " + group.Hook + ": " + status
@@ -265,7 +313,8 @@ func (s *Service) run(ctx context.Context, d *Deployment, alias Alias, group *Gr
 			d.end("Stopped", err.Error())
 			return
 		}
-		log.Info("codedeploy traffic shifted", "percent", pct)
+		d.setTraffic(pct, clk.Now())
+		log.Info("codedeploy traffic shifted", "percent", pct, "at", clk.Now().Format(time.RFC3339))
 		if !wait(shift.Interval) {
 			return
 		}
@@ -277,6 +326,7 @@ func (s *Service) run(ctx context.Context, d *Deployment, alias Alias, group *Gr
 		d.end("Stopped", err.Error())
 		return
 	}
-	log.Info("codedeploy deployment succeeded", "percent", 100)
+	d.setTraffic(100, clk.Now())
+	log.Info("codedeploy deployment succeeded", "percent", 100, "at", clk.Now().Format(time.RFC3339))
 	d.end("Succeeded", "")
 }
