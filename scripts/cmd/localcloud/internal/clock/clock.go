@@ -256,10 +256,12 @@ func (m *Manual) Advance(d time.Duration, settle time.Duration) (time.Time, erro
 	target := m.now.Add(d)
 	m.mu.Unlock()
 	for {
-		// Whoever is acting (a deployment just started) waits on the
-		// clock first, so that its wait is counted.
+		// Whoever is acting (a deployment just started, or one woken at
+		// the last stop) waits on the clock again first: its next wait is
+		// counted, and at the end Advance returns after it acted.
 		if err := m.settle(settle); err != nil {
-			return m.Now(), err
+			now := m.Now()
+			return now, fmt.Errorf("at %s: %w", now.Format(time.RFC3339), err)
 		}
 		m.mu.Lock()
 		next := m.now.Truncate(m.Every).Add(m.Every)
@@ -291,9 +293,6 @@ func (m *Manual) Advance(d time.Duration, settle time.Duration) (time.Time, erro
 			close(s.fired)
 		}
 		m.mu.Unlock()
-		if err := m.settle(settle); err != nil {
-			return next, fmt.Errorf("at %s: %w", next.Format(time.RFC3339), err)
-		}
 	}
 }
 

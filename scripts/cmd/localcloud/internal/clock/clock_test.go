@@ -1,0 +1,103 @@
+package clock
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestManualMovesOnlyWhenAdvanced: the manual clock stands still until
+// Advance; at each minute's end its tick functions run before the
+// participants due wake, and Advance returns only once each participant
+// has acted and waits again (its next wait counted); a participant that
+// never waits again is reported, not waited for forever; Sleep (no
+// participant) wakes when the clock has passed its end.
+func TestManualMovesOnlyWhenAdvanced(t *testing.T) {
+	start := time.Date(2026, 11, 27, 6, 0, 0, 0, time.UTC)
+	m := NewManual(start, time.Minute)
+	var mu sync.Mutex
+	var events []string
+	record := func(e string) { mu.Lock(); events = append(events, e); mu.Unlock() }
+	m.OnTick(func(now time.Time) { record("tick " + now.Format("15:04:05")) })
+
+	w := m.Join()
+	acted := make(chan struct{})
+	go func() {
+		defer w.Leave()
+		for i := 0; i < 3; i++ {
+			if !w.Wait(context.Background(), 30*time.Second, nil) {
+				record("woken otherwise")
+				return
+			}
+			time.Sleep(20 * time.Millisecond) // acting takes time: Advance waits for it
+			record("acted " + m.Now().Format("15:04:05"))
+		}
+		close(acted)
+	}()
+	slept := make(chan error, 1)
+	go func() { slept <- m.Sleep(context.Background(), 90*time.Second) }()
+
+	time.Sleep(50 * time.Millisecond)
+	if got := m.Now(); !got.Equal(start) {
+		t.Fatalf("the clock moved by itself: %v", got)
+	}
+	if _, err := m.Advance(time.Minute, 5*time.Second); err != nil {
+		t.Fatalf("advance: %v", err)
+	}
+	mu.Lock()
+	got := strings.Join(events, ", ")
+	mu.Unlock()
+	if want := "acted 06:00:30, tick 06:01:00, acted 06:01:00"; got != want {
+		t.Fatalf("after a minute: %s, want %s (the tick first, each wait acted on before Advance returned)", got, want)
+	}
+	select {
+	case err := <-slept:
+		t.Fatalf("Sleep(90s) ended after a minute on the clock (%v)", err)
+	default:
+	}
+	if _, err := m.Advance(time.Minute, 5*time.Second); err != nil {
+		t.Fatalf("advance: %v", err)
+	}
+	<-acted
+	select {
+	case err := <-slept:
+		if err != nil {
+			t.Fatalf("Sleep: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Sleep(90s) did not end after two minutes on the clock")
+	}
+
+	// A participant that acts without end: Advance says so.
+	stuck := m.Join()
+	defer stuck.Leave()
+	_, err := m.Advance(time.Minute, 200*time.Millisecond)
+	if err == nil || !strings.Contains(fmt.Sprint(err), "1 participants still acting") {
+		t.Errorf("a participant that never waits: Advance answered %v, want an error naming it", err)
+	}
+}
+
+// TestScaledRunsFaster: the scaled clock's time runs Scale times faster
+// than the wall clock's, and so do its waits.
+func TestScaledRunsFaster(t *testing.T) {
+	s := NewScaled(600)
+	began, at := time.Now(), s.Now()
+	w := s.Join()
+	if !w.Wait(context.Background(), time.Minute, nil) { // 100 ms
+		t.Fatal("a minute's wait at scale 600 ended otherwise")
+	}
+	if real := time.Since(began); real > 5*time.Second {
+		t.Errorf("a minute at scale 600 took %v of real time", real)
+	}
+	if moved := s.Now().Sub(at); moved < time.Minute {
+		t.Errorf("after a minute's wait the clock moved %v", moved)
+	}
+	wake := make(chan struct{})
+	close(wake)
+	if w.Wait(context.Background(), time.Hour, wake) {
+		t.Error("a closed wake channel did not end the wait")
+	}
+}
