@@ -393,7 +393,9 @@ func TestABadReleaseRollsBackAndAGoodOneGoesOut(t *testing.T) {
 		t.Fatalf("no demo matter to read: GET /matters answered %s", body)
 	}
 	matterTraffic := [][]string{repeat("/matters?per_page=1", 10), repeat("/matters/"+page.Data[0].ID, 30)}
-	const workers = 2 // few processes per version: fewer first requests on a cold process in the latency datapoints
+	// Two at a time: few processes per version, so few first requests of
+	// a cold process in the latency datapoints.
+	const workers = 2
 	r.minute("matters", []string{"1"}, workers, matterTraffic...) // the old version's steady state
 
 	// The bad build, behind the canary.
