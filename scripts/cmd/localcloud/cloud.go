@@ -182,7 +182,7 @@ func newObservability(st *stack.Stack, res *stack.Resolver, scale float64, manua
 		// queues' depth (SQS publishes it every minute) and then evaluates
 		// every alarm on the minute just ended, as CloudWatch evaluates
 		// them every minute; CodeDeploy's deployments act after that.
-		// https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/AlarmThatSendsEmail.html#alarm-evaluation
+		// https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/AlarmThatSendsEmail.html
 		o.store.Now, o.evaluator.Scale, o.deploy.Clock = manual.Now, 1, manual
 		manual.OnTick(func(time.Time) { o.sampleQueuesOnce() })
 		manual.OnTick(o.evaluator.Evaluate)

@@ -188,9 +188,9 @@ func (s *Service) Deployment(id string) *Deployment {
 const HookTimeout = time.Hour
 
 // AlarmPoll is how often, on the clock, a deployment polls its alarms
-// while it waits: CodeDeploy stops a deployment when one of its alarms is
-// in ALARM at any time during it ("If any of the alarms are activated,
-// the deployment is stopped").
+// while it waits: CodeDeploy stops a deployment when one of its group's
+// alarms goes into ALARM at any time during it (and, with automatic
+// rollback on DEPLOYMENT_STOP_ON_ALARM, moves the alias back).
 // https://docs.aws.amazon.com/codedeploy/latest/userguide/deployment-groups-configure-advanced-options.html
 const AlarmPoll = 10 * time.Second
 
