@@ -42,7 +42,7 @@ var (
 	// workers is what the worker functions link: package app wires every
 	// worker, so each links them all (the files that wire them are not
 	// split per worker yet).
-	workers = join(family, partyDomain, "shared/app", "shared/smoke", "shared/webhook", "shared/webhook/signature")
+	workers = join(family, partyDomain, "shared/app", "shared/smoke", "shared/webhook", "shared/webhook/signature", "shared/webhookwire")
 )
 
 // mayLink is, per function, every package of the module it may link.

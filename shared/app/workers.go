@@ -8,9 +8,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/practice-api/practice-api/shared/config"
 	"github.com/practice-api/practice-api/shared/outbox"
@@ -18,6 +16,7 @@ import (
 	"github.com/practice-api/practice-api/shared/queue"
 	"github.com/practice-api/practice-api/shared/store"
 	"github.com/practice-api/practice-api/shared/webhook"
+	"github.com/practice-api/practice-api/shared/webhookwire"
 )
 
 // Workers are the background jobs: the outbox dispatcher and the consumers
@@ -55,21 +54,10 @@ func NewWorkers(ctx context.Context, db *store.DB, enrichment, deliveries queue.
 
 // NewDeliverer wires webhook delivery alone on db and the deliveries queue:
 // the endpoints' store (with its secret box and event feed settings), the
-// receivers' HTTP client and the retry schedule. The webhooks function
-// needs this and no other worker.
+// receivers' HTTP client and the retry schedule (webhookwire.NewDeliverer,
+// which the webhooks function calls without linking the other workers).
 func NewDeliverer(ctx context.Context, db *store.DB, deliveries queue.Queue, cfg config.Config) (*webhook.Deliverer, error) {
-	client, err := webhook.NewHTTPClient(cfg.WebhookCAFile, cfg.WebhookAllowPrivateTargets)
-	if err != nil {
-		return nil, err
-	}
-	endpoints := webhook.NewStore(db, cfg.WebhookAllowPrivateTargets)
-	if endpoints.Box, err = SecretBox(ctx, cfg); err != nil {
-		return nil, err
-	}
-	Apply(cfg)
-	endpoints.FeedSettle, endpoints.FeedRetention = cfg.EventFeedSettle, cfg.EventRetention
-	return &webhook.Deliverer{Store: endpoints, Queue: deliveries, Schedule: cfg.WebhookRetrySchedule, Client: client, ClaimLease: cfg.WebhookClaimLease,
-		EndpointConcurrency: cfg.WebhookEndpointConcurrency, ReplaysPerHour: cfg.WebhookReplaysPerHour}, nil
+	return webhookwire.NewDeliverer(ctx, db, deliveries, cfg)
 }
 
 // SecretBox is the KMS envelope for webhook signing secrets when
@@ -77,19 +65,7 @@ func NewDeliverer(ctx context.Context, db *store.DB, deliveries queue.Queue, cfg
 // key; KMS_ENDPOINT overrides the endpoint for moto or LocalStack), and nil
 // otherwise: the store then seals with a key kept in the table.
 func SecretBox(ctx context.Context, cfg config.Config) (webhook.SecretBox, error) {
-	if cfg.WebhookSecretsKeyARN == "" {
-		return nil, nil
-	}
-	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
-	if err != nil {
-		return nil, err
-	}
-	client := kms.NewFromConfig(awsCfg, func(o *kms.Options) {
-		if cfg.KMSEndpoint != "" {
-			o.BaseEndpoint = aws.String(cfg.KMSEndpoint)
-		}
-	})
-	return &webhook.KMSBox{Client: client, KeyID: cfg.WebhookSecretsKeyARN}, nil
+	return webhookwire.SecretBox(ctx, cfg)
 }
 
 // RegisterKey is the source of the company register's API key when
@@ -114,19 +90,7 @@ func RegisterKey(ctx context.Context, cfg config.Config) (func(context.Context) 
 // SQSQueue binds the queue at url; SQS_ENDPOINT overrides the endpoint
 // (LocalStack, moto, localcloud's queue server).
 func SQSQueue(ctx context.Context, cfg config.Config, url string) (*queue.SQS, error) {
-	if url == "" {
-		return nil, fmt.Errorf("queue URL is not set")
-	}
-	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
-	if err != nil {
-		return nil, err
-	}
-	client := sqs.NewFromConfig(awsCfg, func(o *sqs.Options) {
-		if cfg.SQSEndpoint != "" {
-			o.BaseEndpoint = aws.String(cfg.SQSEndpoint)
-		}
-	})
-	return queue.NewSQS(client, url), nil
+	return webhookwire.SQSQueue(ctx, cfg, url)
 }
 
 // WorkersOn builds the Workers on db with the SQS queues cfg names
@@ -145,11 +109,7 @@ func WorkersOn(ctx context.Context, db *store.DB, cfg config.Config) (*Workers, 
 
 // DelivererOn is NewDeliverer on the SQS queue DELIVERY_QUEUE_URL names.
 func DelivererOn(ctx context.Context, db *store.DB, cfg config.Config) (*webhook.Deliverer, error) {
-	dq, err := SQSQueue(ctx, cfg, cfg.DeliveryQueueURL)
-	if err != nil {
-		return nil, fmt.Errorf("DELIVERY_QUEUE_URL: %w", err)
-	}
-	return NewDeliverer(ctx, db, dq, cfg)
+	return webhookwire.DelivererOn(ctx, db, cfg)
 }
 
 // LoadWorkers builds the Workers of a worker Lambda: the environment is

@@ -5,9 +5,8 @@
 // replays feed the delivery queue; signing secrets are sealed with KMS)
 // and no other worker, so it links this package and not package app.
 //
-// app.NewDeliverer builds the same Deliverer for the workers; the two are
-// kept equal by app's TestTheWebhooksFunctionWiresDeliveryAsTheWorkers
-// until app's workers.go calls this package itself.
+// The delivery worker is wired through it too (app.NewDeliverer), so a
+// retry or replay the webhooks function queues is sent as it expects.
 package webhookwire
 
 import (
