@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -77,6 +78,7 @@ type observability struct {
 	queues    map[string]*sqsserver.Queue  // by logical id
 	table     *tablefaults.Faults          // the table's faults, per calling function
 	manual    *clock.Manual                // LOCALCLOUD_CLOCK=manual's clock (nil: the wall clock)
+	ageScale  float64                      // the queues' message ages' scale (LOCALCLOUD_TIME_SCALE; 1 with the manual clock)
 
 	mu          sync.Mutex
 	targets     map[string]string // function logical id → the version its running release targets
@@ -89,7 +91,7 @@ type observability struct {
 // the alarms evaluated at each of its minutes' end, unscaled.
 func newObservability(st *stack.Stack, res *stack.Resolver, scale float64, manual *clock.Manual, aliases map[string]*lambda.Alias) (*observability, error) {
 	o := &observability{store: cloudwatch.NewStore(), alarms: map[string]*cloudwatch.Alarm{}, groups: map[string]*codedeploy.Group{},
-		aliases: aliases, targets: map[string]string{}, deployments: map[string]*codedeploy.Deployment{}, manual: manual}
+		aliases: aliases, targets: map[string]string{}, deployments: map[string]*codedeploy.Deployment{}, manual: manual, ageScale: scale}
 	res.VersionOf = func(fn string) string {
 		o.mu.Lock()
 		t := o.targets[fn]
@@ -183,7 +185,7 @@ func newObservability(st *stack.Stack, res *stack.Resolver, scale float64, manua
 		// every alarm on the minute just ended, as CloudWatch evaluates
 		// them every minute; CodeDeploy's deployments act after that.
 		// https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/AlarmThatSendsEmail.html
-		o.store.Now, o.evaluator.Scale, o.deploy.Clock = manual.Now, 1, manual
+		o.store.Now, o.evaluator.Scale, o.deploy.Clock, o.ageScale = manual.Now, 1, manual, 1
 		manual.OnTick(func(time.Time) { o.sampleQueuesOnce() })
 		manual.OnTick(o.evaluator.Evaluate)
 	}
@@ -291,8 +293,8 @@ func (o *observability) accessLog(fields map[string]string) {
 	}
 }
 
-// sampleQueues puts each queue's depth every (scaled) minute, as SQS
-// publishes ApproximateNumberOfMessagesVisible.
+// sampleQueues puts each queue's depth and the age of its oldest message
+// every (scaled) minute (sampleQueuesOnce).
 func (o *observability) sampleQueues(ctx context.Context, scale float64) {
 	t := time.NewTicker(time.Duration(float64(time.Minute) / scale))
 	defer t.Stop()
@@ -306,11 +308,22 @@ func (o *observability) sampleQueues(ctx context.Context, scale float64) {
 	}
 }
 
-// sampleQueuesOnce puts each queue's depth now.
+// sampleQueuesOnce puts each queue's depth and the age of its oldest
+// message now, as SQS publishes ApproximateNumberOfMessagesVisible and
+// ApproximateAgeOfOldestMessage (seconds; none while the queue holds no
+// message). The age is on the alarms' clock (LOCALCLOUD_TIME_SCALE), as
+// the stream's IteratorAge is: a message that has waited 15 s at scale 60
+// has waited the 15 minutes a queue-age alarm watches for (with the
+// manual clock, unscaled: the messages keep the wall clock).
+// https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-available-cloudwatch-metrics.html
 func (o *observability) sampleQueuesOnce() {
 	for _, q := range o.queues {
 		v, _, _ := q.Counts()
 		o.store.Put(cloudwatch.Metric{Namespace: "AWS/SQS", Name: "ApproximateNumberOfMessagesVisible", Dims: map[string]string{"QueueName": q.Name}}, float64(v))
+		if age, ok := q.OldestAge(time.Now()); ok {
+			o.store.Put(cloudwatch.Metric{Namespace: "AWS/SQS", Name: "ApproximateAgeOfOldestMessage", Dims: map[string]string{"QueueName": q.Name}},
+				math.Floor(age.Seconds()*o.ageScale))
+		}
 	}
 }
 
@@ -447,10 +460,12 @@ func (o *observability) control(ctx context.Context, key string, st *stack.Stack
 		v, ok := o.store.Stat(m, cmpOr(q.Get("stat"), "Sum"), from, to)
 		write(w, 200, map[string]any{"value": v, "present": ok})
 	})
-	// Faults, for the alarm campaign: a function crashing, throttled or
-	// slow; its calls to the table throttled, failing, slow or answered
-	// with a panic ("store"; a panic's "message" is its value);
-	// a message in a queue (a dead-letter queue that is not empty).
+	// Faults, for the alarm campaign: a function crashing, throttled,
+	// slow or hanging; its calls to the table throttled, failing, slow or
+	// answered with a panic ("store"; a panic's "message" is its value);
+	// a message in a queue (a dead-letter queue that is not empty), or a
+	// queue that refuses sends ("fault": "refuse-sends", of one function's
+	// role when "function" names one; "none" lifts it).
 	mux.HandleFunc("POST /localcloud/faults", func(w http.ResponseWriter, r *http.Request) {
 		var in struct {
 			Function, Queue, Fault, Store string
@@ -462,12 +477,31 @@ func (o *observability) control(ctx context.Context, key string, st *stack.Stack
 			return
 		}
 		if in.Queue != "" {
+			caller := ""
+			for _, f := range st.Functions {
+				if in.Function != "" && f.Name == in.Function {
+					caller = f.Name
+				}
+			}
+			if in.Function != "" && caller == "" {
+				write(w, 404, map[string]string{"message": "no function " + in.Function})
+				return
+			}
 			for id, q := range o.queues {
-				if strings.HasPrefix(id, in.Queue) {
+				if !strings.HasPrefix(id, in.Queue) {
+					continue
+				}
+				switch in.Fault {
+				case "":
 					q.Send(`{"fault":"a message left for the campaign"}`, 0)
-					write(w, 200, map[string]string{"queue": id})
+				case "refuse-sends", "none":
+					q.RefuseSends(caller, in.Fault != "none")
+				default:
+					write(w, 400, map[string]string{"message": "a queue's fault is refuse-sends or none"})
 					return
 				}
+				write(w, 200, map[string]string{"queue": id, "fault": in.Fault})
+				return
 			}
 			write(w, 404, map[string]string{"message": "no queue " + in.Queue})
 			return

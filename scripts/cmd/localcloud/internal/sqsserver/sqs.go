@@ -71,7 +71,12 @@ type Queue struct {
 	wake    chan struct{}
 	journal *journal    // nil: the queue lives in memory only
 	fair    *queue.Fair // fair queues' rules, over the messages' groups
+	refused *refusal    // a fault campaign's: sends refused (nil: none)
 }
+
+// refusal is a Deny of sqs:SendMessage in the queue's policy, for one
+// caller (a function's role) or, caller "", for every one.
+type refusal struct{ caller string }
 
 // Message is one message of a queue. Group is its MessageGroupId (its
 // tenant: "" makes it a tenant of its own).
@@ -351,6 +356,52 @@ func (q *Queue) Contains(id string) bool {
 	return false
 }
 
+// RefuseSends makes the queue refuse caller's sends (every caller's when
+// caller is ""; refuse false lifts it), as a Deny of sqs:SendMessage in
+// the queue's policy does: SendMessage and SendMessageBatch answer
+// AccessDenied, which the SDK does not retry. An explicit Deny in a
+// resource policy wins over any Allow.
+// https://docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_evaluation-logic.html
+func (q *Queue) RefuseSends(caller string, refuse bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.refused = nil
+	if refuse {
+		q.refused = &refusal{caller: caller}
+	}
+}
+
+func (q *Queue) refuses(caller string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.refused != nil && (q.refused.caller == "" || q.refused.caller == caller)
+}
+
+// PoisonReceives is how many receives make a message a poison pill that
+// ApproximateAgeOfOldestMessage leaves out: SQS moves a message received
+// three times or more, and not deleted, to the back of the queue for the
+// metric, which then shows the oldest message received fewer times.
+const PoisonReceives = 3
+
+// OldestAge is the queue's ApproximateAgeOfOldestMessage at now: the age of
+// its oldest message not deleted (visible, in flight or delayed), leaving
+// out poison pills (PoisonReceives); ok is false when it has none (SQS
+// then publishes no value for an idle queue).
+// https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-available-cloudwatch-metrics.html
+func (q *Queue) OldestAge(now time.Time) (age time.Duration, ok bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, m := range q.msgs {
+		if m.Receives >= PoisonReceives || now.Sub(m.Sent) > q.retention {
+			continue
+		}
+		if a := now.Sub(m.Sent); !ok || a > age {
+			age, ok = a, true
+		}
+	}
+	return max(age, 0), ok
+}
+
 // Counts are the visible, in-flight and delayed messages.
 func (q *Queue) Counts() (visible, inFlight, delayed int) {
 	q.mu.Lock()
@@ -450,6 +501,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		q := s.byURL(str("QueueUrl"))
 		if q == nil {
 			sqsError(w, "QueueDoesNotExist", "The specified queue does not exist.")
+			return nil
+		}
+		if (action == "SendMessage" || action == "SendMessageBatch") && q.refuses(caller) {
+			w.Header().Set("x-amzn-query-error", "AccessDenied;Sender")
+			w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+			w.WriteHeader(http.StatusBadRequest)
+			_ = json.NewEncoder(w).Encode(map[string]string{"__type": "com.amazon.coral.service#AccessDeniedException",
+				"message": "User: " + caller + " is not authorized to perform: sqs:SendMessage on resource: " + q.ARN + " with an explicit deny in a resource-based policy"})
+			return nil
 		}
 		return q
 	}

@@ -201,3 +201,78 @@ func TestQueueCallsNeedTheRole(t *testing.T) {
 		t.Fatalf("the operator, who has no role here: %v %v", out, err)
 	}
 }
+
+// TestAQueueThatRefusesSendsAnswersAccessDenied: a queue whose policy
+// denies one caller's sends (the alarm campaign's fault) answers that
+// caller's SendMessage and SendMessageBatch with AccessDenied, once, not
+// retried by the SDK, and takes nothing from it; another caller still
+// sends, receives stay open, and lifting the fault lets the caller send
+// again.
+func TestAQueueThatRefusesSendsAnswersAccessDenied(t *testing.T) {
+	jobs, _, client := jobsQueue(t, 2)
+	q := queue.NewSQS(client, jobs.URL)
+	ctx := context.Background()
+	jobs.RefuseSends("test", true)
+	for _, send := range []func() error{
+		func() error { return q.Send(ctx, "g", []byte("x"), 0) },
+		func() error { return q.SendBatch(ctx, "g", [][]byte{[]byte("x"), []byte("y")}) },
+	} {
+		var api smithy.APIError
+		if err := send(); !errors.As(err, &api) || api.ErrorCode() != "AccessDenied" {
+			t.Fatalf("a refused send: %v", err)
+		}
+	}
+	if v, f, d := jobs.Counts(); v+f+d != 0 {
+		t.Fatalf("refused sends left messages: %d %d %d", v, f, d)
+	}
+	jobs.RefuseSends("someone else", true)
+	if err := q.Send(ctx, "g", []byte("x"), 0); err != nil {
+		t.Fatalf("another caller's refusal refused this one: %v", err)
+	}
+	if got, err := q.Receive(ctx, 10, time.Second); err != nil || len(got) != 1 {
+		t.Fatalf("receive: %v %v", got, err)
+	}
+	jobs.RefuseSends("", true) // every caller
+	if err := q.Send(ctx, "g", []byte("x"), 0); err == nil {
+		t.Fatal("a queue refusing every caller took a send")
+	}
+	jobs.RefuseSends("", false)
+	if err := q.Send(ctx, "g", []byte("x"), 0); err != nil {
+		t.Fatalf("after the fault was lifted: %v", err)
+	}
+}
+
+// TestOldestAgeIsSQSsApproximateAgeOfOldestMessage: none for an empty
+// queue; the oldest message's age whether visible or in flight; a
+// message received PoisonReceives times is left out (SQS's poison-pill
+// rule), and a deleted one is gone.
+func TestOldestAgeIsSQSsApproximateAgeOfOldestMessage(t *testing.T) {
+	jobs, _, _ := jobsQueue(t, 10)
+	now := time.Now()
+	if _, ok := jobs.OldestAge(now); ok {
+		t.Fatal("an empty queue has an oldest message")
+	}
+	old := jobs.Send("old", 0)
+	young := jobs.Send("young", 0)
+	old.Sent, young.Sent = now.Add(-40*time.Second), now.Add(-5*time.Second)
+	if age, ok := jobs.OldestAge(now); !ok || age != 40*time.Second {
+		t.Fatalf("age %v %v, want 40s", age, ok)
+	}
+	got := jobs.Receive(10, time.Hour) // in flight: still counted
+	if len(got) != 2 {
+		t.Fatalf("received %d", len(got))
+	}
+	if age, _ := jobs.OldestAge(now); age != 40*time.Second {
+		t.Fatalf("in flight: age %v, want 40s", age)
+	}
+	old.Receives = PoisonReceives
+	if age, _ := jobs.OldestAge(now); age != 5*time.Second {
+		t.Fatalf("with the oldest a poison pill: age %v, want the next one's 5s", age)
+	}
+	for _, m := range got {
+		jobs.Delete(m.Receipt)
+	}
+	if _, ok := jobs.OldestAge(now); ok {
+		t.Fatal("deleted messages still have an age")
+	}
+}
