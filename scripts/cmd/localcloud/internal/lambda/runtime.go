@@ -71,9 +71,15 @@ type Function struct {
 // Fault is what a function is made to do for a fault campaign (the
 // control endpoint's /localcloud/faults): crash every invocation (as a
 // process that exits: Runtime.ExitError), be throttled (as when the
-// account's concurrency is spent), or run Delay longer.
+// account's concurrency is spent), be Delay slower to reach (slow: the
+// wait is before the invocation, so the caller sees it and Lambda's
+// Duration does not), or hang: each invocation that starts while the
+// fault is on runs Delay longer inside its own time (a call that does
+// not answer, a deadlock), so its Duration counts the wait and, past the
+// function's timeout, it times out. Lifting a hang does not shorten the
+// invocations already hanging.
 type Fault struct {
-	Kind  string // crash, throttle, slow; "" none
+	Kind  string // crash, throttle, slow, hang; "" none
 	Delay time.Duration
 }
 
@@ -221,6 +227,14 @@ func (f *Function) Invoke(ctx context.Context, payload []byte, wait time.Duratio
 	inv := &invocation{id: uuid.NewString(), payload: payload, deadline: time.Now().Add(f.Spec.Timeout), done: make(chan Outcome, 1)}
 	f.Invocations.Add(1)
 	start := time.Now()
+	if ft := f.fault.Load(); ft != nil && ft.Kind == "hang" {
+		// The invocation's own time passes: past its deadline, the timer
+		// below times it out at once.
+		select {
+		case <-time.After(min(ft.Delay, time.Until(inv.deadline))):
+		case <-ctx.Done():
+		}
+	}
 	inst.mu.Lock()
 	inst.current = inv
 	inst.mu.Unlock()

@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"os"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -197,5 +199,42 @@ func TestMemorySizeIsEnforced(t *testing.T) {
 	}
 	if o, _, err := invoke(t, f, `{}`, 0); err != nil || o.Status != "ok" {
 		t.Fatalf("the invocation after: %+v %v", o, err)
+	}
+}
+
+// TestAHangIsInsideTheInvocation: a hang fault makes each invocation that
+// starts under it run its delay longer, counted in its Duration (the
+// REPORT line) and, past the timeout, timing out; an invocation that
+// started under the fault hangs on after it is lifted, and the next one
+// does not.
+func TestAHangIsInsideTheInvocation(t *testing.T) {
+	f, logs := lambdatest.Function(t, 2*time.Second, 0)
+	f.SetFault(&lambda.Fault{Kind: "hang", Delay: 700 * time.Millisecond})
+	hung := make(chan lambda.Outcome)
+	go func() { o, _, _ := invoke(t, f, `{}`, 0); hung <- o }()
+	time.Sleep(100 * time.Millisecond) // it has started
+	f.SetFault(nil)
+	if o, _, err := invoke(t, f, `{}`, 0); err != nil || o.Status != "ok" {
+		t.Fatalf("after the fault was lifted: %v %+v", err, o)
+	}
+	if o := <-hung; o.Status != "ok" {
+		t.Fatalf("the hung invocation: %+v", o)
+	}
+	f.SetFault(&lambda.Fault{Kind: "hang", Delay: time.Hour})
+	if o, _, _ := invoke(t, f, `{}`, 0); o.Status != "timeout" {
+		t.Fatalf("a hang past the timeout: %+v", o)
+	}
+	var durations []float64
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if m := regexp.MustCompile(`\tDuration: ([0-9.]+) ms`).FindStringSubmatch(l); m != nil {
+			var ms float64
+			fmt.Sscan(m[1], &ms)
+			durations = append(durations, ms)
+		}
+	}
+	// The one after the lift, the hung one, the one that timed out.
+	sort.Float64s(durations)
+	if len(durations) != 3 || durations[0] >= 700 || durations[1] < 700 || durations[2] < 2000 {
+		t.Fatalf("durations %v ms: want the lifted one under 700, the hung one over 700, the timed-out one over 2000", durations)
 	}
 }
