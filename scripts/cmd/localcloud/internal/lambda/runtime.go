@@ -74,10 +74,10 @@ type Function struct {
 // account's concurrency is spent), be Delay slower to reach (slow: the
 // wait is before the invocation, so the caller sees it and Lambda's
 // Duration does not), or hang: each invocation that starts while the
-// fault is on runs Delay longer inside its own time (a call that does
-// not answer, a deadlock), so its Duration counts the wait and, past the
-// function's timeout, it times out. Lifting a hang does not shorten the
-// invocations already hanging.
+// fault is on ends no sooner than Delay after its start (a call in it
+// that does not answer), so its Duration is Delay, whatever its work
+// took, and past the function's timeout it times out. Lifting a hang
+// does not shorten the invocations already hanging.
 type Fault struct {
 	Kind  string // crash, throttle, slow, hang; "" none
 	Delay time.Duration
@@ -227,13 +227,9 @@ func (f *Function) Invoke(ctx context.Context, payload []byte, wait time.Duratio
 	inv := &invocation{id: uuid.NewString(), payload: payload, deadline: time.Now().Add(f.Spec.Timeout), done: make(chan Outcome, 1)}
 	f.Invocations.Add(1)
 	start := time.Now()
-	if ft := f.fault.Load(); ft != nil && ft.Kind == "hang" {
-		// The invocation's own time passes: past its deadline, the timer
-		// below times it out at once.
-		select {
-		case <-time.After(min(ft.Delay, time.Until(inv.deadline))):
-		case <-ctx.Done():
-		}
+	hang := f.fault.Load()
+	if hang != nil && hang.Kind != "hang" {
+		hang = nil
 	}
 	inst.mu.Lock()
 	inst.current = inv
@@ -260,6 +256,19 @@ func (f *Function) Invoke(ctx context.Context, payload []byte, wait time.Duratio
 		case o = <-inv.done: // it answered, then exited
 		default:
 			o = inst.crashOutcome()
+		}
+	}
+	if hang != nil && o.Status != "timeout" {
+		// Hung: it ends Delay after it started, or times out at its
+		// deadline as one that never answers does.
+		select {
+		case <-time.After(time.Until(start.Add(hang.Delay))):
+		case <-ctx.Done():
+		case <-timer.C:
+			o = Outcome{Status: "timeout", ErrType: "Sandbox.Timedout",
+				Body: fmt.Appendf(nil, `{"errorMessage":"Task timed out after %.2f seconds","errorType":"Sandbox.Timedout"}`, f.Spec.Timeout.Seconds())}
+			inst.kill()
+			<-inst.exited
 		}
 	}
 	inst.mu.Lock()

@@ -203,10 +203,9 @@ func TestMemorySizeIsEnforced(t *testing.T) {
 }
 
 // TestAHangIsInsideTheInvocation: a hang fault makes each invocation that
-// starts under it run its delay longer, counted in its Duration (the
-// REPORT line) and, past the timeout, timing out; an invocation that
-// started under the fault hangs on after it is lifted, and the next one
-// does not.
+// starts under it last its delay, counted in its Duration (the REPORT
+// line), or, past the timeout, time out; an invocation that started
+// under the fault hangs on after it is lifted, and the next one does not.
 func TestAHangIsInsideTheInvocation(t *testing.T) {
 	f, logs := lambdatest.Function(t, 2*time.Second, 0)
 	f.SetFault(&lambda.Fault{Kind: "hang", Delay: 700 * time.Millisecond})
