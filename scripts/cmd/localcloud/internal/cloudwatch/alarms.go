@@ -215,7 +215,11 @@ func (e *Evaluator) scaled(d time.Duration) time.Duration {
 	return time.Duration(float64(d) / e.Scale)
 }
 
-// Run evaluates every alarm each (scaled) minute until ctx ends.
+// Run evaluates every alarm each (scaled) minute until ctx ends. An
+// evaluation that falls behind (a loaded machine, one-second scaled
+// minutes) is caught up: each interval that ended since the last one is
+// evaluated in turn, up to MaxCatchUp, as CloudWatch evaluates every
+// period, so a window of datapoints is never skipped.
 func (e *Evaluator) Run(ctx context.Context) {
 	every := e.scaled(time.Minute)
 	if p := e.shortestPeriod(); p > 0 && p < every {
@@ -223,14 +227,41 @@ func (e *Evaluator) Run(ctx context.Context) {
 	}
 	t := time.NewTicker(every)
 	defer t.Stop()
+	var last time.Time
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
+			for _, missed := range missedEvaluations(last, now, every) {
+				e.Evaluate(missed)
+			}
 			e.Evaluate(now)
+			last = now.Truncate(every)
 		}
 	}
+}
+
+// MaxCatchUp bounds the intervals Run evaluates late in one go.
+const MaxCatchUp = 10
+
+// missedEvaluations are the interval boundaries between the last
+// evaluation's (last, truncated to every; zero: none yet) and now's that
+// were not evaluated, oldest first, at most MaxCatchUp of the latest.
+func missedEvaluations(last, now time.Time, every time.Duration) []time.Time {
+	at := now.Truncate(every)
+	if last.IsZero() || at.Sub(last) <= every {
+		return nil
+	}
+	from := last.Add(every)
+	if oldest := at.Add(-time.Duration(MaxCatchUp) * every); from.Before(oldest) {
+		from = oldest
+	}
+	var out []time.Time
+	for t := from; t.Before(at); t = t.Add(every) {
+		out = append(out, t)
+	}
+	return out
 }
 
 func (e *Evaluator) shortestPeriod() time.Duration {

@@ -113,3 +113,45 @@ func TestEMFAndFilters(t *testing.T) {
 		t.Fatal("a space-delimited pattern was accepted")
 	}
 }
+
+// TestAnEvaluationThatFellBehindIsCaughtUp: the intervals that ended
+// between two evaluations (ticks a loaded machine dropped) are evaluated
+// in turn, at most MaxCatchUp of them; on time, none.
+func TestAnEvaluationThatFellBehindIsCaughtUp(t *testing.T) {
+	base := time.Date(2026, 1, 1, 0, 0, 10, 0, time.UTC)
+	if got := missedEvaluations(time.Time{}, base, time.Second); got != nil {
+		t.Errorf("first evaluation: %v", got)
+	}
+	if got := missedEvaluations(base, base.Add(1300*time.Millisecond), time.Second); got != nil {
+		t.Errorf("on time: %v", got)
+	}
+	got := missedEvaluations(base, base.Add(3400*time.Millisecond), time.Second)
+	if len(got) != 2 || !got[0].Equal(base.Add(time.Second)) || !got[1].Equal(base.Add(2*time.Second)) {
+		t.Errorf("two ticks dropped: %v", got)
+	}
+	if got := missedEvaluations(base, base.Add(time.Minute), time.Second); len(got) != MaxCatchUp || !got[len(got)-1].Equal(base.Add(59*time.Second)) {
+		t.Errorf("a minute behind: %d evaluations, the last %v", len(got), got[len(got)-1])
+	}
+}
+
+// TestStatFindsItsPeriodAmongManyPoints: Stat takes exactly the points in
+// [from, to) of a long series.
+func TestStatFindsItsPeriodAmongManyPoints(t *testing.T) {
+	s := NewStore()
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	m := Metric{Namespace: "AWS/Lambda", Name: "Duration"}
+	for i := range 1000 {
+		at := base.Add(time.Duration(i) * 100 * time.Millisecond)
+		s.Now = func() time.Time { return at }
+		s.Put(m, float64(i))
+	}
+	if v, ok := s.Stat(m, "SampleCount", base.Add(10*time.Second), base.Add(11*time.Second)); !ok || v != 10 {
+		t.Errorf("count %v %v, want 10", v, ok)
+	}
+	if v, _ := s.Stat(m, "Minimum", base.Add(10*time.Second), base.Add(11*time.Second)); v != 100 {
+		t.Errorf("min %v, want 100", v)
+	}
+	if _, ok := s.Stat(m, "Sum", base.Add(time.Hour), base.Add(2*time.Hour)); ok {
+		t.Error("a period after the last point has a value")
+	}
+}

@@ -70,11 +70,15 @@ func (s *Store) Put(m Metric, v float64) {
 // missing data point).
 func (s *Store) Stat(m Metric, stat string, from, to time.Time) (float64, bool) {
 	s.mu.Lock()
+	// Points are appended in time order (Put reads the clock under the
+	// lock): the range is found by binary search, not a scan of every
+	// point a long run has put.
+	pts := s.points[m.key()]
+	lo := sort.Search(len(pts), func(i int) bool { return !pts[i].at.Before(from) })
+	hi := sort.Search(len(pts), func(i int) bool { return !pts[i].at.Before(to) })
 	var vs []float64
-	for _, p := range s.points[m.key()] {
-		if !p.at.Before(from) && p.at.Before(to) {
-			vs = append(vs, p.v)
-		}
+	for _, p := range pts[lo:max(lo, hi)] {
+		vs = append(vs, p.v)
 	}
 	s.mu.Unlock()
 	if len(vs) == 0 {
