@@ -4,7 +4,7 @@ GO ?= $(shell command -v go || echo /usr/local/go/bin/go)
 FUNCTIONS := $(notdir $(patsubst %/,%,$(wildcard functions/*/)))
 LAMBDA_OUT := .bin/lambda
 
-.PHONY: help run test test-packages test-processes check cfn-lint local-cloud-release rollback oas-lint unit e2e bench soak fairness capacity openapi openapi-coverage build synth diff deploy import destroy smoke local-cloud local-cloud-test local-up local-deploy local-test local-down clean dynamodb-local docs-assets chromium
+.PHONY: help run test test-tiers test-alone test-packages test-processes check cfn-lint local-cloud-release rollback oas-lint unit e2e bench soak fairness capacity openapi openapi-coverage build synth diff deploy import destroy smoke local-cloud local-cloud-test local-up local-deploy local-test local-down clean dynamodb-local docs-assets chromium
 
 # jsii (the CDK's Go bridge) runs on Node; Node 20 works but warns loudly.
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
@@ -18,7 +18,7 @@ help:
 run: dynamodb-local
 	@scripts/devserver
 
-## test: at once, beside one AWS DynamoDB Local for the whole run: make check, the OpenAPI lint, every package's tests (test-packages), the whole runtimes (test-processes) and the end-to-end suite under localcloud (local-cloud-test)
+## test: at once, beside one AWS DynamoDB Local for the whole run: make check, the OpenAPI lint, every package's tests (test-packages), the whole runtimes (test-processes) and the end-to-end suite under localcloud (local-cloud-test); then, alone, the alarm campaign (test-alone)
 # They run at once (each one's output as a block when it ends: a failure
 # is read in one piece), since on two cores none of them alone keeps both
 # busy; the engine is scripts/cmd/withengine's, stopped at the end
@@ -26,7 +26,17 @@ run: dynamodb-local
 WITH_ENGINE := .bin/withengine
 test: dynamodb-local
 	@$(GO) build -o $(WITH_ENGINE) ./scripts/cmd/withengine
-	$(WITH_ENGINE) -- $(MAKE) --no-print-directory -j5 -Otarget check oas-lint test-packages test-processes local-cloud-test
+	$(WITH_ENGINE) -- $(MAKE) --no-print-directory test-tiers
+
+# test-tiers: the tiers at once, then what must have the machine to itself.
+test-tiers:
+	@$(MAKE) --no-print-directory -j5 -Otarget check oas-lint test-packages test-processes local-cloud-test
+	@$(MAKE) --no-print-directory test-alone
+
+## test-alone: the tests make test runs after the others, with the machine to themselves: localcloud's alarm campaign (each of the template's alarms fired by its fault, on one-second minutes: beside the other tiers on two cores its per-route latency alarms missed their seconds in two fresh clones of three)
+ALONE := ^TestEveryAlarmIsFiredByAFault$$
+test-alone: dynamodb-local
+	$(GO) test -count=1 -timeout 10m -run '$(ALONE)' ./scripts/cmd/localcloud/
 
 # The process tier: packages whose tests run whole runtimes as processes
 # (the devserver, localcloud stacks, the e2e suite on the devserver). Their
@@ -40,7 +50,7 @@ test-packages: dynamodb-local
 
 ## test-processes: the process tier: the devserver's and localcloud's own tests and the e2e suite on the devserver
 test-processes: dynamodb-local
-	$(GO) test -count=1 -timeout 15m -parallel 4 $(addprefix ./,$(PROCESS_PKGS))
+	$(GO) test -count=1 -timeout 15m -parallel 4 -skip '$(ALONE)' $(addprefix ./,$(PROCESS_PKGS))
 
 ## local-cloud: the synthesized local stage run as deployed: each function's own bootstrap under a Lambda Runtime API, behind the template's HTTP API routes (no Docker, no AWS account)
 local-cloud: dynamodb-local
