@@ -258,7 +258,10 @@ func deliver(t *testing.T, e *apitest.Env, org string) {
 	t.Helper()
 	ctx := context.Background()
 	deliveries := queue.NewMemory(time.Minute)
-	d := &webhook.Deliverer{Store: e.Deliverer.Store, Queue: deliveries, Schedule: []time.Duration{0, 0, 0, 0}, Client: must[*http.Client](t)(webhook.NewHTTPClient("", true))}
+	// A short claim lease: a handling that failed midway (a deadline
+	// missed under load) leaves its attempt claimed, and its retry below
+	// waits the lease out ("being sent by another worker" until then).
+	d := &webhook.Deliverer{Store: e.Deliverer.Store, Queue: deliveries, Schedule: []time.Duration{0, 0, 0, 0}, Client: must[*http.Client](t)(webhook.NewHTTPClient("", true)), ClaimLease: 2 * time.Second}
 	routes := map[outbox.Type][]outbox.Sink{}
 	for _, typ := range outbox.Types {
 		routes[typ] = []outbox.Sink{&webhook.Fanout{Store: e.Deliverer.Store, Queue: deliveries}}
@@ -281,8 +284,8 @@ func deliver(t *testing.T, e *apitest.Env, org string) {
 				// loaded make test the engine misses a call's deadline
 				// now and then (deliveries are made for redelivery).
 				err := d.Handle(ctx, m)
-				for try := 0; err != nil && try < 4; try++ {
-					time.Sleep(500 * time.Millisecond)
+				for try := 0; err != nil && try < 5; try++ {
+					time.Sleep(time.Second)
 					err = d.Handle(ctx, m)
 				}
 				if err != nil {
