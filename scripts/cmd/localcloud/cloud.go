@@ -63,6 +63,34 @@ func manualClock() (*clock.Manual, error) {
 	}
 }
 
+// capVisibility is LOCALCLOUD_QUEUE_VISIBILITY (v, a duration; "" for
+// none): every queue's visibility timeout at most v. It is localcloud's
+// only, for tests that want a message whose handling failed back sooner
+// than the template's timeout (the local template's queues keep the 180 s
+// AWS runs them with, six times their functions' 30 s, as Lambda
+// advises); a cap below the timeout of a function that a queue's event
+// source mapping invokes is refused, as Lambda refuses such a mapping
+// (the message would come back while its invocation still runs).
+// https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-configure.html
+func capVisibility(st *stack.Stack, v string) error {
+	if v == "" {
+		return nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < time.Second {
+		return fmt.Errorf("LOCALCLOUD_QUEUE_VISIBILITY=%q: a duration of a second or more", v)
+	}
+	for _, m := range st.QueueMappings {
+		if f := st.Functions[m.Function]; f != nil && f.Timeout > d {
+			return fmt.Errorf("LOCALCLOUD_QUEUE_VISIBILITY=%s is below the %v timeout of %s, which queue %s invokes", v, f.Timeout, f.Name, m.Queue)
+		}
+	}
+	for _, q := range st.Queues {
+		q.Visibility = min(q.Visibility, d)
+	}
+	return nil
+}
+
 // observability is the stack's CloudWatch, SNS and CodeDeploy: the metrics
 // every service puts, the template's alarms on them, the topics they
 // notify, and the functions' releases.

@@ -118,6 +118,9 @@ func run() error {
 	sqsSrv := &http.Server{Handler: sqs, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = sqsSrv.Serve(sqsLn) }()
 	defer sqsSrv.Close()
+	if err := capVisibility(st, os.Getenv("LOCALCLOUD_QUEUE_VISIBILITY")); err != nil {
+		return err
+	}
 	queues := map[string]*sqsserver.Queue{}
 	var create func(id string) *sqsserver.Queue
 	create = func(id string) *sqsserver.Queue {
