@@ -384,6 +384,37 @@ func TestEveryAlarmIsFiredByAFault(t *testing.T) {
 		// down has been disabled.
 		subscribe(live.URL+"/hooks", "the receiver that is up")
 	})
+	// A loaded machine can answer too few of the refused keys' requests
+	// (DynamoDB Local stalled, the API answered next to nothing for 10 s
+	// of the phase at load 25): the refused keys go on, 14 s at a time
+	// (twice at most), until every keyed version's 4xx alarm and the 401
+	// rate's have fired.
+	refusedNotFired := func() []string {
+		var missing []string
+		for id, a := range callControl(t, c, "GET", "/localcloud/alarms", nil) {
+			l := strings.ToLower(id)
+			if (strings.Contains(l, "version4xx") || strings.Contains(l, "api401rate")) && a.(map[string]any)["fired"].(float64) == before[id] &&
+				reasonFor(firedElsewhere, id) == "" {
+				missing = append(missing, id)
+			}
+		}
+		sort.Strings(missing)
+		return missing
+	}
+	for range 2 {
+		var missing []string
+		for deadline := time.Now().Add(3 * time.Second); ; time.Sleep(500 * time.Millisecond) { // the last periods' evaluations
+			if missing = refusedNotFired(); len(missing) == 0 || time.Now().After(deadline) {
+				break
+			}
+		}
+		if len(missing) == 0 {
+			break
+		}
+		began := time.Now()
+		hit("pa_test_00000000000000000000000000000000_unknown", 12, 14*time.Second, false, "")
+		t.Logf("phase keys the API refuses, again (not fired: %v): %v", missing, time.Since(began).Round(time.Second))
+	}
 	// The table hangs for reports from here to the campaign's end: eight
 	// requests, two every 1.5 s, each answered 503 at its deadline (24.5 s,
 	// over its route's 15 s and 80% of its timeout): two 5xx in each of
