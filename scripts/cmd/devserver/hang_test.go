@@ -98,7 +98,10 @@ func TestAHungEngineIsAnsweredThenRestarted(t *testing.T) {
 	t.Logf("with the engine paused: %s", strings.Join(answers, "; "))
 
 	// The one line, then the engine again, on its data.
-	restarted := waitLine(t, p, 60*time.Second, func(l string) bool {
+	// Minutes, not seconds: beside make test's other tiers the probe's
+	// verdict and the engine's restart took over a minute in two fresh
+	// clones.
+	restarted := waitLine(t, p, 3*time.Minute, func(l string) bool {
 		return strings.Contains(l, `"msg":"dynamodb local started"`) && strings.Contains(l, `"restarted":true`)
 	})
 	t.Logf("restarted %v after the pause: %s", time.Since(paused).Round(time.Second), restarted)
