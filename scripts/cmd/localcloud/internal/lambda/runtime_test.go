@@ -208,10 +208,14 @@ func TestMemorySizeIsEnforced(t *testing.T) {
 // under the fault hangs on after it is lifted, and the next one does not.
 func TestAHangIsInsideTheInvocation(t *testing.T) {
 	f, logs := lambdatest.Function(t, 2*time.Second, 0)
-	f.SetFault(&lambda.Fault{Kind: "hang", Delay: 700 * time.Millisecond})
+	// It hangs 1.5 s from its start and the fault is lifted 1.2 s after
+	// the call: whenever it started before the lift, it is still hanging
+	// then (a 100 ms wait for "it has started" was too short once, at
+	// make test's load, and the invocation began after the lift).
+	f.SetFault(&lambda.Fault{Kind: "hang", Delay: 1500 * time.Millisecond})
 	hung := make(chan lambda.Outcome)
 	go func() { o, _, _ := invoke(t, f, `{}`, 0); hung <- o }()
-	time.Sleep(100 * time.Millisecond) // it has started
+	time.Sleep(1200 * time.Millisecond)
 	f.SetFault(nil)
 	if o, _, err := invoke(t, f, `{}`, 0); err != nil || o.Status != "ok" {
 		t.Fatalf("after the fault was lifted: %v %+v", err, o)
@@ -233,7 +237,7 @@ func TestAHangIsInsideTheInvocation(t *testing.T) {
 	}
 	// The one after the lift, the hung one, the one that timed out.
 	sort.Float64s(durations)
-	if len(durations) != 3 || durations[0] >= 700 || durations[1] < 700 || durations[2] < 2000 {
-		t.Fatalf("durations %v ms: want the lifted one under 700, the hung one over 700, the timed-out one over 2000", durations)
+	if len(durations) != 3 || durations[0] >= 1400 || durations[1] < 1500 || durations[2] < 2000 {
+		t.Fatalf("durations %v ms: want the lifted one under 1400, the hung one 1500 or more, the timed-out one over 2000", durations)
 	}
 }
