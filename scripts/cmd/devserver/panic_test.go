@@ -19,19 +19,19 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/practice-api/practice-api/scripts/internal/localproc"
 	"github.com/practice-api/practice-api/shared/auth"
 	"github.com/practice-api/practice-api/shared/cpr"
 	"github.com/practice-api/practice-api/shared/store"
 	"github.com/practice-api/practice-api/shared/store/storetest"
 )
 
-// cprSpellings are CPR numbers as a path or a query may carry them (the
-// redaction's spellings: shared/logs' tests).
-var cprSpellings = []string{"010190-1234", "0101901234", "010190%2D1234", "０１０１９０１２３４", "01.01.90-1234", "&#48;101901234"}
-
-// panicValue is what the forced panics say: a value quoting stored data,
-// as a bug's panic might (panic(fmt.Sprint(item))).
-const panicValue = "a person's item is not what the code expects: cpr 010190-1234"
+// The CPR spellings and the panic's value the devserver's and localcloud's
+// panic tests share.
+var (
+	cprSpellings = localproc.CPRSpellings
+	panicValue   = localproc.PanicValue
+)
 
 // TestAPanicIsAnsweredAndLoggedWithoutTheCPR forces a handler panic in a
 // whole devserver while it serves requests with a CPR number in their

@@ -10,16 +10,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/practice-api/practice-api/scripts/internal/localproc"
 	"github.com/practice-api/practice-api/shared/cpr"
 )
 
-// cprSpellings are CPR numbers as a path or a query may carry them (the
-// redaction's spellings: shared/logs' tests).
-var cprSpellings = []string{"010190-1234", "0101901234", "010190%2D1234", "０１０１９０１２３４", "01.01.90-1234", "&#48;101901234"}
-
-// panicValue is what the forced panics say: a value quoting stored data,
-// as a bug's panic might (panic(fmt.Sprint(item))).
-const panicValue = "a person's item is not what the code expects: cpr 010190-1234"
+// The CPR spellings and the panic's value the devserver's and localcloud's
+// panic tests share.
+var (
+	cprSpellings = localproc.CPRSpellings
+	panicValue   = localproc.PanicValue
+)
 
 // forcePanics forces handler panics in the parties function's warm
 // bootstrap (#38, item 1): localcloud's table faults answer its calls to
