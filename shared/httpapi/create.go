@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/practice-api/practice-api/shared/clock"
 	"github.com/practice-api/practice-api/shared/cpr"
 	"github.com/practice-api/practice-api/shared/httpapi/routes"
 	"github.com/practice-api/practice-api/shared/idempotency"
@@ -239,7 +240,9 @@ func (c *CreateRequest) Commit(ctx context.Context, tx *store.TxBuilder, id stri
 			}
 			return err
 		case attempt < txAttempts:
-			time.Sleep(time.Duration(attempt*attempt) * 20 * time.Millisecond)
+			if err := clock.Sleep(ctx, time.Duration(attempt*attempt)*20*time.Millisecond); err != nil {
+				return err
+			}
 			continue
 		}
 		return &Error{Status: http.StatusConflict, Code: CodeConcurrentChange, RetryAfter: 1, Message: "other requests were changing the same records; nothing was created: retry the request"}

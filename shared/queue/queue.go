@@ -11,6 +11,8 @@ import (
 	"runtime/debug"
 	"sync"
 	"time"
+
+	"github.com/practice-api/practice-api/shared/clock"
 )
 
 // MaxDelay is the longest delay a Send may ask for (SQS's DelaySeconds limit).
@@ -126,7 +128,7 @@ func Run(ctx context.Context, log *slog.Logger, q Queue, name string, workers in
 		if err != nil {
 			if ctx.Err() == nil {
 				log.Error("queue receive", "queue", name, "err", err)
-				time.Sleep(time.Second)
+				_ = clock.Sleep(ctx, time.Second)
 			}
 			continue
 		}

@@ -15,6 +15,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/uuid"
 
+	"github.com/practice-api/practice-api/shared/clock"
 	"github.com/practice-api/practice-api/shared/store"
 )
 
@@ -170,13 +171,17 @@ func (q *Table) SendBatch(ctx context.Context, group string, bodies [][]byte, de
 			out, err := q.db.Client.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: map[string][]ddbtypes.WriteRequest{q.db.Table: reqs}})
 			if err != nil {
 				lastErr = err
-				time.Sleep(time.Duration(try+1) * 50 * time.Millisecond)
+				if clock.Sleep(ctx, time.Duration(try+1)*50*time.Millisecond) != nil {
+					break
+				}
 				continue
 			}
 			reqs = out.UnprocessedItems[q.db.Table]
 			if len(reqs) > 0 {
 				lastErr = fmt.Errorf("%d items unprocessed", len(reqs))
-				time.Sleep(time.Duration(try+1) * 50 * time.Millisecond)
+				if clock.Sleep(ctx, time.Duration(try+1)*50*time.Millisecond) != nil {
+					break
+				}
 			}
 		}
 		for _, r := range reqs { // never written

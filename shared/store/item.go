@@ -10,6 +10,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/practice-api/practice-api/shared/clock"
 )
 
 // Keys are the key attributes every item carries; domain items embed it.
@@ -137,7 +139,9 @@ func (db *DB) batchPut(ctx context.Context, chunk []map[string]ddbtypes.Attribut
 			return fmt.Errorf("batch put: %d items still unprocessed", len(pending[db.Table]))
 		}
 		if attempt > 0 {
-			time.Sleep(time.Duration(attempt*attempt) * 50 * time.Millisecond)
+			if err := clock.Sleep(ctx, time.Duration(attempt*attempt)*50*time.Millisecond); err != nil {
+				return fmt.Errorf("batch put: %d items unprocessed: %w", len(pending[db.Table]), err)
+			}
 		}
 		out, err := db.Client.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: pending})
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/practice-api/practice-api/shared/clock"
 	"github.com/practice-api/practice-api/shared/outbox"
 	"github.com/practice-api/practice-api/shared/store"
 )
@@ -334,7 +335,9 @@ func (s *Store) disableIfDue(ctx context.Context, org, id string, now time.Time)
 		var failed *store.TxFailed
 		switch {
 		case errors.Is(err, store.ErrTxConflict) && attempt < 3:
-			time.Sleep(time.Duration(attempt) * 20 * time.Millisecond)
+			if err := clock.Sleep(ctx, time.Duration(attempt)*20*time.Millisecond); err != nil {
+				return false, err
+			}
 			continue
 		case errors.As(err, &failed) && !errors.Is(err, store.ErrTxConflict):
 			return false, nil // already off, or a success reset the count meanwhile
