@@ -68,7 +68,7 @@ local-cloud: dynamodb-local
 
 ## local-cloud-test: the black-box suite (scripts/e2e) against scripts/localcloud
 local-cloud-test: dynamodb-local
-	E2E_SERVER=localcloud $(GO) test -count=1 -timeout 15m ./scripts/e2e/
+	E2E_SERVER=localcloud $(GO) test -count=1 -timeout 15m -parallel 4 ./scripts/e2e/
 
 ## local-cloud-release: rehearse a release on localcloud, on the manual clock (LOCALCLOUD_CLOCK=manual: a minute passes when its traffic is served and its metrics are in): a build of matters broken on one route goes out behind the canary, its version's 5xx alarm fires at the end of minute 2 and CodeDeploy rolls it back with no request lost; then a good build goes out linearly (about 2 minutes, most of it the first synth; make test runs it too)
 local-cloud-release: dynamodb-local

@@ -50,6 +50,7 @@ func chromium() string {
 //
 // Screenshots are kept in .bin/test-artifacts.
 func TestDocsPageInABrowser(t *testing.T) {
+	t.Parallel() // the suite's slow tests (each writes only to an organisation of its own) run beside each other once the rest is done
 	if api.demoKey == "" {
 		t.Skip("needs the suite's own devserver and its demo key")
 	}

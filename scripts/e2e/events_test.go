@@ -100,6 +100,7 @@ func feed(t *testing.T, key, types string) []map[string]any {
 // metric) and the feed lists; turning
 // it back on with replay_since delivers everything it missed.
 func TestEventFeedReplayAndRecovery(t *testing.T) {
+	t.Parallel() // the suite's slow tests (each writes only to an organisation of its own) run beside each other once the rest is done
 	if api.local == nil {
 		t.Skip("the receivers listen on loopback: they need a server this suite started")
 	}

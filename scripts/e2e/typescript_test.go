@@ -23,6 +23,7 @@ import (
 // narrowed by their code. It needs Node.js and npm; on CI (CI=true, or
 // TS_CLIENT_REQUIRED=1) it fails without them instead of skipping.
 func TestTheTypeScriptClient(t *testing.T) {
+	t.Parallel() // the suite's slow tests (each writes only to an organisation of its own) run beside each other once the rest is done
 	required := os.Getenv("CI") == "true" || os.Getenv("TS_CLIENT_REQUIRED") == "1"
 	for _, tool := range []string{"node", "npm"} {
 		if _, err := exec.LookPath(tool); err != nil {
