@@ -29,6 +29,7 @@ import (
 	"github.com/practice-api/practice-api/shared/openapi/conformance"
 	"github.com/practice-api/practice-api/shared/queue"
 	"github.com/practice-api/practice-api/shared/store"
+	"github.com/practice-api/practice-api/shared/store/capacity"
 	"github.com/practice-api/practice-api/shared/store/storetest"
 	"github.com/practice-api/practice-api/shared/webhook"
 )
@@ -93,7 +94,7 @@ type Env struct {
 	Faults *Faults
 	// Capacity records what every store call of the API (and of the
 	// test's own helpers) consumed, as DynamoDB bills it.
-	Capacity *store.CapacityMeter
+	Capacity *capacity.Meter
 	// Deliveries is the webhook delivery queue the API's retry operation
 	// feeds; Deliverer is its worker (its Client is the test's to set).
 	Deliveries *queue.Memory
@@ -128,7 +129,7 @@ type Options struct {
 // the process's default logger is left alone, so tests run in parallel.
 func New(t testing.TB, opt Options) *Env {
 	t.Helper()
-	e := &Env{Log: testLogger(), t: t, Calls: &RoundTrips{}, Faults: &Faults{}, Capacity: &store.CapacityMeter{}, now: &atomic.Int64{}}
+	e := &Env{Log: testLogger(), t: t, Calls: &RoundTrips{}, Faults: &Faults{}, Capacity: &capacity.Meter{}, now: &atomic.Int64{}}
 	if opt.Bare {
 		e.DB = storetest.NewDB(t)
 	} else {

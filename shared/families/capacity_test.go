@@ -19,12 +19,12 @@ import (
 	"github.com/practice-api/practice-api/shared/httpapi/routes"
 	"github.com/practice-api/practice-api/shared/outbox"
 	"github.com/practice-api/practice-api/shared/seed"
-	"github.com/practice-api/practice-api/shared/store"
+	"github.com/practice-api/practice-api/shared/store/capacity"
 	"github.com/practice-api/practice-api/shared/store/storetest"
 )
 
 // capacityBudget is what each route may consume per request, as DynamoDB
-// bills it (store.CapacityMeter): write and read request units, the
+// bills it (capacity.Meter): write and read request units, the
 // authentication's read of the client (1 RRU, consistent) and count
 // (1 WRU) included. A change that raises a route's use
 // fails TestCapacityPerRoute; a change that lowers it should lower its row
@@ -89,7 +89,7 @@ var updateDoc = flag.Bool("update", false, "rewrite docs/cost-model.md's capacit
 
 // measureRoutes drives every route of the table once (creates also as a
 // replay, some lists with a filter) and returns what each consumed.
-func measureRoutes(tb testing.TB) map[string]store.Capacity {
+func measureRoutes(tb testing.TB) map[string]capacity.Capacity {
 	now := time.Date(2026, 6, 30, 12, 0, 0, 0, time.UTC)
 	rc := newReceiver(tb, 500)
 	e, d := hookEnv(tb, rc)
@@ -102,7 +102,7 @@ func measureRoutes(tb testing.TB) map[string]store.Capacity {
 		Rand: rand.New(rand.NewPCG(24, 24))}); err != nil {
 		tb.Fatal(err)
 	}
-	out := map[string]store.Capacity{}
+	out := map[string]capacity.Capacity{}
 	measure := func(name string, want int, do func() apitest.Response) apitest.Response {
 		tb.Helper()
 		e.Capacity.Reset()
@@ -330,7 +330,7 @@ var capacityTable = regexp.MustCompile(`(?s)<!-- capacity:begin -->\n.*?<!-- cap
 
 // checkCostModel keeps docs/cost-model.md's capacity table equal to the
 // budgets the measurement was just held to (rewriting it with -update).
-func checkCostModel(t *testing.T, got map[string]store.Capacity) {
+func checkCostModel(t *testing.T, got map[string]capacity.Capacity) {
 	var b strings.Builder
 	b.WriteString("<!-- capacity:begin -->\n| request | WRU | RRU | store calls |\n|---|---|---|---|\n")
 	for _, name := range slices.Sorted(maps.Keys(got)) {

@@ -59,43 +59,6 @@ func (ix Index) Projection() *ddbtypes.Projection {
 	return &ddbtypes.Projection{ProjectionType: ddbtypes.ProjectionTypeAll}
 }
 
-// entry is what the index holds of item: nil when the item is not in it.
-func (ix Index) entry(item map[string]ddbtypes.AttributeValue) map[string]ddbtypes.AttributeValue {
-	pk, sk := GSIKeyAttrs(ix.Name)
-	if item == nil || item[pk] == nil || item[sk] == nil {
-		return nil
-	}
-	if !ix.KeysOnly {
-		return item
-	}
-	return map[string]ddbtypes.AttributeValue{AttrPK: item[AttrPK], AttrSK: item[AttrSK], pk: item[pk], sk: item[sk]}
-}
-
-// writes is the units (per KB, before any transactional doubling) a
-// change of an item from pre to post (nil: absent) costs this index: a
-// put of an entry that appears, a delete of one that goes, both when its
-// key changes, one write when its projected attributes change.
-func (ix Index) writes(pre, post map[string]ddbtypes.AttributeValue) map[string]float64 {
-	a, b := ix.entry(pre), ix.entry(post)
-	pk, sk := GSIKeyAttrs(ix.Name)
-	same := func(x, y map[string]ddbtypes.AttributeValue) bool {
-		return ItemSize(x) == ItemSize(y) && equalItems(x, y)
-	}
-	switch {
-	case a == nil && b == nil:
-		return nil
-	case a == nil:
-		return map[string]float64{ix.Name: max(units(ItemSize(b), 1024), 1)}
-	case b == nil:
-		return map[string]float64{ix.Name: max(units(ItemSize(a), 1024), 1)}
-	case !equalValue(a[pk], b[pk]) || !equalValue(a[sk], b[sk]):
-		return map[string]float64{ix.Name: max(units(ItemSize(a), 1024), 1) + max(units(ItemSize(b), 1024), 1)}
-	case same(a, b):
-		return nil
-	}
-	return map[string]float64{ix.Name: max(units(max(ItemSize(a), ItemSize(b)), 1024), 1)}
-}
-
 // TableDefinition is the single table's schema, shared by EnsureTable and
 // the CDK app so that the two cannot drift.
 func TableDefinition(name string) *dynamodb.CreateTableInput {

@@ -1,7 +1,7 @@
 // Package ddbproxy is a DynamoDB endpoint in front of another (DynamoDB
 // Local): it forwards every call unchanged but for asking each for its
 // consumed capacity, and keeps what each call consumed, by operation and by
-// partition key, as DynamoDB bills it (store.CapacityMeter's rules, for
+// partition key, as DynamoDB bills it (capacity.Meter's rules, for
 // processes it cannot instrument: a local runtime's functions). make
 // capacity reads it.
 package ddbproxy
@@ -21,6 +21,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/practice-api/practice-api/shared/store"
+	"github.com/practice-api/practice-api/shared/store/capacity"
 )
 
 // Proxy forwards to Target and records capacity.
@@ -32,9 +33,9 @@ type Proxy struct {
 	HTTP   *http.Client
 
 	mu    sync.Mutex
-	total store.Capacity
+	total capacity.Capacity
 	keys  map[string]float64 // partition key ("GSI1 <pk>" for an index's) -> WRU
-	ops   map[string]store.Capacity
+	ops   map[string]capacity.Capacity
 }
 
 // ServeHTTP forwards one call.
@@ -111,7 +112,7 @@ func writes(op string) bool {
 
 // record accounts for one answered call.
 func (p *Proxy) record(ctx context.Context, op string, in map[string]any, before []map[string]ddbtypes.AttributeValue, status int, out []byte) {
-	c := store.Capacity{Calls: 1, ByIndex: map[string]float64{}}
+	c := capacity.Capacity{Calls: 1, ByIndex: map[string]float64{}}
 	keys := map[string]float64{}
 	switch {
 	case status == http.StatusOK && op == "TransactWriteItems":
@@ -119,7 +120,7 @@ func (p *Proxy) record(ctx context.Context, op string, in map[string]any, before
 		tx := txInput(in)
 		c.AddTransaction(tx, before, after)
 		for i, it := range tx.TransactItems {
-			for k, u := range store.TransactionKeys(it, before[i], after[i]) {
+			for k, u := range capacity.TransactionKeys(it, before[i], after[i]) {
 				keys[k] += u
 			}
 		}
@@ -170,7 +171,7 @@ func (p *Proxy) record(ctx context.Context, op string, in map[string]any, before
 	defer p.mu.Unlock()
 	p.total.Add(c)
 	if p.ops == nil {
-		p.ops, p.keys = map[string]store.Capacity{}, map[string]float64{}
+		p.ops, p.keys = map[string]capacity.Capacity{}, map[string]float64{}
 	}
 	oc := p.ops[op]
 	oc.Add(c)
@@ -182,8 +183,8 @@ func (p *Proxy) record(ctx context.Context, op string, in map[string]any, before
 
 // Report is what the proxy recorded.
 type Report struct {
-	Total store.Capacity
-	ByOp  map[string]store.Capacity
+	Total capacity.Capacity
+	ByOp  map[string]capacity.Capacity
 	// Hottest are the partition keys with the most write units, most first.
 	Hottest []KeyUnits
 	// KeyWRU sums the write units attributed to partition keys (base
@@ -201,7 +202,7 @@ type KeyUnits struct {
 func (p *Proxy) Report(n int) Report {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	r := Report{Total: p.total, ByOp: map[string]store.Capacity{}}
+	r := Report{Total: p.total, ByOp: map[string]capacity.Capacity{}}
 	for op, c := range p.ops {
 		r.ByOp[op] = c
 	}
@@ -220,7 +221,7 @@ func (p *Proxy) Report(n int) Report {
 func (p *Proxy) Reset() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.total, p.ops, p.keys = store.Capacity{}, nil, nil
+	p.total, p.ops, p.keys = capacity.Capacity{}, nil, nil
 }
 
 type wireCapacity struct {
@@ -263,7 +264,7 @@ func partition(in map[string]any) string {
 // input given as wire JSON.
 func (p *Proxy) images(ctx context.Context, in map[string]any) []map[string]ddbtypes.AttributeValue {
 	tx := txInput(in)
-	m := store.CapacityMeter{Reader: p.Reader}
+	m := capacity.Meter{Reader: p.Reader}
 	return m.Images(ctx, tx)
 }
 

@@ -1,4 +1,8 @@
-package store
+// Package capacity meters what store calls consume, as DynamoDB bills it
+// (read and write request units, the table's and each index's apart): for
+// tests that hold routes to budgets, the capacity benchmarks and the
+// ddbproxy. No Lambda links it (functions/deps_test.go).
+package capacity
 
 import (
 	"context"
@@ -12,6 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
+
+	"github.com/practice-api/practice-api/shared/store"
 )
 
 // Capacity is what a set of store calls consumed, as DynamoDB bills it:
@@ -63,7 +69,7 @@ func (c Capacity) Round() Capacity {
 	return c
 }
 
-// CapacityMeter records the capacity of every call of the clients it is
+// Meter records the capacity of every call of the clients it is
 // installed on (store.Config.APIOptions): tests hold routes to budgets
 // with it, and make bench and make capacity print it.
 //
@@ -73,7 +79,7 @@ func (c Capacity) Round() Capacity {
 // item, read before and after through Reader (a client without the meter),
 // 2 WRU per KB of the larger of its two images, and 2 WRU per KB of the
 // projected entry of every index the item entered, left or changed in.
-type CapacityMeter struct {
+type Meter struct {
 	// Reader reads the images of a transaction's items; without it a
 	// transaction counts what DynamoDB Local reports.
 	Reader *dynamodb.Client
@@ -83,10 +89,10 @@ type CapacityMeter struct {
 }
 
 // Reset forgets what was recorded.
-func (m *CapacityMeter) Reset() { m.mu.Lock(); m.cur = Capacity{}; m.mu.Unlock() }
+func (m *Meter) Reset() { m.mu.Lock(); m.cur = Capacity{}; m.mu.Unlock() }
 
 // Take returns what was recorded since the last Reset and resets.
-func (m *CapacityMeter) Take() Capacity {
+func (m *Meter) Take() Capacity {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	c := m.cur
@@ -95,13 +101,13 @@ func (m *CapacityMeter) Take() Capacity {
 }
 
 // Peek returns what was recorded since the last Reset.
-func (m *CapacityMeter) Peek() Capacity {
+func (m *Meter) Peek() Capacity {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.cur
 }
 
-func (m *CapacityMeter) add(c Capacity) {
+func (m *Meter) add(c Capacity) {
 	m.mu.Lock()
 	m.cur.Add(c)
 	m.mu.Unlock()
@@ -109,7 +115,7 @@ func (m *CapacityMeter) add(c Capacity) {
 
 // Middleware is the smithy hook: it asks every call for its consumed
 // capacity and records the answer.
-func (m *CapacityMeter) Middleware(stack *middleware.Stack) error {
+func (m *Meter) Middleware(stack *middleware.Stack) error {
 	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("capacityMeter",
 		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
 			write := askCapacity(in.Parameters)
@@ -228,7 +234,7 @@ func (c *Capacity) addConsumed(cc ddbtypes.ConsumedCapacity, write bool) {
 
 // Images reads the current item of every action of tx through Reader
 // (nil where there is none).
-func (m *CapacityMeter) Images(ctx context.Context, tx *dynamodb.TransactWriteItemsInput) []map[string]ddbtypes.AttributeValue {
+func (m *Meter) Images(ctx context.Context, tx *dynamodb.TransactWriteItemsInput) []map[string]ddbtypes.AttributeValue {
 	out := make([]map[string]ddbtypes.AttributeValue, len(tx.TransactItems))
 	for i, it := range tx.TransactItems {
 		table, key := txTarget(it)
@@ -247,7 +253,7 @@ func (m *CapacityMeter) Images(ctx context.Context, tx *dynamodb.TransactWriteIt
 func txTarget(it ddbtypes.TransactWriteItem) (*string, map[string]ddbtypes.AttributeValue) {
 	switch {
 	case it.Put != nil:
-		return it.Put.TableName, map[string]ddbtypes.AttributeValue{AttrPK: it.Put.Item[AttrPK], AttrSK: it.Put.Item[AttrSK]}
+		return it.Put.TableName, map[string]ddbtypes.AttributeValue{store.AttrPK: it.Put.Item[store.AttrPK], store.AttrSK: it.Put.Item[store.AttrSK]}
 	case it.Update != nil:
 		return it.Update.TableName, it.Update.Key
 	case it.Delete != nil:
@@ -277,8 +283,8 @@ func (c *Capacity) AddTransaction(tx *dynamodb.TransactWriteItemsInput, before, 
 			continue
 		}
 		add("table", 2*max(units(max(ItemSize(pre), ItemSize(post)), 1024), 1))
-		for _, ix := range Indexes {
-			for where, u := range ix.writes(pre, post) {
+		for _, ix := range store.Indexes {
+			for where, u := range writes(ix, pre, post) {
 				add(where, 2*u)
 			}
 		}
@@ -297,15 +303,15 @@ func TransactionKeys(it ddbtypes.TransactWriteItem, pre, post map[string]ddbtype
 	if img == nil {
 		img = pre
 	}
-	if pk, ok := img[AttrPK].(*ddbtypes.AttributeValueMemberS); ok {
+	if pk, ok := img[store.AttrPK].(*ddbtypes.AttributeValueMemberS); ok {
 		out[pk.Value] += 2 * max(units(max(ItemSize(pre), ItemSize(post)), 1024), 1)
 	}
-	for _, ix := range Indexes {
-		if len(ix.writes(pre, post)) == 0 {
+	for _, ix := range store.Indexes {
+		if len(writes(ix, pre, post)) == 0 {
 			continue
 		}
-		pkAttr, _ := GSIKeyAttrs(ix.Name)
-		a, b := ix.entry(pre), ix.entry(post)
+		pkAttr, _ := store.GSIKeyAttrs(ix.Name)
+		a, b := entry(ix, pre), entry(ix, post)
 		pkOf := func(e map[string]ddbtypes.AttributeValue) string {
 			v, _ := e[pkAttr].(*ddbtypes.AttributeValueMemberS)
 			if v == nil {
@@ -497,4 +503,41 @@ func equalValue(a, b ddbtypes.AttributeValue) bool {
 		return b == nil
 	}
 	return false
+}
+
+// entry is what the index holds of item: nil when the item is not in it.
+func entry(ix store.Index, item map[string]ddbtypes.AttributeValue) map[string]ddbtypes.AttributeValue {
+	pk, sk := store.GSIKeyAttrs(ix.Name)
+	if item == nil || item[pk] == nil || item[sk] == nil {
+		return nil
+	}
+	if !ix.KeysOnly {
+		return item
+	}
+	return map[string]ddbtypes.AttributeValue{store.AttrPK: item[store.AttrPK], store.AttrSK: item[store.AttrSK], pk: item[pk], sk: item[sk]}
+}
+
+// writes is the units (per KB, before any transactional doubling) a
+// change of an item from pre to post (nil: absent) costs this index: a
+// put of an entry that appears, a delete of one that goes, both when its
+// key changes, one write when its projected attributes change.
+func writes(ix store.Index, pre, post map[string]ddbtypes.AttributeValue) map[string]float64 {
+	a, b := entry(ix, pre), entry(ix, post)
+	pk, sk := store.GSIKeyAttrs(ix.Name)
+	same := func(x, y map[string]ddbtypes.AttributeValue) bool {
+		return ItemSize(x) == ItemSize(y) && equalItems(x, y)
+	}
+	switch {
+	case a == nil && b == nil:
+		return nil
+	case a == nil:
+		return map[string]float64{ix.Name: max(units(ItemSize(b), 1024), 1)}
+	case b == nil:
+		return map[string]float64{ix.Name: max(units(ItemSize(a), 1024), 1)}
+	case !equalValue(a[pk], b[pk]) || !equalValue(a[sk], b[sk]):
+		return map[string]float64{ix.Name: max(units(ItemSize(a), 1024), 1) + max(units(ItemSize(b), 1024), 1)}
+	case same(a, b):
+		return nil
+	}
+	return map[string]float64{ix.Name: max(units(max(ItemSize(a), ItemSize(b)), 1024), 1)}
 }
