@@ -78,6 +78,11 @@ func (db *DB) Query(ctx context.Context, q ListQuery) (Page, error) {
 	if q.Limit < 1 {
 		return Page{}, fmt.Errorf("store: a query of %s needs a Limit (its page size) of at least 1, not %d", q.PK, q.Limit)
 	}
+	if q.Project && len(q.attrs) == 0 {
+		// Only the typed readers know which attributes to read: a Query
+		// of raw items with Project once read whole items, silently.
+		return Page{}, fmt.Errorf("store: a query of %s asks for a projected read (Project), which only QueryInto, MergeInto and Each make (they know the type's attributes); DB.Query reads whole items", q.PK)
+	}
 	pkAttr, skAttr := AttrPK, AttrSK
 	if q.Index != "" {
 		pkAttr, skAttr = GSIKeyAttrs(q.Index)
@@ -294,8 +299,19 @@ func (q *ListQuery) Dates(from, to string) {
 // lacks. So a page reads about twice the items it returns, however they
 // are spread, not once per partition. The continuation is the last sort key
 // returned (every sort key of the index is unique), from which each
-// partition resumes.
+// partition resumes. Merge reads in ascending order only (a descending
+// merge is refused, not answered out of order), and no partitions are an
+// empty page.
 func (db *DB) Merge(ctx context.Context, q ListQuery, pks []string) (Page, error) {
+	if q.Desc {
+		return Page{}, fmt.Errorf("store: Merge reads its partitions in ascending order only (Desc is set on a merge of %d partitions of %q)", len(pks), q.Index)
+	}
+	if q.Limit < 1 {
+		return Page{}, fmt.Errorf("store: a merge of %d partitions needs a Limit (its page size) of at least 1, not %d", len(pks), q.Limit)
+	}
+	if len(pks) == 0 {
+		return Page{}, nil
+	}
 	_, skAttr := AttrPK, AttrSK
 	if q.Index != "" {
 		_, skAttr = GSIKeyAttrs(q.Index)

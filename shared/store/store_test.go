@@ -244,3 +244,54 @@ func TestQueryNeedsAPageSize(t *testing.T) {
 		}
 	}
 }
+
+// TestListQueriesAreSafeByConstruction: the list readers refuse what they
+// would answer wrongly, before any read, and never panic.
+func TestListQueriesAreSafeByConstruction(t *testing.T) {
+	t.Parallel()
+	db := &store.DB{} // no client: each case must be decided before a call
+	ctx := context.Background()
+	cases := []struct {
+		name string
+		run  func() error
+		want string // in the error; "" for none
+	}{
+		{"a raw Query with Project", func() error {
+			_, err := db.Query(ctx, store.ListQuery{Index: "GSI1", PK: "C", Limit: 3, Project: true})
+			return err
+		}, "only QueryInto"},
+		{"a descending merge", func() error {
+			_, err := db.Merge(ctx, store.ListQuery{Index: "GSI1", Limit: 3, Desc: true}, []string{"A", "B"})
+			return err
+		}, "ascending order only"},
+		{"a merge without a page size", func() error {
+			_, err := db.Merge(ctx, store.ListQuery{Index: "GSI1"}, []string{"A"})
+			return err
+		}, "Limit"},
+		{"a merge of no partitions", func() error {
+			page, err := db.Merge(ctx, store.ListQuery{Index: "GSI1", Limit: 3}, nil)
+			if err == nil && (len(page.Items) != 0 || page.Next != nil) {
+				return fmt.Errorf("page %+v", page)
+			}
+			return err
+		}, ""},
+		{"a typed merge of no partitions", func() error {
+			vs, next, err := store.MergeInto[projected](ctx, db, store.ListQuery{Index: "GSI1", Limit: 3, Project: true}, nil)
+			if err == nil && (len(vs) != 0 || next != nil) {
+				return fmt.Errorf("%v %v", vs, next)
+			}
+			return err
+		}, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := c.run()
+			switch {
+			case c.want == "" && err != nil:
+				t.Fatalf("err = %v, want none", err)
+			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+				t.Fatalf("err = %v, want one saying %q", err, c.want)
+			}
+		})
+	}
+}
