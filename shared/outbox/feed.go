@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 
 	"github.com/practice-api/practice-api/shared/store"
 )
@@ -91,18 +91,12 @@ func Feed(ctx context.Context, db *store.DB, q FeedQuery) (FeedPage, error) {
 		return page, nil
 	}
 	lq := store.ListQuery{PK: store.OrgPK(q.Org), SKFrom: SeqSK(from), SKTo: SeqSK(upTo), Limit: q.Limit, Consistent: true, MaxReads: 1}
-	values := map[string]ddbtypes.AttributeValue{}
-	filter := ""
-	for i, t := range q.Types {
-		n := fmt.Sprintf(":t%d", i)
-		values[n] = &ddbtypes.AttributeValueMemberS{Value: string(t)}
-		if filter != "" {
-			filter += ", "
+	if len(q.Types) > 0 {
+		types := make([]expression.OperandBuilder, len(q.Types))
+		for i, t := range q.Types {
+			types[i] = expression.Value(string(t))
 		}
-		filter += n
-	}
-	if filter != "" {
-		lq.Filter = &store.Filter{Expression: "#type IN (" + filter + ")", Names: map[string]string{"#type": "type"}, Values: values}
+		lq.Filter = expression.Name("type").In(types[0], types[1:]...)
 	}
 	res, err := db.Query(ctx, lq)
 	if err != nil {

@@ -31,15 +31,17 @@ func BatchReadInto[T any](ctx context.Context, db *DB, pk string, sks []string, 
 	if len(sks) > MaxBatchRead {
 		return nil, fmt.Errorf("store: a batch read of %d keys, over %d", len(sks), MaxBatchRead)
 	}
-	names := map[string]string{}
 	keys := make([]map[string]ddbtypes.AttributeValue, len(sks))
 	for i, sk := range sks {
 		keys[i] = Key(pk, sk)
 	}
 	// The sort key is read too, to put the items back in the order asked.
-	attrs := append([]string{AttrSK}, attrsExcept[T](omit)...)
+	proj, names, err := projection(append([]string{AttrSK}, attrsExcept[T](omit)...))
+	if err != nil {
+		return nil, err
+	}
 	req := map[string]ddbtypes.KeysAndAttributes{db.Table: {Keys: keys, ConsistentRead: aws.Bool(true),
-		ProjectionExpression: aws.String(projection(attrs, names)), ExpressionAttributeNames: names}}
+		ProjectionExpression: proj, ExpressionAttributeNames: names}}
 	found := map[string]map[string]ddbtypes.AttributeValue{}
 	for attempt := 0; len(req) > 0; attempt++ {
 		if attempt > batchRetries {

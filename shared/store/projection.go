@@ -1,11 +1,13 @@
 package store
 
 import (
+	"fmt"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 )
 
 var attrsCache sync.Map // reflect.Type → []string
@@ -54,17 +56,23 @@ func attrsExcept[T any](omit []string) []string {
 	return slices.DeleteFunc(slices.Clone(attrs), func(a string) bool { return slices.Contains(omit, a) })
 }
 
-// projection is a ProjectionExpression of attrs, with names #p0… (many
-// attribute names, such as status and date, are reserved words).
-func projection(attrs []string, names map[string]string) string {
-	var b strings.Builder
-	for i, a := range attrs {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		n := "#p" + strconv.Itoa(i)
-		names[n] = a
-		b.WriteString(n)
+// names is a projection of attrs for the SDK's expression builder, which
+// names each (many attribute names, such as status and date, are reserved
+// words).
+func names(attrs []string) expression.ProjectionBuilder {
+	var p expression.ProjectionBuilder
+	for _, a := range attrs {
+		p = p.AddNames(expression.Name(a))
 	}
-	return b.String()
+	return p
+}
+
+// projection is a ProjectionExpression of attrs and its names, for a
+// read that takes no other expression (GetItem, BatchGetItem).
+func projection(attrs []string) (*string, map[string]string, error) {
+	expr, err := expression.NewBuilder().WithProjection(names(attrs)).Build()
+	if err != nil {
+		return nil, nil, fmt.Errorf("store: a projection of %v: %w", attrs, err)
+	}
+	return expr.Projection(), expr.Names(), nil
 }

@@ -4,9 +4,11 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"strings"
+	"maps"
+	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
@@ -26,8 +28,9 @@ type ListQuery struct {
 	// SKPrefix restricts the sort key to a prefix (base-table collections).
 	SKPrefix string
 	Equal    map[string]string // attribute = value, applied as a FilterExpression
-	// Filter is a filter expression of the caller's, ANDed with Equal's.
-	Filter *Filter
+	// Filter is a filter of the caller's (the SDK's expression builder),
+	// ANDed with Equal's; the zero value filters nothing.
+	Filter expression.ConditionBuilder
 	// MaxReads bounds the Query calls spent filling a filtered page
 	// (maxFilterReads when 0): 1 keeps a page to a single Query.
 	MaxReads int
@@ -47,13 +50,16 @@ type ListQuery struct {
 	attrs []string
 }
 
-// Filter is a filter expression with its names and values (which must
-// not use the names #pk, #sk, #f<n> and #p<n>, nor the values :pk, :sk…,
-// :f<n>).
-type Filter struct {
-	Expression string
-	Names      map[string]string
-	Values     map[string]ddbtypes.AttributeValue
+// And is a AND b, where either may be unset (the zero ConditionBuilder):
+// filters and conditions built up from optional parts.
+func And(a, b expression.ConditionBuilder) expression.ConditionBuilder {
+	switch {
+	case !a.IsSet():
+		return b
+	case !b.IsSet():
+		return a
+	}
+	return a.And(b)
 }
 
 // maxFilterReads bounds the Query calls spent filling one filtered page, so a
@@ -87,78 +93,53 @@ func (db *DB) Query(ctx context.Context, q ListQuery) (Page, error) {
 	if q.Index != "" {
 		pkAttr, skAttr = GSIKeyAttrs(q.Index)
 	}
-	names := map[string]string{"#pk": pkAttr}
-	values := map[string]ddbtypes.AttributeValue{":pk": &ddbtypes.AttributeValueMemberS{Value: q.PK}}
-	cond := "#pk = :pk"
+	// The SDK's expression builder names every attribute and value
+	// (#0, :0…), so reserved words (status, date) and a caller's filter
+	// never collide with the key condition's placeholders.
+	key := expression.Key(pkAttr).Equal(expression.Value(q.PK))
+	sk := expression.Key(skAttr)
 	switch {
 	case q.SKPrefix != "":
-		names["#sk"] = skAttr
-		values[":skp"] = &ddbtypes.AttributeValueMemberS{Value: q.SKPrefix}
-		cond += " AND begins_with(#sk, :skp)"
+		key = key.And(sk.BeginsWith(q.SKPrefix))
 	case q.SKFrom != "" && q.SKTo != "":
-		names["#sk"] = skAttr
-		values[":skf"] = &ddbtypes.AttributeValueMemberS{Value: q.SKFrom}
-		values[":skt"] = &ddbtypes.AttributeValueMemberS{Value: q.SKTo}
-		cond += " AND #sk BETWEEN :skf AND :skt"
+		key = key.And(sk.Between(expression.Value(q.SKFrom), expression.Value(q.SKTo)))
 	case q.SKFrom != "":
-		names["#sk"] = skAttr
-		values[":skf"] = &ddbtypes.AttributeValueMemberS{Value: q.SKFrom}
-		cond += " AND #sk >= :skf"
+		key = key.And(sk.GreaterThanEqual(expression.Value(q.SKFrom)))
 	case q.SKTo != "":
-		names["#sk"] = skAttr
-		values[":skt"] = &ddbtypes.AttributeValueMemberS{Value: q.SKTo}
-		cond += " AND #sk <= :skt"
+		key = key.And(sk.LessThanEqual(expression.Value(q.SKTo)))
 	}
-	var filter *string
-	if len(q.Equal) > 0 {
-		expr := ""
-		i := 0
-		for attr, v := range q.Equal {
-			n, val := fmt.Sprintf("#f%d", i), fmt.Sprintf(":f%d", i)
-			names[n] = attr
-			values[val] = &ddbtypes.AttributeValueMemberS{Value: v}
-			if expr != "" {
-				expr += " AND "
-			}
-			expr += n + " = " + val
-			i++
-		}
-		filter = aws.String(expr)
-	}
-	if f := q.Filter; f != nil {
-		expr := "(" + f.Expression + ")"
-		if filter != nil {
-			expr = *filter + " AND " + expr
-		}
-		filter = aws.String(expr)
-		for k, v := range f.Names {
-			names[k] = v
-		}
-		for k, v := range f.Values {
-			values[k] = v
-		}
+	b := expression.NewBuilder().WithKeyCondition(key)
+	filter := q.Filter
+	for _, attr := range slices.Sorted(maps.Keys(q.Equal)) {
+		filter = And(filter, expression.Name(attr).Equal(expression.Value(q.Equal[attr])))
 	}
 	want := q.Limit + 1 // one more than the page tells whether another page exists
 	readLimit := want
-	if filter != nil {
+	if filter.IsSet() {
+		b = b.WithFilter(filter)
 		readLimit = min(max(want*4, 200), 1000)
-	}
-	in := &dynamodb.QueryInput{
-		TableName:                 aws.String(db.Table),
-		KeyConditionExpression:    aws.String(cond),
-		FilterExpression:          filter,
-		ExpressionAttributeNames:  names,
-		ExpressionAttributeValues: values,
-	}
-	if q.Index != "" {
-		in.IndexName = aws.String(q.Index)
 	}
 	if q.Project && len(q.attrs) > 0 {
 		keys := []string{AttrPK, AttrSK}
 		if q.Index != "" {
 			keys = append(keys, pkAttr, skAttr)
 		}
-		in.ProjectionExpression = aws.String(projection(append(keys, q.attrs...), names))
+		b = b.WithProjection(names(append(keys, q.attrs...)))
+	}
+	expr, err := b.Build()
+	if err != nil {
+		return Page{}, fmt.Errorf("store: a query of %s: %w", q.PK, err)
+	}
+	in := &dynamodb.QueryInput{
+		TableName:                 aws.String(db.Table),
+		KeyConditionExpression:    expr.KeyCondition(),
+		FilterExpression:          expr.Filter(),
+		ProjectionExpression:      expr.Projection(),
+		ExpressionAttributeNames:  expr.Names(),
+		ExpressionAttributeValues: expr.Values(),
+	}
+	if q.Index != "" {
+		in.IndexName = aws.String(q.Index)
 	}
 	if q.Desc {
 		in.ScanIndexForward = aws.Bool(false)
@@ -256,27 +237,13 @@ func (q *ListQuery) Between(attr, from, to string) {
 	if from == "" && to == "" {
 		return
 	}
-	f := q.Filter
-	if f == nil {
-		f = &Filter{Names: map[string]string{}, Values: map[string]ddbtypes.AttributeValue{}}
-		q.Filter = f
+	name := expression.Name(attr)
+	if from != "" {
+		q.Filter = And(q.Filter, name.GreaterThanEqual(expression.Value(from)))
 	}
-	n := fmt.Sprintf("#b%d", len(f.Names))
-	f.Names[n] = attr
-	var conds []string
-	for _, b := range []struct{ op, v string }{{">=", from}, {"<=", to}} {
-		if b.v == "" {
-			continue
-		}
-		v := fmt.Sprintf(":b%d", len(f.Values))
-		f.Values[v] = &ddbtypes.AttributeValueMemberS{Value: b.v}
-		conds = append(conds, n+" "+b.op+" "+v)
+	if to != "" {
+		q.Filter = And(q.Filter, name.LessThanEqual(expression.Value(to)))
 	}
-	expr := strings.Join(conds, " AND ")
-	if f.Expression != "" {
-		expr = f.Expression + " AND " + expr
-	}
-	f.Expression = expr
 }
 
 // Dates bounds q's sort key to the inclusive date range [from, to] (either

@@ -34,11 +34,13 @@ func QueryInto[T any](ctx context.Context, db *DB, q ListQuery) ([]T, StartKey, 
 // item back reads it whole, with GetInto.
 func ReadInto[T any](ctx context.Context, db *DB, pk, sk string, omit ...string) (T, error) {
 	var v T
-	attrs := attrsExcept[T](omit)
-	names := map[string]string{}
+	proj, names, err := projection(attrsExcept[T](omit))
+	if err != nil {
+		return v, err
+	}
 	out, err := db.Client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName: aws.String(db.Table), Key: Key(pk, sk), ConsistentRead: aws.Bool(true),
-		ProjectionExpression: aws.String(projection(attrs, names)), ExpressionAttributeNames: names,
+		ProjectionExpression: proj, ExpressionAttributeNames: names,
 	})
 	if err != nil {
 		return v, fmt.Errorf("get %s %s: %w", pk, sk, err)
