@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
@@ -13,12 +14,17 @@ import (
 // Increment atomically adds by to the counter item (pk, sk) and returns the
 // new value; a missing counter starts at zero.
 func (db *DB) Increment(ctx context.Context, pk, sk string, by int64) (int64, error) {
+	expr, err := expression.NewBuilder().WithUpdate(expression.Add(expression.Name("value"), expression.Value(by)).
+		Set(expression.Name("kind"), expression.Value("counter"))).Build()
+	if err != nil {
+		return 0, fmt.Errorf("increment %s %s: %w", pk, sk, err)
+	}
 	out, err := db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(db.Table),
 		Key:                       Key(pk, sk),
-		UpdateExpression:          aws.String("ADD #v :by SET kind = :kind"),
-		ExpressionAttributeNames:  map[string]string{"#v": "value"},
-		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":by": &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(by, 10)}, ":kind": &ddbtypes.AttributeValueMemberS{Value: "counter"}},
+		UpdateExpression:          expr.Update(),
+		ExpressionAttributeNames:  expr.Names(),
+		ExpressionAttributeValues: expr.Values(),
 		ReturnValues:              ddbtypes.ReturnValueUpdatedNew,
 	})
 	if err != nil {

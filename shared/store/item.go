@@ -8,6 +8,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -87,7 +88,7 @@ func (db *DB) Put(ctx context.Context, item map[string]ddbtypes.AttributeValue) 
 func (db *DB) PutNew(ctx context.Context, item map[string]ddbtypes.AttributeValue) error {
 	_, err := db.Client.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName: aws.String(db.Table), Item: item,
-		ConditionExpression: aws.String("attribute_not_exists(PK)"),
+		ConditionExpression: itemIsNew.Condition(), ExpressionAttributeNames: itemIsNew.Names(),
 	})
 	if IsConditionFailed(err) {
 		return ErrConflict
@@ -156,10 +157,13 @@ func (db *DB) batchPut(ctx context.Context, chunk []map[string]ddbtypes.Attribut
 // (optimistic concurrency): a concurrent change makes it ErrConflict.
 // Rewriting the whole item also moves its GSI sort keys with updated_at.
 func (db *DB) Replace(ctx context.Context, item map[string]ddbtypes.AttributeValue, prev string) error {
-	_, err := db.Client.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName: aws.String(db.Table), Item: item,
-		ConditionExpression:       aws.String("attribute_exists(PK) AND updated_at = :prev"),
-		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":prev": &ddbtypes.AttributeValueMemberS{Value: prev}},
+	expr, err := expression.NewBuilder().WithCondition(UnchangedSince(prev)).Build()
+	if err != nil {
+		return fmt.Errorf("store: replace: %w", err)
+	}
+	_, err = db.Client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: aws.String(db.Table), Item: item, ConditionExpression: expr.Condition(),
+		ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
 	})
 	if IsConditionFailed(err) {
 		return ErrConflict

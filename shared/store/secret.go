@@ -79,7 +79,7 @@ func (db *DB) loadOrCreate(ctx context.Context, name string) ([]byte, bool, erro
 		}
 		_, err = db.Client.PutItem(ctx, &dynamodb.PutItemInput{
 			TableName: aws.String(db.Table), Item: item,
-			ConditionExpression: aws.String("attribute_not_exists(PK)"),
+			ConditionExpression: itemIsNew.Condition(), ExpressionAttributeNames: itemIsNew.Names(),
 		})
 		if err == nil {
 			return fresh, true, nil

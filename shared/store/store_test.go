@@ -10,6 +10,8 @@ import (
 
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+
 	"github.com/practice-api/practice-api/shared/store"
 	"github.com/practice-api/practice-api/shared/store/storetest"
 )
@@ -294,4 +296,74 @@ func TestListQueriesAreSafeByConstruction(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestBuiltConditionsInTransactions: PutWhen and CheckWhen take the SDK
+// builder's conditions (a reserved word, status, among them), and a
+// condition that no longer holds fails its item of the transaction, named
+// by its index, with nothing written; several writers at once, one wins.
+func TestBuiltConditionsInTransactions(t *testing.T) {
+	t.Parallel()
+	db := storetest.NewDB(t)
+	ctx := context.Background()
+	type row struct {
+		store.Keys
+		Status    string `dynamodbav:"status"`
+		UpdatedAt string `dynamodbav:"updated_at"`
+	}
+	if err := db.PutNew(ctx, mustMarshal(t, row{Keys: store.Keys{PK: "O#1", SK: "R#1"}, Status: "open", UpdatedAt: "t0"})); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.PutNew(ctx, mustMarshal(t, row{Keys: store.Keys{PK: "O#1", SK: "C#1"}, Status: "active", UpdatedAt: "t0"})); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.PutNew(ctx, mustMarshal(t, row{Keys: store.Keys{PK: "O#1", SK: "C#1"}})); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("PutNew over an item: %v, want ErrConflict", err)
+	}
+	var wg sync.WaitGroup
+	results := make([]error, 3)
+	for i := range results {
+		wg.Go(func() {
+			tx := db.Tx()
+			tx.CheckWhen("O#1", "C#1", expression.Name("status").Equal(expression.Value("active")))
+			tx.PutWhen(row{Keys: store.Keys{PK: "O#1", SK: "R#1"}, Status: "closed", UpdatedAt: fmt.Sprint("t", i+1)}, store.UnchangedSince("t0"))
+			results[i] = tx.Commit(ctx)
+		})
+	}
+	wg.Wait()
+	won := 0
+	for _, err := range results {
+		var failed *store.TxFailed
+		switch {
+		case err == nil:
+			won++
+		case errors.As(err, &failed) && (failed.Has(1) || failed.Conflict(1)), errors.Is(err, store.ErrTxConflict):
+		default:
+			t.Fatalf("a losing writer: %v", err)
+		}
+	}
+	if won != 1 {
+		t.Fatalf("%d writers changed the row from t0, want 1", won)
+	}
+	// The check fails: nothing is written.
+	tx := db.Tx()
+	ci := tx.CheckWhen("O#1", "C#1", expression.Name("status").Equal(expression.Value("closed")))
+	tx.Put(row{Keys: store.Keys{PK: "O#1", SK: "R#2"}, Status: "open"})
+	var failed *store.TxFailed
+	if err := tx.Commit(ctx); !errors.As(err, &failed) || !failed.Has(ci) {
+		t.Fatalf("a failed check: %v, want its index %d failed", err, ci)
+	}
+	var got row
+	if err := db.Get(ctx, "O#1", "R#2", &got); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the put beside a failed check was written: %+v %v", got, err)
+	}
+}
+
+func mustMarshal(t *testing.T, v any) map[string]ddbtypes.AttributeValue {
+	t.Helper()
+	m, err := store.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }

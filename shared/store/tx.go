@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 )
@@ -38,7 +39,7 @@ func (b *TxBuilder) PutNew(v any) int {
 	}
 	b.items = append(b.items, ddbtypes.TransactWriteItem{Put: &ddbtypes.Put{
 		TableName: aws.String(b.db.Table), Item: item,
-		ConditionExpression: aws.String("attribute_not_exists(PK)"),
+		ConditionExpression: itemIsNew.Condition(), ExpressionAttributeNames: itemIsNew.Names(),
 	}})
 	return len(b.items) - 1
 }
@@ -74,7 +75,7 @@ func (b *TxBuilder) number() {
 		}
 		b.items[sq.index] = ddbtypes.TransactWriteItem{Put: &ddbtypes.Put{
 			TableName: aws.String(b.db.Table), Item: item,
-			ConditionExpression: aws.String("attribute_not_exists(PK)"),
+			ConditionExpression: itemIsNew.Condition(), ExpressionAttributeNames: itemIsNew.Names(),
 		}}
 	}
 }
@@ -98,6 +99,20 @@ func (b *TxBuilder) Check(pk, sk, cond string, names map[string]string, values m
 	b.items = append(b.items, ddbtypes.TransactWriteItem{ConditionCheck: &ddbtypes.ConditionCheck{
 		TableName: aws.String(b.db.Table), Key: Key(pk, sk), ConditionExpression: aws.String(cond),
 		ExpressionAttributeNames: names, ExpressionAttributeValues: values,
+	}})
+	return len(b.items) - 1
+}
+
+// CheckWhen adds a ConditionCheck on an existing item, its condition
+// built with the SDK's expression builder.
+func (b *TxBuilder) CheckWhen(pk, sk string, cond expression.ConditionBuilder) int {
+	expr, err := expression.NewBuilder().WithCondition(cond).Build()
+	if err != nil && b.err == nil {
+		b.err = fmt.Errorf("store: a condition check of %s %s: %w", pk, sk, err)
+	}
+	b.items = append(b.items, ddbtypes.TransactWriteItem{ConditionCheck: &ddbtypes.ConditionCheck{
+		TableName: aws.String(b.db.Table), Key: Key(pk, sk), ConditionExpression: expr.Condition(),
+		ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
 	}})
 	return len(b.items) - 1
 }
@@ -201,8 +216,47 @@ func (b *TxBuilder) PutIf(v any, cond string, names map[string]string, values ma
 	return len(b.items) - 1
 }
 
-// Unchanged is the condition of PutIf for an optimistic replace: the item
+// PutWhen adds a Put of v that replaces an item only if cond holds, its
+// condition built with the SDK's expression builder (UnchangedSince for an
+// optimistic replace).
+func (b *TxBuilder) PutWhen(v any, cond expression.ConditionBuilder) int {
+	item, err := Marshal(v)
+	if err != nil && b.err == nil {
+		b.err = err
+	}
+	expr, err := expression.NewBuilder().WithCondition(cond).Build()
+	if err != nil && b.err == nil {
+		b.err = fmt.Errorf("store: a conditional put: %w", err)
+	}
+	b.items = append(b.items, ddbtypes.TransactWriteItem{Put: &ddbtypes.Put{
+		TableName: aws.String(b.db.Table), Item: item, ConditionExpression: expr.Condition(),
+		ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
+	}})
+	return len(b.items) - 1
+}
+
+// UnchangedSince is the condition of an optimistic replace: the item
 // exists and its updated_at is still prev.
+func UnchangedSince(prev string) expression.ConditionBuilder {
+	return expression.AttributeExists(expression.Name(AttrPK)).And(expression.Name("updated_at").Equal(expression.Value(prev)))
+}
+
+// itemIsNew is the condition of a write that must not replace an item.
+var itemIsNew = mustBuild(expression.NewBuilder().WithCondition(expression.AttributeNotExists(expression.Name(AttrPK))))
+
+// mustBuild builds an expression made of constants, once, at start: it
+// cannot fail but by a mistake in this package, which every test meets.
+func mustBuild(b expression.Builder) expression.Expression {
+	e, err := b.Build()
+	if err != nil {
+		panic(fmt.Sprintf("store: a constant expression: %v", err))
+	}
+	return e
+}
+
+// Unchanged is the condition of PutIf for an optimistic replace: the item
+// exists and its updated_at is still prev (UnchangedSince is the same for
+// PutWhen).
 func Unchanged(prev string) (string, map[string]ddbtypes.AttributeValue) {
 	return "attribute_exists(PK) AND updated_at = :prev", map[string]ddbtypes.AttributeValue{":prev": &ddbtypes.AttributeValueMemberS{Value: prev}}
 }
