@@ -95,14 +95,24 @@ func TestKMSBox(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	for i := 0; ; i++ {
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
+	// Python imports moto's services before it listens: seconds on a
+	// quiet machine, over 15 s beside make test's other tiers at load 30.
+	for deadline := time.Now().Add(90 * time.Second); ; {
 		if c, err := net.Dial("tcp", addr); err == nil {
 			c.Close()
 			break
 		}
-		if i > 150 {
-			t.Fatal("moto_server did not start")
+		select {
+		case err := <-exited:
+			exited <- err
+			t.Fatalf("moto_server ended before it listened on %s: %v", addr, err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("moto_server did not listen within 90 s")
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
