@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"log/slog"
 	"maps"
 	"net/http/httptest"
 	"os"
@@ -470,7 +471,7 @@ func TestWiringFromTheStacksEnvironment(t *testing.T) {
 				if _, ok := vars["TABLE_NAME"]; ok {
 					t.Fatal("the meta function is given the table")
 				}
-				h, err := lambdahttp.PublicHandler(cfg, fn.Family, families.Builds(nil)[fn.Family](nil))
+				h, err := lambdahttp.PublicHandler(cfg, slog.Default(), fn.Family, families.Builds(nil)[fn.Family](nil))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -484,7 +485,7 @@ func TestWiringFromTheStacksEnvironment(t *testing.T) {
 			var build apiapp.Build
 			switch fn.Family {
 			case "":
-				w, err := app.WorkersOn(ctx, db, cfg)
+				w, err := app.WorkersOn(ctx, db, cfg, slog.Default())
 				if err != nil || w.Enricher.Register != env["COMPANY_REGISTER_URL"] || w.Deliverer.Store.AllowPrivate {
 					t.Fatalf("workers: %v", err)
 				}
@@ -500,12 +501,12 @@ func TestWiringFromTheStacksEnvironment(t *testing.T) {
 			default:
 				build = apiapp.On(families.Builds(nil)[fn.Family])
 			}
-			h, err := apiapp.FamilyHandler(ctx, cfg, fn.Family, build)
+			h, err := apiapp.FamilyHandler(ctx, cfg, slog.Default(), fn.Family, build)
 			if err != nil {
 				t.Fatal(err)
 			}
 			// A real request through the handler, with a key of the store.
-			keys := auth.NewStore(db)
+			keys := auth.NewStore(db, 0)
 			org, err := keys.CreateOrg(context.Background(), "", "wiring", time.Now())
 			if err != nil {
 				t.Fatal(err)

@@ -14,5 +14,5 @@ import (
 
 func main() {
 	w := app.LoadWorkers()
-	lambda.Start(app.DispatcherHandler(w.Dispatcher, w.Deliverer))
+	lambda.Start(app.DispatcherHandler(w.Dispatcher, w.Deliverer, w.Metrics))
 }

@@ -23,7 +23,6 @@ import (
 	"github.com/practice-api/practice-api/shared/idempotency"
 	"github.com/practice-api/practice-api/shared/lambdahttp"
 	"github.com/practice-api/practice-api/shared/metrics"
-	"github.com/practice-api/practice-api/shared/outbox"
 	"github.com/practice-api/practice-api/shared/store"
 )
 
@@ -33,14 +32,16 @@ type Env struct {
 	Edge httpapi.Config
 }
 
-// StoreConfig is the store's part of cfg.
+// StoreConfig is the store's part of cfg, the outbox's shard count
+// (OUTBOX_SHARDS, which every process that writes or sweeps events must
+// agree on) with it.
 func StoreConfig(cfg config.Config) store.Config {
-	return store.Config{TableName: cfg.TableName, Endpoint: cfg.DynamoDBEndpoint, LocalFaults: cfg.LocalFaults}
+	return store.Config{TableName: cfg.TableName, Endpoint: cfg.DynamoDBEndpoint, LocalFaults: cfg.LocalFaults, OutboxShards: cfg.OutboxShards}
 }
 
 // Load builds the Env for an API process on db: the cursor key (read from
-// the table once) and cfg's edge settings.
-func Load(ctx context.Context, db *store.DB, cfg config.Config) (*Env, error) {
+// the table once), cfg's edge settings and the access log on log.
+func Load(ctx context.Context, db *store.DB, cfg config.Config, log *slog.Logger) (*Env, error) {
 	key, err := db.LoadOrCreateSecret(ctx, "cursor")
 	if err != nil {
 		return nil, err
@@ -52,26 +53,15 @@ func Load(ctx context.Context, db *store.DB, cfg config.Config) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	Apply(cfg)
-	keys := auth.NewStore(db)
-	keys.DefaultLimit = cfg.RateLimitPerMinute
+	keys := auth.NewStore(db, cfg.RateLimitPerMinute)
 	// The stage's default rate limit is stored in the table by the deploy
 	// (configseed: no API role may write CONFIG) and by the devserver at
 	// start (PublishStageLimit), for the admin tool's count of keys.
 	return &Env{DB: db, Edge: httpapi.Config{
 		Auth: keys, Sealer: sealer, RateLimit: cfg.RateLimitPerMinute, AcceptedModes: cfg.APIKeyModes,
-		AccessLog: metrics.RequestLog(slog.Default()), Idempotency: idempotency.NewStore(db, key), Deprecation: lambdahttp.Deprecation(cfg),
+		AccessLog: metrics.RequestLog(log, lambdahttp.Dimensions(cfg)), Idempotency: idempotency.NewStore(db, key), Deprecation: lambdahttp.Deprecation(cfg),
 		PublicBaseURL: cfg.PublicBaseURL, BaseURLOf: apiGatewayBaseURL,
 	}}, nil
-}
-
-// Apply sets the process-wide values cfg holds: lambdahttp.Apply's (the
-// log level, the metrics' dimensions) and the outbox's shard count
-// (OUTBOX_SHARDS, which every process that writes or sweeps events must
-// agree on).
-func Apply(cfg config.Config) {
-	lambdahttp.Apply(cfg)
-	outbox.Shards = cfg.OutboxShards
 }
 
 // apiGatewayBaseURL is the origin API Gateway says it was called on: its
@@ -99,12 +89,12 @@ func apiGatewayBaseURL(r *http.Request) (string, bool) {
 }
 
 // Open opens the store cfg names and loads an API process's Env on it.
-func Open(ctx context.Context, cfg config.Config) (*Env, error) {
+func Open(ctx context.Context, cfg config.Config, log *slog.Logger) (*Env, error) {
 	db, err := store.New(ctx, StoreConfig(cfg))
 	if err != nil {
 		return nil, err
 	}
-	return Load(ctx, db, cfg)
+	return Load(ctx, db, cfg, log)
 }
 
 // Build makes a family's handlers on the store, under the start-up
@@ -117,9 +107,9 @@ func On(h func(db *store.DB) httpapi.Handlers) Build {
 }
 
 // FamilyHandler builds, from cfg, the HTTP handler of one family: exactly
-// what its Lambda serves.
-func FamilyHandler(ctx context.Context, cfg config.Config, family string, build Build) (http.Handler, error) {
-	env, err := Open(ctx, cfg)
+// what its Lambda serves, with its access log on log.
+func FamilyHandler(ctx context.Context, cfg config.Config, log *slog.Logger, family string, build Build) (http.Handler, error) {
+	env, err := Open(ctx, cfg, log)
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +124,7 @@ func FamilyHandler(ctx context.Context, cfg config.Config, family string, build 
 // The environment is read once, into a Config, and everything is built
 // once, at cold start, within lambdahttp.StartupTimeout.
 func Start(family string, build Build) {
-	lambdahttp.Serve(family, func(ctx context.Context, cfg config.Config) (http.Handler, error) {
-		return FamilyHandler(ctx, cfg, family, build)
+	lambdahttp.Serve(family, func(ctx context.Context, cfg config.Config, log *slog.Logger) (http.Handler, error) {
+		return FamilyHandler(ctx, cfg, log, family, build)
 	})
 }

@@ -3,6 +3,7 @@ package apiapp_test
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -62,7 +63,7 @@ func TestFamilyLambdasServeV2Events(t *testing.T) {
 			t.Fatalf("family %s has no Lambda wiring in this test", rt.Family)
 		}
 		t.Run(rt.Name, func(t *testing.T) {
-			h, err := apiapp.FamilyHandler(ctx, cfg, rt.Family, apiapp.On(build))
+			h, err := apiapp.FamilyHandler(ctx, cfg, slog.Default(), rt.Family, apiapp.On(build))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -115,7 +116,7 @@ func TestFamilyLambdasServeV2Events(t *testing.T) {
 			}
 		})
 	}
-	if _, err := apiapp.FamilyHandler(ctx, cfg, routes.Matters, apiapp.On(builds[routes.Parties])); err == nil {
+	if _, err := apiapp.FamilyHandler(ctx, cfg, slog.Default(), routes.Matters, apiapp.On(builds[routes.Parties])); err == nil {
 		t.Fatal("a family wired with another family's handlers was accepted")
 	}
 }
@@ -125,7 +126,7 @@ func TestFamilyLambdasServeV2Events(t *testing.T) {
 func TestPublicLambdaServesTheDocument(t *testing.T) {
 	t.Parallel()
 	cfg := settings(t, "TABLE_NAME", "no-such-table", "DYNAMODB_ENDPOINT", "http://127.0.0.1:1", "API_DEPRECATED_SINCE", "2027-01-01T00:00:00Z")
-	h, err := lambdahttp.PublicHandler(cfg, routes.Meta, openapi.Handlers())
+	h, err := lambdahttp.PublicHandler(cfg, slog.Default(), routes.Meta, openapi.Handlers())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +152,7 @@ func TestDeprecationFromSettings(t *testing.T) {
 	if _, err := config.Load(lookup(append(kv, "API_SUNSET", "2027-03-01T00:00:00Z")...)); err == nil || !strings.Contains(err.Error(), "six months") {
 		t.Fatalf("a sunset under six months: %v", err)
 	}
-	env, err := apiapp.Open(context.Background(), settings(t, append(kv, "API_SUNSET", "2027-07-01T00:00:00Z")...))
+	env, err := apiapp.Open(context.Background(), settings(t, append(kv, "API_SUNSET", "2027-07-01T00:00:00Z")...), slog.Default())
 	if err != nil || env.Edge.Deprecation == nil || env.Edge.Deprecation.Sunset.Month() != time.July {
 		t.Fatalf("%v %+v", err, env)
 	}
@@ -191,7 +192,7 @@ func TestLinksNameTheDomainTheGatewaySays(t *testing.T) {
 	path := routes.Prefix + "/matters"
 	next := func(cfg config.Config, domain string, headers map[string]string) string {
 		t.Helper()
-		h, err := apiapp.FamilyHandler(ctx, cfg, routes.Matters, apiapp.On(families.Builds(nil)[routes.Matters]))
+		h, err := apiapp.FamilyHandler(ctx, cfg, slog.Default(), routes.Matters, apiapp.On(families.Builds(nil)[routes.Matters]))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -140,7 +140,7 @@ func New(t testing.TB, opt Options) *Env {
 		// benchmark of CPU (BenchmarkCapacityPerRoute turns it on).
 		e.Capacity.Reader = storetest.Plain(t, e.DB.Table).Client
 	}
-	e.Keys = auth.NewStore(e.DB)
+	e.Keys = auth.NewStore(e.DB, opt.RateLimit)
 	key, err := e.DB.LoadOrCreateSecret(context.Background(), "cursor")
 	if err != nil {
 		t.Fatal(err)

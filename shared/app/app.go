@@ -9,6 +9,8 @@
 package app
 
 import (
+	"log/slog"
+
 	"github.com/practice-api/practice-api/shared/apiapp"
 	"github.com/practice-api/practice-api/shared/config"
 	"github.com/practice-api/practice-api/shared/lambdahttp"
@@ -18,15 +20,9 @@ import (
 // StoreConfig is the store's part of cfg (apiapp.StoreConfig).
 func StoreConfig(cfg config.Config) store.Config { return apiapp.StoreConfig(cfg) }
 
-// Apply sets the process-wide values cfg holds (apiapp.Apply): the log
-// level, the outbox's shard count (OUTBOX_SHARDS, which every process that
-// writes or sweeps events must agree on) and the dimensions of the
-// service's metrics.
-func Apply(cfg config.Config) { apiapp.Apply(cfg) }
-
-// JSONLogs makes slog's default logger write redacted JSON lines to stderr
-// (lambdahttp.JSONLogs).
-func JSONLogs() { lambdahttp.JSONLogs() }
+// JSONLogs is the process's logger, redacted JSON lines to stderr at level
+// and above, made slog's default too (lambdahttp.JSONLogs).
+func JSONLogs(level slog.Leveler) *slog.Logger { return lambdahttp.JSONLogs(level) }
 
 // StartupTimeout bounds a worker's cold start, as an API function's
 // (lambdahttp.StartupTimeout).

@@ -46,21 +46,22 @@ func SeedConfig(db *store.DB, perMinute int) cfn.CustomResourceFunction {
 // StartConfigSeed serves SeedConfig as a Lambda, answering CloudFormation
 // at the request's ResponseURL (aws-lambda-go's cfn.LambdaWrap).
 func StartConfigSeed() {
-	JSONLogs()
+	var level slog.LevelVar
+	log := JSONLogs(&level)
 	perMinute := 0
 	db, err := func() (*store.DB, error) {
 		cfg, err := config.FromEnv()
 		if err != nil {
 			return nil, err
 		}
-		Apply(cfg)
+		level.Set(cfg.LogLevel)
 		perMinute = cfg.RateLimitPerMinute
 		ctx, cancel := context.WithTimeout(context.Background(), StartupTimeout)
 		defer cancel()
 		return store.New(ctx, StoreConfig(cfg))
 	}()
 	if err != nil {
-		slog.Error("cold start failed", "err", err)
+		log.Error("cold start failed", "err", err)
 		os.Exit(1)
 	}
 	lambda.Start(cfn.LambdaWrap(SeedConfig(db, perMinute)))
@@ -72,7 +73,5 @@ func StartConfigSeed() {
 // organisation's ceiling. On AWS only configseed may write CONFIG, so the
 // deploy does it; the devserver does it at start, on its own table.
 func PublishStageLimit(ctx context.Context, db *store.DB, perMinute int) error {
-	keys := auth.NewStore(db)
-	keys.DefaultLimit = perMinute
-	return keys.PublishDefaultLimit(ctx)
+	return auth.NewStore(db, perMinute).PublishDefaultLimit(ctx)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -209,11 +210,11 @@ func blackhole(t *testing.T, upstream string) (url string, hang *atomic.Bool) {
 func TestSlowStoreAnswers503BeforeTheDeadline(t *testing.T) {
 	db := storetest.NewDB(t)
 	ctx := context.Background()
-	org, err := auth.NewStore(db).CreateOrg(ctx, "", "A", time.Now())
+	org, err := auth.NewStore(db, 0).CreateOrg(ctx, "", "A", time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, tok, err := auth.NewStore(db).CreateKey(ctx, auth.KeyRequest{OrgID: org.ID, Mode: auth.ModeTest, Scopes: auth.Catalogue}, time.Now())
+	_, tok, err := auth.NewStore(db, 0).CreateKey(ctx, auth.KeyRequest{OrgID: org.ID, Mode: auth.ModeTest, Scopes: auth.Catalogue}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,7 +222,7 @@ func TestSlowStoreAnswers503BeforeTheDeadline(t *testing.T) {
 	cfg := config.Defaults()
 	cfg.DynamoDBEndpoint, cfg.TableName = url, db.Table
 	build := apiapp.On(func(db *store.DB) httpapi.Handlers { return matter.Handlers(matter.NewStore(db)) })
-	h, err := apiapp.FamilyHandler(ctx, cfg, routes.Matters, build)
+	h, err := apiapp.FamilyHandler(ctx, cfg, slog.Default(), routes.Matters, build)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +253,7 @@ func TestSlowStoreAnswers503BeforeTheDeadline(t *testing.T) {
 	start := time.Now()
 	sctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	if _, err := apiapp.FamilyHandler(sctx, cfg, routes.Matters, build); err == nil || time.Since(start) > 3*time.Second {
+	if _, err := apiapp.FamilyHandler(sctx, cfg, slog.Default(), routes.Matters, build); err == nil || time.Since(start) > 3*time.Second {
 		t.Fatalf("a cold start on a hanging store: %v after %s", err, time.Since(start))
 	}
 }
@@ -261,7 +262,7 @@ func TestSlowStoreAnswers503BeforeTheDeadline(t *testing.T) {
 // to the meta function ($default); it answers the API's JSON 404, or 405
 // with Allow for any family's path, with a request id.
 func TestTheCatchAllAnswersForEveryFamily(t *testing.T) {
-	h, err := lambdahttp.PublicHandler(config.Defaults(), routes.Meta, openapi.Handlers())
+	h, err := lambdahttp.PublicHandler(config.Defaults(), slog.Default(), routes.Meta, openapi.Handlers())
 	if err != nil {
 		t.Fatal(err)
 	}

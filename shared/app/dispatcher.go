@@ -24,13 +24,14 @@ import (
 // at once send it once, and an event that fails does not hold back others.
 // The schedule's sweep also queues again the webhook delivery attempts
 // whose worker stopped and whose job is gone (claims, when not nil).
-func DispatcherHandler(d *outbox.Dispatcher, claims ClaimSweeper) func(context.Context, json.RawMessage) error {
+// Its metrics go to m.
+func DispatcherHandler(d *outbox.Dispatcher, claims ClaimSweeper, m Metrics) func(context.Context, json.RawMessage) error {
 	return func(ctx context.Context, raw json.RawMessage) error {
 		var stream events.DynamoDBEvent
 		if json.Unmarshal(raw, &stream) == nil && len(stream.Records) > 0 {
 			age := streamAge(stream.Records, time.Now())
 			n, err := DispatchRecords(ctx, d, stream.Records)
-			dispatchMetrics(ctx, "stream", n, err, "iterator_age_ms", age.Milliseconds())
+			dispatchMetrics(ctx, m, "stream", n, err, "iterator_age_ms", age.Milliseconds())
 			// Events that failed stay pending for the sweep; failing the
 			// invocation would make Lambda retry the whole batch and hold
 			// the shard's later events back. A company whose enrichment
@@ -44,9 +45,9 @@ func DispatcherHandler(d *outbox.Dispatcher, claims ClaimSweeper) func(context.C
 			return nil
 		}
 		n, err := d.Sweep(ctx, 0)
-		dispatchMetrics(ctx, "sweep", n, err)
+		dispatchMetrics(ctx, m, "sweep", n, err)
 		if claims != nil {
-			SweepClaims(ctx, claims)
+			SweepClaims(ctx, claims, m)
 		}
 		// Failed and parked events are counted (the alarms watch the
 		// metrics); an error here would only send the schedule's event to
@@ -54,6 +55,21 @@ func DispatcherHandler(d *outbox.Dispatcher, claims ClaimSweeper) func(context.C
 		// or timed out.
 		return nil
 	}
+}
+
+// Metrics is where a worker writes its own metrics (EMF lines): the
+// process's logger (slog's default when nil) and its Stage dimension
+// (STAGE), given when the worker is wired (NewWorkers).
+type Metrics struct {
+	Log   *slog.Logger
+	Stage string
+}
+
+func (m Metrics) log() *slog.Logger {
+	if m.Log != nil {
+		return m.Log
+	}
+	return slog.Default()
 }
 
 // ClaimSweeper queues again the delivery attempts whose worker stopped
@@ -65,8 +81,8 @@ type ClaimSweeper interface {
 // SweepClaims runs one sweep of stale delivery claims and logs its EMF
 // line, WebhookClaimsSwept (jobs queued again) and
 // WebhookClaimSweepFailures: at WARN when it found any, as each is a
-// worker that stopped mid-send and a job its queue no longer had.
-func SweepClaims(ctx context.Context, claims ClaimSweeper) {
+// worker that stopped mid-send and a job its queue no longer had; on m.
+func SweepClaims(ctx context.Context, claims ClaimSweeper, m Metrics) {
 	n, err := claims.SweepClaims(ctx)
 	level, failures := slog.LevelInfo, 0
 	if err != nil {
@@ -75,12 +91,12 @@ func SweepClaims(ctx context.Context, claims ClaimSweeper) {
 	if n > 0 || err != nil {
 		level = slog.LevelWarn
 	}
-	metrics.Emit(ctx, level, "webhook claims swept", map[string]int{"WebhookClaimsSwept": n, "WebhookClaimSweepFailures": failures}, "err", err)
+	metrics.EmitTo(ctx, m.log(), m.Stage, level, "webhook claims swept", map[string]int{"WebhookClaimsSwept": n, "WebhookClaimSweepFailures": failures}, "err", err)
 }
 
 // SweepClaimsEvery sweeps stale delivery claims every interval until ctx
-// ends: the devserver's stand-in for the schedule's sweep.
-func SweepClaimsEvery(ctx context.Context, claims ClaimSweeper, interval time.Duration) {
+// ends: the devserver's stand-in for the schedule's sweep; metrics on m.
+func SweepClaimsEvery(ctx context.Context, claims ClaimSweeper, interval time.Duration, m Metrics) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -88,7 +104,7 @@ func SweepClaimsEvery(ctx context.Context, claims ClaimSweeper, interval time.Du
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			SweepClaims(ctx, claims)
+			SweepClaims(ctx, claims, m)
 		}
 	}
 }
@@ -184,7 +200,7 @@ func dispatchCompany(ctx context.Context, d *outbox.Dispatcher, img map[string]e
 // OutboxDispatchFailures (sends that failed; those events stay pending),
 // OutboxEventsParked (events given up on: they wait for an operator) and,
 // of those, OutboxUnknownTypes; for the dashboard and the alarms.
-func dispatchMetrics(ctx context.Context, how string, n int, err error, attrs ...any) {
+func dispatchMetrics(ctx context.Context, m Metrics, how string, n int, err error, attrs ...any) {
 	var fe outbox.FailedEvents
 	var got *outbox.FailedEvents
 	if errors.As(err, &got) {
@@ -199,7 +215,7 @@ func dispatchMetrics(ctx context.Context, how string, n int, err error, attrs ..
 	case fe.Count > 0: // they stay pending for the sweep, but whoever reads the log must see why
 		level = slog.LevelWarn
 	}
-	metrics.Emit(ctx, level, "outbox "+how, map[string]int{"OutboxDispatched": n, "OutboxDispatchFailures": fe.Count,
+	metrics.EmitTo(ctx, m.log(), m.Stage, level, "outbox "+how, map[string]int{"OutboxDispatched": n, "OutboxDispatchFailures": fe.Count,
 		"OutboxEventsParked": fe.Parked, "OutboxUnknownTypes": fe.UnknownTypes}, append([]any{"err", err}, attrs...)...)
 }
 

@@ -47,6 +47,7 @@ func pendingEvents(t *testing.T, db *store.DB, n int) ([]outbox.Event, []events.
 		if err != nil {
 			t.Fatal(err)
 		}
+		ev = outbox.Pending(db, ev)
 		item, _ := store.Marshal(ev)
 		img := map[string]events.DynamoDBAttributeValue{}
 		for k, v := range item {
@@ -63,7 +64,7 @@ func pendingEvents(t *testing.T, db *store.DB, n int) ([]outbox.Event, []events.
 
 func pendingLeft(t *testing.T, db *store.DB) int {
 	n := 0
-	for shard := range outbox.Shards {
+	for shard := range outbox.ShardsOf(db) {
 		page, err := db.Query(context.Background(), store.ListQuery{Index: "GSI6", PK: outbox.PendingPK(shard), Limit: 1000})
 		if err != nil {
 			t.Fatal(err)
@@ -90,7 +91,7 @@ func TestStreamAndScheduleDispatchEachEventOnce(t *testing.T) {
 	})
 	for range 2 {
 		wg.Go(func() {
-			if err := app.DispatcherHandler(d, nil)(ctx, json.RawMessage(`{"source":"aws.scheduler"}`)); err != nil {
+			if err := app.DispatcherHandler(d, nil, app.Metrics{})(ctx, json.RawMessage(`{"source":"aws.scheduler"}`)); err != nil {
 				t.Error(err)
 			}
 		})
@@ -147,7 +148,7 @@ func TestPoisonedEventsArePutAside(t *testing.T) {
 		"GSI6SK": &ddbtypes.AttributeValueMemberS{Value: "0000"}, "data": &ddbtypes.AttributeValueMemberM{Value: map[string]ddbtypes.AttributeValue{}},
 	}
 	odd, _ := outbox.New("5eed0000-0000-4000-8000-000000000009", "matter.renamed", "matter", map[string]string{"id": "m"}, time.Now().Add(-time.Second))
-	oddItem, _ := store.Marshal(odd)
+	oddItem, _ := store.Marshal(outbox.Pending(db, odd))
 	if err := db.BatchPut(ctx, []map[string]ddbtypes.AttributeValue{bad, oddItem}); err != nil {
 		t.Fatal(err)
 	}
@@ -224,11 +225,11 @@ func TestCompanyInsertsStartTheirEnrichment(t *testing.T) {
 	if !errors.As(err, &ce) || n != 2 {
 		t.Fatalf("dispatched %d, err %v: want the event and one company, and the failed company's error", n, err)
 	}
-	if err := app.DispatcherHandler(d, nil)(ctx, mustMarshal(t, events.DynamoDBEvent{Records: records})); err == nil {
+	if err := app.DispatcherHandler(d, nil, app.Metrics{})(ctx, mustMarshal(t, events.DynamoDBEvent{Records: records})); err == nil {
 		t.Fatal("the invocation succeeded with a company's job unsent: the stream would not deliver it again")
 	}
 	enrich.failFor = ""
-	if err := app.DispatcherHandler(d, nil)(ctx, mustMarshal(t, events.DynamoDBEvent{Records: records})); err != nil {
+	if err := app.DispatcherHandler(d, nil, app.Metrics{})(ctx, mustMarshal(t, events.DynamoDBEvent{Records: records})); err != nil {
 		t.Fatal(err)
 	}
 	if enrich.sent["c-ok"] < 1 || enrich.sent["c-fails"] != 1 || enrich.sent["c-changed"] != 0 {

@@ -222,12 +222,14 @@ func matchPath(pattern, path string) bool {
 // and RELEASE_GROUPS (JSON, set by the stack) say which function and group
 // is which.
 func StartReleaseCheck() {
-	JSONLogs()
+	var level slog.LevelVar
+	log := JSONLogs(&level)
 	h, err := func() (*ReleaseCheck, error) {
 		cfg, err := config.FromEnv()
 		if err != nil {
 			return nil, err
 		}
+		level.Set(cfg.LogLevel)
 		ctx, cancel := context.WithTimeout(context.Background(), StartupTimeout)
 		defer cancel()
 		awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
@@ -252,7 +254,7 @@ func StartReleaseCheck() {
 		return rc, nil
 	}()
 	if err != nil {
-		slog.Error("cold start failed", "err", err)
+		log.Error("cold start failed", "err", err)
 		os.Exit(1)
 	}
 	lambda.Start(h.Handle)

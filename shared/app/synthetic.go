@@ -50,8 +50,9 @@ func SmokeKey(ctx context.Context, cfg config.Config) (func(context.Context) (st
 // the stage at base, as an integrator would call it, and records the
 // result as metrics (SyntheticChecks, SyntheticCheckFailures) on one log
 // line with every check's outcome: at ERROR when one failed. A key that
-// cannot be read fails the run (its checks are not skipped silently).
-func SyntheticCheck(base string, key func(context.Context) (string, error), client *http.Client) func(ctx context.Context) error {
+// cannot be read fails the run (its checks are not skipped silently). The
+// line goes to m.
+func SyntheticCheck(base string, key func(context.Context) (string, error), client *http.Client, m Metrics) func(ctx context.Context) error {
 	return func(ctx context.Context) error {
 		var out strings.Builder
 		k, failed, checks := "", 0, 0
@@ -79,7 +80,7 @@ func SyntheticCheck(base string, key func(context.Context) (string, error), clie
 		if failed > 0 {
 			level = slog.LevelError
 		}
-		metrics.Emit(ctx, level, "synthetic check", map[string]int{"SyntheticChecks": checks, "SyntheticCheckFailures": failed},
+		metrics.EmitTo(ctx, m.log(), m.Stage, level, "synthetic check", map[string]int{"SyntheticChecks": checks, "SyntheticCheckFailures": failed},
 			"base_url", base, "report", out.String())
 		return nil // a failed check is its metric's to report: an invocation error would also page as the function's
 	}
@@ -87,7 +88,8 @@ func SyntheticCheck(base string, key func(context.Context) (string, error), clie
 
 // StartSynthetic serves the scheduled synthetic check as a Lambda.
 func StartSynthetic() {
-	JSONLogs()
+	var level slog.LevelVar
+	log := JSONLogs(&level)
 	h, err := func() (func(context.Context) error, error) {
 		cfg, err := config.FromEnv()
 		if err != nil {
@@ -96,17 +98,17 @@ func StartSynthetic() {
 		if cfg.SyntheticBaseURL == "" {
 			return nil, errors.New("SYNTHETIC_BASE_URL is not set")
 		}
-		Apply(cfg)
+		level.Set(cfg.LogLevel)
 		ctx, cancel := context.WithTimeout(context.Background(), StartupTimeout)
 		defer cancel()
 		key, err := SmokeKey(ctx, cfg)
 		if err != nil {
 			return nil, err
 		}
-		return SyntheticCheck(cfg.SyntheticBaseURL, key, &http.Client{Timeout: 8 * time.Second}), nil
+		return SyntheticCheck(cfg.SyntheticBaseURL, key, &http.Client{Timeout: 8 * time.Second}, Metrics{Log: log, Stage: cfg.Stage}), nil
 	}()
 	if err != nil {
-		slog.Error("cold start failed", "err", err)
+		log.Error("cold start failed", "err", err)
 		os.Exit(1)
 	}
 	lambda.Start(h)

@@ -22,10 +22,8 @@ func TestSyntheticCheckRecordsWhatItSees(t *testing.T) {
 	key := e.Key(e.Org("A"), "matters:read")
 	run := func(base string, k func(context.Context) (string, error)) map[string]any {
 		var buf bytes.Buffer
-		prev := slog.Default()
-		slog.SetDefault(slog.New(slog.NewJSONHandler(&buf, nil)))
-		defer slog.SetDefault(prev)
-		if err := app.SyntheticCheck(base, k, http.DefaultClient)(context.Background()); err != nil {
+		m := app.Metrics{Log: slog.New(slog.NewJSONHandler(&buf, nil)), Stage: "prod"}
+		if err := app.SyntheticCheck(base, k, http.DefaultClient, m)(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		var line map[string]any
@@ -34,7 +32,7 @@ func TestSyntheticCheckRecordsWhatItSees(t *testing.T) {
 		}
 		return line
 	}
-	if l := run(e.Server.URL+"/api/v1", nil); l["SyntheticChecks"] != 4.0 || l["SyntheticCheckFailures"] != 0.0 || l["level"] != "INFO" {
+	if l := run(e.Server.URL+"/api/v1", nil); l["SyntheticChecks"] != 4.0 || l["SyntheticCheckFailures"] != 0.0 || l["level"] != "INFO" || l["Stage"] != "prod" {
 		t.Errorf("without a key: %v", l)
 	}
 	if l := run(e.Server.URL+"/api/v1", func(context.Context) (string, error) { return key, nil }); l["SyntheticChecks"] != 7.0 || l["SyntheticCheckFailures"] != 0.0 {

@@ -20,21 +20,24 @@ import (
 )
 
 // Workers are the background jobs: the outbox dispatcher and the consumers
-// of its queues.
+// of its queues, and where they write their own metrics.
 type Workers struct {
 	Dispatcher *outbox.Dispatcher
 	Enricher   *party.Enricher
 	Deliverer  *webhook.Deliverer
+	Metrics    Metrics
 }
 
 // NewWorkers wires the jobs on db with the given queues, as cfg says
 // (config.Vars: the register, the retry schedules, the receivers' trust and
-// private-target guard, the secrets' key, the outbox and the event feed).
-func NewWorkers(ctx context.Context, db *store.DB, enrichment, deliveries queue.Queue, cfg config.Config) (*Workers, error) {
+// private-target guard, the secrets' key, the outbox and the event feed),
+// logging on log.
+func NewWorkers(ctx context.Context, db *store.DB, enrichment, deliveries queue.Queue, cfg config.Config, log *slog.Logger) (*Workers, error) {
 	d, err := NewDeliverer(ctx, db, deliveries, cfg)
 	if err != nil {
 		return nil, err
 	}
+	d.Log = log
 	registerKey, err := RegisterKey(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -47,8 +50,9 @@ func NewWorkers(ctx context.Context, db *store.DB, enrichment, deliveries queue.
 	return &Workers{
 		Dispatcher: &outbox.Dispatcher{DB: db, Routes: routes, Retention: cfg.OutboxRetention, FeedRetention: cfg.EventRetention},
 		Enricher: &party.Enricher{Store: party.NewStore(db), Register: cfg.CompanyRegisterURL, RegisterKey: registerKey,
-			HTTP: party.RegisterClient(cfg.WebhookAllowPrivateTargets), Queue: enrichment, Schedule: cfg.EnrichmentRetrySchedule},
+			HTTP: party.RegisterClient(cfg.WebhookAllowPrivateTargets), Queue: enrichment, Schedule: cfg.EnrichmentRetrySchedule, Log: log},
 		Deliverer: d,
+		Metrics:   Metrics{Log: log, Stage: cfg.Stage},
 	}, nil
 }
 
@@ -94,8 +98,8 @@ func SQSQueue(ctx context.Context, cfg config.Config, url string) (*queue.SQS, e
 }
 
 // WorkersOn builds the Workers on db with the SQS queues cfg names
-// (ENRICHMENT_QUEUE_URL, DELIVERY_QUEUE_URL).
-func WorkersOn(ctx context.Context, db *store.DB, cfg config.Config) (*Workers, error) {
+// (ENRICHMENT_QUEUE_URL, DELIVERY_QUEUE_URL), logging on log.
+func WorkersOn(ctx context.Context, db *store.DB, cfg config.Config, log *slog.Logger) (*Workers, error) {
 	q, err := SQSQueue(ctx, cfg, cfg.EnrichmentQueueURL)
 	if err != nil {
 		return nil, fmt.Errorf("ENRICHMENT_QUEUE_URL: %w", err)
@@ -104,7 +108,7 @@ func WorkersOn(ctx context.Context, db *store.DB, cfg config.Config) (*Workers, 
 	if err != nil {
 		return nil, fmt.Errorf("DELIVERY_QUEUE_URL: %w", err)
 	}
-	return NewWorkers(ctx, db, q, dq, cfg)
+	return NewWorkers(ctx, db, q, dq, cfg, log)
 }
 
 // DelivererOn is NewDeliverer on the SQS queue DELIVERY_QUEUE_URL names.
@@ -117,22 +121,24 @@ func DelivererOn(ctx context.Context, db *store.DB, cfg config.Config) (*webhook
 // It exits the process on failure, as a cold start that cannot wire itself
 // can do nothing else.
 func LoadWorkers() *Workers {
-	JSONLogs()
+	var level slog.LevelVar
+	log := JSONLogs(&level)
 	w, err := func() (*Workers, error) {
 		cfg, err := config.FromEnv()
 		if err != nil {
 			return nil, err
 		}
+		level.Set(cfg.LogLevel)
 		ctx, cancel := context.WithTimeout(context.Background(), StartupTimeout)
 		defer cancel()
 		db, err := store.New(ctx, StoreConfig(cfg))
 		if err != nil {
 			return nil, err
 		}
-		return WorkersOn(ctx, db, cfg)
+		return WorkersOn(ctx, db, cfg, log)
 	}()
 	if err != nil {
-		slog.Error("cold start failed", "err", err)
+		log.Error("cold start failed", "err", err)
 		os.Exit(1)
 	}
 	return w

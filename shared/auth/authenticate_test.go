@@ -28,7 +28,7 @@ import (
 // exactly, and an unknown client gets no item.
 func TestRefusedKeysCostTheirClientNothing(t *testing.T) {
 	db := storetest.NewDB(t)
-	s := auth.NewStore(db)
+	s := auth.NewStore(db, 0)
 	ctx := context.Background()
 	now := time.Now()
 	type tenant struct {

@@ -17,7 +17,7 @@ func TestCeilingOfFollowsTheStagesDefault(t *testing.T) {
 		{100_000, 0, 15_000_000},
 		{100_000, 500, 500},
 	} {
-		s := &Store{DefaultLimit: c.stage}
+		s := NewStore(nil, c.stage)
 		if got := s.CeilingOf(Org{RateCeiling: c.own}); got != c.want {
 			t.Errorf("stage default %d, own ceiling %d: %d, want %d", c.stage, c.own, got, c.want)
 		}

@@ -25,7 +25,7 @@ type stageLimit struct {
 	PerMinute int `dynamodbav:"per_minute"`
 }
 
-// PublishDefaultLimit stores s.DefaultLimit as the stage's default when the
+// PublishDefaultLimit stores s.DefaultLimit() as the stage's default when the
 // table holds another (or none): what the API's processes do at start
 // (apiapp.Load), each with the stage's own setting. A read, and a write only
 // on a change.
@@ -46,21 +46,20 @@ func (s *Store) PublishDefaultLimit(ctx context.Context) error {
 	return err
 }
 
-// LoadDefaultLimit sets s.DefaultLimit to the stage's default as the
-// table holds it, and reports whether it held one (none: no API process
-// has started on the table yet; s.DefaultLimit is then left as it is).
-func (s *Store) LoadDefaultLimit(ctx context.Context) (bool, error) {
+// StoredDefaultLimit is the stage's default as db's table holds it, and
+// whether it held one (none: no API process has started on the table
+// yet). The admin tool builds its Store (NewStore) with it.
+func StoredDefaultLimit(ctx context.Context, db *store.DB) (int, bool, error) {
 	var cur stageLimit
 	pk, sk := stageLimitKey()
-	err := s.db.Get(ctx, pk, sk, &cur)
+	err := db.Get(ctx, pk, sk, &cur)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return false, nil
+		return 0, false, nil
 	case err != nil:
-		return false, err
+		return 0, false, err
 	case cur.PerMinute <= 0:
-		return false, nil
+		return 0, false, nil
 	}
-	s.DefaultLimit = cur.PerMinute
-	return true, nil
+	return cur.PerMinute, true, nil
 }

@@ -17,6 +17,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/uuid"
 
+	"github.com/practice-api/practice-api/shared/config"
 	"github.com/practice-api/practice-api/shared/store"
 )
 
@@ -125,16 +126,28 @@ func refSK(id string) string               { return "APICLIENT#" + id }
 // Store keeps organisations and API clients.
 type Store struct {
 	db *store.DB
-	// DefaultLimit is what a key without a limit of its own counts for
-	// against its organisation's ceiling (RATE_LIMIT_PER_MINUTE; 120 when 0).
-	DefaultLimit int
+	// defaultLimit is what a key without a limit of its own counts for
+	// against its organisation's ceiling (RATE_LIMIT_PER_MINUTE).
+	defaultLimit int
 
 	staleMu sync.Mutex
 	stale   map[string][]string // client id -> rate-limit windows left behind
 }
 
-// NewStore returns a Store on db.
-func NewStore(db *store.DB) *Store { return &Store{db: db} }
+// NewStore returns a Store on db whose keys without a limit of their own
+// count for defaultLimit requests a minute against their organisation's
+// ceiling: the stage's RATE_LIMIT_PER_MINUTE (config.Config's; 0 takes
+// config.Defaults()'s).
+func NewStore(db *store.DB, defaultLimit int) *Store {
+	if defaultLimit <= 0 {
+		defaultLimit = config.Defaults().RateLimitPerMinute
+	}
+	return &Store{db: db, defaultLimit: defaultLimit}
+}
+
+// DefaultLimit is what a key without a limit of its own counts for
+// against its organisation's ceiling.
+func (s *Store) DefaultLimit() int { return s.defaultLimit }
 
 // CreateOrg creates an organisation with a fresh id, or with id when given
 // (the devserver's demo organisation); ErrConflict when id is taken.
@@ -256,10 +269,8 @@ func (s *Store) limitOf(n int) int {
 	switch {
 	case n > 0:
 		return n
-	case s.DefaultLimit > 0:
-		return s.DefaultLimit
 	}
-	return 120
+	return s.defaultLimit
 }
 
 // allocated sums the limits of the live keys among refs.

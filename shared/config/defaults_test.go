@@ -2,6 +2,7 @@ package config_test
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/practice-api/practice-api/shared/config"
@@ -36,5 +37,30 @@ func TestDefaultsAreTheDomainsOwn(t *testing.T) {
 				t.Fatalf("config.Defaults() has %v, the domain package %v", c.got, c.want)
 			}
 		})
+	}
+}
+
+// TestTheDocumentedDefaultsAreTheDefaults: a default Vars documents as a
+// plain value (`120`) is Defaults()'s: read as a setting, it changes
+// nothing. Defaults() is the one place a default is written; the table
+// only shows it.
+func TestTheDocumentedDefaultsAreTheDefaults(t *testing.T) {
+	t.Parallel()
+	n := 0
+	for _, v := range config.Vars {
+		def, ok := strings.CutPrefix(v.Default, "`")
+		if def, ok = strings.CutSuffix(def, "`"); !ok || strings.Contains(def, "`") {
+			continue
+		}
+		n++
+		t.Run(v.Name, func(t *testing.T) {
+			c, err := config.Load(func(k string) (string, bool) { return def, k == v.Name })
+			if err != nil || !reflect.DeepEqual(c, config.Defaults()) {
+				t.Errorf("%s=%s (its documented default) gives %+v, %v; Defaults() is %+v", v.Name, def, c, err, config.Defaults())
+			}
+		})
+	}
+	if n < 10 {
+		t.Fatalf("only %d documented defaults checked", n)
 	}
 }

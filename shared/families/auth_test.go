@@ -256,7 +256,6 @@ func TestPerClientLimitsAndOrganisationCeiling(t *testing.T) {
 	t.Parallel()
 	e := apitest.New(t, apitest.Options{RateLimit: 5})
 	ctx := context.Background()
-	e.Keys.DefaultLimit = 5
 	org := e.Org("A")
 	e.SetNow(time.Now().Truncate(time.Minute).Add(time.Minute + 5*time.Second))
 	if _, err := e.Keys.SetCeiling(ctx, org, 100); err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/practice-api/practice-api/shared/auth"
+	"github.com/practice-api/practice-api/shared/config"
 	"github.com/practice-api/practice-api/shared/cpr"
 	"github.com/practice-api/practice-api/shared/httpapi/routes"
 	"github.com/practice-api/practice-api/shared/idempotency"
@@ -52,7 +53,7 @@ type Config struct {
 	Auth   Authenticator
 	Sealer *Sealer
 	// RateLimit is requests per minute per API client without a limit of
-	// its own (default 120).
+	// its own (config.Defaults()'s RATE_LIMIT_PER_MINUTE when 0).
 	RateLimit int
 	// AcceptedModes lists the key modes this stage accepts (default both).
 	AcceptedModes []string
@@ -95,7 +96,7 @@ const DefaultMaxBodyBytes = 1 << 20
 
 func (c *Config) defaults() {
 	if c.RateLimit <= 0 {
-		c.RateLimit = 120
+		c.RateLimit = config.Defaults().RateLimitPerMinute
 	}
 	if len(c.AcceptedModes) == 0 {
 		c.AcceptedModes = []string{auth.ModeLive, auth.ModeTest}

@@ -3,6 +3,7 @@ package lambdahttp
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -23,7 +24,7 @@ func TestAColdStartOnAnUnavailableStoreAnswers503(t *testing.T) {
 	outage := &smithy.OperationError{ServiceID: "DynamoDB", OperationName: "GetItem", Err: context.DeadlineExceeded}
 	var fails atomic.Int32
 	fails.Store(3)
-	c := &coldStart{cfg: config.Defaults(), build: func(context.Context, config.Config) (http.Handler, error) {
+	c := &coldStart{cfg: config.Defaults(), log: slog.Default(), build: func(context.Context, config.Config, *slog.Logger) (http.Handler, error) {
 		if fails.Add(-1) >= 0 {
 			return nil, outage
 		}
@@ -51,7 +52,7 @@ func TestAColdStartOnAnUnavailableStoreAnswers503(t *testing.T) {
 	if got[503] != 3 || got[http.StatusTeapot] != 7 {
 		t.Errorf("answers %v: want three 503s (the failed builds), then the function's own", got)
 	}
-	broken := &coldStart{cfg: config.Defaults(), build: func(context.Context, config.Config) (http.Handler, error) {
+	broken := &coldStart{cfg: config.Defaults(), log: slog.Default(), build: func(context.Context, config.Config, *slog.Logger) (http.Handler, error) {
 		return nil, errors.New("no such index")
 	}}
 	rec := httptest.NewRecorder()

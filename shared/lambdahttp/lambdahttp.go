@@ -1,5 +1,5 @@
 // Package lambdahttp is what every HTTP API function of the service shares,
-// whatever it serves: its JSON logs, its process-wide settings, its cold
+// whatever it serves: its JSON logs, its metrics' dimensions, its cold
 // start under StartupTimeout (and the 503 a store that does not answer
 // then gets), each request's deadline, and the API Gateway HTTP API
 // (payload v2) adapter. It links no store wiring, no worker and no domain
@@ -29,29 +29,26 @@ import (
 	"github.com/practice-api/practice-api/shared/metrics"
 )
 
-// JSONLogs makes slog's default logger write JSON lines to stderr, the form
-// CloudWatch Logs Insights and operators' tools read: at LogLevel and
-// above (INFO until Apply sets the configured one), and every line that
-// carries metrics whatever the level (metrics.KeepMetrics), with every CPR
-// redacted (package logs). The log package's default logger then writes
-// through it too, so aws-lambda-go's own lines (a handler's error or
-// panic) are redacted as well.
-func JSONLogs() {
-	slog.SetDefault(slog.New(logs.Redacting(metrics.KeepMetrics(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}), &LogLevel))))
+// JSONLogs is the process's logger, which its main builds once and hands
+// to what it wires: JSON lines to stderr, the form CloudWatch Logs
+// Insights and operators' tools read, at level and above (the process's
+// LOG_LEVEL; a main that logs before it has read its settings passes a
+// slog.LevelVar it sets then), and every line that carries metrics
+// whatever the level (metrics.KeepMetrics), with every CPR redacted
+// (package logs). It is made slog's default too, the one thing a process
+// sets for all its code: the log package's default logger then writes
+// through it, so aws-lambda-go's own lines (a handler's error or panic)
+// are redacted as well.
+func JSONLogs(level slog.Leveler) *slog.Logger {
+	l := slog.New(logs.Redacting(metrics.KeepMetrics(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}), level)))
+	slog.SetDefault(l)
+	return l
 }
 
-// LogLevel is the least level of the process's own lines (LOG_LEVEL), set
-// by Apply.
-var LogLevel slog.LevelVar
-
-// Apply sets the process-wide values of cfg that every function shares:
-// the log level and the dimensions of the service's metrics (its stage,
-// and the function and version a Lambda runs). A process that writes or
-// sweeps events sets the outbox's too (apiapp.Apply, app.Apply).
-func Apply(cfg config.Config) {
-	LogLevel.Set(cfg.LogLevel)
-	metrics.Stage = cfg.Stage
-	metrics.Function, metrics.Version = cfg.FunctionName, cfg.FunctionVersion
+// Dimensions are cfg's metric dimensions: its stage, and the function and
+// version a Lambda runs.
+func Dimensions(cfg config.Config) metrics.Dimensions {
+	return metrics.Dimensions{Stage: cfg.Stage, Function: cfg.FunctionName, Version: cfg.FunctionVersion}
 }
 
 // Deprecation is cfg's announcement of this version's retirement; nil
@@ -87,48 +84,55 @@ func WithRequestDeadline(next http.Handler, margin time.Duration) http.Handler {
 }
 
 // PublicHandler builds the handler of a family of public routes (no key,
-// no store): the edge's request ids, access log and deprecation headers
-// only.
-func PublicHandler(cfg config.Config, family string, h httpapi.Handlers) (http.Handler, error) {
-	Apply(cfg)
-	return httpapi.NewHandler(httpapi.Config{AccessLog: metrics.RequestLog(slog.Default()), Deprecation: Deprecation(cfg)}, map[string]httpapi.Handlers{family: h})
+// no store): the edge's request ids, access log (on log, with cfg's
+// request metrics) and deprecation headers only.
+func PublicHandler(cfg config.Config, log *slog.Logger, family string, h httpapi.Handlers) (http.Handler, error) {
+	return httpapi.NewHandler(httpapi.Config{AccessLog: metrics.RequestLog(log, Dimensions(cfg)), Deprecation: Deprecation(cfg)}, map[string]httpapi.Handlers{family: h})
 }
 
 // StartPublic serves PublicHandler as an HTTP API (payload v2) Lambda.
 func StartPublic(family string, h httpapi.Handlers) {
-	Serve(family, func(_ context.Context, cfg config.Config) (http.Handler, error) { return PublicHandler(cfg, family, h) })
+	Serve(family, func(_ context.Context, cfg config.Config, log *slog.Logger) (http.Handler, error) {
+		return PublicHandler(cfg, log, family, h)
+	})
 }
 
+// Build makes a function's handler from its settings and its logger.
+type Build func(ctx context.Context, cfg config.Config, log *slog.Logger) (http.Handler, error)
+
 // Serve reads the environment into a Config, builds a family's handler
-// once, at cold start, under StartupTimeout, and serves it to API Gateway
-// HTTP API (payload v2) events; a bad setting or a failed build ends the
-// process (Lambda reports the failed init).
-func Serve(family string, build func(context.Context, config.Config) (http.Handler, error)) {
-	JSONLogs()
+// once, at cold start, under StartupTimeout, with the process's logger
+// (JSONLogs, at cfg's level), and serves it to API Gateway HTTP API
+// (payload v2) events; a bad setting or a failed build ends the process
+// (Lambda reports the failed init).
+func Serve(family string, build Build) {
+	var level slog.LevelVar // INFO until the settings are read
+	log := JSONLogs(&level)
 	cfg, err := config.FromEnv()
 	var h http.Handler
 	if err == nil {
-		h, err = buildWithin(build, context.Background(), cfg)
+		level.Set(cfg.LogLevel)
+		h, err = buildWithin(build, context.Background(), cfg, log)
 	}
 	if err != nil && StoreUnavailable(err) {
 		// A store that does not answer at a cold start (an outage, a
 		// throttle) is not a broken function: it starts, and answers each
 		// request 503 with Retry-After until a build succeeds, rather than
 		// fail its init into API Gateway's bare 500.
-		slog.Error("cold start: the store did not answer; requests get 503 until it does", "family", family, "err", err)
-		h, err = &coldStart{build: build, cfg: cfg}, nil
+		log.Error("cold start: the store did not answer; requests get 503 until it does", "family", family, "err", err)
+		h, err = &coldStart{build: build, cfg: cfg, log: log}, nil
 	}
 	if err != nil {
-		slog.Error("cold start failed", "family", family, "err", err)
+		log.Error("cold start failed", "family", family, "err", err)
 		os.Exit(1)
 	}
 	lambda.Start(httpadapter.NewV2(WithRequestDeadline(h, RequestMargin)).ProxyWithContext)
 }
 
-func buildWithin(build func(context.Context, config.Config) (http.Handler, error), ctx context.Context, cfg config.Config) (http.Handler, error) {
+func buildWithin(build Build, ctx context.Context, cfg config.Config, log *slog.Logger) (http.Handler, error) {
 	ctx, cancel := context.WithTimeout(ctx, StartupTimeout)
 	defer cancel()
-	return build(ctx, cfg)
+	return build(ctx, cfg, log)
 }
 
 // StoreUnavailable reports whether err is the store's failure to answer
@@ -142,8 +146,9 @@ func StoreUnavailable(err error) bool {
 // request tries the build again (one at a time), and is answered 503 with
 // Retry-After (httpapi.WriteError) while the store still does not answer.
 type coldStart struct {
-	build func(context.Context, config.Config) (http.Handler, error)
+	build Build
 	cfg   config.Config
+	log   *slog.Logger
 	mu    sync.Mutex
 	h     http.Handler
 }
@@ -152,14 +157,14 @@ func (c *coldStart) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	c.mu.Lock()
 	h, err := c.h, error(nil)
 	if h == nil {
-		if h, err = buildWithin(c.build, r.Context(), c.cfg); err == nil {
+		if h, err = buildWithin(c.build, r.Context(), c.cfg, c.log); err == nil {
 			c.h = h
 		}
 	}
 	c.mu.Unlock()
 	switch {
 	case err != nil && StoreUnavailable(err):
-		slog.ErrorContext(r.Context(), "store unavailable", "err", err, "method", r.Method, "path", r.URL.Path, "cold_start", true)
+		c.log.ErrorContext(r.Context(), "store unavailable", "err", err, "method", r.Method, "path", r.URL.Path, "cold_start", true)
 		httpapi.WriteError(w, r, &httpapi.Error{Status: http.StatusServiceUnavailable, Code: httpapi.CodeServiceUnavailable, RetryAfter: 1,
 			Message: "the data store is temporarily unavailable; retry the request (with the same Idempotency-Key for a create)"})
 	case err != nil:

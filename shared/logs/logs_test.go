@@ -155,7 +155,7 @@ func TestNoErrorPathLogsACPR(t *testing.T) {
 	var out lines
 	log := logs.JSON(&out)
 	db := storetest.NewDB(t, faults)
-	keys := auth.NewStore(db)
+	keys := auth.NewStore(db, 0)
 	key, err := db.LoadOrCreateSecret(context.Background(), "cursor")
 	if err != nil {
 		t.Fatal(err)
@@ -168,7 +168,7 @@ func TestNoErrorPathLogsACPR(t *testing.T) {
 		t.Fatal(err)
 	}
 	h, err := families.Handler(httpapi.Config{Auth: keys, Sealer: sealer, Idempotency: idempotency.NewStore(db, key), Log: log,
-		AccessLog: metrics.RequestLog(log)}, db, &webhook.Deliverer{Store: webhook.NewStore(db, true)})
+		AccessLog: metrics.RequestLog(log, metrics.Dimensions{})}, db, &webhook.Deliverer{Store: webhook.NewStore(db, true)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 )
 
 // TestMetricLinesKeptAtEveryLevel: at every process level, a line that
-// carries metrics (an "_aws" member, as Emit and the request line write
+// carries metrics (an "_aws" member, as EmitTo and the request line write
 // it, or given by With) is written, and at INFO at least (Lambda's filter,
 // which the stack holds at INFO, then keeps it too); any other line is
 // written only at the level or above. Issue #38: at WARN the INFO request

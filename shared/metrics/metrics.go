@@ -16,24 +16,26 @@ import (
 // Namespace holds the service's metrics (infra's alarms watch it).
 const Namespace = "PracticeApi"
 
-// Stage is the value of every metric's Stage dimension: the process's
-// STAGE, set once at start (app.Apply); "local" otherwise.
-var Stage = "local"
-
-// Emit logs msg at level with counts as metrics (name → value, unit Count)
-// and the Stage dimension, besides attrs.
-func Emit(ctx context.Context, level slog.Level, msg string, counts map[string]int, attrs ...any) {
-	EmitTo(ctx, slog.Default(), level, msg, counts, attrs...)
+// Dimensions are the values of a process's metric dimensions, given to
+// what writes metrics when it is built (from config.Config): its Stage
+// (STAGE; "local" when empty), and the Function and Version it runs
+// (Lambda's AWS_LAMBDA_FUNCTION_NAME and AWS_LAMBDA_FUNCTION_VERSION,
+// empty outside Lambda), the dimensions of the request metrics, which a
+// release's alarms watch per version.
+type Dimensions struct {
+	Stage, Function, Version string
 }
 
-// EmitTo is Emit on the logger l (a component's own, which tests pass in).
-func EmitTo(ctx context.Context, l *slog.Logger, level slog.Level, msg string, counts map[string]int, attrs ...any) {
+// EmitTo logs msg at level on l (the component's logger) with counts as
+// metrics (name → value, unit Count) and the Stage dimension stage
+// ("local" when empty), besides attrs.
+func EmitTo(ctx context.Context, l *slog.Logger, stage string, level slog.Level, msg string, counts map[string]int, attrs ...any) {
 	var defs []any
 	for _, name := range slices.Sorted(maps.Keys(counts)) {
 		defs = append(defs, map[string]string{"Name": name, "Unit": "Count"})
 		attrs = append(attrs, name, counts[name])
 	}
-	attrs = append(attrs, "Stage", cmp.Or(Stage, "local"),
+	attrs = append(attrs, "Stage", cmp.Or(stage, "local"),
 		"_aws", map[string]any{"Timestamp": time.Now().UnixMilli(), "CloudWatchMetrics": []any{map[string]any{
 			"Namespace": Namespace, "Dimensions": [][]string{{"Stage"}}, "Metrics": defs}}})
 	l.Log(ctx, level, msg, attrs...)

@@ -1,16 +1,11 @@
 package metrics
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"time"
 )
-
-// Function and Version name the function and version this process runs
-// (Lambda's AWS_LAMBDA_FUNCTION_NAME and AWS_LAMBDA_FUNCTION_VERSION, set
-// once at start, app.Apply): the dimensions of the request metrics, which
-// a release's alarms watch per version. Empty outside Lambda.
-var Function, Version string
 
 // Request metrics: each request's access log line carries them, one data
 // point each (0 or 1 for the counts), per Stage, Function and Version.
@@ -25,26 +20,29 @@ const (
 // from the HTTP edge) also carry the request's metrics in embedded metric
 // format when the process runs a version of a function: CloudWatch turns
 // the line into Requests, ServerErrors, ClientErrors and Latency of that
-// version, with no line of their own.
+// version (d's), with no line of their own.
 // https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch_Embedded_Metric_Format_Specification.html
-func RequestLog(l *slog.Logger) *slog.Logger {
-	return slog.New(&requestHandler{next: l.Handler()})
+func RequestLog(l *slog.Logger, d Dimensions) *slog.Logger {
+	return slog.New(&requestHandler{next: l.Handler(), dims: d})
 }
 
-type requestHandler struct{ next slog.Handler }
+type requestHandler struct {
+	next slog.Handler
+	dims Dimensions
+}
 
 func (h *requestHandler) Enabled(ctx context.Context, l slog.Level) bool {
 	return h.next.Enabled(ctx, l)
 }
 func (h *requestHandler) WithAttrs(a []slog.Attr) slog.Handler {
-	return &requestHandler{next: h.next.WithAttrs(a)}
+	return &requestHandler{next: h.next.WithAttrs(a), dims: h.dims}
 }
 func (h *requestHandler) WithGroup(name string) slog.Handler {
-	return &requestHandler{next: h.next.WithGroup(name)}
+	return &requestHandler{next: h.next.WithGroup(name), dims: h.dims}
 }
 
 func (h *requestHandler) Handle(ctx context.Context, r slog.Record) error {
-	if r.Message != "request" || Function == "" {
+	if r.Message != "request" || h.dims.Function == "" {
 		return h.next.Handle(ctx, r)
 	}
 	status, ms := 0, 0.0
@@ -58,13 +56,13 @@ func (h *requestHandler) Handle(ctx context.Context, r slog.Record) error {
 		return true
 	})
 	r = r.Clone()
-	r.AddAttrs(RequestAttrs(status, ms)...)
+	r.AddAttrs(RequestAttrs(h.dims, status, ms)...)
 	return h.next.Handle(ctx, r)
 }
 
 // RequestAttrs are the EMF members of one request's metrics (status and
-// latency), under this process's Stage, Function and Version.
-func RequestAttrs(status int, latencyMS float64) []slog.Attr {
+// latency), under d's Stage, Function and Version.
+func RequestAttrs(d Dimensions, status int, latencyMS float64) []slog.Attr {
 	flag := func(b bool) int {
 		if b {
 			return 1
@@ -72,7 +70,7 @@ func RequestAttrs(status int, latencyMS float64) []slog.Attr {
 		return 0
 	}
 	return []slog.Attr{
-		slog.String("Stage", stage()), slog.String("Function", Function), slog.String("Version", Version),
+		slog.String("Stage", cmp.Or(d.Stage, "local")), slog.String("Function", d.Function), slog.String("Version", d.Version),
 		slog.Int(Requests, 1), slog.Int(ServerErrors, flag(status >= 500)), slog.Int(ClientErrors, flag(status >= 400 && status < 500)),
 		slog.Float64(Latency, latencyMS),
 		slog.Any("_aws", map[string]any{"Timestamp": time.Now().UnixMilli(), "CloudWatchMetrics": []any{map[string]any{
@@ -82,11 +80,4 @@ func RequestAttrs(status int, latencyMS float64) []slog.Attr {
 				map[string]string{"Name": ClientErrors, "Unit": "Count"}, map[string]string{"Name": Latency, "Unit": "Milliseconds"},
 			}}}}),
 	}
-}
-
-func stage() string {
-	if Stage == "" {
-		return "local"
-	}
-	return Stage
 }

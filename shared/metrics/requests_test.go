@@ -14,9 +14,7 @@ import (
 // error, and other lines and processes outside Lambda are left alone.
 func TestRequestLinesCarryTheirVersionsMetrics(t *testing.T) {
 	var buf bytes.Buffer
-	l := RequestLog(slog.New(slog.NewJSONHandler(&buf, nil)))
-	Function, Version, Stage = "matters-fn", "7", "prod"
-	defer func() { Function, Version, Stage = "", "", "local" }()
+	l := RequestLog(slog.New(slog.NewJSONHandler(&buf, nil)), Dimensions{Stage: "prod", Function: "matters-fn", Version: "7"})
 	for _, c := range []struct {
 		status         int
 		server, client float64
@@ -48,7 +46,7 @@ func TestRequestLinesCarryTheirVersionsMetrics(t *testing.T) {
 	if bytes.Contains(buf.Bytes(), []byte("_aws")) {
 		t.Errorf("another line got metrics: %s", buf.Bytes())
 	}
-	Function = ""
+	l = RequestLog(slog.New(slog.NewJSONHandler(&buf, nil)), Dimensions{Stage: "prod"})
 	buf.Reset()
 	l.Info("request", "status", 500, "duration_ms", 1.0)
 	if bytes.Contains(buf.Bytes(), []byte("_aws")) {

@@ -106,7 +106,7 @@ func (d *Dispatcher) Sweep(ctx context.Context, minAge time.Duration) (int, erro
 	// anything, one after another a second on a loaded store.
 	sem := make(chan struct{}, 8)
 	var wg store.Calls
-	for shard := range Shards {
+	for shard := range ShardsOf(d.DB) {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
@@ -441,7 +441,7 @@ func Replay(ctx context.Context, db *store.DB, ev Event) (bool, error) {
 		UpdateExpression:    aws.String("SET GSI6PK = :pending, dispatch_attempts = :zero REMOVE parked_reason, parked_at, claim, claim_until"),
 		ConditionExpression: aws.String("GSI6PK = :parked"),
 		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{
-			":pending": &ddbtypes.AttributeValueMemberS{Value: pendingPKOf(id)}, ":parked": &ddbtypes.AttributeValueMemberS{Value: ParkedPK},
+			":pending": &ddbtypes.AttributeValueMemberS{Value: pendingPKOf(id, ShardsOf(db))}, ":parked": &ddbtypes.AttributeValueMemberS{Value: ParkedPK},
 			":zero": &ddbtypes.AttributeValueMemberN{Value: "0"},
 		},
 	})

@@ -99,10 +99,16 @@ const Index = "GSI6"
 // a second across all organisations.
 const DefaultShards = 32
 
-// Shards is the stage's shard count (OUTBOX_SHARDS), set once at start,
-// before any event is written or swept. It may only grow: an event stays
-// in the shard it was written to, and a sweep reads shards 0 to Shards-1.
-var Shards = DefaultShards
+// ShardsOf is the shard count of db's table: the stage's OUTBOX_SHARDS
+// (store.Config.OutboxShards), DefaultShards when it has none. It may only
+// grow: an event stays in the shard it was written to, and a sweep reads
+// shards 0 to ShardsOf(db)-1.
+func ShardsOf(db *store.DB) int {
+	if db == nil || db.OutboxShards <= 0 {
+		return DefaultShards
+	}
+	return db.OutboxShards
+}
 
 // DefaultRetention is how long a dispatched internal event is kept
 // (OUTBOX_RETENTION): its item gets a TTL of its creation plus this when
@@ -147,11 +153,17 @@ func PendingPK(shard int) string { return fmt.Sprintf("OUTBOX#PENDING#%d", shard
 // ParkedPK is the index partition of parked events.
 const ParkedPK = "OUTBOX#PARKED"
 
-// pendingPKOf is the sweep partition an event id belongs to.
-func pendingPKOf(id string) string {
+// pendingPKOf is the sweep partition an event id belongs to, of shards.
+func pendingPKOf(id string, shards int) string {
+	return PendingPK(ShardOf(id, shards))
+}
+
+// ShardOf is the shard of shards an event id belongs to (its pending
+// entry's, and its webhook claims').
+func ShardOf(id string, shards int) int {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(id))
-	return PendingPK(int(h.Sum32() % uint32(max(Shards, 1))))
+	return int(h.Sum32() % uint32(max(shards, 1)))
 }
 
 // SeqSK is the sort key of the feed event with sequence seq.
@@ -159,8 +171,10 @@ func SeqSK(seq int64) string { return fmt.Sprintf("EVT#%016d", seq) }
 
 // Add puts ev into tx: an event of the feed keyed by the sequence the
 // transaction gives it when it commits (its timestamp too: the feed's
-// order is the commit's), an internal one by its id.
+// order is the commit's), an internal one by its id; pending, in its
+// shard of the table's (ShardsOf).
 func Add(tx *store.TxBuilder, ev Event) int {
+	ev = Pending(tx.DB(), ev)
 	if !InFeed(ev.Type) {
 		return tx.PutNew(ev)
 	}
@@ -184,8 +198,17 @@ func Raise(tx *store.TxBuilder, org string, typ Type, key string, payload any, n
 	return nil
 }
 
+// Pending is ev as Add writes it to db's table: in its pending shard (of
+// ShardsOf(db)), where the sweep finds it. For a writer outside a
+// transaction (the admin tool's enrichment resume, a test's bulk load).
+func Pending(db *store.DB, ev Event) Event {
+	ev.GSI6PK = pendingPKOf(ev.ID, ShardsOf(db))
+	return ev
+}
+
 // New builds an event of org whose data object holds key: payload; put it
-// into its change's transaction with Add.
+// into its change's transaction with Add (which gives it its pending
+// shard: until then it has none; Pending does that alone).
 func New(org string, typ Type, key string, payload any, now time.Time) (Event, error) {
 	data, err := json.Marshal(map[string]any{key: payload})
 	if err != nil {
@@ -195,7 +218,7 @@ func New(org string, typ Type, key string, payload any, now time.Time) (Event, e
 	created := store.FormatTime(now)
 	return Event{
 		Keys: store.Keys{PK: store.OrgPK(org), SK: "EVI#" + id, Kind: "event",
-			GSI6PK: pendingPKOf(id), GSI6SK: store.Seq(created, id)},
+			GSI6SK: store.Seq(created, id)},
 		ID: id, OrgID: org, Type: typ, Data: string(data), CreatedAt: created,
 	}, nil
 }

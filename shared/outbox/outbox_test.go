@@ -69,13 +69,17 @@ func TestSequenceKeysSortAsNumbers(t *testing.T) {
 
 func TestNewEventsAndTheirShards(t *testing.T) {
 	t.Parallel()
-	shards := map[string]bool{}
+	shards, fewer := map[string]bool{}, map[string]bool{}
 	for i := range 2000 {
 		ev, err := New("org", MatterCreated, "matter", map[string]any{"id": fmt.Sprint(i)}, t0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		shards[ev.GSI6PK] = true
+		if ev.GSI6PK != "" {
+			t.Fatalf("New gave %s a shard: Add gives it the table's", ev.GSI6PK)
+		}
+		shards[pendingPKOf(ev.ID, ShardsOf(&store.DB{}))] = true
+		fewer[pendingPKOf(ev.ID, ShardsOf(&store.DB{OutboxShards: 5}))] = true
 		if ev.PK != store.OrgPK("org") || !strings.HasPrefix(ev.SK, "EVI#") || ev.Type != MatterCreated || ev.CreatedAt != store.FormatTime(t0) {
 			t.Fatalf("event %+v", ev)
 		}
@@ -85,14 +89,16 @@ func TestNewEventsAndTheirShards(t *testing.T) {
 		}
 	}
 	// 2,000 events land in every one of the sweep's partitions, and in
-	// no other.
-	for s := range Shards {
-		if !shards[PendingPK(s)] {
-			t.Errorf("no event in shard %d", s)
+	// no other: the default's, and a table's own (OUTBOX_SHARDS).
+	for n, got := range map[int]map[string]bool{DefaultShards: shards, 5: fewer} {
+		for s := range n {
+			if !got[PendingPK(s)] {
+				t.Errorf("%d shards: no event in shard %d", n, s)
+			}
 		}
-	}
-	if len(shards) != Shards {
-		t.Fatalf("%d partitions, want %d", len(shards), Shards)
+		if len(got) != n {
+			t.Fatalf("%d partitions, want %d", len(got), n)
+		}
 	}
 	if _, err := New("org", MatterCreated, "matter", func() {}, t0); err == nil {
 		t.Fatal("an unencodable payload made an event")

@@ -73,7 +73,7 @@ func TestADispatchRoundSendsItsEventsAtOnce(t *testing.T) {
 		}
 		for _, m := range page.Events {
 			ev := Event{ID: m.ID, OrgID: m.OrgID, Type: m.Type, Seq: m.Sequence}
-			ev.PK, ev.SK, ev.GSI6PK = "O#"+m.OrgID, SeqSK(m.Sequence), pendingPKOf(m.ID)
+			ev.PK, ev.SK, ev.GSI6PK = "O#"+m.OrgID, SeqSK(m.Sequence), pendingPKOf(m.ID, DefaultShards)
 			evs = append(evs, ev)
 		}
 	}

@@ -23,7 +23,7 @@ const (
 // an API client holding every scope; it returns a freshly minted secret of
 // that client (earlier ones keep working, as with any rotation).
 func Demo(ctx context.Context, db *store.DB, now time.Time) (org string, key auth.Token, err error) {
-	keys := auth.NewStore(db)
+	keys := auth.NewStore(db, 0)
 	_, err = keys.CreateOrg(ctx, DemoOrgID, "Demo Advokatfirma", now)
 	switch {
 	case err == nil:

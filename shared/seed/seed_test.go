@@ -21,7 +21,7 @@ func TestSeedIsConsistent(t *testing.T) {
 	t.Parallel()
 	db := storetest.NewDB(t)
 	ctx := context.Background()
-	org, err := auth.NewStore(db).CreateOrg(ctx, "", "seed", time.Now())
+	org, err := auth.NewStore(db, 0).CreateOrg(ctx, "", "seed", time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func BenchmarkSeed(b *testing.B) {
 		b.Run(fmt.Sprintf("entries=%d", entries), func(b *testing.B) {
 			for range b.N {
 				db := storetest.NewDB(b)
-				org, _ := auth.NewStore(db).CreateOrg(context.Background(), "", "seed", time.Now())
+				org, _ := auth.NewStore(db, 0).CreateOrg(context.Background(), "", "seed", time.Now())
 				start := time.Now()
 				if _, err := seed.Run(context.Background(), db, org.ID, seed.Options{Matters: entries / 25, EntriesPerMatter: 25}); err != nil {
 					b.Fatal(err)
@@ -62,7 +62,7 @@ func TestSeedWritesNoCPR(t *testing.T) {
 	t.Parallel()
 	db := storetest.NewDB(t)
 	ctx := context.Background()
-	org, err := auth.NewStore(db).CreateOrg(ctx, "", "seed", time.Now())
+	org, err := auth.NewStore(db, 0).CreateOrg(ctx, "", "seed", time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

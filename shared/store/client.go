@@ -34,6 +34,9 @@ type Config struct {
 	// LocalFaults makes a call whose answer carries LocalFaultPanic panic
 	// (LOCAL_FAULTS): only on an Endpoint on loopback (see LocalFaultPanic).
 	LocalFaults bool
+	// OutboxShards is the stage's shard count of the outbox's sweep index
+	// (OUTBOX_SHARDS; the outbox's default when 0): DB.OutboxShards.
+	OutboxShards int
 }
 
 // DB is a DynamoDB client bound to the service's single table.
@@ -43,6 +46,12 @@ type DB struct {
 	// Clock gives sequence numbers their time (time.Now when nil; tests
 	// set theirs).
 	Clock func() time.Time
+
+	// OutboxShards is how many partitions of the sweep index the outbox
+	// spreads pending events (and webhook claims) over on this table: the
+	// stage's OUTBOX_SHARDS, which every process that writes or sweeps
+	// events must agree on (the outbox's default when 0; outbox.ShardsOf).
+	OutboxShards int
 
 	lastSeq atomic.Int64
 }
@@ -110,5 +119,5 @@ func New(ctx context.Context, cfg Config) (*DB, error) {
 			o.Retryer = cfg.Retryer()
 		}
 	})
-	return &DB{Client: client, Table: cfg.TableName}, nil
+	return &DB{Client: client, Table: cfg.TableName, OutboxShards: cfg.OutboxShards}, nil
 }

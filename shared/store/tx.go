@@ -30,6 +30,9 @@ type sequenced struct {
 // Tx starts a transaction on db.
 func (db *DB) Tx() *TxBuilder { return &TxBuilder{db: db} }
 
+// DB is the store the transaction commits to.
+func (b *TxBuilder) DB() *DB { return b.db }
+
 // PutNew adds a Put of v that must not exist yet; it returns the item's
 // index in the transaction, to match against failed conditions.
 func (b *TxBuilder) PutNew(v any) int {

@@ -271,7 +271,7 @@ func (d *Deliverer) paced(ctx context.Context, job Job, wait time.Duration, now 
 			"slots", d.slots(job.Replay != ""), "replay", job.Replay != "", "wait", wait.Round(time.Millisecond).String())
 	}
 	if flush {
-		metrics.EmitTo(ctx, d.log(), slog.LevelInfo, "webhook deliveries paced", map[string]int{"WebhookDeliveriesPaced": n})
+		metrics.EmitTo(ctx, d.log(), d.Stage, slog.LevelInfo, "webhook deliveries paced", map[string]int{"WebhookDeliveriesPaced": n})
 	}
 }
 

@@ -156,6 +156,9 @@ type Deliverer struct {
 	ClaimLease time.Duration
 	// Log takes the worker's warnings and metrics (slog's default when nil).
 	Log *slog.Logger
+	// Stage is the Stage dimension of its metrics (STAGE; "local" when
+	// empty).
+	Stage string
 	// EndpointConcurrency bounds one endpoint's deliveries in flight
 	// (DefaultEndpointConcurrency when 0); replays use its lower half only.
 	EndpointConcurrency int
@@ -339,7 +342,7 @@ func (d *Deliverer) Handle(ctx context.Context, m queue.Message) error {
 	}
 	if disabled {
 		// The metric the disabled-endpoints alarm watches.
-		metrics.EmitTo(ctx, d.log(), slog.LevelWarn, "webhook endpoint disabled", map[string]int{"WebhookEndpointsDisabled": 1},
+		metrics.EmitTo(ctx, d.log(), d.Stage, slog.LevelWarn, "webhook endpoint disabled", map[string]int{"WebhookEndpointsDisabled": 1},
 			"endpoint_id", e.ID, "organization_id", job.OrgID)
 	}
 	if job.Manual != "" {
@@ -357,7 +360,7 @@ func (j Job) valid() bool {
 // WARN (the job's names, never anything it carries) and the
 // WebhookJobsDropped metric; nothing is signed or sent.
 func (d *Deliverer) drop(ctx context.Context, job Job, why string) {
-	metrics.EmitTo(ctx, d.log(), slog.LevelWarn, "webhook job dropped", map[string]int{"WebhookJobsDropped": 1}, "why", why,
+	metrics.EmitTo(ctx, d.log(), d.Stage, slog.LevelWarn, "webhook job dropped", map[string]int{"WebhookJobsDropped": 1}, "why", why,
 		"organization_id", job.OrgID, "event_id", job.EventID, "endpoint_id", job.EndpointID, "attempt", job.Attempt)
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"log/slog"
 	"slices"
 	"strconv"
@@ -36,12 +35,11 @@ import (
 // sendingPrefix starts the sweep index partitions of claimed attempts.
 const sendingPrefix = "DLV#SENDING#"
 
-// sendingPK is the partition of an event's claims: one of outbox.Shards,
-// by event id, as the outbox spreads its pending events.
-func sendingPK(event string) string {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(event))
-	return sendingPrefix + strconv.Itoa(int(h.Sum32()%uint32(max(outbox.Shards, 1))))
+// sendingPK is the partition of an event's claims on db: one of its
+// outbox shards (outbox.ShardsOf), by event id, as the outbox spreads its
+// pending events.
+func sendingPK(db *store.DB, event string) string {
+	return sendingPrefix + strconv.Itoa(outbox.ShardOf(event, outbox.ShardsOf(db)))
 }
 
 // sendingSK orders a shard's claims by the end of their lease and names
@@ -67,7 +65,7 @@ func (d *Deliverer) SweepClaims(ctx context.Context) (int, error) {
 	spk, _ := store.GSIKeyAttrs(outbox.Index)
 	queued := 0
 	var errs []error
-	for shard := range outbox.Shards {
+	for shard := range outbox.ShardsOf(d.Store.db) {
 		q := store.ListQuery{Index: outbox.Index, PK: sendingPrefix + strconv.Itoa(shard), SKTo: upTo, Limit: 100}
 		for {
 			page, err := d.Store.db.Query(ctx, q)

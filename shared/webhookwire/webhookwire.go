@@ -18,7 +18,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/practice-api/practice-api/shared/apiapp"
 	"github.com/practice-api/practice-api/shared/config"
 	"github.com/practice-api/practice-api/shared/queue"
 	"github.com/practice-api/practice-api/shared/store"
@@ -37,10 +36,9 @@ func NewDeliverer(ctx context.Context, db *store.DB, deliveries queue.Queue, cfg
 	if endpoints.Box, err = SecretBox(ctx, cfg); err != nil {
 		return nil, err
 	}
-	apiapp.Apply(cfg)
 	endpoints.FeedSettle, endpoints.FeedRetention = cfg.EventFeedSettle, cfg.EventRetention
 	return &webhook.Deliverer{Store: endpoints, Queue: deliveries, Schedule: cfg.WebhookRetrySchedule, Client: client, ClaimLease: cfg.WebhookClaimLease,
-		EndpointConcurrency: cfg.WebhookEndpointConcurrency, ReplaysPerHour: cfg.WebhookReplaysPerHour}, nil
+		EndpointConcurrency: cfg.WebhookEndpointConcurrency, ReplaysPerHour: cfg.WebhookReplaysPerHour, Stage: cfg.Stage}, nil
 }
 
 // SecretBox is the KMS envelope for webhook signing secrets when

@@ -99,7 +99,6 @@ func openFromEnv(ctx context.Context) (*env, error) {
 	if err != nil {
 		return nil, err
 	}
-	app.Apply(cfg)
 	db, err := store.New(ctx, app.StoreConfig(cfg))
 	if err != nil {
 		return nil, err
@@ -107,17 +106,14 @@ func openFromEnv(ctx context.Context) (*env, error) {
 	// Keys without a limit of their own count against their organisation's
 	// ceiling at the stage's default as the stage stored it (apiapp.Load), not
 	// at this shell's RATE_LIMIT_PER_MINUTE.
-	keys := auth.NewStore(db)
-	stored, err := keys.LoadDefaultLimit(ctx)
+	limit, stored, err := auth.StoredDefaultLimit(ctx, db)
 	if err != nil {
 		return nil, err
 	}
-	if !stored {
-		keys.DefaultLimit = config.Defaults().RateLimitPerMinute
-	}
-	if shell, set := os.LookupEnv("RATE_LIMIT_PER_MINUTE"); set && shell != strconv.Itoa(keys.DefaultLimit) {
+	keys := auth.NewStore(db, limit) // not stored: 0, the built-in default
+	if shell, set := os.LookupEnv("RATE_LIMIT_PER_MINUTE"); set && shell != strconv.Itoa(keys.DefaultLimit()) {
 		fmt.Fprintf(os.Stderr, "note: RATE_LIMIT_PER_MINUTE=%s in this shell is not the stage's default (%d, %s): keys without a limit of their own count at %d\n",
-			shell, keys.DefaultLimit, map[bool]string{true: "stored in the table", false: "none stored yet: the built-in default"}[stored], keys.DefaultLimit)
+			shell, keys.DefaultLimit(), map[bool]string{true: "stored in the table", false: "none stored yet: the built-in default"}[stored], keys.DefaultLimit())
 	}
 	e := &env{db: db, keys: keys, now: time.Now()}
 	if remoteEndpoint(cfg.DynamoDBEndpoint) {
@@ -624,7 +620,7 @@ func enrichmentResume(ctx context.Context, e *env, a *args) (any, error) {
 		if err != nil {
 			return err
 		}
-		item, err := store.Marshal(ev)
+		item, err := store.Marshal(outbox.Pending(e.db, ev))
 		if err != nil {
 			return err
 		}

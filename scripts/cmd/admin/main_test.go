@@ -32,7 +32,7 @@ func newTool(t *testing.T) *tool {
 }
 
 func (tl *tool) open(context.Context) (*env, error) {
-	return &env{db: tl.e.DB, keys: auth.NewStore(tl.e.DB), now: time.Now()}, nil
+	return &env{db: tl.e.DB, keys: auth.NewStore(tl.e.DB, 0), now: time.Now()}, nil
 }
 
 // run runs argv and returns its JSON answer decoded, or the error.

@@ -37,8 +37,8 @@ func TestCeilingsCountAtTheStagesDefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if env.keys.DefaultLimit != config.Defaults().RateLimitPerMinute {
-		t.Errorf("before the stage stored its default the tool counts at %d, want the built-in %d", env.keys.DefaultLimit, config.Defaults().RateLimitPerMinute)
+	if env.keys.DefaultLimit() != config.Defaults().RateLimitPerMinute {
+		t.Errorf("before the stage stored its default the tool counts at %d, want the built-in %d", env.keys.DefaultLimit(), config.Defaults().RateLimitPerMinute)
 	}
 	cfg := config.Defaults()
 	cfg.RateLimitPerMinute = 120
@@ -47,7 +47,7 @@ func TestCeilingsCountAtTheStagesDefault(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	for o := range 3 {
-		org, err := auth.NewStore(e.DB).CreateOrg(context.Background(), "", fmt.Sprintf("Ceiling %d", o), e.Now())
+		org, err := auth.NewStore(e.DB, 0).CreateOrg(context.Background(), "", fmt.Sprintf("Ceiling %d", o), e.Now())
 		if err != nil {
 			t.Fatal(err)
 		}

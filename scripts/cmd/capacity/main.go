@@ -232,7 +232,7 @@ func (t *tenant) load(ctx context.Context, base string) error {
 // setup makes the organisations: a key each (the store's own admin path),
 // seeded data, and one webhook endpoint subscribed to every event.
 func setup(ctx context.Context, db *store.DB, base, receiver string, n int) ([]*tenant, error) {
-	keys := auth.NewStore(db)
+	keys := auth.NewStore(db, 0)
 	out := make([]*tenant, n)
 	for i := range out {
 		org, err := keys.CreateOrg(ctx, "", fmt.Sprintf("Kapacitet %d", i), time.Now())

@@ -43,7 +43,7 @@ func TestAHungEngineIsAnsweredThenRestarted(t *testing.T) {
 	type client struct{ key, person string }
 	var clients []*client
 	for i := range 4 {
-		keys := auth.NewStore(db)
+		keys := auth.NewStore(db, 0)
 		o, err := keys.CreateOrg(context.Background(), "", fmt.Sprintf("Hængt %d", i), time.Now())
 		if err != nil {
 			t.Fatal(err)

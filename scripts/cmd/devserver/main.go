@@ -42,7 +42,8 @@ func listen(addr string) (net.Listener, error) {
 }
 
 func run() error {
-	app.JSONLogs()
+	var level slog.LevelVar
+	log := app.JSONLogs(&level)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -52,6 +53,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	level.Set(conf.LogLevel)
 	apiLn, err := listen(conf.ListenAddr)
 	if err != nil {
 		return err
@@ -64,7 +66,7 @@ func run() error {
 	if err := db.EnsureTable(ctx); err != nil {
 		return err
 	}
-	env, err := apiapp.Load(ctx, db, conf)
+	env, err := apiapp.Load(ctx, db, conf, log)
 	if err != nil {
 		return err
 	}
@@ -81,18 +83,18 @@ func run() error {
 	// process held comes back to a claim it may take over; five receives,
 	// then dead, as the AWS queues' redrive policy.
 	enrichQ, deliveryQ := queue.NewTable(db, "enrichment", 90*time.Second, 5), queue.NewTable(db, "delivery", 90*time.Second, 5)
-	workers, err := app.NewWorkers(ctx, db, enrichQ, deliveryQ, conf)
+	workers, err := app.NewWorkers(ctx, db, enrichQ, deliveryQ, conf, log)
 	if err != nil {
 		return err
 	}
 	kick := make(chan struct{}, 1)
-	go workers.Dispatcher.Poll(ctx, kick, time.Second, func(err error) { slog.Error("outbox sweep", "err", err) })
-	go app.SweepClaimsEvery(ctx, workers.Deliverer, time.Minute) // as the schedule's sweep on AWS
-	go queue.Run(ctx, slog.Default(), enrichQ, "enrichment", 1, workers.Enricher.Handle)
+	go workers.Dispatcher.Poll(ctx, kick, time.Second, func(err error) { log.Error("outbox sweep", "err", err) })
+	go app.SweepClaimsEvery(ctx, workers.Deliverer, time.Minute, workers.Metrics) // as the schedule's sweep on AWS
+	go queue.Run(ctx, log, enrichQ, "enrichment", 1, workers.Enricher.Handle)
 	// Deliveries: each as soon as a worker is free (a slow receiver holds
 	// its own worker only), quiet organisations' first (the table queue is
 	// a fair queue), at most WEBHOOK_ENDPOINT_CONCURRENCY to one endpoint.
-	go queue.Run(ctx, slog.Default(), deliveryQ, "webhook-delivery", conf.DeliveryWorkers, workers.Deliverer.Handle)
+	go queue.Run(ctx, log, deliveryQ, "webhook-delivery", conf.DeliveryWorkers, workers.Deliverer.Handle)
 	go func() { // the fair queue's metrics, as SQS publishes them, while an organisation is a noisy neighbour
 		t := time.NewTicker(10 * time.Second)
 		defer t.Stop()
@@ -102,7 +104,7 @@ func run() error {
 				return
 			case <-t.C:
 				if m := deliveryQ.Fairness(); m.NoisyGroups > 0 {
-					slog.Info("fair queue", "queue", "delivery", "metrics", m, "noisy_groups", deliveryQ.Noisy())
+					log.Info("fair queue", "queue", "delivery", "metrics", m, "noisy_groups", deliveryQ.Noisy())
 				}
 			}
 		}
@@ -115,7 +117,7 @@ func run() error {
 	// answered but whose job a kill lost is found at the next start.
 	handler, err := families.Handler(env.Edge, db, workers.Deliverer, families.AfterCompanyCreate(func(ctx context.Context, org string, c party.Company) {
 		if err := workers.Dispatcher.DispatchCompany(context.WithoutCancel(ctx), org, c.ID, c.CVR, c.CreatedAt); err != nil {
-			slog.Error("start enrichment", "company_id", c.ID, "err", err)
+			log.Error("start enrichment", "company_id", c.ID, "err", err)
 		}
 	}))
 	if err != nil {
@@ -131,7 +133,7 @@ func run() error {
 		return fmt.Errorf("resume pending enrichments: %w", err)
 	}
 	if resumed > 0 {
-		slog.Info("resumed pending company enrichments", "companies", resumed)
+		log.Info("resumed pending company enrichments", "companies", resumed)
 	}
 	if err := seed.DemoLine(ctx, db, os.Stdout, conf.SeedDemo); err != nil {
 		return err
@@ -141,7 +143,7 @@ func run() error {
 	apiSrv := apiServer(kickAfterWrites(lambdahttp.RequestDeadlines(handler), kick), conf.RequestReadTimeout)
 	base := "http://" + apiLn.Addr().String() + "/api/v1"
 	return localrun.Serve(ctx, apiSrv, apiLn, engine, base, func() {
-		slog.Info("devserver ready", "base_url", base, "dynamodb_endpoint", cfg.Endpoint, "table", cfg.TableName)
+		log.Info("devserver ready", "base_url", base, "dynamodb_endpoint", cfg.Endpoint, "table", cfg.TableName)
 	})
 }
 

@@ -340,11 +340,11 @@ func TestPendingEnrichmentsResumeAtStart(t *testing.T) {
 	if err := db.EnsureTable(ctx); err != nil {
 		t.Fatal(err)
 	}
-	org, err := auth.NewStore(db).CreateOrg(ctx, "", "resume", time.Now())
+	org, err := auth.NewStore(db, 0).CreateOrg(ctx, "", "resume", time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, tok, err := auth.NewStore(db).CreateKey(ctx, auth.KeyRequest{OrgID: org.ID, Mode: auth.ModeTest, Scopes: auth.Catalogue}, time.Now())
+	_, tok, err := auth.NewStore(db, 0).CreateKey(ctx, auth.KeyRequest{OrgID: org.ID, Mode: auth.ModeTest, Scopes: auth.Catalogue}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -81,7 +81,7 @@ func TestAPanicIsAnsweredAndLoggedWithoutTheCPR(t *testing.T) {
 	type client struct{ id, key, person string }
 	var clients []client
 	for i := range 3 {
-		keys := auth.NewStore(db)
+		keys := auth.NewStore(db, 0)
 		o, err := keys.CreateOrg(context.Background(), "", fmt.Sprintf("Panik %d", i), time.Now())
 		if err != nil {
 			t.Fatal(err)

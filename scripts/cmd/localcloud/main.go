@@ -67,7 +67,7 @@ func getenv(k, def string) string {
 }
 
 func run() error {
-	app.JSONLogs()
+	app.JSONLogs(slog.LevelInfo) // its own lines; each function logs at its own LOG_LEVEL
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	// The settings, read and checked once (the functions get theirs from

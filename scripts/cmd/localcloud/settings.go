@@ -5,8 +5,10 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 
 	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/stack"
+	"github.com/practice-api/practice-api/shared/config"
 )
 
 // The contract's settings (docs/settings.md) reach the functions in two
@@ -28,7 +30,7 @@ var passThrough = []string{"WEBHOOK_RETRY_SCHEDULE", "WEBHOOK_CLAIM_LEASE", "WEB
 type stageSetting struct{ variable, setting, def string }
 
 var stageSettings = []stageSetting{
-	{"RATE_LIMIT_PER_MINUTE", "rateLimit", "120"},
+	{"RATE_LIMIT_PER_MINUTE", "rateLimit", strconv.Itoa(config.Defaults().RateLimitPerMinute)},
 	{"WEBHOOK_ALLOW_PRIVATE_TARGETS", "allowPrivateTargets", "1"},
 	{"PUBLIC_BASE_URL", "publicBaseUrl", ""},
 	{"COMPANY_REGISTER_URL", "companyRegisterUrl", ""},
