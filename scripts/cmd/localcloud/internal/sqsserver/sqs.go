@@ -454,230 +454,326 @@ func validGroupID(id string) bool {
 	return true
 }
 
-// ServeHTTP answers one SQS API call.
+// call is one SQS API call being answered: its caller, its action and
+// parameters (the JSON protocol's body), and the members of its answer.
+type call struct {
+	s      *Server
+	w      http.ResponseWriter
+	r      *http.Request
+	caller string
+	action string
+	in     map[string]any
+	out    map[string]any
+}
+
+// str is the call's string parameter k ("" when absent).
+func (c *call) str(k string) string { v, _ := c.in[k].(string); return v }
+
+// num is the call's number parameter k, def when absent.
+func (c *call) num(k string, def int) int {
+	if v, ok := c.in[k].(float64); ok {
+		return int(v)
+	}
+	return def
+}
+
+// queue is the queue QueueUrl names, or nil when there is none or its
+// policy refuses the caller's send: the call is then answered with SQS's
+// error.
+func (c *call) queue() *Queue {
+	q := c.s.byURL(c.str("QueueUrl"))
+	if q == nil {
+		sqsError(c.w, "QueueDoesNotExist", "The specified queue does not exist.")
+		return nil
+	}
+	if (c.action == "SendMessage" || c.action == "SendMessageBatch") && q.refuses(c.caller) {
+		accessDenied(c.w, "User: "+c.caller+" is not authorized to perform: sqs:SendMessage on resource: "+q.ARN+" with an explicit deny in a resource-based policy")
+		return nil
+	}
+	return q
+}
+
+// actions are the SQS actions localcloud answers: each puts its answer's
+// members into c.out and reports true, or answers the call with an error
+// itself (or leaves it unanswered: a ReceiveMessage whose caller left) and
+// reports false.
+var actions = map[string]func(c *call) bool{
+	"GetQueueUrl":             actionGetQueueURL,
+	"ListQueues":              actionListQueues,
+	"SendMessage":             actionSendMessage,
+	"SendMessageBatch":        actionSendMessageBatch,
+	"ReceiveMessage":          actionReceiveMessage,
+	"DeleteMessage":           actionDeleteMessage,
+	"DeleteMessageBatch":      actionDeleteMessageBatch,
+	"ChangeMessageVisibility": actionChangeMessageVisibility,
+	"GetQueueAttributes":      actionGetQueueAttributes,
+	"StartMessageMoveTask":    actionStartMessageMoveTask,
+	"ListMessageMoveTasks":    actionListMessageMoveTasks,
+}
+
+// ServeHTTP answers one SQS API call (the JSON protocol): the caller is
+// authorized (its credentials, then the IAM policy for the action's
+// single-message name on the queue's ARN), and the action's function in
+// actions answers it.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	caller, code, msg := s.Callers.Of(r)
 	if code != "" {
 		sqsErrorStatus(w, http.StatusForbidden, code, msg)
 		return
 	}
-	action := strings.TrimPrefix(r.Header.Get("X-Amz-Target"), "AmazonSQS.")
-	var in map[string]any
+	c := &call{s: s, w: w, r: r, caller: caller, action: strings.TrimPrefix(r.Header.Get("X-Amz-Target"), "AmazonSQS."), out: map[string]any{}}
 	raw, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-	if err := json.Unmarshal(raw, &in); err != nil && len(raw) > 0 {
+	if err := json.Unmarshal(raw, &c.in); err != nil && len(raw) > 0 {
 		sqsError(w, "InvalidParameterValue", "the body is not JSON")
 		return
 	}
-	str := func(k string) string { v, _ := in[k].(string); return v }
-	if s.Policy != nil {
-		resource := "*"
-		switch {
-		case str("QueueUrl") != "":
-			if q := s.byURL(str("QueueUrl")); q != nil {
-				resource = q.ARN
-			}
-		case str("QueueName") != "":
-			resource = "arn:aws:sqs:" + stack.Region + ":" + stack.Account + ":" + str("QueueName")
-		case str("SourceArn") != "":
-			resource = str("SourceArn")
-		}
-		// A batch call is authorized by its single-message action, as IAM
-		// has no actions of its own for batches.
-		if a := "sqs:" + strings.TrimSuffix(action, "Batch"); !s.Policy.Allows(caller, a, resource, nil) {
-			w.Header().Set("x-amzn-query-error", "AccessDenied;Sender")
-			w.Header().Set("Content-Type", "application/x-amz-json-1.0")
-			w.WriteHeader(http.StatusBadRequest)
-			_ = json.NewEncoder(w).Encode(map[string]string{"__type": "com.amazon.coral.service#AccessDeniedException", "message": s.Policy.Denial(caller, a, resource)})
-			return
-		}
+	if !s.authorized(c) {
+		return
 	}
-	num := func(k string, def int) int {
-		if v, ok := in[k].(float64); ok {
-			return int(v)
-		}
-		return def
+	act, ok := actions[c.action]
+	if !ok {
+		sqsError(w, "UnsupportedOperation", "localcloud's SQS does not implement "+c.action)
+		return
 	}
-	queue := func() *Queue {
-		q := s.byURL(str("QueueUrl"))
-		if q == nil {
-			sqsError(w, "QueueDoesNotExist", "The specified queue does not exist.")
-			return nil
-		}
-		if (action == "SendMessage" || action == "SendMessageBatch") && q.refuses(caller) {
-			w.Header().Set("x-amzn-query-error", "AccessDenied;Sender")
-			w.Header().Set("Content-Type", "application/x-amz-json-1.0")
-			w.WriteHeader(http.StatusBadRequest)
-			_ = json.NewEncoder(w).Encode(map[string]string{"__type": "com.amazon.coral.service#AccessDeniedException",
-				"message": "User: " + caller + " is not authorized to perform: sqs:SendMessage on resource: " + q.ARN + " with an explicit deny in a resource-based policy"})
-			return nil
-		}
-		return q
-	}
-	out := map[string]any{}
-	switch action {
-	case "GetQueueUrl":
-		s.mu.Lock()
-		q := s.queues[str("QueueName")]
-		s.mu.Unlock()
-		if q == nil {
-			sqsError(w, "QueueDoesNotExist", "The specified queue does not exist.")
-			return
-		}
-		out["QueueUrl"] = q.URL
-	case "ListQueues":
-		s.mu.Lock()
-		var urls []string
-		for _, q := range s.queues {
-			urls = append(urls, q.URL)
-		}
-		s.mu.Unlock()
-		out["QueueUrls"] = urls
-	case "SendMessage":
-		q := queue()
-		if q == nil {
-			return
-		}
-		body := str("MessageBody")
-		if body == "" {
-			sqsError(w, "MissingParameter", "The request must contain the parameter MessageBody.")
-			return
-		}
-		group, hasGroup := in["MessageGroupId"].(string)
-		if hasGroup && !validGroupID(group) {
-			sqsError(w, "InvalidParameterValue", "Value for parameter MessageGroupId is invalid: 1 to 128 alphanumeric or punctuation characters.")
-			return
-		}
-		m := q.SendGroup(body, group, time.Duration(num("DelaySeconds", -1))*time.Second)
-		out["MessageId"], out["MD5OfMessageBody"] = m.ID, m.MD5
-	case "SendMessageBatch":
-		q := queue()
-		if q == nil {
-			return
-		}
-		entries, _ := in["Entries"].([]any)
-		if len(entries) == 0 || len(entries) > 10 {
-			sqsError(w, "AWS.SimpleQueueService.TooManyEntriesInBatchRequest", "a batch holds 1 to 10 entries")
-			return
-		}
-		var ok, failed []map[string]any
-		for _, e := range entries {
-			em, _ := e.(map[string]any)
-			id, _ := em["Id"].(string)
-			body, _ := em["MessageBody"].(string)
-			if body == "" {
-				failed = append(failed, map[string]any{"Id": id, "Code": "MissingParameter", "Message": "MessageBody is required", "SenderFault": true})
-				continue
-			}
-			group, hasGroup := em["MessageGroupId"].(string)
-			if hasGroup && !validGroupID(group) {
-				failed = append(failed, map[string]any{"Id": id, "Code": "InvalidParameterValue", "Message": "MessageGroupId is invalid", "SenderFault": true})
-				continue
-			}
-			delay := -1
-			if d, ok := em["DelaySeconds"].(float64); ok {
-				delay = int(d)
-			}
-			m := q.SendGroup(body, group, time.Duration(delay)*time.Second)
-			ok = append(ok, map[string]any{"Id": id, "MessageId": m.ID, "MD5OfMessageBody": m.MD5})
-		}
-		out["Successful"], out["Failed"] = ok, failed
-	case "ReceiveMessage":
-		q := queue()
-		if q == nil {
-			return
-		}
-		max := min(max(num("MaxNumberOfMessages", 1), 1), 10)
-		vis := time.Duration(num("VisibilityTimeout", -1)) * time.Second
-		deadline := time.Now().Add(time.Duration(min(num("WaitTimeSeconds", 0), 20)) * time.Second)
-		var msgs []Message
-		for {
-			if msgs = q.Receive(max, vis); len(msgs) > 0 || time.Now().After(deadline) {
-				break
-			}
-			select {
-			case <-q.wake:
-			case <-time.After(100 * time.Millisecond):
-			case <-r.Context().Done():
-				return
-			}
-		}
-		list := []map[string]any{}
-		for _, m := range msgs {
-			attrs := map[string]string{"ApproximateReceiveCount": strconv.Itoa(m.Receives),
-				"SentTimestamp": strconv.FormatInt(m.Sent.UnixMilli(), 10), "ApproximateFirstReceiveTimestamp": strconv.FormatInt(m.FirstReceive.UnixMilli(), 10)}
-			if m.Group != "" {
-				attrs["MessageGroupId"] = m.Group
-			}
-			list = append(list, map[string]any{"MessageId": m.ID, "ReceiptHandle": m.Receipt, "MD5OfBody": m.MD5, "Body": m.Body, "Attributes": attrs})
-		}
-		out["Messages"] = list
-	case "DeleteMessage":
-		q := queue()
-		if q == nil {
-			return
-		}
-		q.Delete(str("ReceiptHandle"))
-	case "DeleteMessageBatch":
-		q := queue()
-		if q == nil {
-			return
-		}
-		entries, _ := in["Entries"].([]any)
-		var ok []map[string]any
-		for _, e := range entries {
-			em, _ := e.(map[string]any)
-			q.Delete(fmt.Sprint(em["ReceiptHandle"]))
-			ok = append(ok, map[string]any{"Id": em["Id"]})
-		}
-		out["Successful"], out["Failed"] = ok, []any{}
-	case "ChangeMessageVisibility":
-		q := queue()
-		if q == nil {
-			return
-		}
-		if !q.changeVisibility(str("ReceiptHandle"), time.Duration(num("VisibilityTimeout", 0))*time.Second) {
-			sqsError(w, "ReceiptHandleIsInvalid", "The input receipt handle is invalid.")
-			return
-		}
-	case "GetQueueAttributes":
-		q := queue()
-		if q == nil {
-			return
-		}
-		v, f, d := q.Counts()
-		attrs := map[string]string{"ApproximateNumberOfMessages": strconv.Itoa(v), "ApproximateNumberOfMessagesNotVisible": strconv.Itoa(f),
-			"ApproximateNumberOfMessagesDelayed": strconv.Itoa(d), "QueueArn": q.ARN,
-			"VisibilityTimeout": strconv.Itoa(int(q.visibility.Seconds())), "DelaySeconds": strconv.Itoa(int(q.delay.Seconds()))}
-		if q.deadLetter != nil {
-			rp, _ := json.Marshal(map[string]any{"deadLetterTargetArn": q.deadLetter.ARN, "maxReceiveCount": q.maxReceives})
-			attrs["RedrivePolicy"] = string(rp)
-		}
-		out["Attributes"] = attrs
-	case "StartMessageMoveTask":
-		t, code, msg := s.startMove(str("SourceArn"), str("DestinationArn"))
-		if code != "" {
-			sqsError(w, code, msg)
-			return
-		}
-		out["TaskHandle"] = t.handle
-	case "ListMessageMoveTasks":
-		s.mu.Lock()
-		results := []map[string]any{}
-		for i := len(s.moves) - 1; i >= 0 && len(results) < min(max(num("MaxResults", 1), 1), 10); i-- {
-			if t := s.moves[i]; t.source == str("SourceArn") {
-				results = append(results, map[string]any{"Status": "COMPLETED", "SourceArn": t.source, "DestinationArn": t.destination,
-					"ApproximateNumberOfMessagesMoved": t.moved, "ApproximateNumberOfMessagesToMove": t.moved,
-					"StartedTimestamp": t.started.UnixMilli()})
-			}
-		}
-		s.mu.Unlock()
-		out["Results"] = results
-	default:
-		sqsError(w, "UnsupportedOperation", "localcloud's SQS does not implement "+action)
+	if !act(c) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/x-amz-json-1.0")
-	_ = json.NewEncoder(w).Encode(out)
+	_ = json.NewEncoder(w).Encode(c.out)
+}
+
+// authorized checks c against the IAM policy, when the server has one, and
+// answers AccessDenied when it refuses. A batch call is authorized by its
+// single-message action, as IAM has no actions of its own for batches.
+func (s *Server) authorized(c *call) bool {
+	if s.Policy == nil {
+		return true
+	}
+	resource := "*"
+	switch {
+	case c.str("QueueUrl") != "":
+		if q := s.byURL(c.str("QueueUrl")); q != nil {
+			resource = q.ARN
+		}
+	case c.str("QueueName") != "":
+		resource = "arn:aws:sqs:" + stack.Region + ":" + stack.Account + ":" + c.str("QueueName")
+	case c.str("SourceArn") != "":
+		resource = c.str("SourceArn")
+	}
+	if a := "sqs:" + strings.TrimSuffix(c.action, "Batch"); !s.Policy.Allows(c.caller, a, resource, nil) {
+		accessDenied(c.w, s.Policy.Denial(c.caller, a, resource))
+		return false
+	}
+	return true
+}
+
+// accessDenied answers SQS's AccessDenied with msg.
+func accessDenied(w http.ResponseWriter, msg string) {
+	w.Header().Set("x-amzn-query-error", "AccessDenied;Sender")
+	w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+	w.WriteHeader(http.StatusBadRequest)
+	_ = json.NewEncoder(w).Encode(map[string]string{"__type": "com.amazon.coral.service#AccessDeniedException", "message": msg})
+}
+
+// actionGetQueueURL answers GetQueueUrl.
+func actionGetQueueURL(c *call) bool {
+	c.s.mu.Lock()
+	q := c.s.queues[c.str("QueueName")]
+	c.s.mu.Unlock()
+	if q == nil {
+		sqsError(c.w, "QueueDoesNotExist", "The specified queue does not exist.")
+		return false
+	}
+	c.out["QueueUrl"] = q.URL
+	return true
+}
+
+// actionListQueues answers ListQueues.
+func actionListQueues(c *call) bool {
+	c.s.mu.Lock()
+	var urls []string
+	for _, q := range c.s.queues {
+		urls = append(urls, q.URL)
+	}
+	c.s.mu.Unlock()
+	c.out["QueueUrls"] = urls
+	return true
+}
+
+// actionSendMessage answers SendMessage.
+func actionSendMessage(c *call) bool {
+	q := c.queue()
+	if q == nil {
+		return false
+	}
+	body := c.str("MessageBody")
+	if body == "" {
+		sqsError(c.w, "MissingParameter", "The request must contain the parameter MessageBody.")
+		return false
+	}
+	group, hasGroup := c.in["MessageGroupId"].(string)
+	if hasGroup && !validGroupID(group) {
+		sqsError(c.w, "InvalidParameterValue", "Value for parameter MessageGroupId is invalid: 1 to 128 alphanumeric or punctuation characters.")
+		return false
+	}
+	m := q.SendGroup(body, group, time.Duration(c.num("DelaySeconds", -1))*time.Second)
+	c.out["MessageId"], c.out["MD5OfMessageBody"] = m.ID, m.MD5
+	return true
+}
+
+// actionSendMessageBatch answers SendMessageBatch.
+func actionSendMessageBatch(c *call) bool {
+	q := c.queue()
+	if q == nil {
+		return false
+	}
+	entries, _ := c.in["Entries"].([]any)
+	if len(entries) == 0 || len(entries) > 10 {
+		sqsError(c.w, "AWS.SimpleQueueService.TooManyEntriesInBatchRequest", "a batch holds 1 to 10 entries")
+		return false
+	}
+	var ok, failed []map[string]any
+	for _, e := range entries {
+		em, _ := e.(map[string]any)
+		id, _ := em["Id"].(string)
+		body, _ := em["MessageBody"].(string)
+		if body == "" {
+			failed = append(failed, map[string]any{"Id": id, "Code": "MissingParameter", "Message": "MessageBody is required", "SenderFault": true})
+			continue
+		}
+		group, hasGroup := em["MessageGroupId"].(string)
+		if hasGroup && !validGroupID(group) {
+			failed = append(failed, map[string]any{"Id": id, "Code": "InvalidParameterValue", "Message": "MessageGroupId is invalid", "SenderFault": true})
+			continue
+		}
+		delay := -1
+		if d, ok := em["DelaySeconds"].(float64); ok {
+			delay = int(d)
+		}
+		m := q.SendGroup(body, group, time.Duration(delay)*time.Second)
+		ok = append(ok, map[string]any{"Id": id, "MessageId": m.ID, "MD5OfMessageBody": m.MD5})
+	}
+	c.out["Successful"], c.out["Failed"] = ok, failed
+	return true
+}
+
+// actionReceiveMessage answers ReceiveMessage.
+func actionReceiveMessage(c *call) bool {
+	q := c.queue()
+	if q == nil {
+		return false
+	}
+	max := min(max(c.num("MaxNumberOfMessages", 1), 1), 10)
+	vis := time.Duration(c.num("VisibilityTimeout", -1)) * time.Second
+	deadline := time.Now().Add(time.Duration(min(c.num("WaitTimeSeconds", 0), 20)) * time.Second)
+	var msgs []Message
+	for {
+		if msgs = q.Receive(max, vis); len(msgs) > 0 || time.Now().After(deadline) {
+			break
+		}
+		select {
+		case <-q.wake:
+		case <-time.After(100 * time.Millisecond):
+		case <-c.r.Context().Done():
+			return false
+		}
+	}
+	list := []map[string]any{}
+	for _, m := range msgs {
+		attrs := map[string]string{"ApproximateReceiveCount": strconv.Itoa(m.Receives),
+			"SentTimestamp": strconv.FormatInt(m.Sent.UnixMilli(), 10), "ApproximateFirstReceiveTimestamp": strconv.FormatInt(m.FirstReceive.UnixMilli(), 10)}
+		if m.Group != "" {
+			attrs["MessageGroupId"] = m.Group
+		}
+		list = append(list, map[string]any{"MessageId": m.ID, "ReceiptHandle": m.Receipt, "MD5OfBody": m.MD5, "Body": m.Body, "Attributes": attrs})
+	}
+	c.out["Messages"] = list
+	return true
+}
+
+// actionDeleteMessage answers DeleteMessage.
+func actionDeleteMessage(c *call) bool {
+	q := c.queue()
+	if q == nil {
+		return false
+	}
+	q.Delete(c.str("ReceiptHandle"))
+	return true
+}
+
+// actionDeleteMessageBatch answers DeleteMessageBatch.
+func actionDeleteMessageBatch(c *call) bool {
+	q := c.queue()
+	if q == nil {
+		return false
+	}
+	entries, _ := c.in["Entries"].([]any)
+	var ok []map[string]any
+	for _, e := range entries {
+		em, _ := e.(map[string]any)
+		q.Delete(fmt.Sprint(em["ReceiptHandle"]))
+		ok = append(ok, map[string]any{"Id": em["Id"]})
+	}
+	c.out["Successful"], c.out["Failed"] = ok, []any{}
+	return true
+}
+
+// actionChangeMessageVisibility answers ChangeMessageVisibility.
+func actionChangeMessageVisibility(c *call) bool {
+	q := c.queue()
+	if q == nil {
+		return false
+	}
+	if !q.changeVisibility(c.str("ReceiptHandle"), time.Duration(c.num("VisibilityTimeout", 0))*time.Second) {
+		sqsError(c.w, "ReceiptHandleIsInvalid", "The input receipt handle is invalid.")
+		return false
+	}
+	return true
+}
+
+// actionGetQueueAttributes answers GetQueueAttributes.
+func actionGetQueueAttributes(c *call) bool {
+	q := c.queue()
+	if q == nil {
+		return false
+	}
+	v, f, d := q.Counts()
+	attrs := map[string]string{"ApproximateNumberOfMessages": strconv.Itoa(v), "ApproximateNumberOfMessagesNotVisible": strconv.Itoa(f),
+		"ApproximateNumberOfMessagesDelayed": strconv.Itoa(d), "QueueArn": q.ARN,
+		"VisibilityTimeout": strconv.Itoa(int(q.visibility.Seconds())), "DelaySeconds": strconv.Itoa(int(q.delay.Seconds()))}
+	if q.deadLetter != nil {
+		rp, _ := json.Marshal(map[string]any{"deadLetterTargetArn": q.deadLetter.ARN, "maxReceiveCount": q.maxReceives})
+		attrs["RedrivePolicy"] = string(rp)
+	}
+	c.out["Attributes"] = attrs
+	return true
+}
+
+// actionStartMessageMoveTask answers StartMessageMoveTask.
+func actionStartMessageMoveTask(c *call) bool {
+	t, code, msg := c.s.startMove(c.str("SourceArn"), c.str("DestinationArn"))
+	if code != "" {
+		sqsError(c.w, code, msg)
+		return false
+	}
+	c.out["TaskHandle"] = t.handle
+	return true
+}
+
+// actionListMessageMoveTasks answers ListMessageMoveTasks.
+func actionListMessageMoveTasks(c *call) bool {
+	c.s.mu.Lock()
+	results := []map[string]any{}
+	for i := len(c.s.moves) - 1; i >= 0 && len(results) < min(max(c.num("MaxResults", 1), 1), 10); i-- {
+		if t := c.s.moves[i]; t.source == c.str("SourceArn") {
+			results = append(results, map[string]any{"Status": "COMPLETED", "SourceArn": t.source, "DestinationArn": t.destination,
+				"ApproximateNumberOfMessagesMoved": t.moved, "ApproximateNumberOfMessagesToMove": t.moved,
+				"StartedTimestamp": t.started.UnixMilli()})
+		}
+	}
+	c.s.mu.Unlock()
+	c.out["Results"] = results
+	return true
 }
 
 func sqsError(w http.ResponseWriter, code, msg string) {
