@@ -12,11 +12,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/jsii-runtime-go"
+
+	"github.com/practice-api/practice-api/shared/config"
 )
 
 // Props are the stage's settings, from CDK context (`-c key=value` or cdk.json).
@@ -245,8 +248,157 @@ func stageSettings(app awscdk.App, stage string) (map[string]string, error) {
 	return out, nil
 }
 
-// PropsFromContext reads the stage's settings: the context's (-c, or
-// cdk.json's top level), then the stage's kept settings, then defaults.
+// setting is one of a stage's settings: its key (in the context, -c, and
+// a stage's kept settings), the variable of config.Vars it sets in the
+// functions' environment ("" for a setting of the stack alone), its
+// default for the stage p names, and how its value goes into p.
+type setting struct {
+	key, variable string
+	def           func(p *Props) string
+	set           func(p *Props, v string) error
+}
+
+// fixed is a default that is the same on every stage.
+func fixed(v string) func(*Props) string { return func(*Props) string { return v } }
+
+// onLocal is a default of the local stage (which runs black-box suites
+// written for the devserver: bursts no real stage would let through) and
+// of the others.
+func onLocal(local, others string) func(*Props) string {
+	return func(p *Props) string {
+		if p.Stage == "local" {
+			return local
+		}
+		return others
+	}
+}
+
+// str sets a string field.
+func str(field func(p *Props) *string) func(*Props, string) error {
+	return func(p *Props, v string) error { *field(p) = v; return nil }
+}
+
+// integer sets an int field from lo to hi (no bound when hi is 0).
+func integer(key string, lo, hi int, field func(p *Props) *int) func(*Props, string) error {
+	return func(p *Props, v string) error {
+		n, err := strconv.Atoi(v)
+		switch {
+		case hi > 0 && (err != nil || n < lo || n > hi):
+			return fmt.Errorf("%s must be an integer from %d to %d", key, lo, hi)
+		case err != nil || n < lo:
+			return fmt.Errorf("%s must be a positive integer", key)
+		}
+		*field(p) = n
+		return nil
+	}
+}
+
+// choice sets a field from one of the values of to (named in the error
+// as values).
+func choice(key, values string, to map[string]func(p *Props)) func(*Props, string) error {
+	return func(p *Props, v string) error {
+		set, ok := to[v]
+		if !ok {
+			return fmt.Errorf("%s must be %s, got %q", key, values, v)
+		}
+		set(p)
+		return nil
+	}
+}
+
+// days is the whole days of d, as a setting's default.
+func days(d time.Duration) string { return strconv.Itoa(int(d / (24 * time.Hour))) }
+
+// logLevel sets a level field: DEBUG, INFO, WARN or ERROR.
+func logLevel(key string, field func(p *Props) *string) func(*Props, string) error {
+	return func(p *Props, v string) error {
+		v = strings.ToUpper(v)
+		if !slices.Contains([]string{"DEBUG", "INFO", "WARN", "ERROR"}, v) {
+			return fmt.Errorf("%s must be DEBUG, INFO, WARN or ERROR, got %q", key, v)
+		}
+		*field(p) = v
+		return nil
+	}
+}
+
+// settings are a stage's settings, read in this order (a bad one is
+// reported before the next is read); the defaults of those that set a
+// variable of config.Vars are config.Defaults()'s unless the stage needs
+// its own. Stage and the restore's one-off restoring are read first, by
+// PropsFromContext itself.
+var settings = []setting{
+	{"codeDir", "", fixed(".bin/lambda"), str(func(p *Props) *string { return &p.CodeDir })},
+	{"deployment", "", fixed(""), str(func(p *Props) *string { return &p.Deployment })},
+	{"tableName", "TABLE_NAME", fixed(""), str(func(p *Props) *string { return &p.TableName })},
+	{"companyRegisterUrl", "COMPANY_REGISTER_URL", fixed(""), str(func(p *Props) *string { return &p.CompanyRegisterURL })},
+	{"companyRegisterKeySecret", "COMPANY_REGISTER_KEY_SECRET", fixed(""), str(func(p *Props) *string { return &p.CompanyRegisterKeySecret })},
+	{"alarmEmail", "", fixed(""), str(func(p *Props) *string { return &p.AlarmEmail })},
+	{"publicBaseUrl", "PUBLIC_BASE_URL", fixed(""), str(func(p *Props) *string { return &p.PublicBaseURL })},
+	{"pagerUrl", "", fixed(""), str(func(p *Props) *string { return &p.PagerURL })},
+	{"smokeKeySecret", "SMOKE_KEY_SECRET", fixed(""), str(func(p *Props) *string { return &p.SmokeKeySecret })},
+	{"domainName", "", fixed(""), str(func(p *Props) *string { return &p.DomainName })},
+	{"certificateArn", "", fixed(""), str(func(p *Props) *string { return &p.CertificateArn })},
+	{"backupCopyVaultArn", "", fixed(""), str(func(p *Props) *string { return &p.BackupCopyVaultArn })},
+	{"wafWebAclArn", "", fixed(""), str(func(p *Props) *string { return &p.WafWebAclArn })},
+	{"dispatcherConcurrency", "", fixed(strconv.Itoa(DefaultDispatcherConcurrency)),
+		integer("dispatcherConcurrency", 1, 0, func(p *Props) *int { return &p.DispatcherConcurrency })},
+	{"registerConcurrency", "", fixed(strconv.Itoa(DefaultRegisterConcurrency)),
+		integer("registerConcurrency", 1, 0, func(p *Props) *int { return &p.RegisterConcurrency })},
+	{"outboxShards", "OUTBOX_SHARDS", fixed(strconv.Itoa(config.Defaults().OutboxShards)),
+		integer("outboxShards", 1, 1000, func(p *Props) *int { return &p.OutboxShards })},
+	{"outboxRetentionDays", "OUTBOX_RETENTION", fixed(days(config.Defaults().OutboxRetention)),
+		integer("outboxRetentionDays", 1, 0, func(p *Props) *int { return &p.OutboxRetentionDays })},
+	{"eventRetentionDays", "EVENT_RETENTION", fixed(days(config.Defaults().EventRetention)),
+		integer("eventRetentionDays", 1, 90, func(p *Props) *int { return &p.EventRetentionDays })},
+	{"accountConcurrency", "", fixed("1000"), integer("accountConcurrency", 1, 0, func(p *Props) *int { return &p.AccountConcurrency })},
+	{"logLevel", "LOG_LEVEL", fixed(config.Defaults().LogLevel.String()), logLevel("logLevel", func(p *Props) *string { return &p.LogLevel })},
+	{"systemLogLevel", "", fixed("WARN"), logLevel("systemLogLevel", func(p *Props) *string { return &p.SystemLogLevel })},
+	{"cloudFront", "", fixed("off"), choice("cloudFront", "on or off", map[string]func(*Props){"on": func(p *Props) { p.CloudFront = true }, "off": func(*Props) {}})},
+	// LocalStack runs the e2e suite, which imports 2,000 rows
+	{"rateLimit", "RATE_LIMIT_PER_MINUTE", onLocal("100000", strconv.Itoa(config.Defaults().RateLimitPerMinute)),
+		integer("rateLimit", 1, 0, func(p *Props) *int { return &p.RateLimit })},
+	{"throttleRate", "", onLocal("10000", strconv.Itoa(DefaultThrottleRate)), func(p *Props, v string) error {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f <= 0 {
+			return fmt.Errorf("throttleRate must be a positive number of requests per second")
+		}
+		p.ThrottleRate = f
+		return nil
+	}},
+	{"throttleBurst", "", onLocal("20000", strconv.Itoa(DefaultThrottleBurst)), func(p *Props, v string) error {
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || f < 1 {
+			return fmt.Errorf("throttleBurst must be a positive number of requests")
+		}
+		p.ThrottleBurst = f
+		return nil
+	}},
+	{"publicThrottleRate", "", onLocal("10000", strconv.Itoa(DefaultPublicThrottleRate)), floatOf("publicThrottleRate", func(p *Props) *float64 { return &p.PublicThrottleRate })},
+	{"publicThrottleBurst", "", onLocal("20000", strconv.Itoa(DefaultPublicThrottleBurst)), floatOf("publicThrottleBurst", func(p *Props) *float64 { return &p.PublicThrottleBurst })},
+	{"lambdaArch", "", fixed("arm64"), choice("lambdaArch", "arm64 or amd64", map[string]func(*Props){"arm64": func(*Props) {},
+		"amd64": func(p *Props) { p.X86 = true }, "x86_64": func(p *Props) { p.X86 = true }})},
+	{"reservedConcurrency", "", fixed("on"), choice("reservedConcurrency", "on or off", map[string]func(*Props){"on": func(*Props) {},
+		"off": func(p *Props) { p.NoReservedConcurrency = true }})},
+	{"allowPrivateTargets", "WEBHOOK_ALLOW_PRIVATE_TARGETS", fixed("false"), choice("allowPrivateTargets", "true or false", map[string]func(*Props){
+		"true": func(p *Props) { p.AllowPrivateTargets = true }, "false": func(*Props) {}})},
+	{"apiKeyModes", "API_KEY_MODES", fixed(""), str(func(p *Props) *string { return &p.APIKeyModes })},
+}
+
+// floatOf sets a float field from a positive integer.
+func floatOf(key string, field func(p *Props) *float64) func(*Props, string) error {
+	return func(p *Props, v string) error {
+		var n int
+		if err := integer(key, 1, 0, func(*Props) *int { return &n })(p, v); err != nil {
+			return err
+		}
+		*field(p) = float64(n)
+		return nil
+	}
+}
+
+// PropsFromContext reads the stage's settings (the settings table): the
+// context's (-c, or cdk.json's top level), then the stage's kept
+// settings, then defaults; and checks them together (Props.check).
 func PropsFromContext(app awscdk.App) (*Props, error) {
 	ctxValue := func(k string) string {
 		switch v := app.Node().TryGetContext(jsii.String(k)).(type) {
@@ -263,160 +415,16 @@ func PropsFromContext(app awscdk.App) (*Props, error) {
 	if err != nil {
 		return nil, err
 	}
-	get := func(k, def string) string {
-		return cmp.Or(ctxValue(k), kept[k], def)
-	}
-	p := &Props{Stage: stage, CodeDir: get("codeDir", ".bin/lambda"),
-		Deployment: get("deployment", ""), TableName: get("tableName", ""), RestoringFrom: ctxValue("restoring"),
-		CompanyRegisterURL: get("companyRegisterUrl", ""), CompanyRegisterKeySecret: get("companyRegisterKeySecret", ""), AlarmEmail: get("alarmEmail", ""), PublicBaseURL: get("publicBaseUrl", ""),
-		PagerURL: get("pagerUrl", ""), SmokeKeySecret: get("smokeKeySecret", ""),
-		LogLevel: strings.ToUpper(get("logLevel", "INFO")), SystemLogLevel: strings.ToUpper(get("systemLogLevel", "WARN")),
-		DomainName: get("domainName", ""), CertificateArn: get("certificateArn", ""), BackupCopyVaultArn: get("backupCopyVaultArn", ""),
-		WafWebAclArn: get("wafWebAclArn", "")}
-	positive := func(k string, def int) (int, error) {
-		n, err := strconv.Atoi(get(k, strconv.Itoa(def)))
-		if err != nil || n < 1 {
-			return 0, fmt.Errorf("%s must be a positive integer", k)
-		}
-		return n, nil
-	}
-	if p.DispatcherConcurrency, err = positive("dispatcherConcurrency", DefaultDispatcherConcurrency); err != nil {
-		return nil, err
-	}
-	if p.RegisterConcurrency, err = positive("registerConcurrency", DefaultRegisterConcurrency); err != nil {
-		return nil, err
-	}
-	if p.OutboxShards, err = positive("outboxShards", 32); err != nil || p.OutboxShards > 1000 {
-		return nil, fmt.Errorf("outboxShards must be an integer from 1 to 1000")
-	}
-	if p.OutboxRetentionDays, err = positive("outboxRetentionDays", 7); err != nil {
-		return nil, err
-	}
-	if p.EventRetentionDays, err = positive("eventRetentionDays", 30); err != nil || p.EventRetentionDays > 90 {
-		return nil, fmt.Errorf("eventRetentionDays must be an integer from 1 to 90")
-	}
-	if p.AccountConcurrency, err = positive("accountConcurrency", 1000); err != nil {
-		return nil, err
-	}
-	for k, v := range map[string]string{"logLevel": p.LogLevel, "systemLogLevel": p.SystemLogLevel} {
-		if !slices.Contains([]string{"DEBUG", "INFO", "WARN", "ERROR"}, v) {
-			return nil, fmt.Errorf("%s must be DEBUG, INFO, WARN or ERROR, got %q", k, v)
-		}
-	}
-	if (p.DomainName == "") != (p.CertificateArn == "") {
-		return nil, fmt.Errorf("a custom domain needs both domainName and certificateArn (an ACM certificate for it in the stage's region)")
-	}
-	switch v := get("cloudFront", "off"); v {
-	case "on":
-		p.CloudFront = true
-	case "off":
-		if p.WafWebAclArn != "" {
-			return nil, fmt.Errorf("wafWebAclArn needs cloudFront=on: a WAF web ACL for per-IP limits attaches to the CloudFront distribution")
-		}
-	default:
-		return nil, fmt.Errorf("cloudFront must be on or off, got %q", v)
-	}
-	if !stagePattern.MatchString(p.Stage) {
-		return nil, fmt.Errorf("stage %q: use 2-20 lower-case letters, digits and dashes", p.Stage)
-	}
-	defaultLimit := "120"
-	if p.Stage == "local" { // LocalStack runs the e2e suite, which imports 2,000 rows
-		defaultLimit = "100000"
-	}
-	rl, err := strconv.Atoi(get("rateLimit", defaultLimit))
-	if err != nil || rl < 1 {
-		return nil, fmt.Errorf("rateLimit must be a positive integer")
-	}
-	p.RateLimit = rl
-	// The local stage runs black-box suites written for the devserver
-	// (scripts/localcloud, LocalStack), which sends bursts no gateway limit
-	// of a real stage would let through.
-	throttleDefault, burstDefault := DefaultThrottleRate, DefaultThrottleBurst
-	publicDefault, publicBurstDefault := DefaultPublicThrottleRate, DefaultPublicThrottleBurst
-	if p.Stage == "local" {
-		throttleDefault, burstDefault, publicDefault, publicBurstDefault = 10000, 20000, 10000, 20000
-	}
-	rate, err := strconv.ParseFloat(get("throttleRate", strconv.Itoa(throttleDefault)), 64)
-	if err != nil || rate <= 0 {
-		return nil, fmt.Errorf("throttleRate must be a positive number of requests per second")
-	}
-	burst, err := strconv.ParseFloat(get("throttleBurst", strconv.Itoa(burstDefault)), 64)
-	if err != nil || burst < 1 {
-		return nil, fmt.Errorf("throttleBurst must be a positive number of requests")
-	}
-	p.ThrottleRate, p.ThrottleBurst = rate, burst
-	prate, err := positive("publicThrottleRate", publicDefault)
-	if err != nil {
-		return nil, err
-	}
-	pburst, err := positive("publicThrottleBurst", publicBurstDefault)
-	if err != nil {
-		return nil, err
-	}
-	p.PublicThrottleRate, p.PublicThrottleBurst = float64(prate), float64(pburst)
-	switch v := get("lambdaArch", "arm64"); v {
-	case "arm64":
-	case "amd64", "x86_64":
-		p.X86 = true
-	default:
-		return nil, fmt.Errorf("lambdaArch must be arm64 or amd64, got %q", v)
-	}
-	switch v := get("reservedConcurrency", "on"); v {
-	case "on":
-	case "off":
-		p.NoReservedConcurrency = true
-	default:
-		return nil, fmt.Errorf("reservedConcurrency must be on or off, got %q", v)
-	}
-	// A tear-down (make destroy: -c teardown=on) synthesizes too, and
-	// needs no alarm address.
-	if p.Protected() && p.AlarmEmail == "" && ctxValue("teardown") != "on" {
-		return nil, fmt.Errorf("stage %s keeps data, so its alarms must reach someone: pass -c alarmEmail=<address> "+
-			"(make deploy STAGE=%s ALARM_EMAIL=<address>)", p.Stage, p.Stage)
-	}
-	if u, err := url.Parse(p.PagerURL); p.PagerURL != "" && (err != nil || u.Scheme != "https" || u.Host == "") {
-		return nil, fmt.Errorf("pagerUrl must be an https URL (SNS delivers to it; a paging service's integration URL)")
-	}
-	if p.Deployment != "" {
-		if err := checkDeployment(p.Deployment); err != nil {
+	p := &Props{Stage: stage, RestoringFrom: ctxValue("restoring")}
+	for _, s := range settings {
+		if err := s.set(p, cmp.Or(ctxValue(s.key), kept[s.key], s.def(p))); err != nil {
 			return nil, err
 		}
 	}
-	if p.RestoringFrom != "" && (p.TableName == "" || p.TableName == p.RestoringFrom) {
-		return nil, fmt.Errorf("restoring=%s: set tableName (the stage's settings) to the restored table's name first; restoring names the table the stage runs on now (- for the one it was born with)", p.RestoringFrom)
-	}
-	if u, err := url.Parse(p.CompanyRegisterURL); err == nil && (u.User != nil || u.RawQuery != "") {
-		return nil, fmt.Errorf("companyRegisterUrl carries credentials or a query: it is in the template and the functions' environment; keep the key in a Secrets Manager secret and name it in companyRegisterKeySecret")
-	}
-	if p.PublicBaseURL != "" {
-		u, err := url.Parse(p.PublicBaseURL)
-		// http:// only for the local stage on loopback (scripts/localcloud
-		// passes its listen address when PUBLIC_BASE_URL asks for it).
-		local := p.Stage == "local" && u != nil && u.Scheme == "http" && loopback(u.Hostname())
-		if err != nil || (u.Scheme != "https" && !local) || u.Host == "" || strings.Trim(u.Path, "/") != "" {
-			return nil, fmt.Errorf("publicBaseUrl must be an https origin such as https://api.example.dk")
-		}
-	}
-	switch v := get("allowPrivateTargets", "false"); v {
-	case "true":
-		if p.Stage != "local" {
-			return nil, fmt.Errorf("allowPrivateTargets=true is for the local stage only (receivers on this machine): on AWS a subscriber URL must never reach the VPC, the metadata service or loopback")
-		}
-		p.AllowPrivateTargets = true
-	case "false":
-	default:
-		return nil, fmt.Errorf("allowPrivateTargets must be true or false, got %q", v)
-	}
-	p.APIKeyModes = get("apiKeyModes", "")
-	for _, m := range strings.Split(p.KeyModes(), ",") {
-		if m != "live" && m != "test" {
-			return nil, fmt.Errorf("apiKeyModes must be live, test or live,test, got %q", p.APIKeyModes)
-		}
-	}
-	for _, fn := range Functions {
-		if _, err := os.Stat(filepath.Join(p.CodeDir, fn.Name, "bootstrap")); err != nil {
-			return nil, fmt.Errorf("%s/%s/bootstrap is missing: run `make build` first", p.CodeDir, fn.Name)
-		}
+	// A tear-down (make destroy: -c teardown=on) synthesizes too, and
+	// needs no alarm address.
+	if err := p.check(ctxValue("teardown") == "on"); err != nil {
+		return nil, err
 	}
 	env, err := stageEnv(app, p)
 	if err != nil {
@@ -424,6 +432,70 @@ func PropsFromContext(app awscdk.App) (*Props, error) {
 	}
 	p.Env = env
 	return p, nil
+}
+
+// check is what no one setting decides: settings that need each other,
+// and the stage's own rules.
+func (p *Props) check(teardown bool) error {
+	if (p.DomainName == "") != (p.CertificateArn == "") {
+		return fmt.Errorf("a custom domain needs both domainName and certificateArn (an ACM certificate for it in the stage's region)")
+	}
+	if p.WafWebAclArn != "" && !p.CloudFront {
+		return fmt.Errorf("wafWebAclArn needs cloudFront=on: a WAF web ACL for per-IP limits attaches to the CloudFront distribution")
+	}
+	if !stagePattern.MatchString(p.Stage) {
+		return fmt.Errorf("stage %q: use 2-20 lower-case letters, digits and dashes", p.Stage)
+	}
+	if p.Protected() && p.AlarmEmail == "" && !teardown {
+		return fmt.Errorf("stage %s keeps data, so its alarms must reach someone: pass -c alarmEmail=<address> "+
+			"(make deploy STAGE=%s ALARM_EMAIL=<address>)", p.Stage, p.Stage)
+	}
+	if p.Deployment != "" {
+		if err := checkDeployment(p.Deployment); err != nil {
+			return err
+		}
+	}
+	if p.RestoringFrom != "" && (p.TableName == "" || p.TableName == p.RestoringFrom) {
+		return fmt.Errorf("restoring=%s: set tableName (the stage's settings) to the restored table's name first; restoring names the table the stage runs on now (- for the one it was born with)", p.RestoringFrom)
+	}
+	if err := p.checkURLs(); err != nil {
+		return err
+	}
+	if p.AllowPrivateTargets && p.Stage != "local" {
+		return fmt.Errorf("allowPrivateTargets=true is for the local stage only (receivers on this machine): on AWS a subscriber URL must never reach the VPC, the metadata service or loopback")
+	}
+	for _, m := range strings.Split(p.KeyModes(), ",") {
+		if m != "live" && m != "test" {
+			return fmt.Errorf("apiKeyModes must be live, test or live,test, got %q", p.APIKeyModes)
+		}
+	}
+	for _, fn := range Functions {
+		if _, err := os.Stat(filepath.Join(p.CodeDir, fn.Name, "bootstrap")); err != nil {
+			return fmt.Errorf("%s/%s/bootstrap is missing: run `make build` first", p.CodeDir, fn.Name)
+		}
+	}
+	return nil
+}
+
+// checkURLs checks the stage's URL settings.
+func (p *Props) checkURLs() error {
+	if u, err := url.Parse(p.PagerURL); p.PagerURL != "" && (err != nil || u.Scheme != "https" || u.Host == "") {
+		return fmt.Errorf("pagerUrl must be an https URL (SNS delivers to it; a paging service's integration URL)")
+	}
+	if u, err := url.Parse(p.CompanyRegisterURL); err == nil && (u.User != nil || u.RawQuery != "") {
+		return fmt.Errorf("companyRegisterUrl carries credentials or a query: it is in the template and the functions' environment; keep the key in a Secrets Manager secret and name it in companyRegisterKeySecret")
+	}
+	if p.PublicBaseURL == "" {
+		return nil
+	}
+	u, err := url.Parse(p.PublicBaseURL)
+	// http:// only for the local stage on loopback (scripts/localcloud
+	// passes its listen address when PUBLIC_BASE_URL asks for it).
+	local := p.Stage == "local" && u != nil && u.Scheme == "http" && loopback(u.Hostname())
+	if err != nil || (u.Scheme != "https" && !local) || u.Host == "" || strings.Trim(u.Path, "/") != "" {
+		return fmt.Errorf("publicBaseUrl must be an https origin such as https://api.example.dk")
+	}
+	return nil
 }
 
 // stageEnv is the stage's account and region: pinned in the context's

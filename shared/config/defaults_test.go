@@ -48,8 +48,9 @@ func TestTheDocumentedDefaultsAreTheDefaults(t *testing.T) {
 	t.Parallel()
 	n := 0
 	for _, v := range config.Vars {
-		def, ok := strings.CutPrefix(v.Default, "`")
-		if def, ok = strings.CutSuffix(def, "`"); !ok || strings.Contains(def, "`") {
+		def, quoted := strings.CutPrefix(v.Default, "`")
+		def, closed := strings.CutSuffix(def, "`")
+		if !quoted || !closed || strings.Contains(def, "`") {
 			continue
 		}
 		n++
