@@ -154,8 +154,40 @@ type Throttles struct {
 	Routes      map[string][2]float64 // route key -> rate, burst
 }
 
+// loader reads a template's resources into a Stack.
+type loader struct {
+	s   *Stack
+	dir string // the cloud assembly's
+	// integrations maps an integration's id to its function's (or
+	// alias's); aliases an alias's id to its function's: what invokes an
+	// alias runs its function.
+	integrations, aliases map[string]string
+}
+
+// parsers read the resources localcloud runs, one per resource type; a
+// type not here decides no behaviour locally (alarms, log groups,
+// permissions: AWS's business) and is kept in Stack.Resources only.
+// Custom resources are read by customResource, whatever their type.
+var parsers = map[string]func(l *loader, id string, p map[string]any) error{
+	"AWS::Lambda::Function":           (*loader).function,
+	"AWS::IAM::Role":                  (*loader).role,
+	"AWS::IAM::Policy":                (*loader).policy,
+	"AWS::Lambda::Alias":              (*loader).alias,
+	"AWS::ApiGatewayV2::Api":          (*loader).api,
+	"AWS::Lambda::Version":            (*loader).version,
+	"AWS::ApiGatewayV2::Integration":  (*loader).integration,
+	"AWS::ApiGatewayV2::Route":        (*loader).route,
+	"AWS::SQS::Queue":                 (*loader).queue,
+	"AWS::DynamoDB::Table":            (*loader).table,
+	"AWS::Lambda::EventSourceMapping": (*loader).mapping,
+	"AWS::Events::Rule":               (*loader).rule,
+	"AWS::Lambda::EventInvokeConfig":  (*loader).invokeConfig,
+	"AWS::ApiGatewayV2::Stage":        (*loader).stage,
+}
+
 // Load reads the template at path; assets are in the same folder
-// (the cloud assembly), one asset.<hash> folder per function.
+// (the cloud assembly), one asset.<hash> folder per function. Each
+// resource is read by its type's parser, in logical id order.
 func Load(path string) (*Stack, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
@@ -165,211 +197,50 @@ func Load(path string) (*Stack, error) {
 	if err := json.Unmarshal(raw, &t); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	dir := filepath.Dir(path)
-	s := &Stack{Functions: map[string]*Function{}, Queues: map[string]*Queue{}, AsyncConfigs: map[string]AsyncConfig{}, RoleStatements: map[string][]any{},
-		ManagedPolicies: map[string][]any{}, Versions: map[string]string{}, Resources: map[string]map[string]any{}}
+	l := &loader{dir: filepath.Dir(path), integrations: map[string]string{}, aliases: map[string]string{},
+		s: &Stack{Functions: map[string]*Function{}, Queues: map[string]*Queue{}, AsyncConfigs: map[string]AsyncConfig{}, RoleStatements: map[string][]any{},
+			ManagedPolicies: map[string][]any{}, Versions: map[string]string{}, Resources: map[string]map[string]any{}}}
 	var rawRes struct {
 		Resources map[string]map[string]any `json:"Resources"`
 	}
 	if err := json.Unmarshal(raw, &rawRes); err == nil {
-		s.Resources = rawRes.Resources
+		l.s.Resources = rawRes.Resources
 	}
-	integrations := map[string]string{} // integration id -> function id
-	aliases := map[string]string{}      // alias id -> function id: what invokes an alias runs its function
-	ids := make([]string, 0, len(t.Resources))
-	for id := range t.Resources {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
+	for _, id := range slices.Sorted(maps.Keys(t.Resources)) {
 		r := t.Resources[id]
-		p := r.Properties
+		parse := parsers[r.Type]
 		if strings.HasPrefix(r.Type, "Custom::") || r.Type == "AWS::CloudFormation::CustomResource" {
-			fn := RefID(p["ServiceToken"])
-			if fn == "" || GetAttName(p["ServiceToken"]) != "Arn" {
-				return nil, fmt.Errorf("custom resource %s: only a function of the template (Fn::GetAtt <function>.Arn) is emulated as its ServiceToken", id)
-			}
-			s.CustomResources = append(s.CustomResources, CustomResource{ID: id, Type: r.Type, Function: fn, Properties: p, Timeout: secondsOf(p["ServiceTimeout"], 3600)})
+			parse = func(l *loader, id string, p map[string]any) error { return l.customResource(id, r.Type, p) }
+		}
+		if parse == nil {
 			continue
 		}
-		switch r.Type {
-		case "AWS::Lambda::Function":
-			f := &Function{ID: id, Name: id, MemoryMB: intOf(p["MemorySize"], 128), Timeout: secondsOf(p["Timeout"], 3),
-				Reserved: intOf(p["ReservedConcurrentExecutions"], 0), Arch: "x86_64"}
-			if d, ok := p["Description"].(string); ok && d != "" {
-				f.Name = d[strings.LastIndexByte(d, ' ')+1:]
-			}
-			f.Role = RefID(p["Role"])
-			if a, ok := p["Architectures"].([]any); ok && len(a) == 1 {
-				f.Arch, _ = a[0].(string)
-			}
-			if env, ok := p["Environment"].(map[string]any); ok {
-				f.Env, _ = env["Variables"].(map[string]any)
-			}
-			if lc, ok := p["LoggingConfig"].(map[string]any); ok {
-				f.AppLevel, _ = lc["ApplicationLogLevel"].(string)
-			}
-			code, _ := p["Code"].(map[string]any)
-			key, _ := code["S3Key"].(string)
-			if key == "" {
-				return nil, fmt.Errorf("function %s: no code asset (Code.S3Key)", id)
-			}
-			f.Bootstrap = filepath.Join(dir, "asset."+strings.TrimSuffix(key, ".zip"), "bootstrap")
-			s.Functions[id] = f
-		case "AWS::IAM::Role":
-			if m, ok := p["ManagedPolicyArns"].([]any); ok && len(m) > 0 {
-				s.ManagedPolicies[id] = m // a function's role may not have any (loadPolicies)
-			}
-			if inline, ok := p["Policies"].([]any); ok {
-				for _, pol := range inline {
-					doc, _ := pol.(map[string]any)["PolicyDocument"].(map[string]any)
-					st, _ := doc["Statement"].([]any)
-					s.RoleStatements[id] = append(s.RoleStatements[id], st...)
-				}
-			}
-		case "AWS::IAM::Policy":
-			doc, _ := p["PolicyDocument"].(map[string]any)
-			st, _ := doc["Statement"].([]any)
-			roles, _ := p["Roles"].([]any)
-			for _, r := range roles {
-				s.RoleStatements[RefID(r)] = append(s.RoleStatements[RefID(r)], st...)
-			}
-		case "AWS::Lambda::Alias":
-			// One version serves locally, the one built: an alias (which
-			// CodeDeploy shifts on AWS) runs its function.
-			aliases[id] = RefID(p["FunctionName"])
-		case "AWS::ApiGatewayV2::Api":
-			s.API = id
-		case "AWS::Lambda::Version":
-			s.Versions[id] = RefID(p["FunctionName"])
-		case "AWS::ApiGatewayV2::Integration":
-			fn := RefID(p["IntegrationUri"])
-			if p["IntegrationType"] != "AWS_PROXY" || fn == "" {
-				return nil, fmt.Errorf("integration %s: only Lambda proxy integrations are served", id)
-			}
-			if v, _ := p["PayloadFormatVersion"].(string); v != "2.0" {
-				return nil, fmt.Errorf("integration %s: payload format %q; only 2.0 is served", id, v)
-			}
-			integrations[id] = fn
-		case "AWS::ApiGatewayV2::Route":
-			key, _ := p["RouteKey"].(string)
-			s.Routes = append(s.Routes, Route{Key: key, Function: joinTarget(p["Target"])}) // integration id for now
-		case "AWS::SQS::Queue":
-			q := &Queue{ID: id, Name: id, Visibility: secondsOf(p["VisibilityTimeout"], 30), Delay: secondsOf(p["DelaySeconds"], 0),
-				Retention: secondsOf(p["MessageRetentionPeriod"], 4*24*3600)}
-			if n, ok := p["QueueName"].(string); ok && n != "" {
-				q.Name = n
-			}
-			if fifo, _ := p["FifoQueue"].(bool); fifo {
-				return nil, fmt.Errorf("queue %s is FIFO: localcloud emulates standard queues only", id)
-			}
-			if rp, ok := p["RedrivePolicy"].(map[string]any); ok {
-				q.DeadLetter, q.MaxReceives = RefID(rp["deadLetterTargetArn"]), intOf(rp["maxReceiveCount"], 0)
-			}
-			s.Queues[id] = q
-		case "AWS::DynamoDB::Table":
-			if s.Table.ID != "" {
-				return nil, fmt.Errorf("two tables (%s, %s): the service has one", s.Table.ID, id)
-			}
-			s.Table = Table{ID: id, Props: p}
-		case "AWS::Lambda::EventSourceMapping":
-			// An alias's mapping names it by "<function name>:live", built
-			// from the alias's ARN: the reference is inside.
-			fn, src := refWithin(p["FunctionName"]), p["EventSourceArn"]
-			var filters []string
-			if fc, ok := p["FilterCriteria"].(map[string]any); ok {
-				for _, f := range fc["Filters"].([]any) {
-					filters = append(filters, f.(map[string]any)["Pattern"].(string))
-				}
-			}
-			window := secondsOf(p["MaximumBatchingWindowInSeconds"], 0)
-			stream := GetAttName(src) == "StreamArn"
-			if err := checkMappingProps(id, p, stream); err != nil {
-				return nil, err
-			}
-			if enabled, ok := p["Enabled"].(bool); ok && !enabled {
-				continue // a disabled mapping polls nothing
-			}
-			if stream {
-				m := StreamMapping{Function: fn, BatchSize: intOf(p["BatchSize"], 100), Window: window, Filters: filters,
-					Retries: intOf(p["MaximumRetryAttempts"], -1), MaxAge: secondsOf(p["MaximumRecordAgeInSeconds"], 0),
-					Start: stringOf(p["StartingPosition"], "LATEST")}
-				m.Bisect, _ = p["BisectBatchOnFunctionError"].(bool)
-				if dc, ok := p["DestinationConfig"].(map[string]any); ok {
-					m.OnFailure = RefID(dc["OnFailure"].(map[string]any)["Destination"])
-				}
-				s.StreamMappings = append(s.StreamMappings, m)
-			} else {
-				m := QueueMapping{Function: fn, Queue: RefID(src), BatchSize: intOf(p["BatchSize"], 10), Window: window, Filters: filters, MaxConcurrency: 1000}
-				if types, ok := p["FunctionResponseTypes"].([]any); ok {
-					for _, t := range types {
-						m.ReportFailures = m.ReportFailures || t == "ReportBatchItemFailures"
-					}
-				}
-				if sc, ok := p["ScalingConfig"].(map[string]any); ok {
-					m.MaxConcurrency = intOf(sc["MaximumConcurrency"], 1000)
-				}
-				s.QueueMappings = append(s.QueueMappings, m)
-			}
-		case "AWS::Events::Rule":
-			expr, _ := p["ScheduleExpression"].(string)
-			if expr == "" || p["State"] == "DISABLED" {
-				continue
-			}
-			every, err := parseRate(expr)
-			if err != nil {
-				return nil, fmt.Errorf("rule %s: %w", id, err)
-			}
-			sch := Schedule{Rule: id, expression: expr, Every: every}
-			targets, _ := p["Targets"].([]any)
-			for _, tg := range targets {
-				tm := tg.(map[string]any)
-				st := ScheduleTarget{Function: RefID(tm["Arn"]), Retries: 185, maxAge: 24 * time.Hour}
-				if rp, ok := tm["RetryPolicy"].(map[string]any); ok {
-					st.Retries, st.maxAge = intOf(rp["MaximumRetryAttempts"], 185), secondsOf(rp["MaximumEventAgeInSeconds"], 24*3600)
-				}
-				if dl, ok := tm["DeadLetterConfig"].(map[string]any); ok {
-					st.DeadLetter = RefID(dl["Arn"])
-				}
-				sch.Targets = append(sch.Targets, st)
-			}
-			s.Schedules = append(s.Schedules, sch)
-		case "AWS::Lambda::EventInvokeConfig":
-			c := AsyncConfig{Retries: intOf(p["MaximumRetryAttempts"], 2), maxAge: secondsOf(p["MaximumEventAgeInSeconds"], 6*3600)}
-			if dc, ok := p["DestinationConfig"].(map[string]any); ok {
-				if of, ok := dc["OnFailure"].(map[string]any); ok {
-					c.OnFailure = RefID(of["Destination"])
-				}
-			}
-			s.AsyncConfigs[RefID(p["FunctionName"])] = c
-		case "AWS::ApiGatewayV2::Stage":
-			s.Throttles.Routes = map[string][2]float64{}
-			if d, ok := p["DefaultRouteSettings"].(map[string]any); ok {
-				s.Throttles.Rate, s.Throttles.Burst = floatOf(d["ThrottlingRateLimit"]), floatOf(d["ThrottlingBurstLimit"])
-			}
-			if rs, ok := p["RouteSettings"].(map[string]any); ok {
-				for key, v := range rs {
-					m := v.(map[string]any)
-					s.Throttles.Routes[key] = [2]float64{floatOf(m["ThrottlingRateLimit"]), floatOf(m["ThrottlingBurstLimit"])}
-				}
-			}
-			if al, ok := p["AccessLogSettings"].(map[string]any); ok {
-				if f, ok := al["Format"].(string); ok {
-					if err := json.Unmarshal([]byte(f), &s.AccessLogFormat); err != nil {
-						return nil, fmt.Errorf("the stage's access log format is not a JSON object of strings: %w", err)
-					}
-				}
-			}
+		if err := parse(l, id, r.Properties); err != nil {
+			return nil, err
 		}
 	}
+	if err := l.resolve(); err != nil {
+		return nil, err
+	}
+	if err := l.s.check(); err != nil {
+		return nil, err
+	}
+	return l.s, nil
+}
+
+// resolve points what names an alias (routes' integrations, mappings,
+// schedules, invoke configs) at its function, and each route at its
+// integration's function.
+func (l *loader) resolve() error {
+	s := l.s
 	behind := func(id string) string {
-		if fn, ok := aliases[id]; ok {
+		if fn, ok := l.aliases[id]; ok {
 			return fn
 		}
 		return id
 	}
-	for id, fn := range integrations {
-		integrations[id] = behind(fn)
+	for id, fn := range l.integrations {
+		l.integrations[id] = behind(fn)
 	}
 	for i := range s.StreamMappings {
 		s.StreamMappings[i].Function = behind(s.StreamMappings[i].Function)
@@ -389,16 +260,247 @@ func Load(path string) (*Stack, error) {
 		}
 	}
 	for i, r := range s.Routes {
-		fn, ok := integrations[r.Function]
+		fn, ok := l.integrations[r.Function]
 		if !ok {
-			return nil, fmt.Errorf("route %q: its target is not a Lambda integration of the template", r.Key)
+			return fmt.Errorf("route %q: its target is not a Lambda integration of the template", r.Key)
 		}
 		s.Routes[i].Function = fn
 	}
-	if err := s.check(); err != nil {
-		return nil, err
+	return nil
+}
+
+// customResource reads a custom resource: only one backed by a function
+// of the template is emulated.
+func (l *loader) customResource(id, typ string, p map[string]any) error {
+	fn := RefID(p["ServiceToken"])
+	if fn == "" || GetAttName(p["ServiceToken"]) != "Arn" {
+		return fmt.Errorf("custom resource %s: only a function of the template (Fn::GetAtt <function>.Arn) is emulated as its ServiceToken", id)
 	}
-	return s, nil
+	l.s.CustomResources = append(l.s.CustomResources, CustomResource{ID: id, Type: typ, Function: fn, Properties: p, Timeout: secondsOf(p["ServiceTimeout"], 3600)})
+	return nil
+}
+
+// function reads an AWS::Lambda::Function.
+func (l *loader) function(id string, p map[string]any) error {
+	f := &Function{ID: id, Name: id, MemoryMB: intOf(p["MemorySize"], 128), Timeout: secondsOf(p["Timeout"], 3),
+		Reserved: intOf(p["ReservedConcurrentExecutions"], 0), Arch: "x86_64"}
+	if d, ok := p["Description"].(string); ok && d != "" {
+		f.Name = d[strings.LastIndexByte(d, ' ')+1:]
+	}
+	f.Role = RefID(p["Role"])
+	if a, ok := p["Architectures"].([]any); ok && len(a) == 1 {
+		f.Arch, _ = a[0].(string)
+	}
+	if env, ok := p["Environment"].(map[string]any); ok {
+		f.Env, _ = env["Variables"].(map[string]any)
+	}
+	if lc, ok := p["LoggingConfig"].(map[string]any); ok {
+		f.AppLevel, _ = lc["ApplicationLogLevel"].(string)
+	}
+	code, _ := p["Code"].(map[string]any)
+	key, _ := code["S3Key"].(string)
+	if key == "" {
+		return fmt.Errorf("function %s: no code asset (Code.S3Key)", id)
+	}
+	f.Bootstrap = filepath.Join(l.dir, "asset."+strings.TrimSuffix(key, ".zip"), "bootstrap")
+	l.s.Functions[id] = f
+	return nil
+}
+
+// role reads an AWS::IAM::Role.
+func (l *loader) role(id string, p map[string]any) error {
+	if m, ok := p["ManagedPolicyArns"].([]any); ok && len(m) > 0 {
+		l.s.ManagedPolicies[id] = m // a function's role may not have any (loadPolicies)
+	}
+	if inline, ok := p["Policies"].([]any); ok {
+		for _, pol := range inline {
+			doc, _ := pol.(map[string]any)["PolicyDocument"].(map[string]any)
+			st, _ := doc["Statement"].([]any)
+			l.s.RoleStatements[id] = append(l.s.RoleStatements[id], st...)
+		}
+	}
+	return nil
+}
+
+// policy reads an AWS::IAM::Policy.
+func (l *loader) policy(id string, p map[string]any) error {
+	doc, _ := p["PolicyDocument"].(map[string]any)
+	st, _ := doc["Statement"].([]any)
+	roles, _ := p["Roles"].([]any)
+	for _, r := range roles {
+		l.s.RoleStatements[RefID(r)] = append(l.s.RoleStatements[RefID(r)], st...)
+	}
+	return nil
+}
+
+// alias reads an AWS::Lambda::Alias.
+func (l *loader) alias(id string, p map[string]any) error {
+	// One version serves locally, the one built: an alias (which
+	// CodeDeploy shifts on AWS) runs its function.
+	l.aliases[id] = RefID(p["FunctionName"])
+	return nil
+}
+
+// api reads an AWS::ApiGatewayV2::Api.
+func (l *loader) api(id string, p map[string]any) error {
+	l.s.API = id
+	return nil
+}
+
+// version reads an AWS::Lambda::Version.
+func (l *loader) version(id string, p map[string]any) error {
+	l.s.Versions[id] = RefID(p["FunctionName"])
+	return nil
+}
+
+// integration reads an AWS::ApiGatewayV2::Integration.
+func (l *loader) integration(id string, p map[string]any) error {
+	fn := RefID(p["IntegrationUri"])
+	if p["IntegrationType"] != "AWS_PROXY" || fn == "" {
+		return fmt.Errorf("integration %s: only Lambda proxy integrations are served", id)
+	}
+	if v, _ := p["PayloadFormatVersion"].(string); v != "2.0" {
+		return fmt.Errorf("integration %s: payload format %q; only 2.0 is served", id, v)
+	}
+	l.integrations[id] = fn
+	return nil
+}
+
+// route reads an AWS::ApiGatewayV2::Route.
+func (l *loader) route(id string, p map[string]any) error {
+	key, _ := p["RouteKey"].(string)
+	l.s.Routes = append(l.s.Routes, Route{Key: key, Function: joinTarget(p["Target"])}) // integration id for now
+	return nil
+}
+
+// queue reads an AWS::SQS::Queue.
+func (l *loader) queue(id string, p map[string]any) error {
+	q := &Queue{ID: id, Name: id, Visibility: secondsOf(p["VisibilityTimeout"], 30), Delay: secondsOf(p["DelaySeconds"], 0),
+		Retention: secondsOf(p["MessageRetentionPeriod"], 4*24*3600)}
+	if n, ok := p["QueueName"].(string); ok && n != "" {
+		q.Name = n
+	}
+	if fifo, _ := p["FifoQueue"].(bool); fifo {
+		return fmt.Errorf("queue %s is FIFO: localcloud emulates standard queues only", id)
+	}
+	if rp, ok := p["RedrivePolicy"].(map[string]any); ok {
+		q.DeadLetter, q.MaxReceives = RefID(rp["deadLetterTargetArn"]), intOf(rp["maxReceiveCount"], 0)
+	}
+	l.s.Queues[id] = q
+	return nil
+}
+
+// table reads an AWS::DynamoDB::Table.
+func (l *loader) table(id string, p map[string]any) error {
+	if l.s.Table.ID != "" {
+		return fmt.Errorf("two tables (%s, %s): the service has one", l.s.Table.ID, id)
+	}
+	l.s.Table = Table{ID: id, Props: p}
+	return nil
+}
+
+// mapping reads an AWS::Lambda::EventSourceMapping.
+func (l *loader) mapping(id string, p map[string]any) error {
+	// An alias's mapping names it by "<function name>:live", built
+	// from the alias's ARN: the reference is inside.
+	fn, src := refWithin(p["FunctionName"]), p["EventSourceArn"]
+	var filters []string
+	if fc, ok := p["FilterCriteria"].(map[string]any); ok {
+		for _, f := range fc["Filters"].([]any) {
+			filters = append(filters, f.(map[string]any)["Pattern"].(string))
+		}
+	}
+	window := secondsOf(p["MaximumBatchingWindowInSeconds"], 0)
+	stream := GetAttName(src) == "StreamArn"
+	if err := checkMappingProps(id, p, stream); err != nil {
+		return err
+	}
+	if enabled, ok := p["Enabled"].(bool); ok && !enabled {
+		return nil // a disabled mapping polls nothing
+	}
+	if stream {
+		m := StreamMapping{Function: fn, BatchSize: intOf(p["BatchSize"], 100), Window: window, Filters: filters,
+			Retries: intOf(p["MaximumRetryAttempts"], -1), MaxAge: secondsOf(p["MaximumRecordAgeInSeconds"], 0),
+			Start: stringOf(p["StartingPosition"], "LATEST")}
+		m.Bisect, _ = p["BisectBatchOnFunctionError"].(bool)
+		if dc, ok := p["DestinationConfig"].(map[string]any); ok {
+			m.OnFailure = RefID(dc["OnFailure"].(map[string]any)["Destination"])
+		}
+		l.s.StreamMappings = append(l.s.StreamMappings, m)
+	} else {
+		m := QueueMapping{Function: fn, Queue: RefID(src), BatchSize: intOf(p["BatchSize"], 10), Window: window, Filters: filters, MaxConcurrency: 1000}
+		if types, ok := p["FunctionResponseTypes"].([]any); ok {
+			for _, t := range types {
+				m.ReportFailures = m.ReportFailures || t == "ReportBatchItemFailures"
+			}
+		}
+		if sc, ok := p["ScalingConfig"].(map[string]any); ok {
+			m.MaxConcurrency = intOf(sc["MaximumConcurrency"], 1000)
+		}
+		l.s.QueueMappings = append(l.s.QueueMappings, m)
+	}
+	return nil
+}
+
+// rule reads an AWS::Events::Rule.
+func (l *loader) rule(id string, p map[string]any) error {
+	expr, _ := p["ScheduleExpression"].(string)
+	if expr == "" || p["State"] == "DISABLED" {
+		return nil
+	}
+	every, err := parseRate(expr)
+	if err != nil {
+		return fmt.Errorf("rule %s: %w", id, err)
+	}
+	sch := Schedule{Rule: id, expression: expr, Every: every}
+	targets, _ := p["Targets"].([]any)
+	for _, tg := range targets {
+		tm := tg.(map[string]any)
+		st := ScheduleTarget{Function: RefID(tm["Arn"]), Retries: 185, maxAge: 24 * time.Hour}
+		if rp, ok := tm["RetryPolicy"].(map[string]any); ok {
+			st.Retries, st.maxAge = intOf(rp["MaximumRetryAttempts"], 185), secondsOf(rp["MaximumEventAgeInSeconds"], 24*3600)
+		}
+		if dl, ok := tm["DeadLetterConfig"].(map[string]any); ok {
+			st.DeadLetter = RefID(dl["Arn"])
+		}
+		sch.Targets = append(sch.Targets, st)
+	}
+	l.s.Schedules = append(l.s.Schedules, sch)
+	return nil
+}
+
+// invokeConfig reads an AWS::Lambda::EventInvokeConfig.
+func (l *loader) invokeConfig(id string, p map[string]any) error {
+	c := AsyncConfig{Retries: intOf(p["MaximumRetryAttempts"], 2), maxAge: secondsOf(p["MaximumEventAgeInSeconds"], 6*3600)}
+	if dc, ok := p["DestinationConfig"].(map[string]any); ok {
+		if of, ok := dc["OnFailure"].(map[string]any); ok {
+			c.OnFailure = RefID(of["Destination"])
+		}
+	}
+	l.s.AsyncConfigs[RefID(p["FunctionName"])] = c
+	return nil
+}
+
+// stage reads an AWS::ApiGatewayV2::Stage.
+func (l *loader) stage(id string, p map[string]any) error {
+	l.s.Throttles.Routes = map[string][2]float64{}
+	if d, ok := p["DefaultRouteSettings"].(map[string]any); ok {
+		l.s.Throttles.Rate, l.s.Throttles.Burst = floatOf(d["ThrottlingRateLimit"]), floatOf(d["ThrottlingBurstLimit"])
+	}
+	if rs, ok := p["RouteSettings"].(map[string]any); ok {
+		for key, v := range rs {
+			m := v.(map[string]any)
+			l.s.Throttles.Routes[key] = [2]float64{floatOf(m["ThrottlingRateLimit"]), floatOf(m["ThrottlingBurstLimit"])}
+		}
+	}
+	if al, ok := p["AccessLogSettings"].(map[string]any); ok {
+		if f, ok := al["Format"].(string); ok {
+			if err := json.Unmarshal([]byte(f), &l.s.AccessLogFormat); err != nil {
+				return fmt.Errorf("the stage's access log format is not a JSON object of strings: %w", err)
+			}
+		}
+	}
+	return nil
 }
 
 // check refuses a template that names what it does not define: a route or
