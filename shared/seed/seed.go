@@ -72,71 +72,21 @@ func Run(ctx context.Context, db *store.DB, org string, opt Options) (Counts, er
 	if opt.Now.IsZero() {
 		opt.Now = time.Now()
 	}
-	stamp := func() string {
-		return store.FormatTime(opt.Now.Add(-time.Duration(r.Int64N(int64(540 * 24 * time.Hour)))))
-	}
-	var items []map[string]ddbtypes.AttributeValue
-	add := func(vs ...any) error {
-		for _, v := range vs {
-			m, err := store.Marshal(v)
-			if err != nil {
-				return err
-			}
-			items = append(items, m)
-		}
-		return nil
-	}
-	var c Counts
-	var err error
-	var invoices []billing.Invoice
+	sd := &seeder{ctx: ctx, db: db, org: org, opt: opt, r: r}
 	nClients := max((opt.Matters+1)/2, min(opt.Matters, 1))
 	clients := make([]party.Client, 0, nClients)
 	runID := uuid.NewString()[:8] // keeps e-mails and CVRs of repeated runs apart
 	for i := range nClients {
-		created := stamp()
-		cl := party.Client{KYCStatus: party.KYCPending, CreatedAt: created, UpdatedAt: created}
-		if i%2 == 0 {
-			co := party.Company{
-				Name: firmWords[r.IntN(len(firmWords))] + " " + firmWords[r.IntN(len(firmWords))] + " " + firmForms[r.IntN(len(firmForms))],
-				CVR:  cvr(runID, i), CreatedAt: created, UpdatedAt: created}
-			if co.ID, err = party.CompanyID(ctx, db, org, co.CVR); err != nil {
-				return c, err
-			}
-			co.SetKeys(org)
-			if err := add(co); err != nil {
-				return c, err
-			}
-			cl.Type, cl.CompanyID = party.TypeCompany, co.ID
-			c.Companies++
-		} else {
-			first, last := firstNames[r.IntN(len(firstNames))], lastNames[r.IntN(len(lastNames))]
-			p := party.Person{Name: first + " " + last,
-				Email:     fmt.Sprintf("%s.%s.%s-%d@example.dk", asciiLower(first), asciiLower(last), runID, i),
-				CreatedAt: created, UpdatedAt: created}
-			if p.ID, err = party.PersonID(ctx, db, org, p.Email); err != nil {
-				return c, err
-			}
-			p.SetKeys(org)
-			if err := add(p); err != nil {
-				return c, err
-			}
-			cl.Type, cl.PersonID = party.TypePerson, p.ID
-			c.People++
-		}
-		if cl.ID, err = party.ClientID(ctx, db, org, cl.PartyID()); err != nil {
-			return c, err
-		}
-		cl.SetKeys(org)
-		if err := add(cl); err != nil {
-			return c, err
+		cl, err := sd.client(runID, i)
+		if err != nil {
+			return sd.c, err
 		}
 		clients = append(clients, cl)
-		c.Clients++
 	}
 	if opt.Matters > 0 {
 		last, err := db.Increment(ctx, store.OrgPK(org), "COUNTER#MATTER", int64(opt.Matters))
 		if err != nil {
-			return c, err
+			return sd.c, err
 		}
 		first := last - int64(opt.Matters) + 1
 		users := make([]string, 8) // the fee earners of the organisation
@@ -144,93 +94,196 @@ func Run(ctx context.Context, db *store.DB, org string, opt Options) (Counts, er
 			users[i] = uuid.NewString()
 		}
 		for i := range opt.Matters {
-			cl := clients[i%len(clients)]
-			updated := stamp()
-			if updated < cl.CreatedAt {
-				updated = cl.CreatedAt
-			}
-			rate := int64(150000 + 5000*r.Int64N(40)) // 1,500.00 to 3,450.00 DKK
-			m := matter.Matter{ClientID: cl.ID,
-				MatterNumber: "SAG-" + strconv.FormatInt(first+int64(i), 10),
-				Title:        subjects[r.IntN(len(subjects))], Status: statuses[r.IntN(len(statuses))],
-				HourlyRate: &rate, Currency: "DKK", CreatedAt: cl.CreatedAt, UpdatedAt: updated}
-			if m.ID, err = matter.ID(ctx, db, org, m.MatterNumber); err != nil {
-				return c, err
-			}
-			if !m.Status.Open() {
-				m.ClosedAt = updated
-			}
-			m.SetKeys(org)
-			if err := add(m); err != nil {
-				return c, err
-			}
-			c.Matters++
-			var billed []timeentry.TimeEntry
-			for range opt.EntriesPerMatter {
-				day := opt.Now.AddDate(0, 0, -r.IntN(540)).Format(time.DateOnly)
-				t := timeentry.TimeEntry{ID: store.DateID(day), MatterID: m.ID, ClientID: m.ClientID,
-					UserID: users[r.IntN(len(users))], Date: day, DurationMinutes: int64(6 * (1 + r.IntN(40))),
-					HourlyRate: rate, Currency: "DKK", Status: entryStatuses[r.IntN(len(entryStatuses))],
-					Description: tasks[r.IntN(len(tasks))], CreatedAt: updated, UpdatedAt: updated}
-				if t.Status == timeentry.Invoiced {
-					billed = append(billed, t) // added once its invoice is known
-					continue
-				}
-				t.SetKeys(org)
-				if err := add(t, t.ByID(org)); err != nil {
-					return c, err
-				}
-				c.TimeEntries++
-			}
-			// An invoice bills at most MaxBilledEntries, as the application's
-			// do: a cancellation gives them back in one transaction.
-			for start := 0; start < len(billed); start += billing.MaxBilledEntries {
-				inv := billing.Invoice{ID: uuid.NewString(), MatterID: m.ID, ClientID: m.ClientID,
-					Status: invoiceStates[r.IntN(len(invoiceStates))], Currency: "DKK", CreatedAt: updated, UpdatedAt: updated}
-				for i := start; i < min(start+billing.MaxBilledEntries, len(billed)); i++ {
-					t := &billed[i]
-					t.InvoiceID = inv.ID
-					inv.Lines = append(inv.Lines, billing.Line{Description: t.Date + " " + t.Description, Amount: t.Amount, TimeEntryID: t.ID})
-					inv.Total += t.Amount
-					inv.IssueDate = max(inv.IssueDate, t.Date)
-					t.SetKeys(org)
-					if err := add(t, t.ByID(org)); err != nil {
-						return c, err
-					}
-					c.TimeEntries++
-				}
-				issue, _ := time.Parse(time.DateOnly, inv.IssueDate)
-				inv.DueDate = issue.AddDate(0, 0, 30).Format(time.DateOnly)
-				invoices = append(invoices, inv)
-			}
-			for d := range 2 {
-				doc := document.Document{ID: uuid.NewString(), MatterID: m.ID, Name: fmt.Sprintf("%s – bilag %d", m.Title, d+1),
-					Filename: fmt.Sprintf("bilag-%d.pdf", d+1), MimeType: "application/pdf", SizeBytes: int64(20_000 + r.IntN(2_000_000)),
-					Folder: folders[r.IntN(len(folders))], CreatedAt: updated, UpdatedAt: updated}
-				doc.SetKeys(org)
-				if err := add(doc); err != nil {
-					return c, err
-				}
-				c.Documents++
+			if err := sd.matter(clients[i%len(clients)], "SAG-"+strconv.FormatInt(first+int64(i), 10), users); err != nil {
+				return sd.c, err
 			}
 		}
 	}
-	if len(invoices) > 0 {
-		last, err := db.Increment(ctx, store.OrgPK(org), "COUNTER#INVOICE", int64(len(invoices)))
+	if err := sd.numberInvoices(); err != nil {
+		return sd.c, err
+	}
+	return sd.c, db.BatchPut(ctx, sd.items)
+}
+
+// seeder is one Run: what it has made so far, and the items it writes at
+// the end.
+type seeder struct {
+	ctx      context.Context
+	db       *store.DB
+	org      string
+	opt      Options
+	r        *rand.Rand
+	items    []map[string]ddbtypes.AttributeValue
+	c        Counts
+	invoices []billing.Invoice // numbered at the end, in one counter step
+}
+
+// stamp is a time in the 18 months before opt.Now.
+func (sd *seeder) stamp() string {
+	return store.FormatTime(sd.opt.Now.Add(-time.Duration(sd.r.Int64N(int64(540 * 24 * time.Hour)))))
+}
+
+// add queues the items of vs.
+func (sd *seeder) add(vs ...any) error {
+	for _, v := range vs {
+		m, err := store.Marshal(v)
 		if err != nil {
-			return c, err
+			return err
 		}
-		for i := range invoices {
-			v := &invoices[i]
-			v.Number = fmt.Sprintf("INV-%d", last-int64(len(invoices))+int64(i)+1)
-			v.SetKeys(org)
-			if err := add(v, billing.LinesItem(org, v), v.Guards(org)[0]); err != nil {
-				return c, err
-			}
-			c.Invoices++
-		}
+		sd.items = append(sd.items, m)
 	}
-	return c, db.BatchPut(ctx, items)
+	return nil
+}
+
+// client makes the i-th client of the run and its party: a company for
+// even i, a person for odd.
+func (sd *seeder) client(runID string, i int) (party.Client, error) {
+	ctx, db, org, r := sd.ctx, sd.db, sd.org, sd.r
+	var err error
+	created := sd.stamp()
+	cl := party.Client{KYCStatus: party.KYCPending, CreatedAt: created, UpdatedAt: created}
+	if i%2 == 0 {
+		co := party.Company{
+			Name: firmWords[r.IntN(len(firmWords))] + " " + firmWords[r.IntN(len(firmWords))] + " " + firmForms[r.IntN(len(firmForms))],
+			CVR:  cvr(runID, i), CreatedAt: created, UpdatedAt: created}
+		if co.ID, err = party.CompanyID(ctx, db, org, co.CVR); err != nil {
+			return cl, err
+		}
+		co.SetKeys(org)
+		if err := sd.add(co); err != nil {
+			return cl, err
+		}
+		cl.Type, cl.CompanyID = party.TypeCompany, co.ID
+		sd.c.Companies++
+	} else {
+		first, last := firstNames[r.IntN(len(firstNames))], lastNames[r.IntN(len(lastNames))]
+		p := party.Person{Name: first + " " + last,
+			Email:     fmt.Sprintf("%s.%s.%s-%d@example.dk", asciiLower(first), asciiLower(last), runID, i),
+			CreatedAt: created, UpdatedAt: created}
+		if p.ID, err = party.PersonID(ctx, db, org, p.Email); err != nil {
+			return cl, err
+		}
+		p.SetKeys(org)
+		if err := sd.add(p); err != nil {
+			return cl, err
+		}
+		cl.Type, cl.PersonID = party.TypePerson, p.ID
+		sd.c.People++
+	}
+	if cl.ID, err = party.ClientID(ctx, db, org, cl.PartyID()); err != nil {
+		return cl, err
+	}
+	cl.SetKeys(org)
+	if err := sd.add(cl); err != nil {
+		return cl, err
+	}
+	sd.c.Clients++
+	return cl, nil
+}
+
+// matter makes a matter of cl numbered number, its time (some of it
+// billed on invoices) and two documents.
+func (sd *seeder) matter(cl party.Client, number string, users []string) error {
+	r, org := sd.r, sd.org
+	updated := sd.stamp()
+	if updated < cl.CreatedAt {
+		updated = cl.CreatedAt
+	}
+	rate := int64(150000 + 5000*r.Int64N(40)) // 1,500.00 to 3,450.00 DKK
+	m := matter.Matter{ClientID: cl.ID, MatterNumber: number,
+		Title: subjects[r.IntN(len(subjects))], Status: statuses[r.IntN(len(statuses))],
+		HourlyRate: &rate, Currency: "DKK", CreatedAt: cl.CreatedAt, UpdatedAt: updated}
+	var err error
+	if m.ID, err = matter.ID(sd.ctx, sd.db, org, m.MatterNumber); err != nil {
+		return err
+	}
+	if !m.Status.Open() {
+		m.ClosedAt = updated
+	}
+	m.SetKeys(org)
+	if err := sd.add(m); err != nil {
+		return err
+	}
+	sd.c.Matters++
+	var billed []timeentry.TimeEntry
+	for range sd.opt.EntriesPerMatter {
+		day := sd.opt.Now.AddDate(0, 0, -r.IntN(540)).Format(time.DateOnly)
+		t := timeentry.TimeEntry{ID: store.DateID(day), MatterID: m.ID, ClientID: m.ClientID,
+			UserID: users[r.IntN(len(users))], Date: day, DurationMinutes: int64(6 * (1 + r.IntN(40))),
+			HourlyRate: rate, Currency: "DKK", Status: entryStatuses[r.IntN(len(entryStatuses))],
+			Description: tasks[r.IntN(len(tasks))], CreatedAt: updated, UpdatedAt: updated}
+		if t.Status == timeentry.Invoiced {
+			billed = append(billed, t) // added once its invoice is known
+			continue
+		}
+		t.SetKeys(org)
+		if err := sd.add(t, t.ByID(org)); err != nil {
+			return err
+		}
+		sd.c.TimeEntries++
+	}
+	if err := sd.bill(m, billed, updated); err != nil {
+		return err
+	}
+	for d := range 2 {
+		doc := document.Document{ID: uuid.NewString(), MatterID: m.ID, Name: fmt.Sprintf("%s – bilag %d", m.Title, d+1),
+			Filename: fmt.Sprintf("bilag-%d.pdf", d+1), MimeType: "application/pdf", SizeBytes: int64(20_000 + r.IntN(2_000_000)),
+			Folder: folders[r.IntN(len(folders))], CreatedAt: updated, UpdatedAt: updated}
+		doc.SetKeys(org)
+		if err := sd.add(doc); err != nil {
+			return err
+		}
+		sd.c.Documents++
+	}
+	return nil
+}
+
+// bill puts m's billed time on invoices: each bills at most
+// MaxBilledEntries, as the application's do (a cancellation gives them
+// back in one transaction).
+func (sd *seeder) bill(m matter.Matter, billed []timeentry.TimeEntry, updated string) error {
+	for start := 0; start < len(billed); start += billing.MaxBilledEntries {
+		inv := billing.Invoice{ID: uuid.NewString(), MatterID: m.ID, ClientID: m.ClientID,
+			Status: invoiceStates[sd.r.IntN(len(invoiceStates))], Currency: "DKK", CreatedAt: updated, UpdatedAt: updated}
+		for i := start; i < min(start+billing.MaxBilledEntries, len(billed)); i++ {
+			t := &billed[i]
+			t.InvoiceID = inv.ID
+			inv.Lines = append(inv.Lines, billing.Line{Description: t.Date + " " + t.Description, Amount: t.Amount, TimeEntryID: t.ID})
+			inv.Total += t.Amount
+			inv.IssueDate = max(inv.IssueDate, t.Date)
+			t.SetKeys(sd.org)
+			if err := sd.add(t, t.ByID(sd.org)); err != nil {
+				return err
+			}
+			sd.c.TimeEntries++
+		}
+		issue, _ := time.Parse(time.DateOnly, inv.IssueDate)
+		inv.DueDate = issue.AddDate(0, 0, 30).Format(time.DateOnly)
+		sd.invoices = append(sd.invoices, inv)
+	}
+	return nil
+}
+
+// numberInvoices numbers the run's invoices from the organisation's
+// counter, in one step, and queues them.
+func (sd *seeder) numberInvoices() error {
+	if len(sd.invoices) == 0 {
+		return nil
+	}
+	last, err := sd.db.Increment(sd.ctx, store.OrgPK(sd.org), "COUNTER#INVOICE", int64(len(sd.invoices)))
+	if err != nil {
+		return err
+	}
+	for i := range sd.invoices {
+		v := &sd.invoices[i]
+		v.Number = fmt.Sprintf("INV-%d", last-int64(len(sd.invoices))+int64(i)+1)
+		v.SetKeys(sd.org)
+		if err := sd.add(v, billing.LinesItem(sd.org, v), v.Guards(sd.org)[0]); err != nil {
+			return err
+		}
+		sd.c.Invoices++
+	}
+	return nil
 }
 
 // cvr makes an 8-digit CVR unique within a run (and, with high
