@@ -508,64 +508,13 @@ func writtenDatesAndTimes(runes []rune, run []group) []int {
 	for i := range mark {
 		mark[i] = -1
 	}
-	num := func(g group) int {
-		n := 0
-		for _, r := range runes[g.from:g.to] {
-			n = n*10 + int(r-'0')
-		}
-		return n
-	}
-	sep := func(g group, allowed string) bool { return len(g.gap) == 1 && strings.ContainsRune(allowed, g.gap[0]) }
-	dateAt := func(k int) bool {
-		if k+2 >= len(run) {
-			return false
-		}
-		a, m, b := run[k], run[k+1], run[k+2]
-		if !sep(m, "./-") || !sep(b, string(m.gap)) || m.len() > 2 || num(m) < 1 || num(m) > 12 {
-			return false
-		}
-		switch {
-		case a.len() <= 2 && (b.len() == 2 || b.len() == 4): // 15.03.24, 15.03.2024
-			return num(a) >= 1 && num(a) <= 31
-		case a.len() == 4 && b.len() <= 2: // 2024-03-15
-			return num(b) >= 1 && num(b) <= 31
-		}
-		return false
-	}
-	timeAt := func(k int) int { // groups in a time of day at k, or 0
-		if k+1 >= len(run) {
-			return 0
-		}
-		h, m := run[k], run[k+1]
-		if h.len() > 2 || m.len() != 2 || !sep(m, ".:") || num(h) > 23 || num(m) > 59 {
-			return 0
-		}
-		n := 2
-		if k+2 < len(run) && run[k+2].len() == 2 && sep(run[k+2], string(m.gap)) && num(run[k+2]) <= 60 {
-			n = 3 // seconds
-			if k+3 < len(run) && run[k+3].len() <= 9 && sep(run[k+3], ".,") {
-				n = 4 // a fraction of a second
-			}
-		}
-		return n
-	}
-	unitAt := func(k int) int {
-		if dateAt(k) {
-			return 3
-		}
-		return timeAt(k)
-	}
-	joins := func(g group) bool {
-		return len(g.gap) <= 3 && !slices.ContainsFunc(g.gap, func(r rune) bool {
-			return !unicode.IsSpace(r) && r != ',' && r != '+' && !unicode.Is(unicode.Pd, r)
-		})
-	}
+	rs := runScan{runes: runes, run: run}
 	stretch := 0
 	for k := 0; k < len(run); {
 		from, units, digits := k, 0, 0
 		var sizes []int
 		for k < len(run) {
-			n := unitAt(k)
+			n := rs.unitAt(k)
 			if n == 0 || (units > 0 && !joins(run[k])) {
 				break
 			}
@@ -592,6 +541,84 @@ func writtenDatesAndTimes(runes []rune, run []group) []int {
 		}
 	}
 	return mark
+}
+
+// runScan reads a run of digit groups for writtenDatesAndTimes.
+type runScan struct {
+	runes []rune
+	run   []group
+}
+
+// num is the value of g's digits.
+func (rs runScan) num(g group) int {
+	n := 0
+	for _, r := range rs.runes[g.from:g.to] {
+		n = n*10 + int(r-'0')
+	}
+	return n
+}
+
+// sep reports whether g is set apart from the group before it by one of
+// allowed alone.
+func sep(g group, allowed string) bool {
+	return len(g.gap) == 1 && strings.ContainsRune(allowed, g.gap[0])
+}
+
+// dateAt reports whether a written date starts at group k: 15.03.24,
+// 15.03.2024, 2024-03-15.
+func (rs runScan) dateAt(k int) bool {
+	run, num := rs.run, rs.num
+	if k+2 >= len(run) {
+		return false
+	}
+	a, m, b := run[k], run[k+1], run[k+2]
+	if !sep(m, "./-") || !sep(b, string(m.gap)) || m.len() > 2 || num(m) < 1 || num(m) > 12 {
+		return false
+	}
+	switch {
+	case a.len() <= 2 && (b.len() == 2 || b.len() == 4): // 15.03.24, 15.03.2024
+		return num(a) >= 1 && num(a) <= 31
+	case a.len() == 4 && b.len() <= 2: // 2024-03-15
+		return num(b) >= 1 && num(b) <= 31
+	}
+	return false
+}
+
+// timeAt is how many groups a time of day at group k holds, or 0.
+func (rs runScan) timeAt(k int) int {
+	run, num := rs.run, rs.num
+	if k+1 >= len(run) {
+		return 0
+	}
+	h, m := run[k], run[k+1]
+	if h.len() > 2 || m.len() != 2 || !sep(m, ".:") || num(h) > 23 || num(m) > 59 {
+		return 0
+	}
+	n := 2
+	if k+2 < len(run) && run[k+2].len() == 2 && sep(run[k+2], string(m.gap)) && num(run[k+2]) <= 60 {
+		n = 3 // seconds
+		if k+3 < len(run) && run[k+3].len() <= 9 && sep(run[k+3], ".,") {
+			n = 4 // a fraction of a second
+		}
+	}
+	return n
+}
+
+// unitAt is how many groups a date (3) or a time of day at group k holds,
+// or 0.
+func (rs runScan) unitAt(k int) int {
+	if rs.dateAt(k) {
+		return 3
+	}
+	return rs.timeAt(k)
+}
+
+// joins reports whether g's gap may join it to a date or time before it:
+// at most three spaces, commas, pluses or dashes.
+func joins(g group) bool {
+	return len(g.gap) <= 3 && !slices.ContainsFunc(g.gap, func(r rune) bool {
+		return !unicode.IsSpace(r) && r != ',' && r != '+' && !unicode.Is(unicode.Pd, r)
+	})
 }
 
 // maskOpaque hides the digits of identifiers that are not text: UUIDs
