@@ -56,6 +56,29 @@ func (j *journalMessage) message() *Message {
 // OpenJournal replays the journal at path (if any) into the server's
 // queues, rewrites it compacted, and attaches it to every queue.
 func (s *Server) OpenJournal(path string) error {
+	state, order, err := readJournal(path)
+	if err != nil {
+		return err
+	}
+	restored := s.restore(state, order)
+	j := &journal{path: path}
+	s.Journal = j
+	if err := s.compact(); err != nil {
+		return err
+	}
+	if restored > 0 {
+		slog.Info("localcloud: queues restored from their journal", "messages", restored, "journal", path)
+	}
+	for _, q := range s.queues {
+		q.journal = j
+	}
+	return nil
+}
+
+// readJournal reads the journal at path (none: empty queues): each
+// queue's messages as its last line left them (by id), and the order of
+// their first appearance, which is their queue's order.
+func readJournal(path string) (map[string]map[string]*journalMessage, []journalLine, error) {
 	state := map[string]map[string]*journalMessage{}
 	var order []journalLine // first appearance of each (queue, id), for the queue's order
 	if f, err := os.Open(path); err == nil {
@@ -73,7 +96,7 @@ func (s *Server) OpenJournal(path string) error {
 			lineNo++
 			if bad != nil {
 				f.Close()
-				return fmt.Errorf("queue journal %s: line %d cannot be read (%.80q); a line that is not the last was not cut short by a kill, "+
+				return nil, nil, fmt.Errorf("queue journal %s: line %d cannot be read (%.80q); a line that is not the last was not cut short by a kill, "+
 					"so a change to a message would be lost: move the journal aside to start with empty queues, or mend the line", path, badLine, bad)
 			}
 			var l journalLine
@@ -98,18 +121,24 @@ func (s *Server) OpenJournal(path string) error {
 		}
 		f.Close()
 		if err := sc.Err(); err != nil {
-			return fmt.Errorf("queue journal %s: %w", path, err)
+			return nil, nil, fmt.Errorf("queue journal %s: %w", path, err)
 		}
 		if bad != nil && endsWithNewline(path) {
-			return fmt.Errorf("queue journal %s: its last line, %d, cannot be read (%.80q) although it was written whole (it ends in a newline): "+
+			return nil, nil, fmt.Errorf("queue journal %s: its last line, %d, cannot be read (%.80q) although it was written whole (it ends in a newline): "+
 				"move the journal aside to start with empty queues, or mend the line", path, badLine, bad)
 		}
 		if bad != nil {
 			slog.Warn("localcloud: the queue journal's last line was cut short by a kill; its change was never acknowledged, and is skipped", "journal", path, "line", badLine)
 		}
 	} else if !os.IsNotExist(err) {
-		return fmt.Errorf("queue journal: %w", err)
+		return nil, nil, fmt.Errorf("queue journal: %w", err)
 	}
+	return state, order, nil
+}
+
+// restore puts the journal's messages back in their queues, in order, and
+// returns how many.
+func (s *Server) restore(state map[string]map[string]*journalMessage, order []journalLine) int {
 	restored := 0
 	now := time.Now()
 	s.mu.Lock()
@@ -133,18 +162,7 @@ func (s *Server) OpenJournal(path string) error {
 		restored++
 	}
 	s.mu.Unlock()
-	j := &journal{path: path}
-	s.Journal = j
-	if err := s.compact(); err != nil {
-		return err
-	}
-	if restored > 0 {
-		slog.Info("localcloud: queues restored from their journal", "messages", restored, "journal", path)
-	}
-	for _, q := range s.queues {
-		q.journal = j
-	}
-	return nil
+	return restored
 }
 
 // compact rewrites the journal as the queues stand: one line per message.
