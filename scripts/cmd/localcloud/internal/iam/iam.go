@@ -366,89 +366,124 @@ func (g *DynamoGuard) arn(table, index string) string {
 func (g *DynamoGuard) accesses(target string, body []byte) []access {
 	var in map[string]any
 	_ = json.Unmarshal(body, &in)
-	str := func(m map[string]any, k string) string { v, _ := m[k].(string); return v }
-	item := func(action string, m map[string]any) access {
-		table := str(m, "TableName")
-		a := access{action: "dynamodb:" + action, resource: g.arn(table, ""), attributes: requestAttributes(m)}
-		for _, k := range []string{"Key", "Item"} {
-			if v := g.keyValue(table, "", m[k]); v != "" {
+	if read, ok := accessReaders[target]; ok {
+		return read(g, target, in)
+	}
+	return []access{{action: "dynamodb:" + target, resource: g.arn(str(in, "TableName"), "")}}
+}
+
+// accessReaders read what IAM sees of the actions it sees by item, by
+// batch or by query; any other action is one access to its table.
+var accessReaders = map[string]func(g *DynamoGuard, target string, in map[string]any) []access{
+	"GetItem":            itemAccesses,
+	"PutItem":            itemAccesses,
+	"UpdateItem":         itemAccesses,
+	"DeleteItem":         itemAccesses,
+	"TransactWriteItems": transactAccesses,
+	"TransactGetItems":   transactAccesses,
+	"BatchGetItem":       batchAccesses,
+	"BatchWriteItem":     batchAccesses,
+	"Query":              queryAccesses,
+	"Scan":               queryAccesses,
+	"ListTables": func(*DynamoGuard, string, map[string]any) []access {
+		return []access{{action: "dynamodb:ListTables", resource: "*"}}
+	},
+}
+
+// str is m's string member k ("" when absent).
+func str(m map[string]any, k string) string { v, _ := m[k].(string); return v }
+
+// item is the access of one item's action on m (a request, or a part of
+// a transaction).
+func (g *DynamoGuard) item(action string, m map[string]any) access {
+	table := str(m, "TableName")
+	a := access{action: "dynamodb:" + action, resource: g.arn(table, ""), attributes: requestAttributes(m)}
+	for _, k := range []string{"Key", "Item"} {
+		if v := g.keyValue(table, "", m[k]); v != "" {
+			a.leading = append(a.leading, v)
+		}
+	}
+	if action == "PutItem" || action == "UpdateItem" || action == "DeleteItem" {
+		// A write always has ReturnValues: NONE when not sent.
+		a.returnValues = cmp.Or(str(m, "ReturnValues"), "NONE")
+	}
+	return a
+}
+
+// itemAccesses: GetItem, PutItem, UpdateItem, DeleteItem.
+func itemAccesses(g *DynamoGuard, target string, in map[string]any) []access {
+	return []access{g.item(target, in)}
+}
+
+// transactAccesses: each part of a transaction, as its own item action.
+func transactAccesses(g *DynamoGuard, _ string, in map[string]any) []access {
+	var out []access
+	for _, ti := range listOf(in["TransactItems"]) {
+		tm, _ := ti.(map[string]any)
+		for part, action := range map[string]string{"Put": "PutItem", "Update": "UpdateItem", "Delete": "DeleteItem", "ConditionCheck": "ConditionCheckItem", "Get": "GetItem"} {
+			if pm, ok := tm[part].(map[string]any); ok {
+				out = append(out, g.item(action, pm))
+			}
+		}
+	}
+	return out
+}
+
+// batchAccesses: one access per table of a batch, with every item's key.
+func batchAccesses(g *DynamoGuard, target string, in map[string]any) []access {
+	var out []access
+	reqs, _ := in["RequestItems"].(map[string]any)
+	tables := make([]string, 0, len(reqs))
+	for t := range reqs {
+		tables = append(tables, t)
+	}
+	sort.Strings(tables)
+	for _, table := range tables {
+		a := access{action: "dynamodb:" + target, resource: g.arn(table, "")}
+		var entries []any
+		if target == "BatchGetItem" {
+			rm, _ := reqs[table].(map[string]any)
+			entries = listOf(rm["Keys"])
+		} else {
+			for _, wr := range listOf(reqs[table]) {
+				wm, _ := wr.(map[string]any)
+				if pr, ok := wm["PutRequest"].(map[string]any); ok {
+					entries = append(entries, pr["Item"])
+				}
+				if dr, ok := wm["DeleteRequest"].(map[string]any); ok {
+					entries = append(entries, dr["Key"])
+				}
+			}
+		}
+		for _, e := range entries {
+			if v := g.keyValue(table, "", e); v != "" {
 				a.leading = append(a.leading, v)
 			}
 		}
-		if action == "PutItem" || action == "UpdateItem" || action == "DeleteItem" {
-			// A write always has ReturnValues: NONE when not sent.
-			a.returnValues = cmp.Or(str(m, "ReturnValues"), "NONE")
-		}
-		return a
+		out = append(out, a)
 	}
-	switch target {
-	case "GetItem", "PutItem", "UpdateItem", "DeleteItem":
-		return []access{item(target, in)}
-	case "TransactWriteItems", "TransactGetItems":
-		var out []access
-		for _, ti := range listOf(in["TransactItems"]) {
-			tm, _ := ti.(map[string]any)
-			for part, action := range map[string]string{"Put": "PutItem", "Update": "UpdateItem", "Delete": "DeleteItem", "ConditionCheck": "ConditionCheckItem", "Get": "GetItem"} {
-				if pm, ok := tm[part].(map[string]any); ok {
-					out = append(out, item(action, pm))
-				}
-			}
+	return out
+}
+
+// queryAccesses: a Query's or Scan's table or index, with what it selects
+// and (a Query) the partition it reads.
+func queryAccesses(g *DynamoGuard, target string, in map[string]any) []access {
+	table, index := str(in, "TableName"), str(in, "IndexName")
+	a := access{action: "dynamodb:" + target, resource: g.arn(table, index), attributes: requestAttributes(in), sel: str(in, "Select")}
+	if a.sel == "" {
+		a.sel = "ALL_ATTRIBUTES"
+		if in["ProjectionExpression"] != nil || in["AttributesToGet"] != nil {
+			a.sel = "SPECIFIC_ATTRIBUTES"
+		} else if index != "" {
+			a.sel = "ALL_PROJECTED_ATTRIBUTES"
 		}
-		return out
-	case "BatchGetItem", "BatchWriteItem":
-		var out []access
-		reqs, _ := in["RequestItems"].(map[string]any)
-		tables := make([]string, 0, len(reqs))
-		for t := range reqs {
-			tables = append(tables, t)
-		}
-		sort.Strings(tables)
-		for _, table := range tables {
-			a := access{action: "dynamodb:" + target, resource: g.arn(table, "")}
-			var entries []any
-			if target == "BatchGetItem" {
-				rm, _ := reqs[table].(map[string]any)
-				entries = listOf(rm["Keys"])
-			} else {
-				for _, wr := range listOf(reqs[table]) {
-					wm, _ := wr.(map[string]any)
-					if pr, ok := wm["PutRequest"].(map[string]any); ok {
-						entries = append(entries, pr["Item"])
-					}
-					if dr, ok := wm["DeleteRequest"].(map[string]any); ok {
-						entries = append(entries, dr["Key"])
-					}
-				}
-			}
-			for _, e := range entries {
-				if v := g.keyValue(table, "", e); v != "" {
-					a.leading = append(a.leading, v)
-				}
-			}
-			out = append(out, a)
-		}
-		return out
-	case "Query", "Scan":
-		table, index := str(in, "TableName"), str(in, "IndexName")
-		a := access{action: "dynamodb:" + target, resource: g.arn(table, index), attributes: requestAttributes(in), sel: str(in, "Select")}
-		if a.sel == "" {
-			a.sel = "ALL_ATTRIBUTES"
-			if in["ProjectionExpression"] != nil || in["AttributesToGet"] != nil {
-				a.sel = "SPECIFIC_ATTRIBUTES"
-			} else if index != "" {
-				a.sel = "ALL_PROJECTED_ATTRIBUTES"
-			}
-		}
-		if target == "Query" {
-			if v := g.queryKey(table, index, in); v != "" {
-				a.leading = []string{v}
-			}
-		}
-		return []access{a}
-	case "ListTables":
-		return []access{{action: "dynamodb:ListTables", resource: "*"}}
 	}
-	return []access{{action: "dynamodb:" + target, resource: g.arn(str(in, "TableName"), "")}}
+	if target == "Query" {
+		if v := g.queryKey(table, index, in); v != "" {
+			a.leading = []string{v}
+		}
+	}
+	return []access{a}
 }
 
 // requestAttributes are the top-level attribute names a request names, as
