@@ -104,12 +104,7 @@ func main() {
 // Check returns one line per problem the deploy of template as stackName
 // would meet; an error is a check that could not be made.
 func (c *Checker) Check(ctx context.Context, template []byte, stackName string) ([]string, error) {
-	var tpl struct {
-		Resources map[string]struct {
-			Type       string
-			Properties map[string]any
-		}
-	}
+	var tpl checkedTemplate
 	if err := json.Unmarshal(template, &tpl); err != nil {
 		return nil, fmt.Errorf("the template: %w", err)
 	}
@@ -118,7 +113,31 @@ func (c *Checker) Check(ctx context.Context, template []byte, stackName string) 
 		return nil, err
 	}
 	var problems []string
-	// Concurrency.
+	for _, check := range []func(context.Context, checkedTemplate, map[string]string) ([]string, error){
+		c.concurrency, c.schemas, c.freeNames,
+	} {
+		found, err := check(ctx, tpl, existing)
+		if err != nil {
+			return nil, err
+		}
+		problems = append(problems, found...)
+	}
+	sort.Strings(problems)
+	return problems, nil
+}
+
+// checkedTemplate is what the checks read of a template.
+type checkedTemplate struct {
+	Resources map[string]struct {
+		Type       string
+		Properties map[string]any
+	}
+}
+
+// concurrency: what the template's functions reserve must leave the
+// account the unreserved concurrency Lambda keeps.
+func (c *Checker) concurrency(ctx context.Context, tpl checkedTemplate, existing map[string]string) ([]string, error) {
+	var problems []string
 	reserved, byFn := 0, map[string]int{}
 	for id, r := range tpl.Resources {
 		if r.Type == "AWS::Lambda::Function" {
@@ -153,7 +172,13 @@ func (c *Checker) Check(ctx context.Context, template []byte, stackName string) 
 				reserved, describe(byFn), left, limit, c.Region, UnreservedMinimum, limit+UnreservedMinimum-left))
 		}
 	}
-	// The region's schemas.
+	return problems, nil
+}
+
+// schemas: each resource type, and each property the template gives it,
+// is in the region's CloudFormation schema.
+func (c *Checker) schemas(ctx context.Context, tpl checkedTemplate, _ map[string]string) ([]string, error) {
+	var problems []string
 	types := map[string][]string{}
 	for id, r := range tpl.Resources {
 		if strings.HasPrefix(r.Type, "AWS::") {
@@ -182,7 +207,13 @@ func (c *Checker) Check(ctx context.Context, template []byte, stackName string) 
 			}
 		}
 	}
-	// Fixed names that must be free.
+	return problems, nil
+}
+
+// freeNames: a fixed name the template gives (a backup vault's) is free,
+// or the stack's own.
+func (c *Checker) freeNames(ctx context.Context, tpl checkedTemplate, existing map[string]string) ([]string, error) {
+	var problems []string
 	for id, r := range tpl.Resources {
 		name, literal := r.Properties["BackupVaultName"].(string)
 		if r.Type != "AWS::Backup::BackupVault" || !literal {
@@ -198,7 +229,6 @@ func (c *Checker) Check(ctx context.Context, template []byte, stackName string) 
 			problems = append(problems, fmt.Sprintf("%s: a backup vault named %s already exists in %s and is not this stack's (a retained vault of an earlier, failed deploy?): CloudFormation would fail with AlreadyExists", id, name, c.Region))
 		}
 	}
-	sort.Strings(problems)
 	return problems, nil
 }
 

@@ -34,7 +34,6 @@ var complexityAllowed = map[string]string{
 	"scripts/cmd/localcloud/internal/lambda.Function.Invoke": "31: one invocation's outcomes (init, timeout, crash, response) as the Runtime API defines them",
 	"shared/smoke.RunWith":                                   "29: the smoke test's checks in sequence",
 	"shared/client.Client.Do":                                "29: the Go client's retry loop (idempotency key, Retry-After, backoff)",
-	"scripts/cmd/preflight.Checker.Check":                    "28: the preflight's checks in sequence",
 }
 
 // complexity is gocyclo's cyclomatic complexity of fn.
