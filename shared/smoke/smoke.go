@@ -53,7 +53,28 @@ func RunWith(ctx context.Context, client *http.Client, base, key string, out io.
 	_, _ = rand.Read(nonce[:])
 	absent := hex.EncodeToString(nonce[:4]) + "-0000-4000-8000-" + hex.EncodeToString(nonce[4:10])
 	failed := 0
-	for _, c := range []check{
+	for _, c := range checks(key, absent) {
+		if key == "" && c.path != "/no-such-thing" && c.path != "/matters" && !strings.HasPrefix(c.path, "/docs") && c.path != "/openapi.json" {
+			fmt.Fprintf(out, "skip  %-50s %6s  (no key)\n", c.name, "")
+			continue
+		}
+		start := time.Now()
+		err := c.run(ctx, client, base)
+		took := time.Since(start).Round(time.Millisecond)
+		if err != nil {
+			failed++
+			fmt.Fprintf(out, "FAIL  %-50s %6s  %v\n", c.name, took, err)
+			continue
+		}
+		fmt.Fprintf(out, "ok    %-50s %6s\n", c.name, took)
+	}
+	return failed, nil
+}
+
+// checks are the smoke checks, read-only, with key (none: the public
+// ones only) and a matter id that does not exist.
+func checks(key, absent string) []check {
+	return []check{
 		{"the OpenAPI document is public", "/openapi.json", "", func(st int, h http.Header, b []byte) error {
 			var doc struct {
 				OpenAPI string `json:"openapi"`
@@ -110,22 +131,7 @@ func RunWith(ctx context.Context, client *http.Client, base, key string, out io.
 		{"an unknown path is a JSON 404", "/no-such-thing", key, func(st int, h http.Header, b []byte) error {
 			return errorAnswer(st, h, b, 404, "no_such_endpoint", "")
 		}},
-	} {
-		if key == "" && c.path != "/no-such-thing" && c.path != "/matters" && !strings.HasPrefix(c.path, "/docs") && c.path != "/openapi.json" {
-			fmt.Fprintf(out, "skip  %-50s %6s  (no key)\n", c.name, "")
-			continue
-		}
-		start := time.Now()
-		err := c.run(ctx, client, base)
-		took := time.Since(start).Round(time.Millisecond)
-		if err != nil {
-			failed++
-			fmt.Fprintf(out, "FAIL  %-50s %6s  %v\n", c.name, took, err)
-			continue
-		}
-		fmt.Fprintf(out, "ok    %-50s %6s\n", c.name, took)
 	}
-	return failed, nil
 }
 
 func (c check) run(ctx context.Context, client *http.Client, base string) error {
