@@ -301,79 +301,13 @@ func run(ctx context.Context, o options) (int, error) {
 	// flight, or a crashed one until its 30 s lock lapses) is retried, not
 	// refused.
 	c.MaxRetries = 40
-	p := &progress{total: len(rows), start: time.Now(), tty: isTTY()}
-	refused := map[string]string{} // "kind:source" -> why, for rows that depend on them
+	im := &importer{c: c, rep: rep, st: st, done: done, alias: alias, maxWait: maxWait,
+		p:       &progress{total: len(rows), start: time.Now(), tty: isTTY()},
+		refused: map[string]string{}}
+	p := im.p
 	for _, e := range rows {
-		r, line := e.r, e.line
-		kind, src := r.str("kind"), r.str("source_id")
-		ref := e.ref()
-		id := stateKey(kind, ref)
-		p.step()
-		if _, ok := done[id]; ok {
-			p.skipped++
-			continue
-		}
-		path, ok := paths[kind]
-		if kind == "" || src == "" || !ok {
-			rep.refuse(e, refusal{cause: "row", reason: "each row needs kind (company, person, client, matter, time_entry) and source_id"})
-			p.refused++
-			continue
-		}
-		body, why := resolve(r, done, refused, alias)
-		if why.reason != "" {
-			rep.refuse(e, why)
-			refused[id] = why.reason
-			p.refused++
-			continue
-		}
-		var out struct {
-			Data struct {
-				ID string `json:"id"`
-			} `json:"data"`
-		}
-		resp, err := c.Do(ctx, "POST", path, map[string]string{"Idempotency-Key": idempotencyKey(kind, ref)}, body, &out)
-		var apiErr *client.Error
-		switch {
-		case errors.As(err, &apiErr) && apiErr.Status < 500 && apiErr.RetryAfter == 0:
-			why := problems(r, apiErr)
-			rep.refuse(e, refusal{cause: "api", status: apiErr.Status, field: apiErr.Field, reason: why})
-			refused[id] = why
-			p.refused++
-			continue
-		case errors.As(err, new(*client.WaitTooLongError)):
-			var long *client.WaitTooLongError
-			errors.As(err, &long)
-			return p.refused, fmt.Errorf("row %s %s (line %d): %v; the API asked to wait %s, longer than --max-wait %s: the run stopped (run again later to resume, or raise --max-wait)",
-				kind, cpr.Redact(src), line, long.Err, long.Wait, maxWait)
-		case err != nil:
-			return p.refused, fmt.Errorf("row %s %s (line %d): %w (run again to resume)", kind, cpr.Redact(src), line, err)
-		}
-		done[id] = out.Data.ID
-		if _, err := fmt.Fprintf(st, "{\"row\":%q,\"id\":%q}\n", id, out.Data.ID); err != nil {
+		if err := im.row(ctx, e); err != nil {
 			return p.refused, err
-		}
-		if resp.Replayed {
-			p.skipped++ // created by an earlier run whose state lost it (a kill mid-row): already done
-		} else {
-			p.imported++
-		}
-		p.limit = resp.RateLimit.Limit
-		// Pace under the limit instead of running into 429s.
-		if rl := resp.RateLimit; rl.Limit > 0 && rl.Remaining == 0 {
-			if wait := time.Until(rl.Reset); wait > 0 {
-				if wait > maxWait {
-					return p.refused, fmt.Errorf("the rate limit's window resets in %s (X-RateLimit-Reset), longer than --max-wait %s: the run stopped after row %s %s (line %d) (run again later to resume, or raise --max-wait)",
-						wait.Round(time.Second), maxWait, kind, cpr.Redact(src), line)
-				}
-				select {
-				case <-ctx.Done():
-					return p.refused, ctx.Err()
-				case <-time.After(wait):
-				}
-			}
-		}
-		if ctx.Err() != nil {
-			return p.refused, ctx.Err()
 		}
 	}
 	if err := rep.flush(); err != nil {
@@ -381,6 +315,95 @@ func run(ctx context.Context, o options) (int, error) {
 	}
 	p.finish(reportPath, statePath)
 	return p.refused, nil
+}
+
+// importer sends the rows of one run, in order.
+type importer struct {
+	c       *client.Client
+	rep     reporter
+	st      io.Writer         // the state file: a line per row imported
+	done    map[string]string // "kind:ref" -> the id the API gave it
+	refused map[string]string // "kind:source" -> why, for rows that depend on them
+	alias   map[string]string // kind:source_id -> kind:what the state file and key name it by
+	maxWait time.Duration
+	p       *progress
+}
+
+// row imports one row: skipped when an earlier run did, refused (in the
+// report) when it or a row it needs is wrong; an error stops the run.
+func (im *importer) row(ctx context.Context, e entry) error {
+	r, line := e.r, e.line
+	kind, src := r.str("kind"), r.str("source_id")
+	ref := e.ref()
+	id := stateKey(kind, ref)
+	im.p.step()
+	if _, ok := im.done[id]; ok {
+		im.p.skipped++
+		return nil
+	}
+	path, ok := paths[kind]
+	if kind == "" || src == "" || !ok {
+		im.rep.refuse(e, refusal{cause: "row", reason: "each row needs kind (company, person, client, matter, time_entry) and source_id"})
+		im.p.refused++
+		return nil
+	}
+	body, why := resolve(r, im.done, im.refused, im.alias)
+	if why.reason != "" {
+		im.rep.refuse(e, why)
+		im.refused[id] = why.reason
+		im.p.refused++
+		return nil
+	}
+	var out struct {
+		Data struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	resp, err := im.c.Do(ctx, "POST", path, map[string]string{"Idempotency-Key": idempotencyKey(kind, ref)}, body, &out)
+	var apiErr *client.Error
+	switch {
+	case errors.As(err, &apiErr) && apiErr.Status < 500 && apiErr.RetryAfter == 0:
+		why := problems(r, apiErr)
+		im.rep.refuse(e, refusal{cause: "api", status: apiErr.Status, field: apiErr.Field, reason: why})
+		im.refused[id] = why
+		im.p.refused++
+		return nil
+	case errors.As(err, new(*client.WaitTooLongError)):
+		var long *client.WaitTooLongError
+		errors.As(err, &long)
+		return fmt.Errorf("row %s %s (line %d): %v; the API asked to wait %s, longer than --max-wait %s: the run stopped (run again later to resume, or raise --max-wait)",
+			kind, cpr.Redact(src), line, long.Err, long.Wait, im.maxWait)
+	case err != nil:
+		return fmt.Errorf("row %s %s (line %d): %w (run again to resume)", kind, cpr.Redact(src), line, err)
+	}
+	im.done[id] = out.Data.ID
+	if _, err := fmt.Fprintf(im.st, "{\"row\":%q,\"id\":%q}\n", id, out.Data.ID); err != nil {
+		return err
+	}
+	if resp.Replayed {
+		im.p.skipped++ // created by an earlier run whose state lost it (a kill mid-row): already done
+	} else {
+		im.p.imported++
+	}
+	im.p.limit = resp.RateLimit.Limit
+	// Pace under the limit instead of running into 429s.
+	if rl := resp.RateLimit; rl.Limit > 0 && rl.Remaining == 0 {
+		if wait := time.Until(rl.Reset); wait > 0 {
+			if wait > im.maxWait {
+				return fmt.Errorf("the rate limit's window resets in %s (X-RateLimit-Reset), longer than --max-wait %s: the run stopped after row %s %s (line %d) (run again later to resume, or raise --max-wait)",
+					wait.Round(time.Second), im.maxWait, kind, cpr.Redact(src), line)
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(wait):
+			}
+		}
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return nil
 }
 
 // resolve builds the body: the row without kind/source_id, its reference

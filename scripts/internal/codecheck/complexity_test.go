@@ -30,7 +30,6 @@ var complexityAllowed = map[string]string{
 	"scripts/cmd/localcloud.observability.control":           "45: localcloud's control endpoint, one case per command",
 	"scripts/cmd/fairness.run":                               "41: a command's main, flags then phases in sequence",
 	"scripts/cmd/localcloud.run":                             "37: localcloud's main, start-up steps in sequence",
-	"scripts/cmd/import.run":                                 "34: a command's main, flags then phases in sequence",
 	"scripts/cmd/localcloud/internal/lambda.Function.Invoke": "31: one invocation's outcomes (init, timeout, crash, response) as the Runtime API defines them",
 	"shared/client.Client.Do":                                "29: the Go client's retry loop (idempotency key, Retry-After, backoff)",
 }
