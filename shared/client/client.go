@@ -227,39 +227,11 @@ func (c *Client) Do(ctx context.Context, method, path string, headers map[string
 	}
 	hc := c.httpClient()
 	for attempt := 0; ; attempt++ {
-		req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(raw))
+		r, data, h, err := c.send(ctx, hc, method, u, raw, headers)
 		if err != nil {
-			return Response{}, err
+			return r, err
 		}
-		req.Header.Set("Authorization", "Bearer "+c.Key)
-		if raw != nil {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		for k, v := range headers {
-			req.Header.Set(k, v)
-		}
-		resp, err := hc.Do(req)
-		if err != nil {
-			return Response{}, err
-		}
-		data, err := io.ReadAll(io.LimitReader(resp.Body, c.maxBody()+1))
-		resp.Body.Close()
-		if err != nil {
-			return Response{}, err
-		}
-		if int64(len(data)) > c.maxBody() {
-			return Response{Status: resp.StatusCode}, &TooLargeError{Status: resp.StatusCode, Limit: c.maxBody()}
-		}
-		if resp.StatusCode >= 300 && resp.StatusCode < 400 && resp.Header.Get("Location") != "" {
-			return Response{Status: resp.StatusCode}, &RedirectError{Status: resp.StatusCode, Location: resp.Header.Get("Location")}
-		}
-		r := Response{Status: resp.StatusCode, Replayed: resp.Header.Get("Idempotent-Replayed") == "true", Location: resp.Header.Get("Location")}
-		r.RateLimit.Limit, _ = strconv.Atoi(resp.Header.Get("X-RateLimit-Limit"))
-		r.RateLimit.Remaining, _ = strconv.Atoi(resp.Header.Get("X-RateLimit-Remaining"))
-		if s, err := strconv.ParseInt(resp.Header.Get("X-RateLimit-Reset"), 10, 64); err == nil {
-			r.RateLimit.Reset = time.Unix(s, 0)
-		}
-		if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+		if r.Status >= 200 && r.Status < 300 {
 			if out != nil && len(data) > 0 {
 				if err := json.Unmarshal(data, out); err != nil {
 					return r, fmt.Errorf("decode %s %s: %w", method, path, err)
@@ -267,11 +239,11 @@ func (c *Client) Do(ctx context.Context, method, path string, headers map[string
 			}
 			return r, nil
 		}
-		apiErr := &Error{Status: resp.StatusCode}
+		apiErr := &Error{Status: r.Status}
 		_ = json.Unmarshal(data, apiErr)
-		apiErr.RetryAfter, _ = retryAfter(resp.Header.Get("Retry-After"), time.Now())
-		retryable := resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable ||
-			resp.StatusCode == http.StatusConflict && apiErr.RetryAfter > 0
+		apiErr.RetryAfter, _ = retryAfter(h.Get("Retry-After"), time.Now())
+		retryable := r.Status == http.StatusTooManyRequests || r.Status == http.StatusServiceUnavailable ||
+			r.Status == http.StatusConflict && apiErr.RetryAfter > 0
 		if retryable && apiErr.RetryAfter > c.maxWait() {
 			return r, &WaitTooLongError{Wait: apiErr.RetryAfter, MaxWait: c.maxWait(), Err: apiErr}
 		}
@@ -283,6 +255,45 @@ func (c *Client) Do(ctx context.Context, method, path string, headers map[string
 		}
 		return r, apiErr
 	}
+}
+
+// send makes one attempt of a request: its answer (status, replay,
+// location, rate limit), body and headers; an error is one no retry
+// mends (the connection, a body over MaxBody, a redirect).
+func (c *Client) send(ctx context.Context, hc *http.Client, method, u string, raw []byte, headers map[string]string) (Response, []byte, http.Header, error) {
+	req, err := http.NewRequestWithContext(ctx, method, u, bytes.NewReader(raw))
+	if err != nil {
+		return Response{}, nil, nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.Key)
+	if raw != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return Response{}, nil, nil, err
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, c.maxBody()+1))
+	resp.Body.Close()
+	if err != nil {
+		return Response{}, nil, nil, err
+	}
+	if int64(len(data)) > c.maxBody() {
+		return Response{Status: resp.StatusCode}, nil, nil, &TooLargeError{Status: resp.StatusCode, Limit: c.maxBody()}
+	}
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 && resp.Header.Get("Location") != "" {
+		return Response{Status: resp.StatusCode}, nil, nil, &RedirectError{Status: resp.StatusCode, Location: resp.Header.Get("Location")}
+	}
+	r := Response{Status: resp.StatusCode, Replayed: resp.Header.Get("Idempotent-Replayed") == "true", Location: resp.Header.Get("Location")}
+	r.RateLimit.Limit, _ = strconv.Atoi(resp.Header.Get("X-RateLimit-Limit"))
+	r.RateLimit.Remaining, _ = strconv.Atoi(resp.Header.Get("X-RateLimit-Remaining"))
+	if s, err := strconv.ParseInt(resp.Header.Get("X-RateLimit-Reset"), 10, 64); err == nil {
+		r.RateLimit.Reset = time.Unix(s, 0)
+	}
+	return r, data, resp.Header, nil
 }
 
 // NewIdempotencyKey returns a random key, for creates without a source id.

@@ -31,7 +31,6 @@ var complexityAllowed = map[string]string{
 	"scripts/cmd/fairness.run":                               "41: a command's main, flags then phases in sequence",
 	"scripts/cmd/localcloud.run":                             "37: localcloud's main, start-up steps in sequence",
 	"scripts/cmd/localcloud/internal/lambda.Function.Invoke": "31: one invocation's outcomes (init, timeout, crash, response) as the Runtime API defines them",
-	"shared/client.Client.Do":                                "29: the Go client's retry loop (idempotency key, Retry-After, backoff)",
 }
 
 // complexity is gocyclo's cyclomatic complexity of fn.
