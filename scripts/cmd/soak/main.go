@@ -133,33 +133,47 @@ func (r *Report) failed() bool {
 		r.ServerErrorsOutsideRestarts > 0 || r.StuckSending > 0 || len(r.Problems) > 0
 }
 
-func run() (*Report, error) {
-	minutes, err := durationEnv("SOAK_MINUTES", 10*time.Minute, true)
-	if err != nil {
-		return nil, err
+// settings are the soak's, from its environment (SOAK_*).
+type settings struct {
+	minutes, killEvery, drain time.Duration
+	target                    string
+	orgs                      int
+}
+
+func settingsFromEnv() (settings, error) {
+	var s settings
+	var err error
+	if s.minutes, err = durationEnv("SOAK_MINUTES", 10*time.Minute, true); err != nil {
+		return s, err
 	}
-	killEvery, err := durationEnv("SOAK_KILL_EVERY", 2*time.Minute, false)
-	if err != nil {
-		return nil, err
+	if s.killEvery, err = durationEnv("SOAK_KILL_EVERY", 2*time.Minute, false); err != nil {
+		return s, err
 	}
-	drain, err := durationEnv("SOAK_DRAIN", 5*time.Minute, false)
-	if err != nil {
-		return nil, err
+	if s.drain, err = durationEnv("SOAK_DRAIN", 5*time.Minute, false); err != nil {
+		return s, err
 	}
-	target := os.Getenv("SOAK_TARGET")
-	switch target {
+	switch s.target = os.Getenv("SOAK_TARGET"); s.target {
 	case "":
-		target = "devserver"
+		s.target = "devserver"
 	case "devserver", "localcloud":
 	default:
-		return nil, fmt.Errorf("SOAK_TARGET must be devserver or localcloud, got %q", target)
+		return s, fmt.Errorf("SOAK_TARGET must be devserver or localcloud, got %q", s.target)
 	}
-	orgs := 4
+	s.orgs = 4
 	if v := os.Getenv("SOAK_ORGS"); v != "" {
-		if _, err := fmt.Sscan(v, &orgs); err != nil || orgs < 1 || orgs > 50 {
-			return nil, fmt.Errorf("SOAK_ORGS must be 1 to 50")
+		if _, err := fmt.Sscan(v, &s.orgs); err != nil || s.orgs < 1 || s.orgs > 50 {
+			return s, fmt.Errorf("SOAK_ORGS must be 1 to 50")
 		}
 	}
+	return s, nil
+}
+
+func run() (*Report, error) {
+	set, err := settingsFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	minutes, killEvery, drain, target, orgs := set.minutes, set.killEvery, set.drain, set.target, set.orgs
 	root, err := repoRoot()
 	if err != nil {
 		return nil, err
@@ -216,32 +230,7 @@ func run() (*Report, error) {
 		wg.Go(func() { c.work(ctx) })
 	}
 	wg.Go(func() { rcv.flap(ctx) })
-	wg.Go(func() {
-		t := time.NewTicker(killEvery)
-		defer t.Stop()
-		// localcloud: single function processes, then the whole stack.
-		victims := []string{"stack"}
-		if target == "localcloud" {
-			victims = []string{"delivery", "dispatcher", "matters", "stack"}
-		}
-		for i := 0; ; i++ {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			switch v := victims[i%len(victims)]; v {
-			case "stack":
-				logf("kill -9 the %s", target)
-				if err := srv.restart(); err != nil {
-					logf("restart: %v", err)
-				}
-			default:
-				n := srv.killFunction(v)
-				logf("kill -9 %d process(es) of the %s function", n, v)
-			}
-		}
-	})
+	wg.Go(func() { srv.kill(ctx, killEvery) })
 	wg.Wait()
 	rcv.mode.Store(modeOK)
 	rep.Restarts = int(srv.restarts.Load())
@@ -269,6 +258,60 @@ func run() (*Report, error) {
 			expected[id] = c.org
 		}
 	}
+	rep.drain(rcv, expected, drain)
+	stuck, err := stuckSending(context.Background(), "http://"+srv.dynamo, "soak")
+	if err != nil {
+		rep.Problems = append(rep.Problems, "reading the delivery claims: "+err.Error())
+	}
+	rep.StuckSending = stuck
+	var examples []string
+	rep.AttemptsRedelivered, rep.RedeliveredUnexplained, rep.BadSignatures, rep.DeliveriesReceived, rep.ReceiverFailures, examples = rcv.stats(func(first time.Time) bool {
+		return srv.killedWithin(first, 0, 30*time.Second) // the sender died before it recorded the attempt
+	})
+	rep.Problems = append(rep.Problems, examples...)
+
+	for _, c := range clients {
+		rep.add(c)
+	}
+	if rep.failed() {
+		keep = true
+		return rep, fmt.Errorf("the soak found problems; the %s's log, the answers it gave and its data are in %s", target, work)
+	}
+	return rep, nil
+}
+
+// kill kills the target every interval until ctx ends: under localcloud
+// single function processes in turn, then the whole stack; the devserver
+// whole.
+func (s *server) kill(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	victims := []string{"stack"}
+	if s.name == "localcloud" {
+		victims = []string{"delivery", "dispatcher", "matters", "stack"}
+	}
+	for i := 0; ; i++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		switch v := victims[i%len(victims)]; v {
+		case "stack":
+			logf("kill -9 the %s", s.name)
+			if err := s.restart(); err != nil {
+				logf("restart: %v", err)
+			}
+		default:
+			n := s.killFunction(v)
+			logf("kill -9 %d process(es) of the %s function", n, v)
+		}
+	}
+}
+
+// drain waits, at most drain, for every expected event to reach the
+// receiver, and counts those that did not.
+func (rep *Report) drain(rcv *receiver, expected map[string]string, drain time.Duration) {
 	rep.EventsExpected = len(expected)
 	logf("load over; waiting for every event to be delivered (at most %s)", drain)
 	began := time.Now()
@@ -290,39 +333,26 @@ func run() (*Report, error) {
 			}
 		}
 	}
-	stuck, err := stuckSending(context.Background(), "http://"+srv.dynamo, "soak")
-	if err != nil {
-		rep.Problems = append(rep.Problems, "reading the delivery claims: "+err.Error())
-	}
-	rep.StuckSending = stuck
-	var examples []string
-	rep.AttemptsRedelivered, rep.RedeliveredUnexplained, rep.BadSignatures, rep.DeliveriesReceived, rep.ReceiverFailures, examples = rcv.stats(func(first time.Time) bool {
-		return srv.killedWithin(first, 0, 30*time.Second) // the sender died before it recorded the attempt
-	})
-	rep.Problems = append(rep.Problems, examples...)
+}
 
-	for _, c := range clients {
-		if status, m := c.do("GET", "/webhooks", "", ""); status == 200 {
-			for _, ep := range m["data"].([]any) {
-				if ep.(map[string]any)["is_active"] != true {
-					rep.EndpointsDisabled++
-					rep.Problems = append(rep.Problems, fmt.Sprintf("org %d: its endpoint is disabled at the end, after %v consecutive failures", c.n, ep.(map[string]any)["consecutive_failures"]))
-				}
+// add counts c's part of the report: its endpoint still on, what it
+// created and asked, the errors it met.
+func (rep *Report) add(c *client) {
+	if status, m := c.do("GET", "/webhooks", "", ""); status == 200 {
+		for _, ep := range m["data"].([]any) {
+			if ep.(map[string]any)["is_active"] != true {
+				rep.EndpointsDisabled++
+				rep.Problems = append(rep.Problems, fmt.Sprintf("org %d: its endpoint is disabled at the end, after %v consecutive failures", c.n, ep.(map[string]any)["consecutive_failures"]))
 			}
-		} else {
-			rep.Problems = append(rep.Problems, fmt.Sprintf("org %d: listing its webhooks answered %d", c.n, status))
 		}
-		rep.Created += c.created()
-		rep.Requests += c.requests.Load()
-		rep.ServerErrorsOutsideRestarts += c.errOutside.Load()
-		rep.ServerErrorsInRestarts += c.errInside.Load()
-		rep.Problems = append(rep.Problems, c.problemList()...)
+	} else {
+		rep.Problems = append(rep.Problems, fmt.Sprintf("org %d: listing its webhooks answered %d", c.n, status))
 	}
-	if rep.failed() {
-		keep = true
-		return rep, fmt.Errorf("the soak found problems; the %s's log, the answers it gave and its data are in %s", target, work)
-	}
-	return rep, nil
+	rep.Created += c.created()
+	rep.Requests += c.requests.Load()
+	rep.ServerErrorsOutsideRestarts += c.errOutside.Load()
+	rep.ServerErrorsInRestarts += c.errInside.Load()
+	rep.Problems = append(rep.Problems, c.problemList()...)
 }
 
 func logf(format string, args ...any) {
