@@ -59,7 +59,7 @@ func Load(ctx context.Context, db *store.DB, cfg config.Config, log *slog.Logger
 	// start (PublishStageLimit), for the admin tool's count of keys.
 	return &Env{DB: db, Edge: httpapi.Config{
 		Auth: keys, Sealer: sealer, RateLimit: cfg.RateLimitPerMinute, AcceptedModes: cfg.APIKeyModes,
-		AccessLog: metrics.RequestLog(log, lambdahttp.Dimensions(cfg)), Idempotency: idempotency.NewStore(db, key), Deprecation: lambdahttp.Deprecation(cfg),
+		AccessLog: metrics.RequestLog(log, lambdahttp.Dimensions(cfg)), Log: log, Idempotency: idempotency.NewStore(db, key), Deprecation: lambdahttp.Deprecation(cfg),
 		PublicBaseURL: cfg.PublicBaseURL, BaseURLOf: apiGatewayBaseURL,
 	}}, nil
 }

@@ -87,7 +87,7 @@ func WithRequestDeadline(next http.Handler, margin time.Duration) http.Handler {
 // no store): the edge's request ids, access log (on log, with cfg's
 // request metrics) and deprecation headers only.
 func PublicHandler(cfg config.Config, log *slog.Logger, family string, h httpapi.Handlers) (http.Handler, error) {
-	return httpapi.NewHandler(httpapi.Config{AccessLog: metrics.RequestLog(log, Dimensions(cfg)), Deprecation: Deprecation(cfg)}, map[string]httpapi.Handlers{family: h})
+	return httpapi.NewHandler(httpapi.Config{AccessLog: metrics.RequestLog(log, Dimensions(cfg)), Log: log, Deprecation: Deprecation(cfg)}, map[string]httpapi.Handlers{family: h})
 }
 
 // StartPublic serves PublicHandler as an HTTP API (payload v2) Lambda.
