@@ -72,34 +72,9 @@ type options struct {
 }
 
 func run() error {
-	o := options{}
-	flag.StringVar(&o.mode, "mode", "fairness", "fairness (the runs above) or stream: one organisation raises -rate events a second for -stream-for, written straight into the table as its creates write them, and the dispatcher's iterator age is read from its log (localcloud)")
-	flag.IntVar(&o.rate, "rate", 300, "stream mode: events a second")
-	flag.DurationVar(&o.streamFor, "stream-for", 30*time.Second, "stream mode: how long")
-	flag.BoolVar(&o.streamEndpoint, "stream-endpoint", true, "stream mode: the organisation has an endpoint (a fast receiver), so each event is fanned out")
-	flag.StringVar(&o.target, "target", envOr("FAIRNESS_TARGET", "devserver"), "devserver or localcloud (FAIRNESS_TARGET)")
-	flag.StringVar(&o.root, "root", "", "the repository whose runtime to build and run (default: this one)")
-	flag.IntVar(&o.endpoints, "endpoints", 16, "organisation A's endpoints, each its own URL on the slow receiver")
-	flag.IntVar(&o.replay, "replay", 1000, "events of A's feed replayed to each endpoint")
-	flag.IntVar(&o.quiet, "quiet", 4, "quiet organisations (B, C, …), each with a fast receiver")
-	flag.DurationVar(&o.slow, "slow", 6*time.Second, "how long A's receiver takes to answer 200")
-	flag.DurationVar(&o.baseline, "baseline", 30*time.Second, "the unloaded run")
-	flag.DurationVar(&o.load, "load", 90*time.Second, "the loaded run")
-	flag.DurationVar(&o.drain, "drain", 60*time.Second, "how long live events get to arrive after the creates stop")
-	flag.IntVar(&o.concurrency, "concurrency", 0, "the runtime's delivery concurrency, for the load's ratio (default: the devserver's WEBHOOK_DELIVERY_WORKERS default, or localcloud's template: maximum concurrency × batch size)")
-	flag.IntVar(&o.replaysPerHour, "replays-per-hour", 20000, "WEBHOOK_REPLAYS_PER_HOUR for the run, so that the whole replay is accepted")
-	flag.Float64Var(&o.aRate, "a-rate", 1, "A's matters per second during the load")
-	flag.Float64Var(&o.quietRate, "quiet-rate", 1, "each quiet organisation's matters per second")
-	flag.DurationVar(&o.quietLatencyGoal, "quiet-goal", 2*time.Second, "quiet organisations' p99 may exceed their unloaded p99 by at most this")
-	flag.DurationVar(&o.aLiveGoal, "a-goal", 10*time.Second, "A's own live events' p99 goal")
-	flag.BoolVar(&o.failOnGoal, "fail", false, "exit 1 when a goal is missed (events lost always fail)")
-	flag.BoolVar(&o.keepFolder, "keep", false, "keep the run's folder (the runtime's log) even when it passes")
-	flag.Parse()
-	if o.target != "devserver" && o.target != "localcloud" {
-		return fmt.Errorf("target must be devserver or localcloud, got %q", o.target)
-	}
-	if o.quiet < 1 || o.quiet > 20 || o.endpoints < 1 || o.endpoints > 50 || o.replay < 0 || o.replay > 1000 {
-		return fmt.Errorf("-quiet 1–20, -endpoints 1–50, -replay 0–1000")
+	o, err := parseOptions()
+	if err != nil {
+		return err
 	}
 	root := o.root
 	if root == "" {
@@ -156,30 +131,11 @@ func run() error {
 	if o.mode == "stream" {
 		return streamRun(o, srv, rcv, admin, base, hc)
 	}
-	var orgs []*org
-	for i := range o.quiet + 1 {
-		name := string(rune('A' + i))
-		created, err := admin("org", "create", "--name", "Fairness "+name)
-		if err != nil {
-			return err
-		}
-		key, err := admin("key", "create", "--org", created["id"].(string), "--mode", "test",
-			"--scopes", "matters:read,matters:write,clients:read,clients:write,parties:write,webhooks:manage")
-		if err != nil {
-			return err
-		}
-		g := &org{name: name, id: created["id"].(string), key: key["key"].(string), base: base, hc: hc}
-		if err := g.setup(); err != nil {
-			return fmt.Errorf("organisation %s: %w", name, err)
-		}
-		orgs = append(orgs, g)
+	orgs, err := setupOrgs(o, admin, base, hc, rcv)
+	if err != nil {
+		return err
 	}
 	a, quiet := orgs[0], orgs[1:]
-	for _, g := range quiet {
-		if _, err := g.subscribe(rcv.srv.URL + "/q/" + g.id); err != nil {
-			return err
-		}
-	}
 
 	// A's feed: -replay matters, created before it has any endpoint (no
 	// deliveries), for the replays.
@@ -243,33 +199,7 @@ func run() error {
 
 	// 3. Drain: every live event to every endpoint.
 	logf("the creates stopped; live events get %s to arrive", o.drain)
-	expected := map[string]int{} // event id -> deliveries expected (live)
-	for _, g := range quiet {
-		for _, id := range g.liveEvents() {
-			expected[id] = 1
-		}
-	}
-	for _, id := range a.liveEvents() {
-		expected[id] = o.endpoints
-	}
-	for deadline := time.Now().Add(o.drain); time.Now().Before(deadline); time.Sleep(time.Second) {
-		if rcv.missing(expected) == 0 {
-			break
-		}
-	}
-
-	for _, g := range orgs {
-		row := orgRow{Org: g.name}
-		if g != a {
-			row.Unloaded = rcv.latencies(g.id, base0, baseEnd)
-		}
-		row.Loaded = rcv.latencies(g.id, loadStart, loadEnd)
-		row.InFlightMean, row.InFlightMax = rcv.inFlight(g.id)
-		row.Lost = rcv.missing(subset(expected, g.liveEvents()))
-		row.Created = len(g.liveEvents())
-		rep.Orgs = append(rep.Orgs, row)
-		rep.Lost += row.Lost
-	}
+	rep.collect(rcv, o, orgs, [4]time.Time{base0, baseEnd, loadStart, loadEnd})
 	rep.ReplayDelivered = rcv.replayed()
 	rep.Duplicates = rcv.duplicates()
 	rep.goals(o)
@@ -283,6 +213,104 @@ func run() error {
 		return fmt.Errorf("goals missed: %s; the runtime's log is in %s", strings.Join(rep.Missed, "; "), work)
 	}
 	return nil
+}
+
+// parseOptions reads the command line.
+func parseOptions() (options, error) {
+	o := options{}
+	flag.StringVar(&o.mode, "mode", "fairness", "fairness (the runs above) or stream: one organisation raises -rate events a second for -stream-for, written straight into the table as its creates write them, and the dispatcher's iterator age is read from its log (localcloud)")
+	flag.IntVar(&o.rate, "rate", 300, "stream mode: events a second")
+	flag.DurationVar(&o.streamFor, "stream-for", 30*time.Second, "stream mode: how long")
+	flag.BoolVar(&o.streamEndpoint, "stream-endpoint", true, "stream mode: the organisation has an endpoint (a fast receiver), so each event is fanned out")
+	flag.StringVar(&o.target, "target", envOr("FAIRNESS_TARGET", "devserver"), "devserver or localcloud (FAIRNESS_TARGET)")
+	flag.StringVar(&o.root, "root", "", "the repository whose runtime to build and run (default: this one)")
+	flag.IntVar(&o.endpoints, "endpoints", 16, "organisation A's endpoints, each its own URL on the slow receiver")
+	flag.IntVar(&o.replay, "replay", 1000, "events of A's feed replayed to each endpoint")
+	flag.IntVar(&o.quiet, "quiet", 4, "quiet organisations (B, C, …), each with a fast receiver")
+	flag.DurationVar(&o.slow, "slow", 6*time.Second, "how long A's receiver takes to answer 200")
+	flag.DurationVar(&o.baseline, "baseline", 30*time.Second, "the unloaded run")
+	flag.DurationVar(&o.load, "load", 90*time.Second, "the loaded run")
+	flag.DurationVar(&o.drain, "drain", 60*time.Second, "how long live events get to arrive after the creates stop")
+	flag.IntVar(&o.concurrency, "concurrency", 0, "the runtime's delivery concurrency, for the load's ratio (default: the devserver's WEBHOOK_DELIVERY_WORKERS default, or localcloud's template: maximum concurrency × batch size)")
+	flag.IntVar(&o.replaysPerHour, "replays-per-hour", 20000, "WEBHOOK_REPLAYS_PER_HOUR for the run, so that the whole replay is accepted")
+	flag.Float64Var(&o.aRate, "a-rate", 1, "A's matters per second during the load")
+	flag.Float64Var(&o.quietRate, "quiet-rate", 1, "each quiet organisation's matters per second")
+	flag.DurationVar(&o.quietLatencyGoal, "quiet-goal", 2*time.Second, "quiet organisations' p99 may exceed their unloaded p99 by at most this")
+	flag.DurationVar(&o.aLiveGoal, "a-goal", 10*time.Second, "A's own live events' p99 goal")
+	flag.BoolVar(&o.failOnGoal, "fail", false, "exit 1 when a goal is missed (events lost always fail)")
+	flag.BoolVar(&o.keepFolder, "keep", false, "keep the run's folder (the runtime's log) even when it passes")
+	flag.Parse()
+	if o.target != "devserver" && o.target != "localcloud" {
+		return o, fmt.Errorf("target must be devserver or localcloud, got %q", o.target)
+	}
+	if o.quiet < 1 || o.quiet > 20 || o.endpoints < 1 || o.endpoints > 50 || o.replay < 0 || o.replay > 1000 {
+		return o, fmt.Errorf("-quiet 1–20, -endpoints 1–50, -replay 0–1000")
+	}
+	return o, nil
+}
+
+// setupOrgs makes organisation A and the quiet ones, each with a key and
+// its clients; each quiet one subscribes its fast receiver.
+func setupOrgs(o options, admin func(...string) (map[string]any, error), base string, hc *http.Client, rcv *receiver) ([]*org, error) {
+	var orgs []*org
+	for i := range o.quiet + 1 {
+		name := string(rune('A' + i))
+		created, err := admin("org", "create", "--name", "Fairness "+name)
+		if err != nil {
+			return nil, err
+		}
+		key, err := admin("key", "create", "--org", created["id"].(string), "--mode", "test",
+			"--scopes", "matters:read,matters:write,clients:read,clients:write,parties:write,webhooks:manage")
+		if err != nil {
+			return nil, err
+		}
+		g := &org{name: name, id: created["id"].(string), key: key["key"].(string), base: base, hc: hc}
+		if err := g.setup(); err != nil {
+			return nil, fmt.Errorf("organisation %s: %w", name, err)
+		}
+		orgs = append(orgs, g)
+	}
+	quiet := orgs[1:]
+	for _, g := range quiet {
+		if _, err := g.subscribe(rcv.srv.URL + "/q/" + g.id); err != nil {
+			return nil, err
+		}
+	}
+	return orgs, nil
+}
+
+// collect waits, at most o.drain, for every live event to reach every
+// endpoint, and fills in each organisation's row: its latencies unloaded
+// (at[0] to at[1]) and loaded (at[2] to at[3]), what it had in flight, and
+// what was lost.
+func (rep *report) collect(rcv *receiver, o options, orgs []*org, at [4]time.Time) {
+	expected := map[string]int{} // event id -> deliveries expected (live)
+	for _, g := range orgs[1:] {
+		for _, id := range g.liveEvents() {
+			expected[id] = 1
+		}
+	}
+	for _, id := range orgs[0].liveEvents() {
+		expected[id] = o.endpoints
+	}
+	for deadline := time.Now().Add(o.drain); time.Now().Before(deadline); time.Sleep(time.Second) {
+		if rcv.missing(expected) == 0 {
+			break
+		}
+	}
+
+	for _, g := range orgs {
+		row := orgRow{Org: g.name}
+		if g != orgs[0] {
+			row.Unloaded = rcv.latencies(g.id, at[0], at[1])
+		}
+		row.Loaded = rcv.latencies(g.id, at[2], at[3])
+		row.InFlightMean, row.InFlightMax = rcv.inFlight(g.id)
+		row.Lost = rcv.missing(subset(expected, g.liveEvents()))
+		row.Created = len(g.liveEvents())
+		rep.Orgs = append(rep.Orgs, row)
+		rep.Lost += row.Lost
+	}
 }
 
 // defaultConcurrency is the runtime's delivery concurrency: localcloud's
