@@ -149,19 +149,32 @@ func newAlarms(s *Stack, p *Props) {
 			UsingMetrics: &map[string]awscloudwatch.IMetric{"unauthorized": unauthorized, "requests": s.API.MetricCount(sum(five))},
 			Period:       five, Label: jsii.String("401 %"),
 		}), 25, 2, 3)
-	// The synthetic check: a failed check, or a minute without one (the
-	// schedule or the function broken: zero traffic is not health).
+	// The synthetic check: a failed check (ALARM), or no check at all for
+	// the evaluation's three minutes once it has run (the schedule or the
+	// function broken: zero traffic is not health). Every run publishes
+	// SyntheticCheckFailures (0 when all passed), so a minute without a
+	// point is a minute without a check. Missing data is "missing", not
+	// breaching, and INSUFFICIENT_DATA notifies (and pages) as ALARM does:
+	// an alarm is created in INSUFFICIENT_DATA and CloudWatch acts only on
+	// a change of state, so a new stack, whose check has not run yet, is
+	// not paged (with missing data as breaching it was, on day one), while
+	// a check that ran and stopped takes the alarm from OK (or ALARM) to
+	// INSUFFICIENT_DATA, which pages.
+	// https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarms-and-missing-data.html
+	// https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/alarm-evaluation.html
 	synthetic := awscloudwatch.NewAlarm(s.Stack, jsii.String("synthetic-check-alarm"), &awscloudwatch.AlarmProps{
-		AlarmDescription: jsii.String(runbook{"synthetic-check", critical}.describe("the synthetic check failed, or did not run, in 2 of 3 minutes")),
+		AlarmDescription: jsii.String(runbook{"synthetic-check", critical}.describe("the synthetic check failed in 2 of 3 minutes (ALARM), " +
+			"or stopped running: no check in the last 3 minutes (INSUFFICIENT_DATA, which notifies too; a new stack is not paged before its first check)")),
 		Metric: awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: jsii.String(MetricNamespace), MetricName: jsii.String("SyntheticCheckFailures"),
 			DimensionsMap: &map[string]*string{"Stage": jsii.String(p.Stage)}, Period: minute, Statistic: jsii.String("Sum")}),
 		Threshold: jsii.Number(0), DatapointsToAlarm: jsii.Number(2), EvaluationPeriods: jsii.Number(3),
 		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD,
-		TreatMissingData:   awscloudwatch.TreatMissingData_BREACHING,
+		TreatMissingData:   awscloudwatch.TreatMissingData_MISSING,
 	})
 	for _, act := range []awscloudwatch.IAlarmAction{action, page} {
 		synthetic.AddAlarmAction(act)
 		synthetic.AddOkAction(act)
+		synthetic.AddInsufficientDataAction(act)
 	}
 	for _, fn := range Functions {
 		if fn.Deploy {

@@ -372,9 +372,62 @@ func TestAlarmsGoToTheTopic(t *testing.T) {
 	for _, s := range []string{"5xx", "dead-letter", "webhook endpoint was disabled", "throttled", "invocation errors",
 		"p99 latency", "p99 duration above 80% of its timeout", "oldest message", "DynamoDB throttled", "DynamoDB system errors",
 		"stream is over 5 minutes behind", "failed to dispatch", "were parked", "triggers failed", "gateway refused", "account's Lambda concurrency",
-		"answered 401", "synthetic check failed, or did not run", "the version being released"} {
+		"answered 401", "synthetic check failed", "the version being released"} {
 		if !strings.Contains(all, s) {
 			t.Errorf("no alarm on %s", s)
+		}
+	}
+}
+
+// TestANewStackPagesOnNothingBeforeItsFirstCheck: no alarm treats missing
+// data as breaching (a new stack has no data at all: such an alarm goes
+// into ALARM, and pages, on day one), and the synthetic check's alarm
+// still tells a check that stopped running: its missing data is
+// "missing", so three minutes without a check take it to
+// INSUFFICIENT_DATA, which notifies the topic and pages, as its ALARM
+// does; a new alarm starts in INSUFFICIENT_DATA, and CloudWatch acts only
+// on a change of state.
+func TestANewStackPagesOnNothingBeforeItsFirstCheck(t *testing.T) {
+	for _, stage := range []string{"dev", "prod"} {
+		var topic, pager string
+		for id := range resources(stage, "AWS::SNS::Topic") {
+			if strings.HasPrefix(id, "pager") {
+				pager = id
+			} else if strings.HasPrefix(id, "alarms") {
+				topic = id
+			}
+		}
+		if topic == "" || pager == "" {
+			t.Fatalf("%s: no alarm topic (%q) or pager topic (%q)", stage, topic, pager)
+		}
+		synthetic := 0
+		for id, a := range resources(stage, "AWS::CloudWatch::Alarm") {
+			p := props(a)
+			if p["TreatMissingData"] == "breaching" {
+				t.Errorf("%s: alarm %s treats missing data as breaching: a new stack, with no data yet, pages on it", stage, id)
+			}
+			insufficient, _ := json.Marshal(p["InsufficientDataActions"])
+			if !strings.HasPrefix(id, "syntheticcheckalarm") {
+				if p["InsufficientDataActions"] != nil {
+					t.Errorf("%s: alarm %s notifies on INSUFFICIENT_DATA (%s): only the synthetic check's heartbeat should", stage, id, insufficient)
+				}
+				continue
+			}
+			synthetic++
+			if p["TreatMissingData"] != "missing" || p["MetricName"] != "SyntheticCheckFailures" || p["Period"] != 60.0 ||
+				p["EvaluationPeriods"] != 3.0 || p["DatapointsToAlarm"] != 2.0 {
+				t.Errorf("%s: the synthetic check's alarm: missing data %v, metric %v, period %v, %v of %v; want missing, SyntheticCheckFailures, 60, 2 of 3",
+					stage, p["TreatMissingData"], p["MetricName"], p["Period"], p["DatapointsToAlarm"], p["EvaluationPeriods"])
+			}
+			for _, k := range []string{"AlarmActions", "OKActions", "InsufficientDataActions"} {
+				acts, _ := json.Marshal(p[k])
+				if !strings.Contains(string(acts), topic) || !strings.Contains(string(acts), pager) {
+					t.Errorf("%s: the synthetic check's alarm's %s %s: want the alarm topic and the pager (a check that stopped pages)", stage, k, acts)
+				}
+			}
+		}
+		if synthetic != 1 {
+			t.Errorf("%s: %d synthetic check alarms, want 1", stage, synthetic)
 		}
 	}
 }

@@ -297,6 +297,8 @@ func (o *observability) notify(a *cloudwatch.Alarm, from, to, reason string) {
 		actions = a.AlarmActions
 	case cloudwatch.OK:
 		actions = a.OKActions
+	case cloudwatch.InsufficientData:
+		actions = a.InsufficientDataActions
 	}
 	arn := "arn:aws:cloudwatch:" + stack.Region + ":" + stack.Account + ":alarm:" + a.ID
 	for _, id := range actions {
@@ -562,7 +564,7 @@ func (o *observability) control(ctx context.Context, key string, st *stack.Stack
 		out := map[string]map[string]any{}
 		for id, a := range o.alarms {
 			s, fired := a.State()
-			out[id] = map[string]any{"state": s, "fired": fired, "description": a.Description}
+			out[id] = map[string]any{"state": s, "fired": fired, "lapsed": a.Lapsed(), "notifies_lapse": len(a.InsufficientDataActions) > 0, "description": a.Description}
 		}
 		write(w, 200, out)
 	})

@@ -47,12 +47,26 @@ type Alarm struct {
 	Evaluation, ToAlarm     int
 	Missing                 string
 	AlarmActions, OKActions []string // logical ids of topics
+	// InsufficientDataActions are notified when the alarm goes into
+	// INSUFFICIENT_DATA from another state (not at its creation: an
+	// alarm starts there, and CloudWatch acts only on a change).
+	InsufficientDataActions []string
 
 	mu      sync.Mutex
 	state   string
 	reason  string
 	changed time.Time
 	fired   int // times it went into ALARM
+	lapsed  int // times it went into INSUFFICIENT_DATA from another state
+}
+
+// Lapsed is how many times the alarm went into INSUFFICIENT_DATA from OK
+// or ALARM: its data stopped (an alarm with InsufficientDataActions
+// notifies then).
+func (a *Alarm) Lapsed() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.lapsed
 }
 
 // State is the alarm's state, and how many times it went into ALARM.
@@ -112,15 +126,11 @@ func ParseAlarm(id string, p map[string]any) (*Alarm, error) {
 	default:
 		return nil, fmt.Errorf("alarm %s: comparison %q is not evaluated by localcloud", id, a.Compare)
 	}
-	for _, k := range []string{"AlarmActions", "OKActions"} {
+	for k, to := range map[string]*[]string{"AlarmActions": &a.AlarmActions, "OKActions": &a.OKActions, "InsufficientDataActions": &a.InsufficientDataActions} {
 		acts, _ := p[k].([]any)
 		for _, act := range acts {
 			if ref := refID(act); ref != "" {
-				if k == "AlarmActions" {
-					a.AlarmActions = append(a.AlarmActions, ref)
-				} else {
-					a.OKActions = append(a.OKActions, ref)
-				}
+				*to = append(*to, ref)
 			}
 		}
 	}
@@ -327,8 +337,11 @@ func (e *Evaluator) Evaluate(now time.Time) {
 			breaching, a.Compare, a.Threshold, a.ToAlarm)
 		if to != from {
 			a.state, a.reason, a.changed = to, reason, now
-			if to == InAlarm {
+			switch to {
+			case InAlarm:
 				a.fired++
+			case InsufficientData:
+				a.lapsed++
 			}
 		}
 		a.mu.Unlock()

@@ -155,3 +155,50 @@ func TestStatFindsItsPeriodAmongManyPoints(t *testing.T) {
 		t.Error("a period after the last point has a value")
 	}
 }
+
+// TestAHeartbeatAlarmLapsesOnlyAfterItsFirstData: the synthetic check's
+// alarm (missing data "missing", INSUFFICIENT_DATA actions): created in
+// INSUFFICIENT_DATA, it notifies nothing while no check has run; the
+// first check takes it to OK; three minutes without one take it back to
+// INSUFFICIENT_DATA, which notifies its INSUFFICIENT_DATA actions.
+func TestAHeartbeatAlarmLapsesOnlyAfterItsFirstData(t *testing.T) {
+	s := NewStore()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s.Now = func() time.Time { return now }
+	a, err := ParseAlarm("synthetic", map[string]any{"MetricName": "SyntheticCheckFailures", "Namespace": "PracticeApi", "Statistic": "Sum", "Period": 60.0,
+		"Threshold": 0.0, "ComparisonOperator": "GreaterThanThreshold", "EvaluationPeriods": 3.0, "DatapointsToAlarm": 2.0, "TreatMissingData": "missing",
+		"AlarmActions": []any{map[string]any{"Ref": "topic"}}, "InsufficientDataActions": []any{map[string]any{"Ref": "topic"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.InsufficientDataActions) != 1 || a.InsufficientDataActions[0] != "topic" {
+		t.Fatalf("INSUFFICIENT_DATA actions %v, want [topic]", a.InsufficientDataActions)
+	}
+	var notified []string
+	e := &Evaluator{Store: s, Alarms: []*Alarm{a}, Resolve: func(v any) (string, error) { return v.(string), nil },
+		Notify: func(_ *Alarm, from, to, _ string) { notified = append(notified, from+"→"+to) }}
+	minute := func(put bool) {
+		if put {
+			s.Put(Metric{Namespace: "PracticeApi", Name: "SyntheticCheckFailures", Dims: map[string]string{}}, 0)
+		}
+		now = now.Add(time.Minute)
+		e.Evaluate(now)
+	}
+	for range 5 { // a new stack: no check yet
+		minute(false)
+	}
+	if st, _ := a.State(); st != InsufficientData || len(notified) != 0 || a.Lapsed() != 0 {
+		t.Fatalf("before the first check: %s, notified %v, lapsed %d; want INSUFFICIENT_DATA and nothing notified", st, notified, a.Lapsed())
+	}
+	minute(true)
+	minute(true)
+	if st, _ := a.State(); st != OK {
+		t.Fatalf("after two passing checks: %s, want OK", st)
+	}
+	for range 3 { // the check stopped
+		minute(false)
+	}
+	if st, _ := a.State(); st != InsufficientData || a.Lapsed() != 1 || len(notified) != 2 || notified[1] != "OK→INSUFFICIENT_DATA" {
+		t.Fatalf("three minutes after the last check: %s, lapsed %d, notified %v; want INSUFFICIENT_DATA, notified once", st, a.Lapsed(), notified)
+	}
+}
