@@ -351,6 +351,9 @@ func (o *observability) sampleQueuesOnce() {
 		v, _, _ := q.Counts()
 		o.store.Put(cloudwatch.Metric{Namespace: "AWS/SQS", Name: "ApproximateNumberOfMessagesVisible", Dims: map[string]string{"QueueName": q.Name}}, float64(v))
 		if age, ok := q.OldestAge(time.Now()); ok {
+			if o.manual != nil { // the message's wait on the manual clock
+				age = o.manual.Now().Sub(o.manual.At(time.Now().Add(-age)))
+			}
 			o.store.Put(cloudwatch.Metric{Namespace: "AWS/SQS", Name: "ApproximateAgeOfOldestMessage", Dims: map[string]string{"QueueName": q.Name}},
 				math.Floor(age.Seconds()*o.ageScale))
 		}
@@ -559,6 +562,16 @@ func (o *observability) control(ctx context.Context, key string, st *stack.Stack
 			}
 		}
 		write(w, 404, map[string]string{"message": "no function " + in.Function})
+	})
+	// Each function's invocations: how many began (started) and how many
+	// run now (running), every version's; for the alarm campaign, which
+	// moves the clock on once the invocations it caused have begun.
+	mux.HandleFunc("GET /localcloud/functions", func(w http.ResponseWriter, r *http.Request) {
+		out := map[string]map[string]any{}
+		for id, a := range o.aliases {
+			out[st.Functions[id].Name] = map[string]any{"started": a.Started(), "running": a.Running()}
+		}
+		write(w, 200, out)
 	})
 	mux.HandleFunc("GET /localcloud/alarms", func(w http.ResponseWriter, r *http.Request) {
 		out := map[string]map[string]any{}

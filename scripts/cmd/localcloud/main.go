@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/apigw"
+	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/clock"
 	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/eventsource"
 	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/iam"
 	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/lambda"
@@ -245,7 +246,7 @@ func run() error {
 	srcCtx, stopSources := context.WithCancel(ctx)
 	var sources sync.WaitGroup
 	defer func() { stopSources(); sources.Wait() }()
-	if err := startSources(srcCtx, &sources, st, cfg.Endpoint, streamArn, fns, queues, scale); err != nil {
+	if err := startSources(srcCtx, &sources, st, cfg.Endpoint, streamArn, fns, queues, scale, manual); err != nil {
 		return err
 	}
 	routes := map[string]apigw.Function{}
@@ -272,18 +273,28 @@ func run() error {
 	return localrun.Serve(ctx, apiSrv, ln, engine, base+"/api/v1", func() {
 		slog.Info("localcloud ready", "base_url", base+"/api/v1", "template", tplPath, "functions", len(fns), "routes", len(st.Routes),
 			"queues", len(st.Queues), "sqs_endpoint", sqs.Base, "sqs_access_key_id", operator, "dynamodb_endpoint", cfg.Endpoint, "table", cfg.TableName,
-			"control_endpoint", control, "alarms", len(obs.alarms), "time_scale", scale, "manual_clock", manual != nil)
+			"control_endpoint", control, "api_id", gw.APIID(), "alarms", len(obs.alarms), "time_scale", scale, "manual_clock", manual != nil)
 	})
 }
 
 // startSources starts the template's event source mappings (the table's
 // stream, the queues) and schedule rules, each a goroutine of sources
-// until ctx ends.
-func startSources(ctx context.Context, sources *sync.WaitGroup, st *stack.Stack, engine, streamArn string, fns map[string]*lambda.Alias, queues map[string]*sqsserver.Queue, scale float64) error {
+// until ctx ends. With the manual clock (manual), the rules fire at its
+// ticks instead, each invocation a participant of the clock until it has
+// its answer (the clock moves on once the minute's check and sweep are
+// done, as it does once a deployment has acted; a hang holds only the
+// invocation's end), their retries wait on it, and the stream's iterator
+// age is measured on it.
+func startSources(ctx context.Context, sources *sync.WaitGroup, st *stack.Stack, engine, streamArn string, fns map[string]*lambda.Alias,
+	queues map[string]*sqsserver.Queue, scale float64, manual *clock.Manual) error {
 	streams := dynamodbstreams.New(dynamodbstreams.Options{Region: stack.Region, BaseEndpoint: aws.String(engine),
 		Credentials: credentials.NewStaticCredentialsProvider("local", "local", "")})
 	for _, m := range st.StreamMappings {
-		s := &eventsource.Stream{Spec: m, Fn: lambda.StreamConsumer{Alias: fns[m.Function], Scale: scale}, Client: streams, StreamArn: streamArn}
+		consumer := lambda.StreamConsumer{Alias: fns[m.Function], Scale: scale}
+		if manual != nil {
+			consumer.Age = func(created time.Time) time.Duration { return manual.Now().Sub(manual.At(created)) }
+		}
+		s := &eventsource.Stream{Spec: m, Fn: consumer, Client: streams, StreamArn: streamArn}
 		if m.OnFailure != "" {
 			s.OnFailure = queues[m.OnFailure]
 		}
@@ -302,6 +313,7 @@ func startSources(ctx context.Context, sources *sync.WaitGroup, st *stack.Stack,
 		sources.Go(func() { q.Run(ctx) })
 	}
 	for _, sp := range st.Schedules {
+		every := sp.Every
 		sp.Every = time.Duration(float64(sp.Every) / scale) // EventBridge's clock runs at LOCALCLOUD_TIME_SCALE
 		sch := &schedule.Rule{Spec: sp}
 		for _, t := range sp.Targets {
@@ -315,7 +327,18 @@ func startSources(ctx context.Context, sources *sync.WaitGroup, st *stack.Stack,
 			if t.DeadLetter != "" {
 				at.DeadLetter = queues[t.DeadLetter]
 			}
+			if manual != nil {
+				at.Sleep = manual.Sleep
+			}
 			sch.Targets = append(sch.Targets, at)
+		}
+		if manual != nil {
+			manual.OnTick(func(now time.Time) {
+				if now.Truncate(every).Equal(now) {
+					sch.Fire(ctx, now, func() func() { return manual.Join().Leave })
+				}
+			})
+			continue
 		}
 		sources.Go(func() { sch.Run(ctx) })
 	}

@@ -64,7 +64,7 @@ type Gateway struct {
 func (g *Gateway) APIID() string { return g.apiID }
 
 // record puts a request's metrics and access log fields.
-func (g *Gateway) record(route *gatewayRoute, method string, status int, integrated bool, latency, integration time.Duration, reqID string, line map[string]string) {
+func (g *Gateway) record(at time.Time, route *gatewayRoute, method string, status int, integrated bool, latency, integration time.Duration, reqID string, line map[string]string) {
 	if g.Metrics != nil {
 		// HTTP APIs' dimension sets: ApiId; ApiId and Stage; and, with
 		// detailed metrics, ApiId, Stage, Method and Resource.
@@ -84,7 +84,7 @@ func (g *Gateway) record(route *gatewayRoute, method string, status int, integra
 		}
 		for _, d := range sets {
 			put := func(name string, v float64) {
-				g.Metrics.Put(cloudwatch.Metric{Namespace: "AWS/ApiGateway", Name: name, Dims: d}, v)
+				g.Metrics.PutAt(cloudwatch.Metric{Namespace: "AWS/ApiGateway", Name: name, Dims: d}, v, at)
 			}
 			put("Count", 1)
 			put("4xx", flag(status >= 400 && status < 500))
@@ -233,6 +233,10 @@ func (g *Gateway) match(method, path string) (*gatewayRoute, map[string]string) 
 
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
+	var at time.Time // the request's start on the metrics' clock: its metrics are stamped then
+	if g.Metrics != nil {
+		at = g.Metrics.Now()
+	}
 	reqID := gatewayRequestID()
 	w.Header().Set("Apigw-Requestid", reqID)
 	route, vars := g.match(r.Method, r.URL.EscapedPath())
@@ -256,7 +260,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			attrs = append(attrs, k, line[k])
 		}
 		slog.Info("api gateway", attrs...) // the route key, never the raw path (infra.AccessLogFormat)
-		g.record(route, r.Method, status, integrated, latency, integrationTook, reqID, line)
+		g.record(at, route, r.Method, status, integrated, latency, integrationTook, reqID, line)
 	}()
 	if route == nil {
 		status = http.StatusNotFound

@@ -118,7 +118,11 @@ type Manual struct {
 	sleepers []*sleeper
 	onTick   []func(time.Time)
 	advance  sync.Mutex // one Advance at a time
+	moves    []move     // each time the clock moved, and when (At)
 }
+
+// move is the clock's time from a moment of the wall clock on.
+type move struct{ wall, now, from time.Time }
 
 type sleeper struct {
 	until       time.Time
@@ -146,6 +150,31 @@ func (m *Manual) Now() time.Time {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.now
+}
+
+// At is the clock's time at a moment of the wall clock: what Now
+// answered then. Ages that things keep on the wall clock (a queue's
+// message sent at wall, a stream record created then) are on the manual
+// clock Now().Sub(At(wall)): a message sent before the test moved the
+// clock ten minutes on has waited ten minutes, however little real time
+// passed.
+func (m *Manual) At(wall time.Time) time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	i := sort.Search(len(m.moves), func(i int) bool { return m.moves[i].wall.After(wall) })
+	if i == 0 {
+		if len(m.moves) == 0 {
+			return m.now
+		}
+		return m.moves[0].from
+	}
+	return m.moves[i-1].now
+}
+
+// setNow moves the clock to t (m.mu held) and notes when.
+func (m *Manual) setNow(t time.Time) {
+	m.moves = append(m.moves, move{wall: time.Now(), now: t, from: m.now})
+	m.now = t
 }
 
 // Busy is how many participants are acting (not waiting on the clock).
@@ -270,11 +299,11 @@ func (m *Manual) Advance(d time.Duration, settle time.Duration) (time.Time, erro
 			next, tick = m.sleepers[0].until, false
 		}
 		if next.After(target) {
-			m.now = target
+			m.setNow(target)
 			m.mu.Unlock()
 			return target, nil
 		}
-		m.now = next
+		m.setNow(next)
 		ticks := append([]func(time.Time){}, m.onTick...)
 		m.mu.Unlock()
 		if tick {

@@ -101,3 +101,27 @@ func TestScaledRunsFaster(t *testing.T) {
 		t.Error("a closed wake channel did not end the wait")
 	}
 }
+
+// TestAtIsTheClocksTimeAtAWallMoment: a message sent before the clock
+// moved ten minutes on has waited ten minutes on it.
+func TestAtIsTheClocksTimeAtAWallMoment(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	m := NewManual(start, time.Minute)
+	before := time.Now()
+	if got := m.At(before); !got.Equal(start) {
+		t.Fatalf("before any move: At %v, want %v", got, start)
+	}
+	time.Sleep(2 * time.Millisecond)
+	if _, err := m.Advance(10*time.Minute, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.At(before); !got.Equal(start) {
+		t.Errorf("At(a moment before the advance) %v, want %v", got, start)
+	}
+	if age := m.Now().Sub(m.At(before)); age != 10*time.Minute {
+		t.Errorf("a wait from before the advance: %v on the clock, want 10m", age)
+	}
+	if got := m.At(time.Now()); !got.Equal(start.Add(10 * time.Minute)) {
+		t.Errorf("At(now) %v, want %v", got, start.Add(10*time.Minute))
+	}
+}

@@ -202,3 +202,23 @@ func TestAHeartbeatAlarmLapsesOnlyAfterItsFirstData(t *testing.T) {
 		t.Fatalf("three minutes after the last check: %s, lapsed %d, notified %v; want INSUFFICIENT_DATA, notified once", st, a.Lapsed(), notified)
 	}
 }
+
+// TestPutAtKeepsThePointsInOrder: a point stamped in the past (Lambda's
+// metrics of an invocation that ended late) counts in its own period.
+func TestPutAtKeepsThePointsInOrder(t *testing.T) {
+	s := NewStore()
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	now := base.Add(3 * time.Minute)
+	s.Now = func() time.Time { return now }
+	m := Metric{Namespace: "AWS/Lambda", Name: "Duration", Dims: map[string]string{"FunctionName": "f"}}
+	s.Put(m, 1)
+	s.PutAt(m, 50_000, base.Add(30*time.Second))
+	s.PutAt(m, 40_000, base.Add(90*time.Second))
+	for i, want := range []float64{50_000, 40_000, 0, 1} {
+		from := base.Add(time.Duration(i) * time.Minute)
+		v, ok := s.Stat(m, "Maximum", from, from.Add(time.Minute))
+		if want == 0 && ok || want != 0 && (!ok || v != want) {
+			t.Errorf("minute %d: %v (%v), want %v", i, v, ok, want)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 )
 
 // EMF puts the metrics of one log line in embedded metric format into the
@@ -14,7 +15,13 @@ import (
 // members (a line that is not EMF, or a directive whose members are
 // missing, adds nothing).
 // https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch_Embedded_Metric_Format_Specification.html
-func (s *Store) EMF(line string) int {
+func (s *Store) EMF(line string) int { return s.EMFAt(line, s.Now()) }
+
+// EMFAt is EMF with the line's metrics stamped at: the start of the
+// invocation that wrote it (localcloud's rule for everything an
+// invocation causes, so that on the manual clock an invocation's metrics
+// fall in the minute it began, however long it ran).
+func (s *Store) EMFAt(line string, at time.Time) int {
 	if !strings.Contains(line, `"_aws"`) {
 		return 0
 	}
@@ -45,7 +52,7 @@ func (s *Store) EMF(line string) int {
 			for _, m := range metrics {
 				name, _ := m.(map[string]any)["Name"].(string)
 				if v, found := doc[name].(float64); found {
-					s.Put(Metric{Namespace: ns, Name: name, Dims: dims}, v)
+					s.PutAt(Metric{Namespace: ns, Name: name, Dims: dims}, v, at)
 					n++
 				}
 			}

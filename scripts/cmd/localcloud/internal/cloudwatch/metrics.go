@@ -65,13 +65,28 @@ func (s *Store) Put(m Metric, v float64) {
 	s.points[k] = append(s.points[k], point{s.Now(), v})
 }
 
+// PutAt adds one data point at a time of the past, as a service that
+// publishes a metric late with the time it happened (Lambda stamps an
+// invocation's metrics with its start).
+func (s *Store) PutAt(m Metric, v float64, at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := m.key()
+	pts := s.points[k]
+	i := sort.Search(len(pts), func(i int) bool { return pts[i].at.After(at) })
+	pts = append(pts, point{})
+	copy(pts[i+1:], pts[i:])
+	pts[i] = point{at, v}
+	s.points[k] = pts
+}
+
 // Stat is statistic stat (Sum, Average, Maximum, Minimum, SampleCount,
 // pNN) of m's points in [from, to); ok is false when there are none (a
 // missing data point).
 func (s *Store) Stat(m Metric, stat string, from, to time.Time) (float64, bool) {
 	s.mu.Lock()
-	// Points are appended in time order (Put reads the clock under the
-	// lock): the range is found by binary search, not a scan of every
+	// Points are kept in time order (Put reads the clock under the
+	// lock; PutAt inserts): the range is found by binary search, not a scan of every
 	// point a long run has put.
 	pts := s.points[m.key()]
 	lo := sort.Search(len(pts), func(i int) bool { return !pts[i].at.Before(from) })

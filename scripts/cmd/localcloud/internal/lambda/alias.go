@@ -155,3 +155,19 @@ func (a *Alias) SetFault(ft *Fault) {
 		v.SetFault(ft)
 	}
 }
+
+// Started is how many invocations of the alias's versions have begun
+// (crashed ones too; throttled ones not).
+func (a *Alias) Started() int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var n int64
+	for _, v := range a.versions {
+		n += v.Invocations.Load()
+	}
+	return n
+}
+
+// Running is how many of the function's invocations hold a slot of its
+// concurrency now (every version's: they share it).
+func (a *Alias) Running() int { return len(a.base.Slots) }

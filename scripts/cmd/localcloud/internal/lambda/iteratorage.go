@@ -20,9 +20,13 @@ import (
 // at scale 60 has waited five of the alarms' minutes, as a stream stalled
 // for five of those minutes would be behind. (A function's Duration is not
 // scaled: it is the work the function does, in real time.)
+//
+// With the manual clock, Age measures it on that clock instead (how far
+// the clock moved since the record was created).
 type StreamConsumer struct {
 	*Alias
 	Scale float64
+	Age   func(created time.Time) time.Duration // nil: the wall clock, Scale times over
 }
 
 // Invoke puts the batch's IteratorAge and invokes the function.
@@ -36,8 +40,11 @@ func (c StreamConsumer) Invoke(ctx context.Context, payload []byte, wait time.Du
 	}
 	if m := c.base.Metrics; m != nil && json.Unmarshal(payload, &ev) == nil && len(ev.Records) > 0 {
 		if created := ev.Records[len(ev.Records)-1].DynamoDB.ApproximateCreationDateTime; created > 0 {
-			age := time.Since(time.Unix(0, int64(created*float64(time.Second))))
-			ms := float64(age.Milliseconds()) * max(c.Scale, 1)
+			at := time.Unix(0, int64(created*float64(time.Second)))
+			ms := float64(time.Since(at).Milliseconds()) * max(c.Scale, 1)
+			if c.Age != nil {
+				ms = float64(c.Age(at).Milliseconds())
+			}
 			fn := c.base.Spec.Name
 			for _, d := range []map[string]string{{"FunctionName": fn}, {"FunctionName": fn, "Resource": fn + ":" + c.AliasName}} {
 				m.Put(cloudwatch.Metric{Namespace: "AWS/Lambda", Name: "IteratorAge", Dims: d}, max(ms, 0))

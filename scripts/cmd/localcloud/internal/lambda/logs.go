@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/cloudwatch"
 	"github.com/practice-api/practice-api/shared/cpr"
@@ -38,7 +39,10 @@ type Logger struct {
 
 var levels = map[string]int{"TRACE": 0, "DEBUG": 1, "INFO": 2, "WARN": 3, "WARNING": 3, "ERROR": 4, "FATAL": 5}
 
-func (l *Logger) app(s, minLevel string) {
+// appAt writes one of the function's own lines; its EMF metrics are
+// stamped at: the start of the invocation that wrote it (zero: now, on
+// the metrics' clock).
+func (l *Logger) appAt(s, minLevel string, at time.Time) {
 	if minLevel != "" {
 		var rec struct {
 			Level string `json:"level"`
@@ -54,7 +58,11 @@ func (l *Logger) app(s, minLevel string) {
 	}
 	l.W.line("[" + l.Name + "] " + s)
 	if l.W.Metrics != nil {
-		l.W.Metrics.EMF(s)
+		if at.IsZero() {
+			l.W.Metrics.EMF(s)
+		} else {
+			l.W.Metrics.EMFAt(s, at)
+		}
 	}
 }
 

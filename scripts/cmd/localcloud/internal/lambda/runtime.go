@@ -70,7 +70,8 @@ type Function struct {
 
 // Fault is what a function is made to do for a fault campaign (the
 // control endpoint's /localcloud/faults): crash every invocation (as a
-// process that exits: Runtime.ExitError), be throttled (as when the
+// process that exits: Runtime.ExitError; Delay after it was made, when
+// set, as a process that takes that long to die), be throttled (as when the
 // account's concurrency is spent), be Delay slower to reach (slow: the
 // wait is before the invocation, so the caller sees it and Lambda's
 // Duration does not), or hang: each invocation that starts while the
@@ -90,8 +91,37 @@ func (f *Function) SetFault(ft *Fault) { f.fault.Store(ft) }
 // account's ConcurrentExecutions.
 var running atomic.Int64
 
-// metric puts one of Lambda's metrics of this function.
-func (f *Function) metric(name string, v float64) {
+// answeredKey carries OnAnswer's function in a context.
+type answeredKey struct{}
+
+// OnAnswer is ctx with f to call when an invocation made with it has its
+// answer (or was refused): before a hang holds its end. A caller that
+// waits for the function's work, not its end, leaves then (a scheduled
+// invocation on the manual clock). f may be called more than once.
+func OnAnswer(ctx context.Context, f func()) context.Context {
+	return context.WithValue(ctx, answeredKey{}, f)
+}
+
+func answered(ctx context.Context) {
+	if f, ok := ctx.Value(answeredKey{}).(func()); ok {
+		f()
+	}
+}
+
+// now is the metrics' clock (the wall clock without a store).
+func (f *Function) now() time.Time {
+	if f.Metrics == nil || f.Metrics.Now == nil {
+		return time.Now()
+	}
+	return f.Metrics.Now()
+}
+
+// metric puts one of Lambda's metrics of this function, stamped at, the
+// invocation's start: Lambda stamps its metrics with the time the function
+// was invoked, not when the invocation ended ("The timestamp on a metric
+// reflects when the function was invoked").
+// https://docs.aws.amazon.com/lambda/latest/dg/monitoring-metrics.html
+func (f *Function) metric(name string, v float64, at time.Time) {
 	if f.Metrics == nil {
 		return
 	}
@@ -102,7 +132,7 @@ func (f *Function) metric(name string, v float64) {
 			map[string]string{"FunctionName": f.Spec.Name, "Resource": res, "ExecutedVersion": f.Version})
 	}
 	for _, d := range sets {
-		f.Metrics.Put(cloudwatch.Metric{Namespace: "AWS/Lambda", Name: name, Dims: d}, v)
+		f.Metrics.PutAt(cloudwatch.Metric{Namespace: "AWS/Lambda", Name: name, Dims: d}, v, at)
 	}
 }
 
@@ -118,6 +148,7 @@ type instance struct {
 
 	mu      sync.Mutex
 	current *invocation
+	lastAt  time.Time // the start of the last invocation handed to it (began)
 	initErr string
 
 	oom bool // killed for passing the function's memory size
@@ -130,6 +161,7 @@ type instance struct {
 
 // invocation is one call of the function.
 type invocation struct {
+	at       time.Time // its start on the metrics' clock
 	id       string
 	payload  []byte
 	deadline time.Time
@@ -165,18 +197,26 @@ const NoWait = -1
 // time spent waiting for a free slot (0: as long as ctx allows; NoWait:
 // not at all).
 func (f *Function) Invoke(ctx context.Context, payload []byte, wait time.Duration) (Outcome, string, error) {
+	defer answered(ctx)
+	at := f.now()
 	if ft := f.fault.Load(); ft != nil {
 		switch ft.Kind {
 		case "throttle":
 			f.Throttles.Add(1)
-			f.metric("Throttles", 1)
+			f.metric("Throttles", 1, at)
 			f.out.system(fmt.Sprintf("THROTTLED Function: %s\tReason: ConcurrentInvocationLimitExceeded (a fault)", f.Spec.Name))
 			return Outcome{}, "", ErrThrottled
 		case "crash":
+			if ft.Delay > 0 { // a process that takes that long to die
+				select {
+				case <-time.After(ft.Delay):
+				case <-ctx.Done():
+				}
+			}
 			f.Invocations.Add(1)
 			f.Errors.Add(1)
-			f.metric("Invocations", 1)
-			f.metric("Errors", 1)
+			f.metric("Invocations", 1, at)
+			f.metric("Errors", 1, at)
 			o := Outcome{Status: "crashed", ErrType: "Runtime.ExitError", Body: []byte(`{"errorMessage":"Runtime exited with error: a fault","errorType":"Runtime.ExitError"}`)}
 			f.out.system(fmt.Sprintf("REPORT RequestId: %s\tFunction: %s\tDuration: 0.00 ms\tBilled Duration: 1 ms\tMemory Size: %d MB\tStatus: crashed\tError: %s\tVersion: %s",
 				uuid.NewString(), f.Spec.Name, f.Spec.MemoryMB, o.Body, f.Version))
@@ -193,7 +233,7 @@ func (f *Function) Invoke(ctx context.Context, payload []byte, wait time.Duratio
 		case f.Slots <- struct{}{}:
 		default:
 			f.Throttles.Add(1)
-			f.metric("Throttles", 1)
+			f.metric("Throttles", 1, at)
 			f.out.system(fmt.Sprintf("THROTTLED Function: %s\tReserved Concurrency: %d\tReason: ReservedFunctionConcurrentInvocationLimitExceeded", f.Spec.Name, cap(f.Slots)))
 			return Outcome{}, "", ErrThrottled
 		}
@@ -224,7 +264,7 @@ func (f *Function) Invoke(ctx context.Context, payload []byte, wait time.Duratio
 	if err != nil {
 		return Outcome{}, "", err
 	}
-	inv := &invocation{id: uuid.NewString(), payload: payload, deadline: time.Now().Add(f.Spec.Timeout), done: make(chan Outcome, 1)}
+	inv := &invocation{at: at, id: uuid.NewString(), payload: payload, deadline: time.Now().Add(f.Spec.Timeout), done: make(chan Outcome, 1)}
 	f.Invocations.Add(1)
 	start := time.Now()
 	hang := f.fault.Load()
@@ -232,7 +272,7 @@ func (f *Function) Invoke(ctx context.Context, payload []byte, wait time.Duratio
 		hang = nil
 	}
 	inst.mu.Lock()
-	inst.current = inv
+	inst.current, inst.lastAt = inv, inv.at
 	inst.mu.Unlock()
 	select {
 	case inst.work <- inv:
@@ -258,6 +298,7 @@ func (f *Function) Invoke(ctx context.Context, payload []byte, wait time.Duratio
 			o = inst.crashOutcome()
 		}
 	}
+	answered(ctx)
 	if hang != nil && o.Status != "timeout" {
 		// Hung: it ends Delay after it started, or times out at its
 		// deadline as one that never answers does.
@@ -284,9 +325,9 @@ func (f *Function) Invoke(ctx context.Context, payload []byte, wait time.Duratio
 		f.Timeouts.Add(1)
 		failed = 1
 	}
-	f.metric("Invocations", 1)
-	f.metric("Errors", failed)
-	f.metric("Duration", float64(took.Microseconds())/1000)
+	f.metric("Invocations", 1, at)
+	f.metric("Errors", failed, at)
+	f.metric("Duration", float64(took.Microseconds())/1000, at)
 	f.report(inv.id, took, cold, o, inst)
 	f.release(inst)
 	return o, inv.id, nil
@@ -425,7 +466,7 @@ func (f *Function) start() (*instance, error) {
 			sc := bufio.NewScanner(r)
 			sc.Buffer(make([]byte, 64<<10), 1<<20)
 			for sc.Scan() {
-				f.out.app(sc.Text(), f.Spec.AppLevel)
+				f.out.appAt(sc.Text(), f.Spec.AppLevel, inst.began())
 			}
 		})
 	}
@@ -545,6 +586,17 @@ func (i *instance) next(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write(inv.payload)
 	case <-r.Context().Done():
 	}
+}
+
+// began is the start, on the metrics' clock, of the invocation the
+// process runs or ran last (zero before its first: a line of its init).
+// A line the process wrote before it answered can reach the pipe's
+// reader after the invocation ended: it is still that invocation's (a
+// process runs one at a time).
+func (i *instance) began() time.Time {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.lastAt
 }
 
 func (i *instance) invocation(id string) *invocation {

@@ -8,6 +8,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"sync"
 	"time"
 
 	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/lambda"
@@ -48,6 +49,9 @@ type Target struct {
 	// second: Lambda waits a minute, then two (0: a minute; tests
 	// shorten it).
 	Pause time.Duration
+	// Sleep, when set, is how a retry waits (the manual clock's Sleep);
+	// nil: real time.
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 // Run fires the rule every interval until ctx ends.
@@ -59,13 +63,31 @@ func (s *Rule) Run(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
-			event, _ := json.Marshal(map[string]any{"version": "0", "id": uuid.NewString(), "detail-type": "Scheduled Event", "source": "aws.events",
-				"account": stack.Account, "time": now.UTC().Format(time.RFC3339), "region": stack.Region,
-				"resources": []string{"arn:aws:events:" + stack.Region + ":" + stack.Account + ":rule/" + s.Spec.Rule}, "detail": map[string]any{}})
-			for _, tg := range s.Targets {
-				go tg.invoke(ctx, event)
-			}
+			s.Fire(ctx, now, nil)
 		}
+	}
+}
+
+// Fire invokes each target once, asynchronously, with the scheduled
+// event of now (Run does every interval; on the manual clock, its tick).
+// When join is set, it is called for each target before its invocation,
+// and what it returns once that invocation has its answer or was refused
+// (before a hang holds its end; its retries' do not count).
+func (s *Rule) Fire(ctx context.Context, now time.Time, join func() (answered func())) {
+	event, _ := json.Marshal(map[string]any{"version": "0", "id": uuid.NewString(), "detail-type": "Scheduled Event", "source": "aws.events",
+		"account": stack.Account, "time": now.UTC().Format(time.RFC3339), "region": stack.Region,
+		"resources": []string{"arn:aws:events:" + stack.Region + ":" + stack.Account + ":rule/" + s.Spec.Rule}, "detail": map[string]any{}})
+	for _, tg := range s.Targets {
+		tctx := ctx
+		if join != nil {
+			var once sync.Once
+			answered := join()
+			done := func() { once.Do(answered) }
+			tctx = lambda.OnAnswer(ctx, done)
+			go func() { defer done(); tg.invoke(tctx, event) }()
+			continue
+		}
+		go tg.invoke(tctx, event)
 	}
 }
 
@@ -92,10 +114,17 @@ func (a *Target) invoke(ctx context.Context, event []byte) {
 			}
 			return
 		}
+		pause := time.Duration(attempt+1) * cmp.Or(a.Pause, time.Minute)
+		if a.Sleep != nil {
+			if a.Sleep(ctx, pause) != nil {
+				return
+			}
+			continue
+		}
 		select { // Lambda waits a minute, then two, between async retries
 		case <-ctx.Done():
 			return
-		case <-time.After(time.Duration(attempt+1) * cmp.Or(a.Pause, time.Minute)):
+		case <-time.After(pause):
 		}
 	}
 }
