@@ -18,7 +18,7 @@ help:
 run: dynamodb-local
 	@scripts/devserver
 
-## test: at once, beside one AWS DynamoDB Local for the whole run: make check, the OpenAPI lint, every package's tests (test-packages), the whole runtimes (test-processes) and the end-to-end suite under localcloud (local-cloud-test); the alarm campaign is make local-cloud-alarms
+## test: at once, beside one AWS DynamoDB Local for the whole run: make check, the OpenAPI lint, every package's tests (test-packages), the whole runtimes (test-processes, with localcloud's release rehearsal and alarm campaign) and the end-to-end suite under localcloud (local-cloud-test)
 # They run at once (each one's output as a block when it ends: a failure
 # is read in one piece), since on two cores none of them alone keeps both
 # busy; the engine is scripts/cmd/withengine's, stopped at the end
@@ -32,10 +32,9 @@ test: dynamodb-local
 test-tiers:
 	@$(MAKE) --no-print-directory -j6 -Otarget check oas-lint test-packages test-own-engine test-processes local-cloud-test
 
-## local-cloud-alarms: localcloud's alarm campaign alone (each of the template's alarms fired by the fault that should fire it; about 4 minutes). Not in make test: on its one-second scaled minutes it missed alarms beside the other tiers in two fresh clones of three, and once alone on a quiet machine (12 alarms of its slow phase); it goes back when it runs on localcloud's manual clock, as the release rehearsal does
-ALONE := ^TestEveryAlarmIsFiredByAFault$$
+## local-cloud-alarms: localcloud's alarm campaign alone, with its narrative: each of the template's alarms fired by the fault that should fire it, on the manual clock (LOCALCLOUD_CLOCK=manual: a minute passes when the traffic and invocations the test caused in it have begun or been answered), on a DynamoDB Local of its own; make test runs it too
 local-cloud-alarms: dynamodb-local
-	$(GO) test -count=1 -timeout 10m -run '$(ALONE)' ./scripts/cmd/localcloud/
+	$(GO) test -count=1 -timeout 15m -v -run '^TestEveryAlarmIsFiredByAFault$$' ./scripts/cmd/localcloud/
 
 # The process tier: packages whose tests run whole runtimes as processes
 # (the devserver, localcloud stacks, the e2e suite on the devserver). Their
@@ -60,7 +59,7 @@ test-own-engine: dynamodb-local
 
 ## test-processes: the process tier: the devserver's and localcloud's own tests and the e2e suite on the devserver
 test-processes: dynamodb-local
-	$(GO) test -count=1 -timeout 15m -parallel 4 -skip '$(ALONE)' $(addprefix ./,$(PROCESS_PKGS))
+	$(GO) test -count=1 -timeout 15m -parallel 4 $(addprefix ./,$(PROCESS_PKGS))
 
 ## local-cloud: the synthesized local stage run as deployed: each function's own bootstrap under a Lambda Runtime API, behind the template's HTTP API routes (no Docker, no AWS account)
 local-cloud: dynamodb-local
