@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/practice-api/practice-api/shared/apperr"
 	"github.com/practice-api/practice-api/shared/clock"
 	"github.com/practice-api/practice-api/shared/cpr"
 	"github.com/practice-api/practice-api/shared/httpapi/routes"
@@ -110,8 +111,7 @@ func ServeCreate(w http.ResponseWriter, r *http.Request, endpoint, locationPath 
 		}
 		return
 	}
-	var refused *Error
-	if errors.As(err, &refused) && refused.Status < 500 {
+	if err != nil && IsRefusal(err) {
 		// Refused before its transaction (a body that is not valid, or not
 		// any more: a replay's matter closed since). A key that is bound
 		// answers for the request as for any other: a replay, or 409.
@@ -245,7 +245,7 @@ func (c *CreateRequest) Commit(ctx context.Context, tx *store.TxBuilder, id stri
 			}
 			continue
 		}
-		return &Error{Status: http.StatusConflict, Code: CodeConcurrentChange, RetryAfter: 1, Message: "other requests were changing the same records; nothing was created: retry the request"}
+		return apperr.New(apperr.ConcurrentChange, "other requests were changing the same records; nothing was created: retry the request").After(1)
 	}
 }
 

@@ -5,13 +5,10 @@ package httpapi
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 	"unicode/utf8"
-
-	"github.com/aws/smithy-go"
 
 	"github.com/practice-api/practice-api/shared/cpr"
 )
@@ -69,34 +66,39 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 	_ = enc.Encode(v)
 }
 
-// WriteError is the one place errors become HTTP responses. Messages echo
-// input (a filter value, a field name), so any CPR in them is redacted:
-// the service never returns one, even to the caller who sent it.
+// WriteError is the one place errors become HTTP responses: an edge
+// answer (*Error) as it is, anything else by its kind through the one
+// table (answers, errtable.go). Messages echo input (a filter value, a
+// field name), so any CPR in them is redacted: the service never returns
+// one, even to the caller who sent it. The service's own failures are
+// logged with their cause and answered with a fixed message naming the
+// request id, never the cause.
 func WriteError(w http.ResponseWriter, r *http.Request, err error) {
-	var e *Error
-	if errors.As(err, &e) {
-		if e.RetryAfter > 0 {
-			w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
+	e, log := toError(err)
+	if log != "" {
+		Logger(r.Context()).ErrorContext(r.Context(), log, "err", err, "method", r.Method, "path", r.URL.Path, "request_id", RequestID(r.Context()))
+		switch e.Code {
+		case CodeServiceUnavailable:
+			// Throttling or the store's own failure: nothing was
+			// half-written, and the same request, with the same
+			// Idempotency-Key, can be retried.
+			e.Message = "the data store is temporarily unavailable; retry the request (with the same Idempotency-Key for a create); request id " + RequestID(r.Context())
+		default:
+			e.Message = "internal error; quote request id " + RequestID(r.Context()) + " to support"
 		}
-		WriteJSON(w, e.Status, e.redacted())
-		return
+		e.Field, e.Errors, e.ExistingID = "", nil, ""
 	}
-	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
-		WriteJSON(w, http.StatusRequestEntityTooLarge, &Error{Code: CodePayloadTooLarge, Message: fmt.Sprintf("request body exceeds the limit of %d bytes", tooBig.Limit)})
-		return
+	if e.RetryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(e.RetryAfter))
 	}
-	var opErr *smithy.OperationError
-	if errors.As(err, &opErr) {
-		// The store failed (throttling, an outage): nothing was half-written,
-		// and the same request, with the same Idempotency-Key, can be retried.
-		Logger(r.Context()).ErrorContext(r.Context(), "store unavailable", "err", err, "method", r.Method, "path", r.URL.Path, "request_id", RequestID(r.Context()))
-		w.Header().Set("Retry-After", "1")
-		WriteJSON(w, http.StatusServiceUnavailable, &Error{Code: CodeServiceUnavailable, Message: "the data store is temporarily unavailable; retry the request (with the same Idempotency-Key for a create); request id " + RequestID(r.Context())})
-		return
-	}
-	Logger(r.Context()).ErrorContext(r.Context(), "internal error", "err", err, "method", r.Method, "path", r.URL.Path, "request_id", RequestID(r.Context()))
-	WriteJSON(w, http.StatusInternalServerError, &Error{Code: CodeInternalError, Message: "internal error; quote request id " + RequestID(r.Context()) + " to support"})
+	WriteJSON(w, e.Status, e.redacted())
+}
+
+// IsRefusal reports whether err is answered with a 4xx: the caller's
+// request was refused, rather than the service failing.
+func IsRefusal(err error) bool {
+	e, _ := toError(err)
+	return e.Status < 500
 }
 
 func (e *Error) redacted() *Error {
