@@ -3,14 +3,17 @@ package apitest
 import (
 	"context"
 	"errors"
+	"net/http"
 	"slices"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/practice-api/practice-api/shared/store"
 )
@@ -43,6 +46,29 @@ type Faults struct {
 
 	barrier *barrier
 	delay   func(input any) time.Duration
+	answer  func(ctx context.Context, input any) error
+}
+
+// Answer fails every call for which answer returns an error with that
+// error, before the call reaches the store (nil stops it). ctx is the
+// call's, the request's, so a test can fail one organisation's calls
+// (httpapi.OrgID(ctx)) while others' pass. StoreError builds the error
+// as the SDK reads an engine's answer.
+func (f *Faults) Answer(answer func(ctx context.Context, input any) error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.answer = answer
+}
+
+// StoreError is err (an SDK error type, or a *smithy.GenericAPIError
+// for a code the SDK has no type for, such as AccessDeniedException) as
+// the SDK returns an engine's answer of status to a call: inside the
+// response's error, which the client wraps in the operation's. An
+// Initialize-step fault sits above the SDK's retries, so it is not
+// retried.
+func StoreError(status int, err error) error {
+	resp := &smithyhttp.Response{Response: &http.Response{StatusCode: status, Header: http.Header{}}}
+	return &awshttp.ResponseError{RequestID: "injected", ResponseError: &smithyhttp.ResponseError{Response: resp, Err: err}}
 }
 
 // Delay holds each call for as long as slow says (0: not at all): a slow
@@ -119,6 +145,13 @@ func (f *Faults) Middleware(stack *middleware.Stack) error {
 		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
 			f.hold(in.Parameters)
 			f.mu.Lock()
+			if answer := f.answer; answer != nil {
+				f.mu.Unlock()
+				if err := answer(ctx, in.Parameters); err != nil {
+					return middleware.InitializeOutput{}, middleware.Metadata{}, err
+				}
+				f.mu.Lock()
+			}
 			if slow := f.delay; slow != nil {
 				f.mu.Unlock()
 				if d := slow(in.Parameters); d > 0 {
