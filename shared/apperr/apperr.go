@@ -76,7 +76,15 @@ type Error struct {
 	// RetryAfter, in seconds, is when the request may succeed as sent
 	// (0: not said).
 	RetryAfter int
+	// Problems lists every problem of an Invalid request when there are
+	// several (the first is Field's); Total counts them when Problems
+	// holds only the first of them.
+	Problems []Problem
+	Total    int
 }
+
+// Problem is one invalid field of a request.
+type Problem struct{ Field, Message string }
 
 func (e *Error) Error() string {
 	if e.Field != "" {

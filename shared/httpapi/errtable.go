@@ -142,14 +142,15 @@ func storeKind(err error) apperr.Kind {
 	var resp *awshttp.ResponseError
 	var op *smithy.OperationError
 	switch {
-	case errors.As(err, &resp):
+	case errors.As(err, &resp) && resp.HTTPStatusCode() != 0:
 		// An answer without a code the SDK could read.
 		if resp.HTTPStatusCode() >= 500 {
 			return apperr.Unavailable
 		}
 		return apperr.Internal
 	case errors.As(err, &op):
-		// No answer: the connection failed, or the call's deadline passed.
+		// No answer: the connection failed, or the call's deadline
+		// passed (the SDK's error then holds a response of status 0).
 		return apperr.Unavailable
 	}
 	return apperr.Internal
@@ -170,8 +171,22 @@ func toError(err error) (e *Error, log string) {
 	if e.RetryAfter == 0 {
 		e.RetryAfter = a.RetryAfter
 	}
-	if de.Field != "" {
+	switch {
+	case len(de.Problems) > 0:
+		e.Errors, e.ErrorsTotal = make([]FieldError, len(de.Problems)), de.Total
+		for i, p := range de.Problems {
+			e.Errors[i] = FieldError{Field: p.Field, Message: p.Message}
+		}
+	case de.Field != "":
 		e.Errors = []FieldError{{Field: de.Field, Message: de.Message}}
 	}
 	return e, a.Log
+}
+
+// AnswerOf is the answer WriteError gives err, before redaction (and,
+// for the service's own failures, before their fixed message): tests of
+// domain code check a refusal's status, code, field and message with it.
+func AnswerOf(err error) *Error {
+	e, _ := toError(err)
+	return e
 }

@@ -92,6 +92,7 @@ func TestErrorTable(t *testing.T) {
 		{"a 5xx without a code", &smithy.OperationError{ServiceID: "DynamoDB", OperationName: "Query", Err: &awshttp.ResponseError{ResponseError: &smithyhttp.ResponseError{Response: &smithyhttp.Response{Response: &http.Response{StatusCode: 502}}, Err: errors.New("bad gateway")}}}, unavailable},
 		{"retries spent on throttling", sdkError(400, &retry.MaxAttemptsError{Attempt: 3, Err: &ddbtypes.ThrottlingException{}}), unavailable},
 		{"the store call's deadline", &smithy.OperationError{ServiceID: "DynamoDB", OperationName: "Query", Err: fmt.Errorf("request send failed: %w", context.DeadlineExceeded)}, unavailable},
+		{"the store call's deadline, as the SDK returns it", &smithy.OperationError{ServiceID: "DynamoDB", OperationName: "UpdateItem", Err: &awshttp.ResponseError{ResponseError: &smithyhttp.ResponseError{Response: &smithyhttp.Response{Response: &http.Response{}}, Err: &aws.RequestCanceledError{Err: context.DeadlineExceeded}}}}, unavailable},
 		{"no connection", &smithy.OperationError{ServiceID: "DynamoDB", OperationName: "Query", Err: &net.OpError{Op: "dial", Err: errors.New("connection refused")}}, unavailable},
 	} {
 		t.Run(c.name, func(t *testing.T) {
