@@ -26,10 +26,11 @@ var (
 	// edge is what every HTTP API function links: its settings, the
 	// middleware (which holds the store's key and cursor types and the
 	// keys' and idempotency records' stores), logs, metrics and the
-	// Lambda adapter (lambdahttp), and clock (waits that end with their
-	// request). The meta function is this and its document.
+	// Lambda adapter (lambdahttp), clock (waits that end with their
+	// request), and the domain errors (apperr) the middleware maps to
+	// answers. The meta function is this and its document.
 	edge = []string{
-		"shared/clock", "shared/config", "shared/cpr", "shared/httpapi", "shared/httpapi/routes", "shared/auth", "shared/idempotency",
+		"shared/apperr", "shared/clock", "shared/config", "shared/cpr", "shared/httpapi", "shared/httpapi/routes", "shared/auth", "shared/idempotency",
 		"shared/store", "shared/logs", "shared/metrics", "shared/lambdahttp",
 	}
 	// family is what every function of a family on the store links

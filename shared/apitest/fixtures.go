@@ -2,7 +2,6 @@ package apitest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/practice-api/practice-api/shared/billing"
 	"github.com/practice-api/practice-api/shared/httpapi"
+	"github.com/practice-api/practice-api/shared/idempotency"
 	"github.com/practice-api/practice-api/shared/matter"
 	"github.com/practice-api/practice-api/shared/party"
 	"github.com/practice-api/practice-api/shared/store"
@@ -141,8 +141,8 @@ func Matter(client *party.Client, status matter.Status, updated time.Time) *matt
 // of the table-driven tests beside the domain packages.
 func WantInvalid(t testing.TB, err error, field, says string) {
 	t.Helper()
-	var he *httpapi.Error
-	if !errors.As(err, &he) || he.Status != http.StatusUnprocessableEntity {
+	he := httpapi.AnswerOf(err)
+	if err == nil || he.Status != http.StatusUnprocessableEntity {
 		t.Errorf("got %v, want a 422 on %s", err, field)
 		return
 	}
@@ -183,7 +183,7 @@ type BodyCase struct{ Body, Field, Says string }
 func RefusesBodies(t testing.TB, create httpapi.CreateFunc, now time.Time, cases ...BodyCase) {
 	t.Helper()
 	for _, c := range cases {
-		_, _, err := create(context.Background(), &httpapi.CreateRequest{Org: "org", Body: []byte(c.Body), Now: now})
+		_, _, err := create(context.Background(), &idempotency.Create{Org: "org", Body: []byte(c.Body), Now: now})
 		WantInvalid(t, err, c.Field, c.Says)
 	}
 }

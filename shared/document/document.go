@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/practice-api/practice-api/shared/apperr"
 	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/matter"
 	"github.com/practice-api/practice-api/shared/outbox"
@@ -221,7 +222,7 @@ func parseFilter(q url.Values) (Filter, error) {
 		return Filter{}, err
 	}
 	if utf8.RuneCountInString(f.Folder) > MaxName {
-		return Filter{}, httpapi.Invalid("folder", "folder is longer than %d characters", MaxName)
+		return Filter{}, apperr.Invalidf("folder", "folder is longer than %d characters", MaxName)
 	}
 	f.UpdatedSince, err = httpapi.SinceParam(q, "updated_since")
 	return f, err

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"net/http"
 	"slices"
 	"sort"
 	"strconv"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/practice-api/practice-api/shared/apperr"
 	"github.com/practice-api/practice-api/shared/cpr"
 )
 
@@ -25,7 +25,7 @@ import (
 type Body struct {
 	fields map[string]json.RawMessage
 	used   map[string]bool
-	errs   []FieldError
+	errs   []apperr.Problem
 }
 
 // DecodeBody parses raw as one JSON object and refuses any CPR in it: a
@@ -38,13 +38,13 @@ func DecodeBody(raw []byte) (*Body, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	if err := dec.Decode(&fields); err != nil || fields == nil {
-		return nil, Invalid("body", "the request body must be a JSON object")
+		return nil, apperr.Invalidf("body", "the request body must be a JSON object")
 	}
 	if dec.More() {
-		return nil, Invalid("body", "the request body must be a single JSON object")
+		return nil, apperr.Invalidf("body", "the request body must be a single JSON object")
 	}
 	if path, dup := duplicateKey(raw); dup {
-		return nil, Invalid(cpr.Redact(path), "%s is sent more than once; send each field once", cpr.Redact(path))
+		return nil, apperr.Invalidf(cpr.Redact(path), "%s is sent more than once; send each field once", cpr.Redact(path))
 	}
 	b := &Body{fields: fields, used: map[string]bool{}}
 	b.refuseCPR()
@@ -177,7 +177,7 @@ func (b *Body) Fail(field, format string, args ...any) {
 	if field == "" {
 		field = "body"
 	}
-	b.errs = append(b.errs, FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
+	b.errs = append(b.errs, apperr.Problem{Field: field, Message: fmt.Sprintf(format, args...)})
 }
 
 func (b *Body) take(name string, required bool) (json.RawMessage, bool) {
@@ -369,11 +369,11 @@ func (b *Body) Err() error {
 		return nil
 	}
 	msg := b.errs[0].Message
-	e := &Error{Status: http.StatusUnprocessableEntity, Field: b.errs[0].Field, Errors: b.errs}
+	e := &apperr.Error{Kind: apperr.Invalid, Field: b.errs[0].Field, Problems: b.errs}
 	switch n := len(b.errs); {
 	case n > MaxProblems:
 		msg = fmt.Sprintf("%s (and %d more problems; errors lists the first %d)", msg, n-1, MaxProblems)
-		e.Errors, e.ErrorsTotal = b.errs[:MaxProblems], n
+		e.Problems, e.Total = b.errs[:MaxProblems], n
 	case n > 1:
 		msg = fmt.Sprintf("%s (and %d more problems, listed in errors)", msg, n-1)
 	}

@@ -9,36 +9,19 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"time"
 	"unicode/utf8"
 
-	"github.com/practice-api/practice-api/shared/apperr"
-	"github.com/practice-api/practice-api/shared/clock"
 	"github.com/practice-api/practice-api/shared/cpr"
 	"github.com/practice-api/practice-api/shared/httpapi/routes"
 	"github.com/practice-api/practice-api/shared/idempotency"
-	"github.com/practice-api/practice-api/shared/store"
 )
 
 // MaxIdempotencyKey is the longest Idempotency-Key accepted, in characters.
 const MaxIdempotencyKey = 255
 
-// CreateRequest is what a create sees: the caller, the validated-to-be body,
-// the clock, and the key binding to put in its transaction.
-type CreateRequest struct {
-	Org      string
-	ClientID string
-	Body     []byte
-	Now      time.Time
-	idem     IdempotencyKeys
-	binding  idempotency.Binding
-	location func(id string) string
-	answer   []byte // the resource as JSON, as bound with the key
-}
-
 // CreateFunc validates req.Body and creates the resource in one transaction
 // committed with req.Commit. It returns the resource's id and the resource.
-type CreateFunc func(ctx context.Context, req *CreateRequest) (id string, resource any, err error)
+type CreateFunc func(ctx context.Context, req *idempotency.Create) (id string, resource any, err error)
 
 // ServeCreate is the one idempotency wrapper of every POST create:
 //
@@ -59,7 +42,7 @@ type CreateFunc func(ctx context.Context, req *CreateRequest) (id string, resour
 //
 // A create that would write before its transaction (an auto-numbered
 // matter takes its number from a counter) looks its key up first
-// (CreateRequest.CheckKey), so that a replay writes nothing.
+// (idempotency.Create.CheckKey), so that a replay writes nothing.
 //
 // locationPath is the resource's path below /api/v1 ("/people"), or ""
 // for resources without a single read (no Location header).
@@ -84,13 +67,12 @@ func ServeCreate(w http.ResponseWriter, r *http.Request, endpoint, locationPath 
 	}
 	now := env.now()
 	b := idempotency.Binding{Org: env.client.OrgID, Endpoint: endpoint, Key: key, BodyHash: canonicalHash(raw), Now: now}
-	req := &CreateRequest{Org: env.client.OrgID, ClientID: env.client.ID, Body: raw, Now: now, idem: env.idem, binding: b,
-		location: func(id string) string {
-			if locationPath == "" {
-				return ""
-			}
-			return AbsoluteURL(r, routes.Prefix+locationPath+"/"+id)
-		}}
+	req := idempotency.NewCreate(env.idem, b, env.client.ID, raw, func(id string) string {
+		if locationPath == "" {
+			return ""
+		}
+		return AbsoluteURL(r, routes.Prefix+locationPath+"/"+id)
+	})
 	id, resource, err := create(r.Context(), req)
 	var taken *idempotency.Taken
 	if errors.As(err, &taken) {
@@ -124,17 +106,17 @@ func ServeCreate(w http.ResponseWriter, r *http.Request, endpoint, locationPath 
 		WriteError(w, r, err)
 		return
 	}
-	if loc := req.location(id); loc != "" {
+	if loc := req.Location(id); loc != "" {
 		w.Header().Set("Location", loc)
 	}
-	if req.answer == nil {
+	if req.Answer() == nil {
 		WriteJSON(w, http.StatusCreated, Data(resource))
 		return
 	}
 	// The bytes the key was bound with: a replay answers the same.
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusCreated)
-	_, _ = io.WriteString(w, `{"data":`+string(req.answer)+"}\n")
+	_, _ = io.WriteString(w, `{"data":`+string(req.Answer())+"}\n")
 }
 
 // answerBound answers a request whose key is bound: a replay of the first
@@ -181,73 +163,6 @@ func AbsoluteURL(r *http.Request, path string) string {
 type baseURLKeyType struct{}
 
 var baseURLKey baseURLKeyType
-
-// CheckKey looks the request's key up before a create writes anything
-// outside its transaction (a counter): a bound key ends the create with
-// *idempotency.Taken, which ServeCreate answers, so that a replay writes
-// nothing. Creates that write only in their transaction need not call it.
-func (c *CreateRequest) CheckKey(ctx context.Context) error {
-	rec, err := c.idem.Lookup(ctx, c.binding.Org, c.binding.Endpoint, c.binding.Key, false, c.binding.Now)
-	if err != nil {
-		return err
-	}
-	if rec != nil {
-		return &idempotency.Taken{Record: rec}
-	}
-	return nil
-}
-
-// txAttempts bounds the commits of a create whose transaction lost to a
-// concurrent one on its other items (two creates checking the same client):
-// nothing was written, so it is simply sent again.
-const txAttempts = 3
-
-// Commit adds the key's binding for (id, resource) to tx and commits. When
-// conditions fail, explain turns the failed items into the client's error
-// (a 422 naming the conflict); a binding that fails is
-// idempotency.ErrKeyTaken, which ServeCreate answers.
-func (c *CreateRequest) Commit(ctx context.Context, tx *store.TxBuilder, id string, resource any, explain func(*store.TxFailed) error) error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false) // as WriteJSON writes it
-	if err := enc.Encode(resource); err != nil {
-		return err
-	}
-	resp := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
-	bind, err := c.idem.Item(c.binding, id, c.location(id), resp)
-	if err != nil {
-		return err
-	}
-	bi := tx.Add(bind)
-	for attempt := 1; ; attempt++ {
-		err = tx.Commit(ctx)
-		if err == nil {
-			c.answer = resp
-			return nil
-		}
-		var failed *store.TxFailed
-		if !errors.As(err, &failed) {
-			return err
-		}
-		switch {
-		case failed.Has(bi):
-			return &idempotency.Taken{Record: idempotency.RecordOf(failed.Items[bi], c.binding.Now)}
-		case failed.Conflict(bi):
-			return &idempotency.Taken{}
-		case len(failed.Failed) > 0:
-			if xerr := explain(failed); xerr != nil {
-				return xerr
-			}
-			return err
-		case attempt < txAttempts:
-			if err := clock.Sleep(ctx, time.Duration(attempt*attempt)*20*time.Millisecond); err != nil {
-				return err
-			}
-			continue
-		}
-		return apperr.New(apperr.ConcurrentChange, "other requests were changing the same records; nothing was created: retry the request").After(1)
-	}
-}
 
 // keyProblem is the 422 of a missing or unusable Idempotency-Key.
 func keyProblem(field, format string, args ...any) *Error {

@@ -136,7 +136,7 @@ type edge struct {
 func newEdge(t *testing.T, cfg httpapi.Config) *edge {
 	t.Helper()
 	e := &edge{t: t, keys: newFakeKeys(), records: &fakeRecords{}, now: time.Date(2026, 3, 2, 10, 0, 20, 0, time.UTC)}
-	e.create = func(context.Context, *httpapi.CreateRequest) (string, any, error) {
+	e.create = func(context.Context, *idempotency.Create) (string, any, error) {
 		return "", nil, httpapi.Invalid("name", "name is required")
 	}
 	if cfg.Auth == nil {
@@ -155,7 +155,7 @@ func newEdge(t *testing.T, cfg httpapi.Config) *edge {
 		name := rt.Name
 		families[rt.Family][name] = func(w http.ResponseWriter, r *http.Request) {
 			if strings.HasSuffix(name, ".create") {
-				httpapi.ServeCreate(w, r, name, "/things", func(ctx context.Context, req *httpapi.CreateRequest) (string, any, error) {
+				httpapi.ServeCreate(w, r, name, "/things", func(ctx context.Context, req *idempotency.Create) (string, any, error) {
 					return e.create(ctx, req)
 				})
 				return
@@ -523,7 +523,7 @@ func TestEdgeAccessLogRedactsCPR(t *testing.T) {
 		})
 	}
 	// An answer whose message quotes the CPR is redacted too.
-	e.create = func(context.Context, *httpapi.CreateRequest) (string, any, error) {
+	e.create = func(context.Context, *idempotency.Create) (string, any, error) {
 		return "", nil, httpapi.Invalid("010190-1234", "unknown field 010190-1234")
 	}
 	t.Run("a message quoting a CPR", func(t *testing.T) {
@@ -647,7 +647,7 @@ func TestServeCreateKeyRules(t *testing.T) {
 		}
 	})
 	t.Run("a key still in flight", func(t *testing.T) {
-		e.create = func(context.Context, *httpapi.CreateRequest) (string, any, error) {
+		e.create = func(context.Context, *idempotency.Create) (string, any, error) {
 			return "", nil, &idempotency.Taken{}
 		}
 		e := *e

@@ -8,7 +8,9 @@ import (
 
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/practice-api/practice-api/shared/apperr"
 	"github.com/practice-api/practice-api/shared/httpapi"
+	"github.com/practice-api/practice-api/shared/idempotency"
 	"github.com/practice-api/practice-api/shared/outbox"
 	"github.com/practice-api/practice-api/shared/party"
 	"github.com/practice-api/practice-api/shared/store"
@@ -38,7 +40,7 @@ const maxNumberAttempts = 5
 // status active requires the client's KYC to be approved and unexpired,
 // checked inside the create's transaction so that no concurrent KYC change
 // slips between check and write.
-func (s *Store) Create(ctx context.Context, req *httpapi.CreateRequest) (string, any, error) {
+func (s *Store) Create(ctx context.Context, req *idempotency.Create) (string, any, error) {
 	b, err := httpapi.DecodeBody(req.Body)
 	if err != nil {
 		return "", nil, err
@@ -90,13 +92,13 @@ func (s *Store) Create(ctx context.Context, req *httpapi.CreateRequest) (string,
 			if auto && attempt+1 < maxNumberAttempts {
 				continue
 			}
-			return "", nil, httpapi.AlreadyExists("matter_number", m.ID, "the matter number %s is already used in your organisation (matter %s)", m.MatterNumber, m.ID)
+			return "", nil, apperr.AlreadyExistsf("matter_number", m.ID, "the matter number %s is already used in your organisation (matter %s)", m.MatterNumber, m.ID)
 		}
 		return m.ID, m, err
 	}
 }
 
-func (s *Store) create(ctx context.Context, req *httpapi.CreateRequest, m *Matter) error {
+func (s *Store) create(ctx context.Context, req *idempotency.Create, m *Matter) error {
 	id, err := ID(ctx, s.db, req.Org, m.MatterNumber)
 	if err != nil {
 		return err
@@ -131,11 +133,11 @@ func (s *Store) create(ctx context.Context, req *httpapi.CreateRequest, m *Matte
 }
 
 // explainClient says why the client condition failed: no such client, or KYC.
-func (s *Store) explainClient(ctx context.Context, req *httpapi.CreateRequest, m *Matter) error {
+func (s *Store) explainClient(ctx context.Context, req *idempotency.Create, m *Matter) error {
 	pk, sk := party.ClientKey(req.Org, m.ClientID)
 	c, err := store.ReadInto[party.Client](ctx, s.db, pk, sk)
 	if errors.Is(err, store.ErrNotFound) {
-		return httpapi.Invalid("client_id", "no client with id %s exists in your organisation; create the engagement with POST /clients first", m.ClientID)
+		return apperr.Invalidf("client_id", "no client with id %s exists in your organisation; create the engagement with POST /clients first", m.ClientID)
 	}
 	if err != nil {
 		return err
@@ -144,7 +146,7 @@ func (s *Store) explainClient(ctx context.Context, req *httpapi.CreateRequest, m
 	if c.KYCStatus == party.KYCApproved {
 		why = "its KYC approval expired at " + c.KYCExpiresAt
 	}
-	return httpapi.Invalid("status", "the matter cannot be imported as active: the client's KYC is not in order (%s); import it with status dormant and activate it in the application once KYC is approved", why)
+	return apperr.Invalidf("status", "the matter cannot be imported as active: the client's KYC is not in order (%s); import it with status dormant and activate it in the application once KYC is approved", why)
 }
 
 // Event is the matter as webhook events carry it: identifiers and status.

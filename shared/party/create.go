@@ -3,7 +3,9 @@ package party
 import (
 	"context"
 
+	"github.com/practice-api/practice-api/shared/apperr"
 	"github.com/practice-api/practice-api/shared/httpapi"
+	"github.com/practice-api/practice-api/shared/idempotency"
 	"github.com/practice-api/practice-api/shared/outbox"
 	"github.com/practice-api/practice-api/shared/store"
 )
@@ -25,7 +27,7 @@ const (
 // spelling that reads the same) collides with the first. The address is
 // stored as sent, in NFC (CheckEmail). A CPR is refused wherever and
 // however it appears, as in every write body (httpapi.DecodeBody).
-func (s *Store) CreatePerson(ctx context.Context, req *httpapi.CreateRequest) (string, any, error) {
+func (s *Store) CreatePerson(ctx context.Context, req *idempotency.Create) (string, any, error) {
 	b, err := httpapi.DecodeBody(req.Body)
 	if err != nil {
 		return "", nil, err
@@ -54,7 +56,7 @@ func (s *Store) CreatePerson(ctx context.Context, req *httpapi.CreateRequest) (s
 	}
 	err = req.Commit(ctx, tx, p.ID, p, func(f *store.TxFailed) error {
 		if f.Has(pi) {
-			return httpapi.AlreadyExists("email", p.ID, "another person in your organisation already has the e-mail %s, or one that reads the same "+
+			return apperr.AlreadyExistsf("email", p.ID, "another person in your organisation already has the e-mail %s, or one that reads the same "+
 				"(person %s); e-mail addresses are unique among people, compared in Unicode's compatibility form and without case", p.Email, p.ID)
 		}
 		return nil
@@ -66,7 +68,7 @@ func (s *Store) CreatePerson(ctx context.Context, req *httpapi.CreateRequest) (s
 // unique among the organisation's companies: the company's id is derived
 // from it. It raises company.created; its enrichment starts from the
 // table's stream (the company's insert): see Enricher.
-func (s *Store) CreateCompany(ctx context.Context, req *httpapi.CreateRequest) (string, any, error) {
+func (s *Store) CreateCompany(ctx context.Context, req *idempotency.Create) (string, any, error) {
 	b, err := httpapi.DecodeBody(req.Body)
 	if err != nil {
 		return "", nil, err
@@ -95,7 +97,7 @@ func (s *Store) CreateCompany(ctx context.Context, req *httpapi.CreateRequest) (
 	}
 	err = req.Commit(ctx, tx, c.ID, c, func(f *store.TxFailed) error {
 		if f.Has(ci) {
-			return httpapi.AlreadyExists("cvr", c.ID, "the CVR %s is already held by company %s in your organisation; CVRs are unique among companies", c.CVR, c.ID)
+			return apperr.AlreadyExistsf("cvr", c.ID, "the CVR %s is already held by company %s in your organisation; CVRs are unique among companies", c.CVR, c.ID)
 		}
 		return nil
 	})
@@ -107,7 +109,7 @@ func (s *Store) CreateCompany(ctx context.Context, req *httpapi.CreateRequest) (
 
 // CreateClient engages exactly one party of the caller's organisation,
 // once: the engagement's id is derived from its party's.
-func (s *Store) CreateClient(ctx context.Context, req *httpapi.CreateRequest) (string, any, error) {
+func (s *Store) CreateClient(ctx context.Context, req *idempotency.Create) (string, any, error) {
 	b, err := httpapi.DecodeBody(req.Body)
 	if err != nil {
 		return "", nil, err
@@ -144,9 +146,9 @@ func (s *Store) CreateClient(ctx context.Context, req *httpapi.CreateRequest) (s
 	err = req.Commit(ctx, tx, c.ID, c, func(f *store.TxFailed) error {
 		switch {
 		case f.Has(pi):
-			return httpapi.Invalid(field, "no %s with id %s exists in your organisation; import the party first", c.Type, c.PartyID())
+			return apperr.Invalidf(field, "no %s with id %s exists in your organisation; import the party first", c.Type, c.PartyID())
 		case f.Has(ci):
-			return httpapi.AlreadyExists(field, c.ID, "this %s is already engaged as client %s; a party can have one engagement", c.Type, c.ID)
+			return apperr.AlreadyExistsf(field, c.ID, "this %s is already engaged as client %s; a party can have one engagement", c.Type, c.ID)
 		}
 		return nil
 	})

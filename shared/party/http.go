@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 
+	"github.com/practice-api/practice-api/shared/apperr"
 	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/store"
 )
@@ -60,12 +61,12 @@ func parseCompanyFilter(q url.Values) (CompanyFilter, error) {
 		return CompanyFilter{}, err
 	}
 	if utf8.RuneCountInString(raw) > MaxCVRParam {
-		return CompanyFilter{}, httpapi.Invalid("cvr", "cvr is longer than %d characters", MaxCVRParam)
+		return CompanyFilter{}, apperr.Invalidf("cvr", "cvr is longer than %d characters", MaxCVRParam)
 	}
 	if raw != "" {
 		f.CVR = DigitsOnly(raw)
 		if f.CVR == "" || len(f.CVR) > 20 {
-			return CompanyFilter{}, httpapi.Invalid("cvr", "cvr must contain digits (formatting characters are ignored), e.g. 12345678")
+			return CompanyFilter{}, apperr.Invalidf("cvr", "cvr must contain digits (formatting characters are ignored), e.g. 12345678")
 		}
 	}
 	return f, nil

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/practice-api/practice-api/shared/apperr"
 	"github.com/practice-api/practice-api/shared/billing"
 	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/store"
@@ -138,7 +139,7 @@ func (s *Store) TimeSummary(ctx context.Context, org, from, to string) (TimeSumm
 		}
 	}
 	if n := max(len(byUser), len(byMatter)); n > MaxGroups {
-		return TimeSummary{}, httpapi.Invalid("date_to", "the range holds time of %d matters or users; a report answers at most %d: ask for a shorter range", n, MaxGroups)
+		return TimeSummary{}, apperr.Invalidf("date_to", "the range holds time of %d matters or users; a report answers at most %d: ask for a shorter range", n, MaxGroups)
 	}
 	r.ByStatus, r.ByUser, r.ByMatter = groups(byStatus), groups(byUser), groups(byMatter)
 	return r, nil
@@ -167,7 +168,7 @@ func (s *Store) WIP(ctx context.Context, org string) (WIP, error) {
 		}
 	}
 	if len(byMatter) > MaxGroups {
-		return WIP{}, httpapi.Invalid("type", "%d matters hold unbilled time; the report answers at most %d: list them with /time-entries?status=… instead", len(byMatter), MaxGroups)
+		return WIP{}, apperr.Invalidf("type", "%d matters hold unbilled time; the report answers at most %d: list them with /time-entries?status=… instead", len(byMatter), MaxGroups)
 	}
 	for _, m := range byMatter {
 		r.Matters = append(r.Matters, *m)
@@ -232,7 +233,7 @@ func Handlers(s *Store) httpapi.Handlers {
 	return httpapi.Handlers{"reports.get": func(w http.ResponseWriter, r *http.Request) {
 		typ := r.PathValue("type")
 		if !slices.Contains(Types, typ) {
-			httpapi.WriteError(w, r, &httpapi.Error{Status: http.StatusNotFound, Message: "no report " + typ + "; reports: " + strings.Join(Types, ", ")})
+			httpapi.WriteError(w, r, &apperr.Error{Kind: apperr.NotFound, Message: "no report " + typ + "; reports: " + strings.Join(Types, ", ")})
 			return
 		}
 		v, err := s.run(r.Context(), httpapi.OrgID(r.Context()), typ, r.URL.Query(), httpapi.Now(r.Context()))
@@ -252,14 +253,14 @@ func (s *Store) run(ctx context.Context, org, typ string, q url.Values, now time
 		case err != nil:
 			return nil, err
 		case from == "":
-			return nil, httpapi.Invalid("date_from", "date_from is required (YYYY-MM-DD)")
+			return nil, apperr.Invalidf("date_from", "date_from is required (YYYY-MM-DD)")
 		case to == "":
-			return nil, httpapi.Invalid("date_to", "date_to is required (YYYY-MM-DD)")
+			return nil, apperr.Invalidf("date_to", "date_to is required (YYYY-MM-DD)")
 		}
 		f, _ := time.Parse(time.DateOnly, from)
 		t, _ := time.Parse(time.DateOnly, to)
 		if t.Sub(f) >= MaxSpanDays*24*time.Hour {
-			return nil, httpapi.Invalid("date_to", "the range may span at most %d days; ask for several ranges", MaxSpanDays)
+			return nil, apperr.Invalidf("date_to", "the range may span at most %d days; ask for several ranges", MaxSpanDays)
 		}
 		return s.TimeSummary(ctx, org, from, to)
 	case "wip":

@@ -2,7 +2,6 @@ package report
 
 import (
 	"context"
-	"errors"
 	"net/url"
 	"strings"
 	"testing"
@@ -38,8 +37,8 @@ func TestParametersAreCheckedBeforeAnyRead(t *testing.T) {
 	} {
 		q, _ := url.ParseQuery(c.query)
 		_, err := s.run(context.Background(), "org", c.typ, q, now)
-		var he *httpapi.Error
-		if !errors.As(err, &he) || he.Field != c.field || !strings.Contains(he.Message, c.says) {
+		he := httpapi.AnswerOf(err)
+		if err == nil || he.Status != 422 || he.Field != c.field || !strings.Contains(he.Message, c.says) {
 			t.Errorf("%s?%s: %v, want a 422 on %s", c.typ, c.query, err, c.field)
 		}
 	}

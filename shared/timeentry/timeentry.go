@@ -11,7 +11,9 @@ import (
 
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/practice-api/practice-api/shared/apperr"
 	"github.com/practice-api/practice-api/shared/httpapi"
+	"github.com/practice-api/practice-api/shared/idempotency"
 	"github.com/practice-api/practice-api/shared/matter"
 	"github.com/practice-api/practice-api/shared/outbox"
 	"github.com/practice-api/practice-api/shared/store"
@@ -213,7 +215,7 @@ func (s *Store) Find(ctx context.Context, org, id string) (TimeEntry, error) {
 
 // Create imports a time entry in draft on an open matter. hourly_rate falls
 // back to the matter's; user_id falls back to the API client that logs it.
-func (s *Store) Create(ctx context.Context, req *httpapi.CreateRequest) (string, any, error) {
+func (s *Store) Create(ctx context.Context, req *idempotency.Create) (string, any, error) {
 	b, err := httpapi.DecodeBody(req.Body)
 	if err != nil {
 		return "", nil, err
@@ -236,13 +238,13 @@ func (s *Store) Create(ctx context.Context, req *httpapi.CreateRequest) (string,
 	mpk, msk := matter.Key(req.Org, t.MatterID)
 	m, err := store.ReadInto[matter.Matter](ctx, s.db, mpk, msk)
 	if errors.Is(err, store.ErrNotFound) {
-		return "", nil, httpapi.Invalid("matter_id", "no matter with id %s exists in your organisation", t.MatterID)
+		return "", nil, apperr.Invalidf("matter_id", "no matter with id %s exists in your organisation", t.MatterID)
 	}
 	if err != nil {
 		return "", nil, err
 	}
 	if !m.Status.Open() {
-		return "", nil, httpapi.Invalid("matter_id", "matter %s is %s; time can be logged on active and dormant matters only", m.ID, m.Status)
+		return "", nil, apperr.Invalidf("matter_id", "matter %s is %s; time can be logged on active and dormant matters only", m.ID, m.Status)
 	}
 	switch {
 	case rate != nil:
@@ -250,7 +252,7 @@ func (s *Store) Create(ctx context.Context, req *httpapi.CreateRequest) (string,
 	case m.HourlyRate != nil:
 		t.HourlyRate = *m.HourlyRate
 	default:
-		return "", nil, httpapi.Invalid("hourly_rate", "matter %s has no hourly_rate, so the entry needs one%s", m.ID, httpapi.MoneyHint)
+		return "", nil, apperr.Invalidf("hourly_rate", "matter %s has no hourly_rate, so the entry needs one%s", m.ID, httpapi.MoneyHint)
 	}
 	if t.UserID == "" {
 		t.UserID = req.ClientID

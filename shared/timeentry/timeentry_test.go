@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/practice-api/practice-api/shared/apitest"
-	"github.com/practice-api/practice-api/shared/httpapi"
+	"github.com/practice-api/practice-api/shared/idempotency"
 	"github.com/practice-api/practice-api/shared/matter"
 	"github.com/practice-api/practice-api/shared/party"
 	"github.com/practice-api/practice-api/shared/timeentry"
@@ -129,10 +129,10 @@ func TestTimeGoesOnOpenMattersWithARate(t *testing.T) {
 		}
 		e.Put(org, m)
 		body := fmt.Sprintf(`{"matter_id":%q,"date":"2025-03-01","duration_minutes":30}`, m.ID)
-		_, _, err := s.Create(context.Background(), &httpapi.CreateRequest{Org: org, Body: []byte(body), Now: t0})
+		_, _, err := s.Create(context.Background(), &idempotency.Create{Org: org, Body: []byte(body), Now: t0})
 		apitest.WantInvalid(t, err, c.field, c.says)
 	}
-	_, _, err := s.Create(context.Background(), &httpapi.CreateRequest{Org: org, Now: t0,
+	_, _, err := s.Create(context.Background(), &idempotency.Create{Org: org, Now: t0,
 		Body: []byte(`{"matter_id":"0b0f6e3c-4a51-4d1c-9d3e-2f1a8c6b7e10","date":"2025-03-01","duration_minutes":30}`)})
 	apitest.WantInvalid(t, err, "matter_id", "no matter with id")
 }

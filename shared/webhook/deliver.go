@@ -20,6 +20,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/practice-api/practice-api/shared/apperr"
 	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/metrics"
 	"github.com/practice-api/practice-api/shared/netguard"
@@ -572,7 +573,7 @@ const TestTimeout = 8 * time.Second
 func (d *Deliverer) SendTest(ctx context.Context, org, endpointID string) (Attempt, error) {
 	e, err := d.Store.Get(ctx, org, endpointID)
 	if errors.Is(err, store.ErrNotFound) {
-		return Attempt{}, httpapi.NotFound("webhook endpoint")
+		return Attempt{}, apperr.Missing("webhook endpoint")
 	}
 	if err != nil {
 		return Attempt{}, err
@@ -603,7 +604,7 @@ func (d *Deliverer) SendTest(ctx context.Context, org, endpointID string) (Attem
 func (d *Deliverer) Retry(ctx context.Context, org, endpointID, deliveryID string) (map[string]any, error) {
 	e, err := d.Store.Get(ctx, org, endpointID)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, httpapi.NotFound("webhook endpoint")
+		return nil, apperr.Missing("webhook endpoint")
 	}
 	if err != nil {
 		return nil, err
@@ -611,33 +612,33 @@ func (d *Deliverer) Retry(ctx context.Context, org, endpointID, deliveryID strin
 	var a Attempt
 	deliveryID, ok := httpapi.PathID(deliveryID)
 	if !ok {
-		return nil, httpapi.NotFound("delivery")
+		return nil, apperr.Missing("delivery")
 	}
 	if err := d.Store.db.Get(ctx, DeliveriesPK(org, e.ID), attemptSK(deliveryID), &a); errors.Is(err, store.ErrNotFound) {
-		return nil, httpapi.NotFound("delivery")
+		return nil, apperr.Missing("delivery")
 	} else if err != nil {
 		return nil, err
 	}
 	switch {
 	case a.EventType == outbox.WebhookTest:
-		return nil, &httpapi.Error{Status: http.StatusConflict, Message: "test deliveries are not retried: send a new one with POST /webhooks/{id}/test"}
+		return nil, &apperr.Error{Kind: apperr.Conflict, Message: "test deliveries are not retried: send a new one with POST /webhooks/{id}/test"}
 	case a.Succeeded:
-		return nil, &httpapi.Error{Status: http.StatusConflict, Message: "that delivery succeeded; there is nothing to retry"}
+		return nil, &apperr.Error{Kind: apperr.Conflict, Message: "that delivery succeeded; there is nothing to retry"}
 	case !e.IsActive:
-		return nil, &httpapi.Error{Status: http.StatusConflict, Message: "the endpoint is disabled; PATCH it with is_active true first"}
+		return nil, &apperr.Error{Kind: apperr.Conflict, Message: "the endpoint is disabled; PATCH it with is_active true first"}
 	}
 	done, before, err := d.Store.deliveries(ctx, org, e.ID, a.EventID)
 	switch {
 	case err != nil:
 		return nil, err
 	case done:
-		return nil, &httpapi.Error{Status: http.StatusConflict, Message: "that event has been delivered to this endpoint since (a later attempt succeeded); there is nothing to retry"}
+		return nil, &apperr.Error{Kind: apperr.Conflict, Message: "that event has been delivered to this endpoint since (a later attempt succeeded); there is nothing to retry"}
 	}
 	// The job names the event by its place in the feed (the attempt's
 	// envelope holds its sequence); the worker reads it as stored.
 	var logged outbox.Message
 	if err := json.Unmarshal([]byte(a.Envelope), &logged); err != nil || logged.Sequence == 0 {
-		return nil, &httpapi.Error{Status: http.StatusConflict, Message: "that delivery's event is not in the event feed any more; there is nothing to resend"}
+		return nil, &apperr.Error{Kind: apperr.Conflict, Message: "that delivery's event is not in the event feed any more; there is nothing to resend"}
 	}
 	// Numbered after every attempt of the event before it (at least
 	// after the one it resends), so a receiver's log reads in order.

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/practice-api/practice-api/shared/apperr"
 	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/outbox"
 )
@@ -47,13 +48,13 @@ func feedTypesParam(q url.Values) ([]outbox.Type, error) {
 		return nil, err
 	}
 	if len(v) > MaxTypesParam {
-		return nil, httpapi.Invalid("event_types", "event_types is longer than %d characters: name each type once", MaxTypesParam)
+		return nil, apperr.Invalidf("event_types", "event_types is longer than %d characters: name each type once", MaxTypesParam)
 	}
 	var types []outbox.Type
 	for _, n := range strings.Split(v, ",") {
 		t, err := outbox.ParseType(strings.TrimSpace(n))
 		if err != nil {
-			return nil, httpapi.Invalid("event_types", "%s (event_types is a comma-separated list)", err.Error())
+			return nil, apperr.Invalidf("event_types", "%s (event_types is a comma-separated list)", err.Error())
 		}
 		if !slices.Contains(types, t) {
 			types = append(types, t)
@@ -70,7 +71,7 @@ func afterParam(q url.Values) (int64, error) {
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil || n < 0 || n > outbox.MaxAfter {
-		return 0, httpapi.Invalid("after", "after must be a sequence: a whole number from 0 to %d (the meta.next_after of the page before, or the sequence of the last event you have)", int64(outbox.MaxAfter))
+		return 0, apperr.Invalidf("after", "after must be a sequence: a whole number from 0 to %d (the meta.next_after of the page before, or the sequence of the last event you have)", int64(outbox.MaxAfter))
 	}
 	return n, nil
 }
@@ -178,14 +179,14 @@ func replayError(err error) error {
 		if busy.Queued < 0 {
 			progress = fmt.Sprintf("it is being queued, or its count was not recorded; %d events have had their first attempt so far", busy.Done)
 		}
-		return &httpapi.Error{Status: http.StatusConflict, RetryAfter: busy.RetryAfter,
+		return &apperr.Error{Kind: apperr.Conflict, RetryAfter: busy.RetryAfter,
 			Message: fmt.Sprintf("a replay to this endpoint's URL is in progress (%s: %s); "+
 				"one replay per URL of an organisation runs at a time, whichever endpoint names it: send this one again once it has finished", busy.ID, progress)}
 	case errors.As(err, &spent):
-		return &httpapi.Error{Status: http.StatusTooManyRequests, Code: httpapi.CodeReplayBudgetExhausted, RetryAfter: spent.RetryAfter,
+		return &apperr.Error{Kind: apperr.BudgetExhausted, RetryAfter: spent.RetryAfter,
 			Message: fmt.Sprintf("the organisation has replayed %d events this hour (UTC), its budget; nothing was queued or changed: send this again after Retry-After", spent.Limit)}
 	case errors.Is(err, errEndpointOff):
-		return &httpapi.Error{Status: http.StatusConflict, Message: "the endpoint is disabled; nothing is delivered to it until it is re-enabled: " +
+		return &apperr.Error{Kind: apperr.Conflict, Message: "the endpoint is disabled; nothing is delivered to it until it is re-enabled: " +
 			"PATCH it with is_active true (and replay_since, to queue what it missed in the same step)"}
 	}
 	return err

@@ -18,6 +18,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/uuid"
 
+	"github.com/practice-api/practice-api/shared/apperr"
 	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/outbox"
 	"github.com/practice-api/practice-api/shared/queue"
@@ -391,7 +392,7 @@ func unsubscribed(e *Endpoint, types []outbox.Type) error {
 	if len(not) == 0 {
 		return nil
 	}
-	return httpapi.Invalid("event_types", "the endpoint is not subscribed to %s, so its deliveries would be dropped; "+
+	return apperr.Invalidf("event_types", "the endpoint is not subscribed to %s, so its deliveries would be dropped; "+
 		"replay the types it takes (%s), or PATCH its event_types first", strings.Join(not, ", "), strings.Join(outbox.Names(e.EventTypes), ", "))
 }
 

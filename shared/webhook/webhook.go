@@ -26,6 +26,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/uuid"
 
+	"github.com/practice-api/practice-api/shared/apperr"
 	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/outbox"
 	"github.com/practice-api/practice-api/shared/store"
@@ -247,7 +248,7 @@ func (s *Store) Create(ctx context.Context, org string, raw []byte, now time.Tim
 	err = tx.Commit(ctx)
 	var failed *store.TxFailed
 	if errors.As(err, &failed) && failed.Has(ci) {
-		return Endpoint{}, httpapi.Invalid("url", "an organisation can have at most %d webhook endpoints; delete one first", MaxEndpoints)
+		return Endpoint{}, apperr.Invalidf("url", "an organisation can have at most %d webhook endpoints; delete one first", MaxEndpoints)
 	}
 	e.Secret = secret // shown once, in the answer; the table holds it sealed
 	return e, err
@@ -509,7 +510,7 @@ type handlers struct {
 }
 
 // noEndpoint is the 404 of every route with an endpoint id.
-func noEndpoint() error { return httpapi.NotFound("webhook endpoint") }
+func noEndpoint() error { return apperr.Missing("webhook endpoint") }
 
 // endpointID is the request's {id}, or the 404 of an id that cannot be one.
 func endpointID(r *http.Request) (string, error) {
@@ -666,11 +667,11 @@ func (h *handlers) rotateSecret(w http.ResponseWriter, r *http.Request) {
 	var inGrace *ErrSecretInGrace
 	switch {
 	case errors.Is(err, ErrRotated):
-		err = &httpapi.Error{Status: http.StatusConflict, Message: "another request rotated this endpoint's secret at the same time, and its secret is the current one; " +
+		err = &apperr.Error{Kind: apperr.Conflict, Message: "another request rotated this endpoint's secret at the same time, and its secret is the current one; " +
 			"nothing was changed by this request. Rotate again if you need a secret of your own (the one before it then stops signing after the grace period)"}
 	case errors.As(err, &inGrace):
 		now := httpapi.Now(r.Context())
-		err = &httpapi.Error{Status: http.StatusConflict, RetryAfter: max(1, int(inGrace.Until.Sub(now).Seconds()+0.999)),
+		err = &apperr.Error{Kind: apperr.Conflict, RetryAfter: max(1, int(inGrace.Until.Sub(now).Seconds()+0.999)),
 			Message: fmt.Sprintf("the secret before the current one still signs until %s (its grace period); a rotation with a grace period now "+
 				"would end that one early, so nothing was changed. Rotate again after it, or now with grace_period_seconds 0, which retires "+
 				"the current secret at once and leaves the previous one signing until its time", inGrace.Until.UTC().Format(time.RFC3339))}
