@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 
 	"github.com/practice-api/practice-api/shared/config"
@@ -30,8 +31,20 @@ func TestAColdStartOnAnUnavailableStoreAnswers503(t *testing.T) {
 		}
 		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusTeapot) }), nil
 	}}
-	if !StoreUnavailable(outage) || StoreUnavailable(errors.New("DELIVERY_QUEUE_URL: not set")) {
-		t.Fatal("StoreUnavailable tells the wrong errors apart")
+	for _, c := range []struct {
+		name        string
+		err         error
+		unavailable bool
+	}{
+		{"a deadline", outage, true},
+		{"throttling", &smithy.OperationError{ServiceID: "DynamoDB", OperationName: "GetItem", Err: &ddbtypes.ProvisionedThroughputExceededException{}}, true},
+		{"a setting", errors.New("DELIVERY_QUEUE_URL: not set"), false},
+		{"a denied call", &smithy.OperationError{ServiceID: "DynamoDB", OperationName: "GetItem", Err: &smithy.GenericAPIError{Code: "AccessDeniedException"}}, false},
+		{"a missing table", &smithy.OperationError{ServiceID: "DynamoDB", OperationName: "GetItem", Err: &ddbtypes.ResourceNotFoundException{}}, false},
+	} {
+		if StoreUnavailable(c.err) != c.unavailable {
+			t.Errorf("%s: StoreUnavailable = %v", c.name, !c.unavailable)
+		}
 	}
 	var mu sync.Mutex
 	got := map[int]int{}

@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/smithy-go"
 	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
 	"github.com/practice-api/practice-api/shared/config"
@@ -136,10 +135,11 @@ func buildWithin(build Build, ctx context.Context, cfg config.Config, log *slog.
 }
 
 // StoreUnavailable reports whether err is the store's failure to answer
-// (a call's error, a deadline), not a mistake a retry cannot mend.
+// (throttling, its own failure, a deadline: what the edge's error table
+// answers 503), not a mistake a retry cannot mend (a denied call, a
+// missing table: the init fails, as any broken build).
 func StoreUnavailable(err error) bool {
-	var op *smithy.OperationError
-	return errors.As(err, &op) || errors.Is(err, context.DeadlineExceeded)
+	return errors.Is(err, context.DeadlineExceeded) || httpapi.AnswerOf(err).Status == http.StatusServiceUnavailable
 }
 
 // coldStart is a function whose build met an unavailable store: each
