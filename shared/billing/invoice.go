@@ -225,7 +225,7 @@ type Filter struct {
 // sort-key range of every index but GSI7, which orders by last change:
 // there the issue dates are a filter expression, as updated_since is on
 // the others. Lines are left out.
-func (s *Store) List(ctx context.Context, org string, req httpapi.ListRequest[Filter]) ([]Invoice, store.StartKey, error) {
+func (s *Store) List(ctx context.Context, org string, req store.ListRequest[Filter]) ([]Invoice, store.StartKey, error) {
 	f := req.Filter
 	q := store.ListQuery{Index: "GSI1", PK: store.Collection(org, "INV"), Limit: req.PerPage, After: req.After}
 	if f.UpdatedSince != "" && f.MatterID == "" && f.ClientID == "" {

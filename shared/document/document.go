@@ -89,7 +89,7 @@ type Filter struct {
 }
 
 // List: matter_id → GSI2, folder → GSI3 (the other as a filter), else GSI1.
-func (s *Store) List(ctx context.Context, org string, req httpapi.ListRequest[Filter]) ([]Document, store.StartKey, error) {
+func (s *Store) List(ctx context.Context, org string, req store.ListRequest[Filter]) ([]Document, store.StartKey, error) {
 	q := store.ListQuery{Index: "GSI1", PK: store.Collection(org, "DOC"), SKFrom: req.Filter.UpdatedSince, Limit: req.PerPage, After: req.After}
 	q.NarrowBy(org, "DOC",
 		store.KeyFilter{Index: "GSI2", Attr: "matter_id", Segment: "MATTER", Value: req.Filter.MatterID},

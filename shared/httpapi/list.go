@@ -20,13 +20,6 @@ const (
 	MaxPerPage     = 100
 )
 
-// ListRequest is a validated list call: filters, page size and where to resume.
-type ListRequest[F comparable] struct {
-	Filter  F
-	PerPage int
-	After   store.StartKey
-}
-
 // Meta is the CursorMeta of every list response (docs/api.md).
 type Meta struct {
 	PerPage    int     `json:"per_page"`
@@ -71,7 +64,7 @@ const MaxIDs = store.MaxBatchRead
 // read by byIDs, in one page (serveIDs).
 func ServeList[F Filter[T], T any](w http.ResponseWriter, r *http.Request, resource string,
 	parse func(url.Values) (F, error),
-	fetch func(ctx context.Context, org string, req ListRequest[F]) ([]T, store.StartKey, error),
+	fetch func(ctx context.Context, org string, req store.ListRequest[F]) ([]T, store.StartKey, error),
 	byIDs ByIDs[T],
 ) {
 	q := r.URL.Query()
@@ -86,7 +79,7 @@ func ServeList[F Filter[T], T any](w http.ResponseWriter, r *http.Request, resou
 		WriteError(w, r, err)
 		return
 	}
-	req := ListRequest[F]{Filter: filter, PerPage: perPage}
+	req := store.ListRequest[F]{Filter: filter, PerPage: perPage}
 	raw, err := QueryValue(q, "cursor")
 	if err != nil {
 		WriteError(w, r, err)

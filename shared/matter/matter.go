@@ -100,7 +100,7 @@ func (s *Store) Get(ctx context.Context, org, id string) (Matter, error) {
 // List picks the index that answers the most selective filter: client_id →
 // GSI2 (status, when also given, as a filter expression: a client has few
 // matters); status → GSI3; neither → GSI1. updated_since bounds the sort key.
-func (s *Store) List(ctx context.Context, org string, req httpapi.ListRequest[Filter]) ([]Matter, store.StartKey, error) {
+func (s *Store) List(ctx context.Context, org string, req store.ListRequest[Filter]) ([]Matter, store.StartKey, error) {
 	f := req.Filter
 	q := store.ListQuery{Index: "GSI1", PK: store.Collection(org, "MATTER"),
 		SKFrom: f.UpdatedSince, Limit: req.PerPage, After: req.After}

@@ -91,7 +91,7 @@ func (s *Store) ClientsByIDs(ctx context.Context, org string, ids []string) ([]C
 }
 
 // ListPeople: Query GSI1 "O#org#PERSON", sort key >= updated_since.
-func (s *Store) ListPeople(ctx context.Context, org string, req httpapi.ListRequest[PeopleFilter]) ([]Person, store.StartKey, error) {
+func (s *Store) ListPeople(ctx context.Context, org string, req store.ListRequest[PeopleFilter]) ([]Person, store.StartKey, error) {
 	return store.QueryInto[Person](ctx, s.db, store.ListQuery{Index: "GSI1", PK: store.Collection(org, "PERSON"),
 		SKFrom: req.Filter.UpdatedSince, Limit: req.PerPage, After: req.After, Project: true})
 }
@@ -99,7 +99,7 @@ func (s *Store) ListPeople(ctx context.Context, org string, req httpapi.ListRequ
 // ListCompanies: Query GSI1 "O#org#COMPANY", sort key >= updated_since.
 // With cvr, the one company that may hold it is read by its id (CompanyID),
 // and listed when it changed at or after updated_since.
-func (s *Store) ListCompanies(ctx context.Context, org string, req httpapi.ListRequest[CompanyFilter]) ([]Company, store.StartKey, error) {
+func (s *Store) ListCompanies(ctx context.Context, org string, req store.ListRequest[CompanyFilter]) ([]Company, store.StartKey, error) {
 	if req.Filter.CVR != "" {
 		id, err := CompanyID(ctx, s.db, org, req.Filter.CVR)
 		if err != nil {
@@ -120,7 +120,7 @@ func (s *Store) ListCompanies(ctx context.Context, org string, req httpapi.ListR
 
 // ListClients: with type, Query GSI2 "O#org#CLIENT#TYPE#<type>"; otherwise
 // GSI1 "O#org#CLIENT"; updated_since is the sort-key bound on either.
-func (s *Store) ListClients(ctx context.Context, org string, req httpapi.ListRequest[ClientFilter]) ([]Client, store.StartKey, error) {
+func (s *Store) ListClients(ctx context.Context, org string, req store.ListRequest[ClientFilter]) ([]Client, store.StartKey, error) {
 	q := store.ListQuery{Index: "GSI1", PK: store.Collection(org, "CLIENT"),
 		SKFrom: req.Filter.UpdatedSince, Limit: req.PerPage, After: req.After}
 	if req.Filter.Type != "" {

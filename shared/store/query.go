@@ -17,6 +17,15 @@ import (
 // of the last item returned. All key attributes of the table are strings.
 type StartKey map[string]string
 
+// ListRequest is a validated list call as a domain package's List method
+// takes it: filters, page size and where to resume (the edge's ServeList
+// reads it from the query string).
+type ListRequest[F comparable] struct {
+	Filter  F
+	PerPage int
+	After   StartKey
+}
+
 // ListQuery is one list request against the table or a GSI: a partition,
 // an optional inclusive sort-key range, and optional equality filters on
 // other attributes for combined filters that no single index answers.

@@ -296,7 +296,7 @@ type Filter struct {
 // a filter expression there; updated_since is a filter expression on the
 // keys that order by date. So a list is ordered by entry date, or by last
 // change when updated_since picks the key.
-func (s *Store) List(ctx context.Context, org string, req httpapi.ListRequest[Filter]) ([]TimeEntry, store.StartKey, error) {
+func (s *Store) List(ctx context.Context, org string, req store.ListRequest[Filter]) ([]TimeEntry, store.StartKey, error) {
 	f := req.Filter
 	q := store.ListQuery{Index: "GSI1", Limit: req.PerPage, After: req.After, Project: true}
 	prefix := ""

@@ -182,7 +182,7 @@ type noFilter[T any] struct{}
 // Matches lets every item through: these lists have no filters.
 func (noFilter[T]) Matches(T) bool { return true }
 
-func (s *Store) list(ctx context.Context, org string, req httpapi.ListRequest[noFilter[Endpoint]]) ([]Endpoint, store.StartKey, error) {
+func (s *Store) list(ctx context.Context, org string, req store.ListRequest[noFilter[Endpoint]]) ([]Endpoint, store.StartKey, error) {
 	return store.QueryInto[Endpoint](ctx, s.db, store.ListQuery{PK: store.OrgPK(org), SKPrefix: "WH#", Limit: req.PerPage, After: req.After,
 		Project: true, Omit: []string{"secret", "previous_secret"}}) // never returned, so never read here
 }
@@ -707,7 +707,7 @@ func (h *handlers) deliveries(w http.ResponseWriter, r *http.Request) {
 	// The delivery log is a log, newest first: no ids (its entries are
 	// attempts, not records an event names).
 	httpapi.ServeList(w, r, "webhook_deliveries:"+id, func(url.Values) (noFilter[Attempt], error) { return noFilter[Attempt]{}, nil },
-		func(ctx context.Context, org string, req httpapi.ListRequest[noFilter[Attempt]]) ([]Attempt, store.StartKey, error) {
+		func(ctx context.Context, org string, req store.ListRequest[noFilter[Attempt]]) ([]Attempt, store.StartKey, error) {
 			return store.QueryInto[Attempt](ctx, h.s.db, store.ListQuery{PK: DeliveriesPK(org, id), SKPrefix: attemptSK(""),
 				Limit: req.PerPage, After: req.After, Desc: true, Project: true, Omit: []string{"envelope", "ttl"}})
 		}, nil)
