@@ -27,10 +27,11 @@ var (
 	// middleware (which holds the store's key and cursor types and the
 	// keys' and idempotency records' stores), logs, metrics and the
 	// Lambda adapter (lambdahttp), clock (waits that end with their
-	// request), and the domain errors (apperr) the middleware maps to
-	// answers. The meta function is this and its document.
+	// request), the domain errors (apperr) the middleware maps to
+	// answers, and the body reader (body), whose date rule the query
+	// parameters share. The meta function is this and its document.
 	edge = []string{
-		"shared/apperr", "shared/clock", "shared/config", "shared/cpr", "shared/httpapi", "shared/httpapi/routes", "shared/auth", "shared/idempotency",
+		"shared/apperr", "shared/body", "shared/clock", "shared/config", "shared/cpr", "shared/httpapi", "shared/httpapi/routes", "shared/auth", "shared/idempotency",
 		"shared/store", "shared/logs", "shared/metrics", "shared/lambdahttp",
 	}
 	// family is what every function of a family on the store links

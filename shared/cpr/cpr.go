@@ -1,6 +1,6 @@
 // Package cpr is the one detector of Danish personal identity numbers (CPR),
 // which the service never accepts and never returns, in any form (the
-// spec's rule 5). Every write body (httpapi.DecodeBody), every argument of
+// spec's rule 5). Every write body (body.Decode), every argument of
 // the admin tool, every seeded text and every error message goes through it;
 // data from outside (the company register) is scrubbed with it before it
 // is stored; and the test harnesses scan every response body with it.

@@ -31,8 +31,8 @@ type Error struct {
 	Field   string       `json:"field,omitempty"`
 	Errors  []FieldError `json:"errors,omitempty"`
 	// ErrorsTotal counts every problem when errors lists only the first
-	// MaxProblems (a bounded answer: a body of 100,000 unknown fields must
-	// not make a 6 MB error).
+	// body.MaxProblems (a bounded answer: a body of 100,000 unknown fields
+	// must not make a 6 MB error).
 	ErrorsTotal   int    `json:"errors_total,omitempty"`
 	RequiredScope string `json:"required_scope,omitempty"`
 	// ExistingID names the record that holds a unique value (already_exists).

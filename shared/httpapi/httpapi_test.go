@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/practice-api/practice-api/shared/body"
 	"github.com/practice-api/practice-api/shared/store"
 )
 
@@ -115,7 +116,7 @@ func FuzzCursorOpen(f *testing.F) {
 func TestErrorsStayWithinTheirBounds(t *testing.T) {
 	t.Parallel()
 	long := strings.Repeat("å", 5000)
-	b, err := DecodeBody([]byte(`{"` + long + `":1}`))
+	b, err := body.Decode([]byte(`{"` + long + `":1}`))
 	if err != nil {
 		t.Fatal(err)
 	}

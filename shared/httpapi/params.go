@@ -1,16 +1,14 @@
 package httpapi
 
 import (
-	"fmt"
 	"net/url"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/practice-api/practice-api/shared/body"
 	"github.com/practice-api/practice-api/shared/store"
 )
 
@@ -92,28 +90,10 @@ func DateParam(q url.Values, name string) (string, error) {
 	if err != nil || v == "" {
 		return "", err
 	}
-	if msg := dateProblem(name, v); msg != "" {
+	if msg := body.DateProblem(name, v); msg != "" {
 		return "", Invalid(name, "%s", msg)
 	}
 	return v, nil
-}
-
-var dateShape = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
-
-// dateProblem says what is wrong with a YYYY-MM-DD value, or "": the form,
-// or (2025-13-01, 2025-02-30) that no calendar has the date.
-func dateProblem(name, v string) string {
-	if !dateShape.MatchString(v) {
-		return name + " must be a date in the form YYYY-MM-DD, such as 2025-03-14"
-	}
-	if _, err := time.Parse(time.DateOnly, v); err != nil {
-		month, _ := strconv.Atoi(v[5:7])
-		if month < 1 || month > 12 {
-			return fmt.Sprintf("%s is not a calendar date: %s has no month %s (months are 01 to 12)", name, v, v[5:7])
-		}
-		return fmt.Sprintf("%s is not a calendar date: %s has no day %s", name, v[:7], v[8:])
-	}
-	return ""
 }
 
 // DateRangeParams validates an optional inclusive date range; a range that

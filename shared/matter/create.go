@@ -9,7 +9,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/practice-api/practice-api/shared/apperr"
-	"github.com/practice-api/practice-api/shared/httpapi"
+	"github.com/practice-api/practice-api/shared/body"
 	"github.com/practice-api/practice-api/shared/idempotency"
 	"github.com/practice-api/practice-api/shared/outbox"
 	"github.com/practice-api/practice-api/shared/party"
@@ -41,7 +41,7 @@ const maxNumberAttempts = 5
 // checked inside the create's transaction so that no concurrent KYC change
 // slips between check and write.
 func (s *Store) Create(ctx context.Context, req *idempotency.Create) (string, any, error) {
-	b, err := httpapi.DecodeBody(req.Body)
+	b, err := body.Decode(req.Body)
 	if err != nil {
 		return "", nil, err
 	}

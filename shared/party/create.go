@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/practice-api/practice-api/shared/apperr"
-	"github.com/practice-api/practice-api/shared/httpapi"
+	"github.com/practice-api/practice-api/shared/body"
 	"github.com/practice-api/practice-api/shared/idempotency"
 	"github.com/practice-api/practice-api/shared/outbox"
 	"github.com/practice-api/practice-api/shared/store"
@@ -26,9 +26,9 @@ const (
 // id is derived from that form, so a second person with it (in any
 // spelling that reads the same) collides with the first. The address is
 // stored as sent, in NFC (CheckEmail). A CPR is refused wherever and
-// however it appears, as in every write body (httpapi.DecodeBody).
+// however it appears, as in every write body (body.Decode).
 func (s *Store) CreatePerson(ctx context.Context, req *idempotency.Create) (string, any, error) {
-	b, err := httpapi.DecodeBody(req.Body)
+	b, err := body.Decode(req.Body)
 	if err != nil {
 		return "", nil, err
 	}
@@ -69,7 +69,7 @@ func (s *Store) CreatePerson(ctx context.Context, req *idempotency.Create) (stri
 // from it. It raises company.created; its enrichment starts from the
 // table's stream (the company's insert): see Enricher.
 func (s *Store) CreateCompany(ctx context.Context, req *idempotency.Create) (string, any, error) {
-	b, err := httpapi.DecodeBody(req.Body)
+	b, err := body.Decode(req.Body)
 	if err != nil {
 		return "", nil, err
 	}
@@ -110,7 +110,7 @@ func (s *Store) CreateCompany(ctx context.Context, req *idempotency.Create) (str
 // CreateClient engages exactly one party of the caller's organisation,
 // once: the engagement's id is derived from its party's.
 func (s *Store) CreateClient(ctx context.Context, req *idempotency.Create) (string, any, error) {
-	b, err := httpapi.DecodeBody(req.Body)
+	b, err := body.Decode(req.Body)
 	if err != nil {
 		return "", nil, err
 	}

@@ -14,7 +14,7 @@ import (
 	"golang.org/x/text/cases"
 	"golang.org/x/text/unicode/norm"
 
-	"github.com/practice-api/practice-api/shared/httpapi"
+	"github.com/practice-api/practice-api/shared/body"
 	"github.com/practice-api/practice-api/shared/store"
 )
 
@@ -139,11 +139,11 @@ func NormalizeEmail(e string) string {
 
 // CheckEmail returns the address to store for the one sent (the same, in
 // NFC), or why it is refused: an invisible or direction-changing
-// character anywhere (httpapi.Invisible; the address would look like
+// character anywhere (body.Invisible; the address would look like
 // another, or read backwards), or not a plain address.
 func CheckEmail(sent string) (string, string) {
 	for _, r := range sent {
-		if r != ' ' && httpapi.Invisible(r) { // a plain space: not a plain address, said below
+		if r != ' ' && body.Invisible(r) { // a plain space: not a plain address, said below
 			return "", fmt.Sprintf("email contains U+%04X, an invisible or direction-changing character, with which one address can be "+
 				"written in ways that look alike; send the address without it", r)
 		}

@@ -12,6 +12,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/practice-api/practice-api/shared/apperr"
+	"github.com/practice-api/practice-api/shared/body"
 	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/idempotency"
 	"github.com/practice-api/practice-api/shared/matter"
@@ -216,7 +217,7 @@ func (s *Store) Find(ctx context.Context, org, id string) (TimeEntry, error) {
 // Create imports a time entry in draft on an open matter. hourly_rate falls
 // back to the matter's; user_id falls back to the API client that logs it.
 func (s *Store) Create(ctx context.Context, req *idempotency.Create) (string, any, error) {
-	b, err := httpapi.DecodeBody(req.Body)
+	b, err := body.Decode(req.Body)
 	if err != nil {
 		return "", nil, err
 	}
@@ -252,7 +253,7 @@ func (s *Store) Create(ctx context.Context, req *idempotency.Create) (string, an
 	case m.HourlyRate != nil:
 		t.HourlyRate = *m.HourlyRate
 	default:
-		return "", nil, apperr.Invalidf("hourly_rate", "matter %s has no hourly_rate, so the entry needs one%s", m.ID, httpapi.MoneyHint)
+		return "", nil, apperr.Invalidf("hourly_rate", "matter %s has no hourly_rate, so the entry needs one%s", m.ID, body.MoneyHint)
 	}
 	if t.UserID == "" {
 		t.UserID = req.ClientID

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/practice-api/practice-api/shared/apperr"
+	"github.com/practice-api/practice-api/shared/body"
 	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/outbox"
 )
@@ -126,7 +127,7 @@ type ReplayRequest struct {
 
 // parseReplay reads a replay body.
 func (s *Store) parseReplay(raw []byte, now time.Time) (ReplayRequest, error) {
-	b, err := httpapi.DecodeBody(raw)
+	b, err := body.Decode(raw)
 	if err != nil {
 		return ReplayRequest{}, err
 	}
@@ -150,7 +151,7 @@ func (s *Store) parseReplay(raw []byte, now time.Time) (ReplayRequest, error) {
 
 // checkWindow fails a replay's start that the feed no longer (or not yet)
 // holds: any instant sent, the zero time included.
-func (s *Store) checkWindow(b *httpapi.Body, field string, since, now time.Time) {
+func (s *Store) checkWindow(b *body.Object, field string, since, now time.Time) {
 	keep := outbox.FeedKeep(s.FeedRetention)
 	switch oldest := now.Add(-keep); {
 	case since.Before(oldest):

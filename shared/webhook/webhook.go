@@ -27,6 +27,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/practice-api/practice-api/shared/apperr"
+	"github.com/practice-api/practice-api/shared/body"
 	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/outbox"
 	"github.com/practice-api/practice-api/shared/store"
@@ -187,7 +188,7 @@ func (s *Store) list(ctx context.Context, org string, req store.ListRequest[noFi
 		Project: true, Omit: []string{"secret", "previous_secret"}}) // never returned, so never read here
 }
 
-func (s *Store) validate(ctx context.Context, b *httpapi.Body, required bool) (urlStr string, types []outbox.Type) {
+func (s *Store) validate(ctx context.Context, b *body.Object, required bool) (urlStr string, types []outbox.Type) {
 	urlStr = b.String("url", required || b.Has("url"), MaxURL) // a PATCH of "" is refused, not ignored
 	if urlStr != "" {
 		if err := CheckURL(ctx, urlStr, s.AllowPrivate, nil); err != nil {
@@ -202,7 +203,7 @@ func (s *Store) validate(ctx context.Context, b *httpapi.Body, required bool) (u
 
 // eventTypes reads the event types of a body's event_types, each once,
 // failing the field on an unknown one.
-func eventTypes(b *httpapi.Body, names []string) []outbox.Type {
+func eventTypes(b *body.Object, names []string) []outbox.Type {
 	if len(names) > len(outbox.Types) {
 		b.Fail("event_types", "event_types lists at most %d types, each once", len(outbox.Types))
 		return nil
@@ -221,7 +222,7 @@ func eventTypes(b *httpapi.Body, names []string) []outbox.Type {
 
 // Create registers an endpoint with a fresh secret.
 func (s *Store) Create(ctx context.Context, org string, raw []byte, now time.Time) (Endpoint, error) {
-	b, err := httpapi.DecodeBody(raw)
+	b, err := body.Decode(raw)
 	if err != nil {
 		return Endpoint{}, err
 	}
@@ -296,7 +297,7 @@ type Patch struct {
 
 // ParsePatch validates a PATCH body.
 func (s *Store) ParsePatch(ctx context.Context, raw []byte, now time.Time) (Patch, error) {
-	b, err := httpapi.DecodeBody(raw)
+	b, err := body.Decode(raw)
 	if err != nil {
 		return Patch{}, err
 	}
@@ -454,7 +455,7 @@ const MaxSecretGrace = 7 * 24 * time.Hour
 
 // parseGrace reads the optional rotate body {"grace_period_seconds": n}.
 func parseGrace(raw []byte) (time.Duration, error) {
-	b, err := httpapi.DecodeBody(raw)
+	b, err := body.Decode(raw)
 	if err != nil {
 		return 0, err
 	}

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/practice-api/practice-api/shared/billing"
+	"github.com/practice-api/practice-api/shared/body"
 	"github.com/practice-api/practice-api/shared/document"
 	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/matter"
@@ -159,7 +160,7 @@ func schemas() M {
 			props["existing_id"] = uuidS("`already_exists`: the record that holds the unique value, as its id (a duplicate CVR's company, e-mail's person, party's engagement, matter number's matter).")
 			props["message"] = str(httpapi.MaxMessage, "The first problem (and how many more there are).")
 			props["field"] = str(httpapi.MaxField, "The field of the first problem (repeats `errors[0].field`).")
-			props["errors"] = withDesc(M{"type": "array", "items": schemaRef("FieldError"), "minItems": 1, "maxItems": httpapi.MaxProblems}, "Every problem found, up to 50.")
+			props["errors"] = withDesc(M{"type": "array", "items": schemaRef("FieldError"), "minItems": 1, "maxItems": body.MaxProblems}, "Every problem found, up to 50.")
 			props["errors_total"] = integer("How many problems there were, present when `errors` lists only the first 50.")
 			required = append(required, "field", "errors")
 		}

@@ -1,10 +1,16 @@
-package httpapi
+// Package body reads a write request's JSON body strictly, field by
+// typed field, and refuses it whole with every problem at once (an
+// apperr.Invalid listing them): unknown, derived and forbidden fields,
+// CPR numbers anywhere, keys sent twice. It knows no HTTP; the edge
+// answers its errors (httpapi's error table).
+package body
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -19,21 +25,21 @@ import (
 	"github.com/practice-api/practice-api/shared/cpr"
 )
 
-// Body decodes a JSON object strictly: every field is read through a typed
+// Object decodes a JSON object strictly: every field is read through a typed
 // accessor, derived and forbidden fields are refused by name, unknown fields
 // are refused, and all problems are reported together in one 422.
-type Body struct {
+type Object struct {
 	fields map[string]json.RawMessage
 	used   map[string]bool
 	errs   []apperr.Problem
 }
 
-// DecodeBody parses raw as one JSON object and refuses any CPR in it: a
+// Decode parses raw as one JSON object and refuses any CPR in it: a
 // field named after a CPR, or a CPR-like number in any string, key or
 // number literal, at any depth (the spec's rule 5, for every write body
 // alike). A key sent twice in one object is refused too: parsers disagree
 // on which one wins, so a check could read one and a store the other.
-func DecodeBody(raw []byte) (*Body, error) {
+func Decode(raw []byte) (*Object, error) {
 	var fields map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
@@ -46,7 +52,7 @@ func DecodeBody(raw []byte) (*Body, error) {
 	if path, dup := duplicateKey(raw); dup {
 		return nil, apperr.Invalidf(cpr.Redact(path), "%s is sent more than once; send each field once", cpr.Redact(path))
 	}
-	b := &Body{fields: fields, used: map[string]bool{}}
+	b := &Object{fields: fields, used: map[string]bool{}}
 	b.refuseCPR()
 	return b, nil
 }
@@ -58,7 +64,7 @@ const cprMessage = "CPR numbers are never accepted, in any field or form; remove
 
 // refuseCPR fails every field that names a CPR or holds one anywhere in
 // its value; such fields count as read, so they are not also "unknown".
-func (b *Body) refuseCPR() {
+func (b *Object) refuseCPR() {
 	for _, name := range b.Names() {
 		field := name
 		if cpr.Find(name) {
@@ -173,14 +179,14 @@ func duplicateKey(raw []byte) (string, bool) {
 
 // Fail records a problem with a field; a problem of a field with an empty
 // name is the body's.
-func (b *Body) Fail(field, format string, args ...any) {
+func (b *Object) Fail(field, format string, args ...any) {
 	if field == "" {
 		field = "body"
 	}
 	b.errs = append(b.errs, apperr.Problem{Field: field, Message: fmt.Sprintf(format, args...)})
 }
 
-func (b *Body) take(name string, required bool) (json.RawMessage, bool) {
+func (b *Object) take(name string, required bool) (json.RawMessage, bool) {
 	b.used[name] = true
 	raw, ok := b.fields[name]
 	if !ok || string(raw) == "null" {
@@ -193,13 +199,13 @@ func (b *Body) take(name string, required bool) (json.RawMessage, bool) {
 }
 
 // Has reports whether a field was sent (and is not null).
-func (b *Body) Has(name string) bool {
+func (b *Object) Has(name string) bool {
 	raw, ok := b.fields[name]
 	return ok && string(raw) != "null"
 }
 
 // String reads a string of 1 to maxLen characters, trimmed.
-func (b *Body) String(name string, required bool, maxLen int) string {
+func (b *Object) String(name string, required bool, maxLen int) string {
 	raw, ok := b.take(name, required)
 	if !ok {
 		return ""
@@ -231,7 +237,7 @@ func (b *Body) String(name string, required bool, maxLen int) string {
 
 // Int reads an integer in [lo, hi]. Decimals (1250.00), exponents and
 // strings are refused, never rounded or converted.
-func (b *Body) Int(name string, required bool, lo, hi int64, hint string) (int64, bool) {
+func (b *Object) Int(name string, required bool, lo, hi int64, hint string) (int64, bool) {
 	raw, ok := b.take(name, required)
 	if !ok {
 		return 0, false
@@ -260,7 +266,7 @@ func (b *Body) Int(name string, required bool, lo, hi int64, hint string) (int64
 const MoneyHint = " (integer minor units: 1250 means 12.50 DKK)"
 
 // Money reads a non-negative amount in minor units.
-func (b *Body) Money(name string, required bool) *int64 {
+func (b *Object) Money(name string, required bool) *int64 {
 	v, ok := b.Int(name, required, 0, 1_000_000_000_00, MoneyHint)
 	if !ok {
 		return nil
@@ -275,7 +281,7 @@ func (b *Body) Money(name string, required bool) *int64 {
 const MaxHourlyRate = 10_000_000
 
 // HourlyRate reads an hourly rate in minor units, at most MaxHourlyRate.
-func (b *Body) HourlyRate(name string, required bool) *int64 {
+func (b *Object) HourlyRate(name string, required bool) *int64 {
 	v, ok := b.Int(name, required, 0, MaxHourlyRate, " (minor units: 100000 is 1,000.00 DKK an hour; at most 100,000.00 DKK)")
 	if !ok {
 		return nil
@@ -284,7 +290,7 @@ func (b *Body) HourlyRate(name string, required bool) *int64 {
 }
 
 // UUID reads a uuid, returned in canonical form.
-func (b *Body) UUID(name string, required bool) string {
+func (b *Object) UUID(name string, required bool) string {
 	raw, ok := b.take(name, required)
 	if !ok {
 		return ""
@@ -300,7 +306,7 @@ func (b *Body) UUID(name string, required bool) string {
 }
 
 // Date reads a YYYY-MM-DD calendar date.
-func (b *Body) Date(name string, required bool) string {
+func (b *Object) Date(name string, required bool) string {
 	raw, ok := b.take(name, required)
 	if !ok {
 		return ""
@@ -310,7 +316,7 @@ func (b *Body) Date(name string, required bool) string {
 		b.Fail(name, "%s must be a date in the form YYYY-MM-DD, as a string", name)
 		return ""
 	}
-	if msg := dateProblem(name, s); msg != "" {
+	if msg := DateProblem(name, s); msg != "" {
 		b.Fail(name, "%s", msg)
 		return ""
 	}
@@ -318,7 +324,7 @@ func (b *Body) Date(name string, required bool) string {
 }
 
 // Enum reads one of allowed.
-func (b *Body) Enum(name string, required bool, allowed ...string) string {
+func (b *Object) Enum(name string, required bool, allowed ...string) string {
 	raw, ok := b.take(name, required)
 	if !ok {
 		return ""
@@ -332,7 +338,7 @@ func (b *Body) Enum(name string, required bool, allowed ...string) string {
 }
 
 // Forbid refuses fields the caller must not send, with the reason.
-func (b *Body) Forbid(reason string, names ...string) {
+func (b *Object) Forbid(reason string, names ...string) {
 	for _, n := range names {
 		b.used[n] = true
 		if _, ok := b.fields[n]; ok {
@@ -342,7 +348,7 @@ func (b *Body) Forbid(reason string, names ...string) {
 }
 
 // Names returns the names of the fields sent.
-func (b *Body) Names() []string {
+func (b *Object) Names() []string {
 	out := make([]string, 0, len(b.fields))
 	for n := range b.fields {
 		out = append(out, n)
@@ -352,10 +358,10 @@ func (b *Body) Names() []string {
 }
 
 // Raw returns a field's raw JSON.
-func (b *Body) Raw(name string) json.RawMessage { return b.fields[name] }
+func (b *Object) Raw(name string) json.RawMessage { return b.fields[name] }
 
 // Err returns the 422 for every problem found, unknown fields included.
-func (b *Body) Err() error {
+func (b *Object) Err() error {
 	for _, n := range b.Names() {
 		switch {
 		case b.used[n]:
@@ -382,7 +388,7 @@ func (b *Body) Err() error {
 }
 
 // Bool reads a JSON boolean (not "true", not 1).
-func (b *Body) Bool(name string) bool {
+func (b *Object) Bool(name string) bool {
 	raw, ok := b.take(name, false)
 	if !ok {
 		return false
@@ -395,7 +401,7 @@ func (b *Body) Bool(name string) bool {
 }
 
 // Strings reads a non-empty array of strings; ok is false when absent or invalid.
-func (b *Body) Strings(name string, required bool) ([]string, bool) {
+func (b *Object) Strings(name string, required bool) ([]string, bool) {
 	raw, ok := b.take(name, required)
 	if !ok {
 		return nil, false
@@ -411,7 +417,7 @@ func (b *Body) Strings(name string, required bool) ([]string, bool) {
 // Time reads an instant: a date-time with Z or an offset
 // (2024-05-01T10:00:00Z, with any fraction of a second) or a date
 // (midnight UTC), as updated_since takes it.
-func (b *Body) Time(name string, required bool) (time.Time, bool) {
+func (b *Object) Time(name string, required bool) (time.Time, bool) {
 	raw, ok := b.take(name, required)
 	if !ok {
 		return time.Time{}, false
@@ -446,4 +452,22 @@ func Invisible(r rune) bool {
 // and not a combining mark, which shows only on a character before it.
 func Visible(r rune) bool {
 	return !Invisible(r) && !unicode.In(r, unicode.Mn, unicode.Me)
+}
+
+var dateShape = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
+
+// DateProblem says what is wrong with a YYYY-MM-DD value, or "": the form,
+// or (2025-13-01, 2025-02-30) that no calendar has the date.
+func DateProblem(name, v string) string {
+	if !dateShape.MatchString(v) {
+		return name + " must be a date in the form YYYY-MM-DD, such as 2025-03-14"
+	}
+	if _, err := time.Parse(time.DateOnly, v); err != nil {
+		month, _ := strconv.Atoi(v[5:7])
+		if month < 1 || month > 12 {
+			return fmt.Sprintf("%s is not a calendar date: %s has no month %s (months are 01 to 12)", name, v, v[5:7])
+		}
+		return fmt.Sprintf("%s is not a calendar date: %s has no day %s", name, v[:7], v[8:])
+	}
+	return ""
 }
