@@ -356,8 +356,7 @@ func (s *Store) Create(ctx context.Context, org string, in NewInvoice, now time.
 	tx.PutNew(v.Guards(org)[0])
 	first := -1
 	for _, b := range billed {
-		cond, names, vals := timeentry.BilledCondition(b.prev)
-		i := timeentry.Write(tx, org, &b.entry, cond, names, vals)
+		i := timeentry.Write(tx, org, &b.entry, timeentry.BilledCondition(b.prev))
 		if first < 0 {
 			first = i
 		}
@@ -405,8 +404,7 @@ func (s *Store) SetStatus(ctx context.Context, org, id string, to Status, now ti
 		}
 		v.SetKeys(org)
 		tx := s.db.Tx()
-		cond, vals := store.Unchanged(prev)
-		tx.PutIf(v, cond, nil, vals)
+		tx.PutWhen(v, store.UnchangedSince(prev))
 		if to == Cancelled {
 			if err := s.release(ctx, tx, org, &v, now); err != nil {
 				return err
@@ -444,8 +442,7 @@ func (s *Store) release(ctx context.Context, tx *store.TxBuilder, org string, v 
 			continue
 		}
 		t.SetKeys(org)
-		cond, vals := store.Unchanged(prev)
-		timeentry.Write(tx, org, &t, cond, nil, vals)
+		timeentry.Write(tx, org, &t, store.UnchangedSince(prev))
 		if err := timeentry.RaiseUpdated(tx, org, &t, timeentry.Invoiced, now); err != nil {
 			return err
 		}

@@ -15,6 +15,8 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
+
 	"github.com/practice-api/practice-api/shared/apperr"
 	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/matter"
@@ -187,8 +189,7 @@ func (s *Store) Seal(ctx context.Context, org, id string, now time.Time) (Signin
 		return SigningFlow{}, err
 	}
 	tx := s.db.Tx()
-	cond, vals := store.Unchanged(prev)
-	tx.PutIf(d, cond+" AND attribute_not_exists(signing_flow_id)", nil, vals)
+	tx.PutWhen(d, store.UnchangedSince(prev).And(expression.AttributeNotExists(expression.Name("signing_flow_id"))))
 	tx.PutNew(f)
 	outbox.Add(tx, ev)
 	var failed *store.TxFailed

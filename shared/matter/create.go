@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"regexp"
 
-	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"github.com/practice-api/practice-api/shared/apperr"
 	"github.com/practice-api/practice-api/shared/body"
 	"github.com/practice-api/practice-api/shared/idempotency"
@@ -110,15 +108,12 @@ func (s *Store) create(ctx context.Context, req *idempotency.Create, m *Matter) 
 		return err
 	}
 	cpk, csk := party.ClientKey(req.Org, m.ClientID)
-	cond := "attribute_exists(PK)"
-	var values map[string]ddbtypes.AttributeValue
+	cond := store.ItemExists()
 	if m.Status == Active {
-		var inOrder string
-		inOrder, values = party.KYCInOrderCondition(req.Now)
-		cond += " AND " + inOrder
+		cond = cond.And(party.KYCInOrderCondition(req.Now))
 	}
 	tx := s.db.Tx()
-	ci := tx.Check(cpk, csk, cond, nil, values)
+	ci := tx.CheckWhen(cpk, csk, cond)
 	mi := tx.PutNew(m)
 	outbox.Add(tx, ev)
 	return req.Commit(ctx, tx, m.ID, m, func(f *store.TxFailed) error {

@@ -51,13 +51,11 @@ func (s *Store) SetStatus(ctx context.Context, org, id string, to Status, now ti
 		}
 		m.SetKeys(org)
 		tx := s.db.Tx()
-		cond, vals := store.Unchanged(prev)
-		mi := tx.PutIf(m, cond, nil, vals)
+		mi := tx.PutWhen(m, store.UnchangedSince(prev))
 		ki := -1
 		if to == Active {
 			cpk, csk := party.ClientKey(org, m.ClientID)
-			cond, vals := party.KYCInOrderCondition(now)
-			ki = tx.Check(cpk, csk, cond, nil, vals)
+			ki = tx.CheckWhen(cpk, csk, party.KYCInOrderCondition(now))
 		}
 		typ := outbox.MatterUpdated
 		if to == Closed {

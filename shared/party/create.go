@@ -138,7 +138,7 @@ func (s *Store) CreateClient(ctx context.Context, req *idempotency.Create) (stri
 	c.UpdatedAt = c.CreatedAt
 	c.SetKeys(req.Org)
 	tx := s.db.Tx()
-	pi := tx.Check(store.OrgPK(req.Org), sk, "attribute_exists(PK)", nil, nil)
+	pi := tx.CheckWhen(store.OrgPK(req.Org), sk, store.ItemExists())
 	ci := tx.PutNew(c)
 	if err := outbox.Raise(tx, req.Org, outbox.ClientCreated, "client", ClientEvent(&c, ""), req.Now); err != nil {
 		return "", nil, err

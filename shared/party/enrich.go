@@ -216,8 +216,7 @@ func (e *Enricher) record(ctx context.Context, org, id string, en *Enrichment, l
 		c.SetKeys(org)
 		// The outcome and its company.updated commit together.
 		tx := e.Store.db.Tx()
-		cond, vals := store.Unchanged(prev)
-		tx.PutIf(c, cond, nil, vals)
+		tx.PutWhen(c, store.UnchangedSince(prev))
 		if err := outbox.Raise(tx, org, outbox.CompanyUpdated, "company", CompanyEvent(&c), now); err != nil {
 			return err
 		}

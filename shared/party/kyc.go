@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 
 	"github.com/practice-api/practice-api/shared/outbox"
 	"github.com/practice-api/practice-api/shared/store"
@@ -23,12 +23,10 @@ func (c *Client) KYCInOrder(now time.Time) bool {
 
 // KYCInOrderCondition is KYCInOrder as a condition on the client's item,
 // for a transaction that must not commit past a concurrent KYC change.
-func KYCInOrderCondition(now time.Time) (string, map[string]ddbtypes.AttributeValue) {
-	return "kyc_status = :approved AND (attribute_not_exists(kyc_expires_at) OR kyc_expires_at > :now)",
-		map[string]ddbtypes.AttributeValue{
-			":approved": &ddbtypes.AttributeValueMemberS{Value: string(KYCApproved)},
-			":now":      &ddbtypes.AttributeValueMemberS{Value: store.FormatTime(now)},
-		}
+func KYCInOrderCondition(now time.Time) expression.ConditionBuilder {
+	expires := expression.Name("kyc_expires_at")
+	return expression.Name("kyc_status").Equal(expression.Value(string(KYCApproved))).
+		And(expression.AttributeNotExists(expires).Or(expires.GreaterThan(expression.Value(store.FormatTime(now)))))
 }
 
 // SetKYC records the outcome of a client's KYC case, as the application's
@@ -58,8 +56,7 @@ func (s *Store) SetKYC(ctx context.Context, org, clientID string, status KYCStat
 		c.SetKeys(org)
 		// The change and its client.updated commit together.
 		tx := s.db.Tx()
-		cond, vals := store.Unchanged(prev)
-		tx.PutIf(c, cond, nil, vals)
+		tx.PutWhen(c, store.UnchangedSince(prev))
 		if err := outbox.Raise(tx, org, outbox.ClientUpdated, "client", ClientEvent(&c, was), now); err != nil {
 			return err
 		}

@@ -57,9 +57,8 @@ func TestKYCConditionAgreesWithKYCInOrder(t *testing.T) {
 		e.Put(org, co, cl)
 		wg.Go(func() {
 			pk, sk := party.ClientKey(org, cl.ID)
-			cond, vals := party.KYCInOrderCondition(now)
 			tx := e.DB.Tx()
-			tx.Check(pk, sk, cond, nil, vals)
+			tx.CheckWhen(pk, sk, party.KYCInOrderCondition(now))
 			err := tx.Commit(context.Background())
 			if (err == nil) != c.inOrder {
 				t.Errorf("%s: the condition says %v, want in order %v", c.name, err, c.inOrder)

@@ -97,15 +97,6 @@ func (b *TxBuilder) onlySequenced(f *TxFailed) bool {
 	return true
 }
 
-// Check adds a ConditionCheck on an existing item.
-func (b *TxBuilder) Check(pk, sk, cond string, names map[string]string, values map[string]ddbtypes.AttributeValue) int {
-	b.items = append(b.items, ddbtypes.TransactWriteItem{ConditionCheck: &ddbtypes.ConditionCheck{
-		TableName: aws.String(b.db.Table), Key: Key(pk, sk), ConditionExpression: aws.String(cond),
-		ExpressionAttributeNames: names, ExpressionAttributeValues: values,
-	}})
-	return len(b.items) - 1
-}
-
 // CheckWhen adds a ConditionCheck on an existing item, its condition
 // built with the SDK's expression builder.
 func (b *TxBuilder) CheckWhen(pk, sk string, cond expression.ConditionBuilder) int {
@@ -205,20 +196,6 @@ func (b *TxBuilder) Put(v any) int {
 	return len(b.items) - 1
 }
 
-// PutIf adds a Put of v that replaces an item only if cond holds (a state
-// precondition, an unchanged updated_at).
-func (b *TxBuilder) PutIf(v any, cond string, names map[string]string, values map[string]ddbtypes.AttributeValue) int {
-	item, err := Marshal(v)
-	if err != nil && b.err == nil {
-		b.err = err
-	}
-	b.items = append(b.items, ddbtypes.TransactWriteItem{Put: &ddbtypes.Put{
-		TableName: aws.String(b.db.Table), Item: item, ConditionExpression: aws.String(cond),
-		ExpressionAttributeNames: names, ExpressionAttributeValues: values,
-	}})
-	return len(b.items) - 1
-}
-
 // PutWhen adds a Put of v that replaces an item only if cond holds, its
 // condition built with the SDK's expression builder (UnchangedSince for an
 // optimistic replace).
@@ -241,7 +218,12 @@ func (b *TxBuilder) PutWhen(v any, cond expression.ConditionBuilder) int {
 // UnchangedSince is the condition of an optimistic replace: the item
 // exists and its updated_at is still prev.
 func UnchangedSince(prev string) expression.ConditionBuilder {
-	return expression.AttributeExists(expression.Name(AttrPK)).And(expression.Name("updated_at").Equal(expression.Value(prev)))
+	return ItemExists().And(expression.Name("updated_at").Equal(expression.Value(prev)))
+}
+
+// ItemExists is the condition that the item is there.
+func ItemExists() expression.ConditionBuilder {
+	return expression.AttributeExists(expression.Name(AttrPK))
 }
 
 // itemIsNew is the condition of a write that must not replace an item.
@@ -255,11 +237,4 @@ func mustBuild(b expression.Builder) expression.Expression {
 		panic(fmt.Sprintf("store: a constant expression: %v", err))
 	}
 	return e
-}
-
-// Unchanged is the condition of PutIf for an optimistic replace: the item
-// exists and its updated_at is still prev (UnchangedSince is the same for
-// PutWhen).
-func Unchanged(prev string) (string, map[string]ddbtypes.AttributeValue) {
-	return "attribute_exists(PK) AND updated_at = :prev", map[string]ddbtypes.AttributeValue{":prev": &ddbtypes.AttributeValueMemberS{Value: prev}}
 }

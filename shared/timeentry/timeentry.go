@@ -9,7 +9,7 @@ import (
 	"net/url"
 	"time"
 
-	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 
 	"github.com/practice-api/practice-api/shared/apperr"
 	"github.com/practice-api/practice-api/shared/body"
@@ -126,15 +126,15 @@ func (t *TimeEntry) ByID(org string) *TimeEntry {
 	return &c
 }
 
-// Write adds t and its copy by id to tx: t on condition cond (with its
-// names and values; "" for a new entry), the copy as it is. It returns the
-// index of t's write, to match against failed conditions.
-func Write(tx *store.TxBuilder, org string, t *TimeEntry, cond string, names map[string]string, vals map[string]ddbtypes.AttributeValue) int {
+// Write adds t and its copy by id to tx: t on condition cond (unset, the
+// zero ConditionBuilder, for a new entry), the copy as it is. It returns
+// the index of t's write, to match against failed conditions.
+func Write(tx *store.TxBuilder, org string, t *TimeEntry, cond expression.ConditionBuilder) int {
 	var i int
-	if cond == "" {
+	if !cond.IsSet() {
 		i = tx.PutNew(t)
 	} else {
-		i = tx.PutIf(t, cond, names, vals)
+		i = tx.PutWhen(t, cond)
 	}
 	tx.Put(t.ByID(org))
 	return i
@@ -271,7 +271,7 @@ func (s *Store) Create(ctx context.Context, req *idempotency.Create) (string, an
 	// would close that window for two more write units on every entry
 	// (docs/data-model.md).
 	tx := s.db.Tx()
-	Write(tx, req.Org, &t, "", nil, nil)
+	Write(tx, req.Org, &t, expression.ConditionBuilder{})
 	outbox.Add(tx, ev)
 	err = req.Commit(ctx, tx, t.ID, t, func(*store.TxFailed) error { return nil })
 	return t.ID, t, err

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -50,12 +51,8 @@ func (t *TimeEntry) Bill(invoiceID string, now time.Time) error {
 
 // BilledCondition is the condition on an entry's item under which Bill's
 // change is written: unchanged since it was read at prev, and approved.
-func BilledCondition(prev string) (string, map[string]string, map[string]ddbtypes.AttributeValue) {
-	return "updated_at = :prev AND #st = :approved", map[string]string{"#st": "status"},
-		map[string]ddbtypes.AttributeValue{
-			":prev":     &ddbtypes.AttributeValueMemberS{Value: prev},
-			":approved": &ddbtypes.AttributeValueMemberS{Value: string(Approved)},
-		}
+func BilledCondition(prev string) expression.ConditionBuilder {
+	return expression.Name("updated_at").Equal(expression.Value(prev)).And(expression.Name("status").Equal(expression.Value(string(Approved))))
 }
 
 // Release gives an entry invoiced by invoiceID back as approved (its
@@ -100,8 +97,7 @@ func (s *Store) SetStatus(ctx context.Context, org, id string, to Status, now ti
 		t.SetKeys(org)
 		// The move and its time_entry.updated commit together.
 		tx := s.db.Tx()
-		cond, vals := store.Unchanged(prev)
-		Write(tx, org, &t, cond, nil, vals)
+		Write(tx, org, &t, store.UnchangedSince(prev))
 		if err := RaiseUpdated(tx, org, &t, was, now); err != nil {
 			return err
 		}
