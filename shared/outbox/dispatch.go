@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/uuid"
@@ -268,20 +269,16 @@ func (d *Dispatcher) dispatch(ctx context.Context, ev Event) (outcome, error) {
 	key := store.Key(ev.PK, ev.SK)
 	now := d.now()
 	token := uuid.NewString()
-	out, err := d.DB.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(d.DB.Table), Key: key,
-		UpdateExpression:    aws.String("SET claim = :token, claim_until = :until ADD dispatch_attempts :one"),
-		ConditionExpression: aws.String("attribute_exists(GSI6PK) AND GSI6PK <> :parked AND (attribute_not_exists(claim_until) OR claim_until < :now)"),
-		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{
-			":token":  &ddbtypes.AttributeValueMemberS{Value: token},
-			":until":  &ddbtypes.AttributeValueMemberS{Value: store.FormatTime(now.Add(ClaimLease))},
-			":now":    &ddbtypes.AttributeValueMemberS{Value: store.FormatTime(now)},
-			":one":    &ddbtypes.AttributeValueMemberN{Value: "1"},
-			":parked": &ddbtypes.AttributeValueMemberS{Value: ParkedPK},
-		},
-		// The whole event: the sweep index holds only its keys.
-		ReturnValues: ddbtypes.ReturnValueAllNew,
-	})
+	in, err := d.update(key,
+		expression.Set(attrClaim, expression.Value(token)).
+			Set(attrClaimUntil, expression.Value(store.FormatTime(now.Add(ClaimLease)))).
+			Add(expression.Name("dispatch_attempts"), expression.Value(1)),
+		claimable(store.FormatTime(now)))
+	if err != nil {
+		return failed, fmt.Errorf("claim %s: %w", ev.PK+" "+ev.SK, err)
+	}
+	in.ReturnValues = ddbtypes.ReturnValueAllNew // the whole event: the sweep index holds only its keys
+	out, err := d.DB.Client.UpdateItem(ctx, in)
 	if store.IsConditionFailed(err) {
 		return skipped, nil // dispatched, parked, or claimed by a concurrent dispatcher
 	}
@@ -292,7 +289,7 @@ func (d *Dispatcher) dispatch(ctx context.Context, ev Event) (outcome, error) {
 		return d.parkItem(ctx, out.Attributes, err)
 	}
 	attempts := ev.DispatchAttempts
-	mine := map[string]ddbtypes.AttributeValue{":token": &ddbtypes.AttributeValueMemberS{Value: token}}
+	mine := expression.Name("claim").Equal(expression.Value(token))
 	sinks := d.Routes[ev.route()]
 	if len(sinks) == 0 {
 		return parkedType, d.park(ctx, key, token, now, fmt.Sprintf("no queue takes events of type %q; replay it after a release that knows the type", ev.Type))
@@ -314,22 +311,20 @@ func (d *Dispatcher) dispatch(ctx context.Context, ev Event) (outcome, error) {
 			return parked, err
 		}
 		// Give the claim back, so the next sweep retries at once.
-		_, _ = d.DB.Client.UpdateItem(context.WithoutCancel(ctx), &dynamodb.UpdateItemInput{
-			TableName: aws.String(d.DB.Table), Key: key, UpdateExpression: aws.String("REMOVE claim, claim_until"),
-			ConditionExpression: aws.String("claim = :token"), ExpressionAttributeValues: mine,
-		})
+		if in, berr := d.update(key, expression.Remove(attrClaim).Remove(attrClaimUntil), mine); berr == nil {
+			_, _ = d.DB.Client.UpdateItem(context.WithoutCancel(ctx), in)
+		}
 		return failed, err
 	}
 	// Out of the pending index, and kept for the retention from its creation.
 	created, _ := time.Parse(store.TimeLayout, ev.CreatedAt)
-	mine[":ttl"] = &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(created.Add(d.retention(ev.Type)).Unix(), 10)}
-	_, err = d.DB.Client.UpdateItem(context.WithoutCancel(ctx), &dynamodb.UpdateItemInput{
-		TableName: aws.String(d.DB.Table), Key: key,
-		UpdateExpression:          aws.String("SET #ttl = :ttl REMOVE GSI6PK, GSI6SK, claim, claim_until"),
-		ConditionExpression:       aws.String("claim = :token"),
-		ExpressionAttributeNames:  map[string]string{"#ttl": store.AttrTTL},
-		ExpressionAttributeValues: mine,
-	})
+	in, err = d.update(key,
+		expression.Set(expression.Name(store.AttrTTL), expression.Value(created.Add(d.retention(ev.Type)).Unix())).
+			Remove(attrGSI6PK).Remove(expression.Name("GSI6SK")).Remove(attrClaim).Remove(attrClaimUntil),
+		mine)
+	if err == nil {
+		_, err = d.DB.Client.UpdateItem(context.WithoutCancel(ctx), in)
+	}
 	if err != nil && !store.IsConditionFailed(err) {
 		return sent, fmt.Errorf("mark %s dispatched: %w", ev.ID, err)
 	}
@@ -339,15 +334,13 @@ func (d *Dispatcher) dispatch(ctx context.Context, ev Event) (outcome, error) {
 // park moves a claimed event from the pending index to the parked one,
 // with its reason.
 func (d *Dispatcher) park(ctx context.Context, key map[string]ddbtypes.AttributeValue, token string, now time.Time, reason string) error {
-	_, err := d.DB.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(d.DB.Table), Key: key,
-		UpdateExpression:    aws.String("SET GSI6PK = :parked, parked_reason = :why, parked_at = :now REMOVE claim, claim_until"),
-		ConditionExpression: aws.String("claim = :token"),
-		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{
-			":token": &ddbtypes.AttributeValueMemberS{Value: token}, ":parked": &ddbtypes.AttributeValueMemberS{Value: ParkedPK},
-			":why": &ddbtypes.AttributeValueMemberS{Value: reason}, ":now": &ddbtypes.AttributeValueMemberS{Value: store.FormatTime(now)},
-		},
-	})
+	in, err := d.update(key,
+		parkUpdate(reason, now).Remove(attrClaim).Remove(attrClaimUntil),
+		expression.Name("claim").Equal(expression.Value(token)))
+	if err != nil {
+		return err
+	}
+	_, err = d.DB.Client.UpdateItem(ctx, in)
 	if store.IsConditionFailed(err) {
 		return nil // the claim lapsed and another dispatcher has it
 	}
@@ -366,15 +359,11 @@ func (d *Dispatcher) parkItem(ctx context.Context, item map[string]ddbtypes.Attr
 	if readErr != nil {
 		why += ": " + readErr.Error()
 	}
-	_, err := d.DB.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(d.DB.Table), Key: store.Key(pk.Value, sk.Value),
-		UpdateExpression:    aws.String("SET GSI6PK = :parked, parked_reason = :why, parked_at = :now"),
-		ConditionExpression: aws.String("begins_with(GSI6PK, :pending)"),
-		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{
-			":parked": &ddbtypes.AttributeValueMemberS{Value: ParkedPK}, ":why": &ddbtypes.AttributeValueMemberS{Value: why},
-			":now": &ddbtypes.AttributeValueMemberS{Value: store.FormatTime(d.now())}, ":pending": &ddbtypes.AttributeValueMemberS{Value: "OUTBOX#PENDING#"},
-		},
-	})
+	in, err := d.update(store.Key(pk.Value, sk.Value), parkUpdate(why, d.now()),
+		expression.BeginsWith(attrGSI6PK, "OUTBOX#PENDING#"))
+	if err == nil {
+		_, err = d.DB.Client.UpdateItem(ctx, in)
+	}
 	if store.IsConditionFailed(err) {
 		return skipped, nil
 	}
@@ -436,19 +425,62 @@ func Replay(ctx context.Context, db *store.DB, ev Event) (bool, error) {
 	if id == "" {
 		id = ev.SK // an item that is not an event: any shard takes it
 	}
-	_, err := db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(db.Table), Key: store.Key(ev.PK, ev.SK),
-		UpdateExpression:    aws.String("SET GSI6PK = :pending, dispatch_attempts = :zero REMOVE parked_reason, parked_at, claim, claim_until"),
-		ConditionExpression: aws.String("GSI6PK = :parked"),
-		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{
-			":pending": &ddbtypes.AttributeValueMemberS{Value: pendingPKOf(id, ShardsOf(db))}, ":parked": &ddbtypes.AttributeValueMemberS{Value: ParkedPK},
-			":zero": &ddbtypes.AttributeValueMemberN{Value: "0"},
-		},
-	})
+	in, err := updateInput(db, store.Key(ev.PK, ev.SK),
+		expression.Set(attrGSI6PK, expression.Value(pendingPKOf(id, ShardsOf(db)))).
+			Set(expression.Name("dispatch_attempts"), expression.Value(0)).
+			Remove(expression.Name("parked_reason")).Remove(expression.Name("parked_at")).
+			Remove(attrClaim).Remove(attrClaimUntil),
+		attrGSI6PK.Equal(expression.Value(ParkedPK)))
+	if err != nil {
+		return false, err
+	}
+	_, err = db.Client.UpdateItem(ctx, in)
 	if store.IsConditionFailed(err) {
 		return false, nil
 	}
 	return err == nil, err
+}
+
+// The attributes of an event's claim and of the pending index; none has a
+// dot, which the expression builder would read as a nested path.
+var (
+	attrClaim      = expression.Name("claim")
+	attrClaimUntil = expression.Name("claim_until")
+	attrGSI6PK     = expression.Name("GSI6PK")
+)
+
+// claimable is the condition of a claim: the event is still pending (in
+// the pending index, not parked) and nobody holds an unexpired claim on it.
+func claimable(now string) expression.ConditionBuilder {
+	return expression.AttributeExists(attrGSI6PK).
+		And(attrGSI6PK.NotEqual(expression.Value(ParkedPK))).
+		And(expression.Or(expression.AttributeNotExists(attrClaimUntil), attrClaimUntil.LessThan(expression.Value(now))))
+}
+
+// parkUpdate moves an event to the parked index, with its reason.
+func parkUpdate(reason string, now time.Time) expression.UpdateBuilder {
+	return expression.Set(attrGSI6PK, expression.Value(ParkedPK)).
+		Set(expression.Name("parked_reason"), expression.Value(reason)).
+		Set(expression.Name("parked_at"), expression.Value(store.FormatTime(now)))
+}
+
+// update is the UpdateItem of key on d's table: upd where cond holds.
+func (d *Dispatcher) update(key map[string]ddbtypes.AttributeValue, upd expression.UpdateBuilder, cond expression.ConditionBuilder) (*dynamodb.UpdateItemInput, error) {
+	return updateInput(d.DB, key, upd, cond)
+}
+
+// updateInput is the UpdateItem of key on db's table: upd where cond
+// holds, both built with the SDK's expression builder.
+func updateInput(db *store.DB, key map[string]ddbtypes.AttributeValue, upd expression.UpdateBuilder, cond expression.ConditionBuilder) (*dynamodb.UpdateItemInput, error) {
+	expr, err := expression.NewBuilder().WithUpdate(upd).WithCondition(cond).Build()
+	if err != nil {
+		return nil, fmt.Errorf("outbox: an update's expression: %w", err)
+	}
+	return &dynamodb.UpdateItemInput{
+		TableName: aws.String(db.Table), Key: key,
+		UpdateExpression: expr.Update(), ConditionExpression: expr.Condition(),
+		ExpressionAttributeNames: expr.Names(), ExpressionAttributeValues: expr.Values(),
+	}, nil
 }
 
 func (d *Dispatcher) retention(typ Type) time.Duration {
