@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -105,31 +106,35 @@ func attr(prefix, slot string) string { return prefix + slot }
 func (s *Store) claimAttempt(ctx context.Context, job Job, msgID, owner string, now time.Time, lease time.Duration) (*claim, error) {
 	c := &claim{org: job.OrgID, endpoint: job.EndpointID, event: job.EventID, slot: job.slot(), owner: owner, delivered: job.deliveredAttr()}
 	spk, ssk := store.GSIKeyAttrs(outbox.Index)
-	names := map[string]string{"#s": attr("s_", c.slot), "#o": attr("o_", c.slot), "#l": attr("l_", c.slot), "#r": attr("r_", c.slot), "#ttl": store.AttrTTL,
-		"#d": c.delivered, "#spk": spk, "#ssk": ssk}
-	str := func(v string) ddbtypes.AttributeValue { return &ddbtypes.AttributeValueMemberS{Value: v} }
-	num := func(v int64) ddbtypes.AttributeValue {
-		return &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
+	stateAttr, msgAttr := attr("s_", c.slot), attr("r_", c.slot)
+	state, leaseUntil := expression.Name(stateAttr), expression.Name(attr("l_", c.slot))
+	// The claim is in the sweep index until its record (SweepClaims):
+	// what a sweep needs to queue its job again rides along.
+	upd := expression.Set(state, expression.Value("sending")).
+		Set(expression.Name(attr("o_", c.slot)), expression.Value(owner)).
+		Set(leaseUntil, expression.Value(now.Add(lease).Unix())).
+		Set(expression.Name(msgAttr), expression.Value(msgID)).
+		Set(expression.Name("kind"), expression.Value("webhook_event_deliveries")).
+		Set(expression.Name(store.AttrTTL), expression.Value(now.Add(EventRetention).Unix())).
+		Set(expression.Name("endpoint_id"), expression.Value(c.endpoint)).
+		Set(expression.Name("event_id"), expression.Value(c.event)).
+		Set(expression.Name("org_id"), expression.Value(c.org)).
+		Set(expression.Name("seq"), expression.Value(job.Sequence)).
+		Set(expression.Name(spk), expression.Value(sendingPK(s.db, c.event))).
+		Set(expression.Name(ssk), expression.Value(sendingSK(now.Add(lease).Unix(), c.slot, job.Attempt)))
+	// Not delivered, and this attempt unclaimed or its lease run out.
+	cond := expression.AttributeNotExists(expression.Name(c.delivered)).And(expression.Or(
+		expression.AttributeNotExists(state),
+		state.Equal(expression.Value("sending")).And(leaseUntil.LessThan(expression.Value(now.Unix())))))
+	in, err := updateInput(s.db, store.Key(DeliveriesPK(c.org, c.endpoint), eventSK(c.event)), upd, cond)
+	if err != nil {
+		return nil, err
 	}
-	out, err := s.db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(s.db.Table), Key: store.Key(DeliveriesPK(c.org, c.endpoint), eventSK(c.event)),
-		// The claim is in the sweep index until its record (SweepClaims):
-		// what a sweep needs to queue its job again rides along.
-		UpdateExpression: aws.String("SET #s = :sending, #o = :owner, #l = :lease, #r = :msg, kind = :kind, #ttl = :ttl, endpoint_id = :ep, event_id = :ev, " +
-			"org_id = :org, seq = :seq, #spk = :spk, #ssk = :ssk"),
-		ConditionExpression:      aws.String("attribute_not_exists(#d) AND (attribute_not_exists(#s) OR (#s = :sending AND #l < :now))"),
-		ExpressionAttributeNames: names,
-		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{
-			":sending": str("sending"), ":owner": str(owner), ":msg": str(msgID), ":kind": str("webhook_event_deliveries"),
-			":ep": str(c.endpoint), ":ev": str(c.event), ":lease": num(now.Add(lease).Unix()), ":now": num(now.Unix()),
-			":ttl": num(now.Add(EventRetention).Unix()),
-			":org": str(c.org), ":seq": num(job.Sequence), ":spk": str(sendingPK(s.db, c.event)), ":ssk": str(sendingSK(now.Add(lease).Unix(), c.slot, job.Attempt)),
-		},
-		ReturnValues:                        ddbtypes.ReturnValueAllOld,
-		ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,
-	})
+	in.ReturnValues = ddbtypes.ReturnValueAllOld
+	in.ReturnValuesOnConditionCheckFailure = ddbtypes.ReturnValuesOnConditionCheckFailureAllOld
+	out, err := s.db.Client.UpdateItem(ctx, in)
 	if err == nil {
-		if v, _ := out.Attributes[names["#s"]].(*ddbtypes.AttributeValueMemberS); v != nil && v.Value == "sending" {
+		if v, _ := out.Attributes[stateAttr].(*ddbtypes.AttributeValueMemberS); v != nil && v.Value == "sending" {
 			c.outcome = takenOver
 		}
 		return c, nil
@@ -161,9 +166,9 @@ func (s *Store) claimAttempt(ctx context.Context, job Job, msgID, owner string, 
 	switch {
 	case sv(c.delivered) != "":
 		c.outcome = eventDelivered
-	case sv(names["#s"]) == "sending" && sv(names["#r"]) == msgID:
+	case sv(stateAttr) == "sending" && sv(msgAttr) == msgID:
 		c.outcome = inFlightHere
-	case sv(names["#s"]) == "sending":
+	case sv(stateAttr) == "sending":
 		c.outcome = inFlight
 	default:
 		c.outcome, c.succeeded, c.nextQueued = alreadyDone, bv(attr("ok_", c.slot)), bv(attr("q_", c.slot))
@@ -187,49 +192,42 @@ var errLostClaim = errors.New("webhook: the attempt's claim was taken over")
 // alone: it is as if the success came before any failure that ran beside
 // it, and the endpoint's item is written only when something changes.
 func (s *Store) record(ctx context.Context, c *claim, a Attempt, now time.Time, failuresRead int, exhausted bool) error {
-	item, err := store.Marshal(a)
+	// The attempt is done only while this worker still holds its claim.
+	state, owner := expression.Name(attr("s_", c.slot)), expression.Name(attr("o_", c.slot))
+	held := owner.Equal(expression.Value(c.owner)).And(state.Equal(expression.Value("sending")))
+	done := expression.Set(state, expression.Value("done")).Set(expression.Name(attr("ok_", c.slot)), expression.Value(a.Succeeded))
+	if a.Succeeded {
+		at := expression.Value(store.FormatTime(now))
+		done = done.Set(expression.Name("delivered_at"), at)
+		if c.delivered != "delivered_at" {
+			done = done.Set(expression.Name(c.delivered), at)
+		}
+	}
+	// Recorded, the attempt leaves the sweep index.
+	spk, ssk := store.GSIKeyAttrs(outbox.Index)
+	done = done.Remove(expression.Name(spk)).Remove(expression.Name(ssk))
+	attempt, err := txUpdate(s.db, store.Key(DeliveriesPK(c.org, c.endpoint), eventSK(c.event)), done, held)
+	if err != nil {
+		return err
+	}
+	// The endpoint's count, changed only if the endpoint still exists: a
+	// success resets it, an exhausted failure adds one.
+	failures := expression.Name("consecutive_failures")
+	change := expression.Add(failures, expression.Value(1))
+	if a.Succeeded {
+		change = expression.Set(failures, expression.Value(0))
+	}
+	counted, err := txUpdate(s.db, store.Key(store.OrgPK(c.org), endpointSK(c.endpoint)), change, store.ItemExists())
 	if err != nil {
 		return err
 	}
 	for _, count := range []bool{(a.Succeeded && failuresRead > 0) || (!a.Succeeded && exhausted), false} {
 		tx := s.db.Tx()
-		set := "SET #s = :done, #ok = :ok"
-		vals := map[string]ddbtypes.AttributeValue{
-			":done": &ddbtypes.AttributeValueMemberS{Value: "done"}, ":sending": &ddbtypes.AttributeValueMemberS{Value: "sending"},
-			":owner": &ddbtypes.AttributeValueMemberS{Value: c.owner}, ":ok": &ddbtypes.AttributeValueMemberBOOL{Value: a.Succeeded},
-		}
-		names := map[string]string{"#s": attr("s_", c.slot), "#o": attr("o_", c.slot), "#ok": attr("ok_", c.slot)}
-		if a.Succeeded {
-			set += ", delivered_at = :now"
-			if c.delivered != "delivered_at" {
-				set += ", #d = :now"
-				names["#d"] = c.delivered
-			}
-			vals[":now"] = &ddbtypes.AttributeValueMemberS{Value: store.FormatTime(now)}
-		}
-		// Recorded, the attempt leaves the sweep index.
-		spk, ssk := store.GSIKeyAttrs(outbox.Index)
-		set += " REMOVE " + spk + ", " + ssk
-		mine := tx.Add(ddbtypes.TransactWriteItem{Update: &ddbtypes.Update{
-			TableName: aws.String(s.db.Table), Key: store.Key(DeliveriesPK(c.org, c.endpoint), eventSK(c.event)),
-			UpdateExpression: aws.String(set), ConditionExpression: aws.String("#o = :owner AND #s = :sending"),
-			ExpressionAttributeNames:  names,
-			ExpressionAttributeValues: vals,
-		}})
-		tx.Add(ddbtypes.TransactWriteItem{Put: &ddbtypes.Put{TableName: aws.String(s.db.Table), Item: item,
-			ConditionExpression: aws.String("attribute_not_exists(PK)")}})
+		mine := tx.Add(attempt)
+		tx.PutNew(a)
 		counter := -1
 		if count {
-			u := &ddbtypes.Update{TableName: aws.String(s.db.Table), Key: store.Key(store.OrgPK(c.org), endpointSK(c.endpoint)),
-				ConditionExpression: aws.String("attribute_exists(PK)")}
-			if a.Succeeded {
-				u.UpdateExpression = aws.String("SET consecutive_failures = :zero")
-				u.ExpressionAttributeValues = map[string]ddbtypes.AttributeValue{":zero": &ddbtypes.AttributeValueMemberN{Value: "0"}}
-			} else {
-				u.UpdateExpression = aws.String("ADD consecutive_failures :one")
-				u.ExpressionAttributeValues = map[string]ddbtypes.AttributeValue{":one": &ddbtypes.AttributeValueMemberN{Value: "1"}}
-			}
-			counter = tx.Add(ddbtypes.TransactWriteItem{Update: u})
+			counter = tx.Add(counted)
 		}
 		err = tx.Commit(ctx)
 		var failed *store.TxFailed
@@ -252,13 +250,12 @@ func (s *Store) record(ctx context.Context, c *claim, a Attempt, now time.Time, 
 // receive of c's job does not queue it again (a duplicate would send
 // nothing anyway: the next attempt is claimed too).
 func (s *Store) markQueued(ctx context.Context, c *claim) error {
-	_, err := s.db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(s.db.Table), Key: store.Key(DeliveriesPK(c.org, c.endpoint), eventSK(c.event)),
-		UpdateExpression:          aws.String("SET #q = :yes"),
-		ConditionExpression:       aws.String("attribute_exists(PK)"),
-		ExpressionAttributeNames:  map[string]string{"#q": attr("q_", c.slot)},
-		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":yes": &ddbtypes.AttributeValueMemberBOOL{Value: true}},
-	})
+	in, err := updateInput(s.db, store.Key(DeliveriesPK(c.org, c.endpoint), eventSK(c.event)),
+		expression.Set(expression.Name(attr("q_", c.slot)), expression.Value(true)), store.ItemExists())
+	if err != nil {
+		return err
+	}
+	_, err = s.db.Client.UpdateItem(ctx, in)
 	if store.IsConditionFailed(err) {
 		return nil
 	}
@@ -321,15 +318,16 @@ func (s *Store) disableIfDue(ctx context.Context, org, id string, now time.Time)
 	// Workers failing at once all see the count reach the limit: one
 	// turns the endpoint off, the others find it off (or, held by that
 	// transaction, try again).
+	off, err := txUpdate(s.db, store.Key(store.OrgPK(org), endpointSK(id)),
+		expression.Set(expression.Name("is_active"), expression.Value(false)).Set(expression.Name("disabled_at"), expression.Value(at)),
+		expression.Name("is_active").Equal(expression.Value(true)).
+			And(expression.Name("consecutive_failures").GreaterThanEqual(expression.Value(DisableAfter))))
+	if err != nil {
+		return false, err
+	}
 	for attempt := 1; ; attempt++ {
 		tx := s.db.Tx()
-		tx.Add(ddbtypes.TransactWriteItem{Update: &ddbtypes.Update{
-			TableName: aws.String(s.db.Table), Key: store.Key(store.OrgPK(org), endpointSK(id)), UpdateExpression: aws.String("SET is_active = :off, disabled_at = :now"),
-			ConditionExpression: aws.String("is_active = :on AND consecutive_failures >= :max"),
-			ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":off": &ddbtypes.AttributeValueMemberBOOL{Value: false},
-				":on": &ddbtypes.AttributeValueMemberBOOL{Value: true}, ":now": &ddbtypes.AttributeValueMemberS{Value: at},
-				":max": &ddbtypes.AttributeValueMemberN{Value: strconv.Itoa(DisableAfter)}},
-		}})
+		tx.Add(off)
 		outbox.Add(tx, ev)
 		err = tx.Commit(ctx)
 		var failed *store.TxFailed

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -189,12 +190,8 @@ func (d *Deliverer) resend(ctx context.Context, entry map[string]ddbtypes.Attrib
 // alone, for the worker to take over.
 func (d *Deliverer) moveClaim(ctx context.Context, pk, sk, old, next string) error {
 	_, ssk := store.GSIKeyAttrs(outbox.Index)
-	return d.updateClaim(ctx, pk, sk, &dynamodb.UpdateItemInput{
-		UpdateExpression:          aws.String("SET #ssk = :next"),
-		ConditionExpression:       aws.String("#ssk = :old"),
-		ExpressionAttributeNames:  map[string]string{"#ssk": ssk},
-		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":old": &ddbtypes.AttributeValueMemberS{Value: old}, ":next": &ddbtypes.AttributeValueMemberS{Value: next}},
-	})
+	sweepSK := expression.Name(ssk)
+	return d.updateClaim(ctx, pk, sk, expression.Set(sweepSK, expression.Value(next)), sweepSK.Equal(expression.Value(old)))
 }
 
 // resolveClaim ends a claim nothing would send: its attempt is "unsent"
@@ -202,18 +199,20 @@ func (d *Deliverer) moveClaim(ctx context.Context, pk, sk, old, next string) err
 // leaves the sweep index.
 func (d *Deliverer) resolveClaim(ctx context.Context, pk, sk, old, slot string) error {
 	spk, ssk := store.GSIKeyAttrs(outbox.Index)
-	return d.updateClaim(ctx, pk, sk, &dynamodb.UpdateItemInput{
-		UpdateExpression:         aws.String("SET #s = :unsent REMOVE #spk, #ssk"),
-		ConditionExpression:      aws.String("#ssk = :old AND #s = :sending"),
-		ExpressionAttributeNames: map[string]string{"#spk": spk, "#ssk": ssk, "#s": attr("s_", slot)},
-		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":old": &ddbtypes.AttributeValueMemberS{Value: old},
-			":unsent": &ddbtypes.AttributeValueMemberS{Value: "unsent"}, ":sending": &ddbtypes.AttributeValueMemberS{Value: "sending"}},
-	})
+	state, sweepSK := expression.Name(attr("s_", slot)), expression.Name(ssk)
+	return d.updateClaim(ctx, pk, sk,
+		expression.Set(state, expression.Value("unsent")).Remove(expression.Name(spk)).Remove(sweepSK),
+		sweepSK.Equal(expression.Value(old)).And(state.Equal(expression.Value("sending"))))
 }
 
-func (d *Deliverer) updateClaim(ctx context.Context, pk, sk string, in *dynamodb.UpdateItemInput) error {
-	in.TableName, in.Key = aws.String(d.Store.db.Table), store.Key(pk, sk)
-	_, err := d.Store.db.Client.UpdateItem(ctx, in)
+// updateClaim applies upd to the claim's item where cond holds;
+// errLostClaim when it does not.
+func (d *Deliverer) updateClaim(ctx context.Context, pk, sk string, upd expression.UpdateBuilder, cond expression.ConditionBuilder) error {
+	in, err := updateInput(d.Store.db, store.Key(pk, sk), upd, cond)
+	if err != nil {
+		return err
+	}
+	_, err = d.Store.db.Client.UpdateItem(ctx, in)
 	if store.IsConditionFailed(err) {
 		return errLostClaim
 	}
