@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/uuid"
@@ -149,10 +150,17 @@ func (s *Store) lockReplay(ctx context.Context, org, url, endpoint string, now t
 		"endpoint_id": &ddbtypes.AttributeValueMemberS{Value: endpoint},
 		"lease_until": num(now.Add(replayQueueTime).Unix()), store.AttrTTL: num(now.Add(ReplayLease + 24*time.Hour).Unix()),
 	}
-	cond, vals := "attribute_not_exists(PK) OR lease_until < :now", map[string]ddbtypes.AttributeValue{":now": num(now.Unix())}
+	// Free: no replay holds it, or the lease of the one that does ran out.
+	cond := expression.Or(expression.AttributeNotExists(expression.Name(store.AttrPK)),
+		expression.Name("lease_until").LessThan(expression.Value(now.Unix())))
 	for try := 0; ; try++ {
-		_, err := s.db.Client.PutItem(ctx, &dynamodb.PutItemInput{
-			TableName: aws.String(s.db.Table), Item: item, ConditionExpression: aws.String(cond), ExpressionAttributeValues: vals,
+		e, err := conditionOf(cond)
+		if err != nil {
+			return nil, err
+		}
+		_, err = s.db.Client.PutItem(ctx, &dynamodb.PutItemInput{
+			TableName: aws.String(s.db.Table), Item: item, ConditionExpression: e.Condition(),
+			ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
 			ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,
 		})
 		var ccf *ddbtypes.ConditionalCheckFailedException
@@ -186,7 +194,7 @@ func (s *Store) lockReplay(ctx context.Context, org, url, endpoint string, now t
 		// Every event of the replay that holds it has had its first
 		// attempt: it is free; take it from that replay (by condition, so
 		// of two replays at once one does).
-		cond, vals = "replay_id = :held", map[string]ddbtypes.AttributeValue{":held": &ddbtypes.AttributeValueMemberS{Value: held.ID}}
+		cond = expression.Name("replay_id").Equal(expression.Value(held.ID))
 	}
 }
 
@@ -195,11 +203,14 @@ func (s *Store) lockReplay(ctx context.Context, org, url, endpoint string, now t
 // of the sweep index.
 func (s *Store) replayProgress(ctx context.Context, replay string) (int, error) {
 	spk, _ := store.GSIKeyAttrs(outbox.Index)
+	e, err := expression.NewBuilder().WithKeyCondition(expression.Key(spk).Equal(expression.Value(replayedPrefix + replay))).Build()
+	if err != nil {
+		return 0, fmt.Errorf("replay progress: %w", err)
+	}
 	p := dynamodb.NewQueryPaginator(s.db.Client, &dynamodb.QueryInput{
 		TableName: aws.String(s.db.Table), IndexName: aws.String(outbox.Index), Select: ddbtypes.SelectCount,
-		KeyConditionExpression:    aws.String("#pk = :pk"),
-		ExpressionAttributeNames:  map[string]string{"#pk": spk},
-		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":pk": &ddbtypes.AttributeValueMemberS{Value: replayedPrefix + replay}},
+		KeyConditionExpression:   e.KeyCondition(),
+		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
 	})
 	n := 0
 	for p.HasMorePages() {
@@ -215,19 +226,17 @@ func (s *Store) replayProgress(ctx context.Context, replay string) (int, error) 
 // settle records how many events the replay queued; a replay of none
 // frees the URL at once.
 func (s *Store) settleReplay(ctx context.Context, l *replayLock, queued int, now time.Time) error {
-	in := &dynamodb.UpdateItemInput{
-		TableName: aws.String(s.db.Table), Key: l.key(),
-		UpdateExpression:    aws.String("SET queued = :n, lease_until = :lease"),
-		ConditionExpression: aws.String("replay_id = :me"),
-		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{
-			":n": &ddbtypes.AttributeValueMemberN{Value: strconv.Itoa(queued)}, ":me": &ddbtypes.AttributeValueMemberS{Value: l.id},
-			":lease": &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(now.Add(ReplayLease).Unix(), 10)},
-		},
-	}
+	lease := now.Add(ReplayLease).Unix()
 	if queued == 0 {
-		in.ExpressionAttributeValues[":lease"] = &ddbtypes.AttributeValueMemberN{Value: "0"}
+		lease = 0
 	}
-	_, err := s.db.Client.UpdateItem(ctx, in)
+	in, err := updateInput(s.db, l.key(),
+		expression.Set(expression.Name("queued"), expression.Value(queued)).Set(expression.Name("lease_until"), expression.Value(lease)),
+		l.mine())
+	if err != nil {
+		return err
+	}
+	_, err = s.db.Client.UpdateItem(ctx, in)
 	if store.IsConditionFailed(err) {
 		return nil // its lease ran out and another replay took the URL
 	}
@@ -237,11 +246,19 @@ func (s *Store) settleReplay(ctx context.Context, l *replayLock, queued int, now
 // releaseReplay frees the lock of a replay that queued nothing (it did not
 // start).
 func (s *Store) releaseReplay(ctx context.Context, l *replayLock) {
+	e, err := conditionOf(l.mine())
+	if err != nil {
+		return
+	}
 	_, _ = s.db.Client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName: aws.String(s.db.Table), Key: l.key(),
-		ConditionExpression:       aws.String("replay_id = :me"),
-		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":me": &ddbtypes.AttributeValueMemberS{Value: l.id}},
+		ConditionExpression: e.Condition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
 	})
+}
+
+// mine is the condition that l still holds its URL's replay lock.
+func (l *replayLock) mine() expression.ConditionBuilder {
+	return expression.Name("replay_id").Equal(expression.Value(l.id))
 }
 
 // replayedKeys are the sweep index keys that count one event's first
@@ -255,18 +272,14 @@ func replayedKeys(replay, event string) (pk, sk string) { return replayedPrefix 
 func (s *Store) replayEnded(ctx context.Context, job Job, now time.Time) error {
 	spk, ssk := store.GSIKeyAttrs(outbox.Index)
 	pk, sk := replayedKeys(job.Replay, job.EventID)
-	_, err := s.db.Client.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName: aws.String(s.db.Table),
-		Item: map[string]ddbtypes.AttributeValue{
-			store.AttrPK: &ddbtypes.AttributeValueMemberS{Value: DeliveriesPK(job.OrgID, job.EndpointID)},
-			store.AttrSK: &ddbtypes.AttributeValueMemberS{Value: "RPLEND#" + job.Replay + "#" + job.EventID},
-			"kind":       &ddbtypes.AttributeValueMemberS{Value: "webhook_replay_end"}, spk: &ddbtypes.AttributeValueMemberS{Value: pk},
-			ssk: &ddbtypes.AttributeValueMemberS{Value: sk}, store.AttrTTL: &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(now.Add(ReplayLease+24*time.Hour).Unix(), 10)},
-		},
-		ConditionExpression: aws.String("attribute_not_exists(PK)"),
+	err := s.db.PutNew(ctx, map[string]ddbtypes.AttributeValue{
+		store.AttrPK: &ddbtypes.AttributeValueMemberS{Value: DeliveriesPK(job.OrgID, job.EndpointID)},
+		store.AttrSK: &ddbtypes.AttributeValueMemberS{Value: "RPLEND#" + job.Replay + "#" + job.EventID},
+		"kind":       &ddbtypes.AttributeValueMemberS{Value: "webhook_replay_end"}, spk: &ddbtypes.AttributeValueMemberS{Value: pk},
+		ssk: &ddbtypes.AttributeValueMemberS{Value: sk}, store.AttrTTL: &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(now.Add(ReplayLease+24*time.Hour).Unix(), 10)},
 	})
-	if store.IsConditionFailed(err) {
-		return nil
+	if errors.Is(err, store.ErrConflict) {
+		return nil // put once: a second job of the same event finds it there
 	}
 	return err
 }
@@ -313,18 +326,17 @@ func (d *Deliverer) replayBudgetLeft(ctx context.Context, org string, now time.T
 func (d *Deliverer) spendReplayBudget(ctx context.Context, org string, want int, now time.Time) (int, error) {
 	limit := d.replaysPerHour()
 	for try := 0; try < 5 && want > 0; try++ {
-		_, err := d.Store.db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName: aws.String(d.Store.db.Table), Key: replayHour(org, now),
-			UpdateExpression:         aws.String("ADD #n :k SET kind = :kind, #ttl = :ttl"),
-			ConditionExpression:      aws.String("attribute_not_exists(#n) OR #n <= :room"),
-			ExpressionAttributeNames: map[string]string{"#n": "value", "#ttl": store.AttrTTL},
-			ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{
-				":k": &ddbtypes.AttributeValueMemberN{Value: strconv.Itoa(want)}, ":room": &ddbtypes.AttributeValueMemberN{Value: strconv.Itoa(limit - want)},
-				":kind": &ddbtypes.AttributeValueMemberS{Value: "counter"},
-				":ttl":  &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(now.Add(2*time.Hour).Unix(), 10)},
-			},
-			ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,
-		})
+		used := expression.Name("value")
+		in, err := updateInput(d.Store.db, replayHour(org, now),
+			expression.Add(used, expression.Value(want)).
+				Set(expression.Name("kind"), expression.Value("counter")).
+				Set(expression.Name(store.AttrTTL), expression.Value(now.Add(2*time.Hour).Unix())),
+			expression.Or(expression.AttributeNotExists(used), used.LessThanEqual(expression.Value(limit-want))))
+		if err != nil {
+			return 0, fmt.Errorf("replay budget: %w", err)
+		}
+		in.ReturnValuesOnConditionCheckFailure = ddbtypes.ReturnValuesOnConditionCheckFailureAllOld
+		_, err = d.Store.db.Client.UpdateItem(ctx, in)
 		var ccf *ddbtypes.ConditionalCheckFailedException
 		switch {
 		case err == nil:
@@ -348,12 +360,12 @@ func (d *Deliverer) refundReplayBudget(ctx context.Context, org string, n int, n
 	if n <= 0 {
 		return
 	}
-	_, _ = d.Store.db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(d.Store.db.Table), Key: replayHour(org, now),
-		UpdateExpression: aws.String("ADD #n :k"), ConditionExpression: aws.String("attribute_exists(#n)"),
-		ExpressionAttributeNames:  map[string]string{"#n": "value"},
-		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":k": &ddbtypes.AttributeValueMemberN{Value: strconv.Itoa(-n)}},
-	})
+	used := expression.Name("value")
+	in, err := updateInput(d.Store.db, replayHour(org, now), expression.Add(used, expression.Value(-n)), expression.AttributeExists(used))
+	if err != nil {
+		return
+	}
+	_, _ = d.Store.db.Client.UpdateItem(ctx, in)
 }
 
 // Replay queues the feed's events of req's window to an active endpoint.
