@@ -12,17 +12,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/uuid"
 
@@ -245,7 +242,11 @@ func (s *Store) Create(ctx context.Context, org string, raw []byte, now time.Tim
 	e.Keys = store.Keys{PK: store.OrgPK(org), SK: endpointSK(e.ID), Kind: "webhook_endpoint"}
 	tx := s.db.Tx()
 	tx.PutNew(e)
-	ci := tx.Add(s.count(org, 1))
+	count, err := s.count(org, 1)
+	if err != nil {
+		return Endpoint{}, err
+	}
+	ci := tx.Add(count)
 	err = tx.Commit(ctx)
 	var failed *store.TxFailed
 	if errors.As(err, &failed) && failed.Has(ci) {
@@ -271,18 +272,14 @@ func (s *Store) newSealedSecret(ctx context.Context, org, id string) (secret, se
 
 // count moves the organisation's endpoint counter by delta; an increase
 // is refused at MaxEndpoints.
-func (s *Store) count(org string, delta int) ddbtypes.TransactWriteItem {
-	u := &ddbtypes.Update{
-		TableName: aws.String(s.db.Table), Key: store.Key(store.OrgPK(org), countSK),
-		UpdateExpression:          aws.String("ADD #n :d SET kind = :kind"),
-		ExpressionAttributeNames:  map[string]string{"#n": "value"},
-		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":d": &ddbtypes.AttributeValueMemberN{Value: strconv.Itoa(delta)}, ":kind": &ddbtypes.AttributeValueMemberS{Value: "counter"}},
-	}
+func (s *Store) count(org string, delta int) (ddbtypes.TransactWriteItem, error) {
+	n := expression.Name("value")
+	var cond expression.ConditionBuilder // a decrease is never refused
 	if delta > 0 {
-		u.ConditionExpression = aws.String("attribute_not_exists(#n) OR #n < :max")
-		u.ExpressionAttributeValues[":max"] = &ddbtypes.AttributeValueMemberN{Value: strconv.Itoa(MaxEndpoints)}
+		cond = expression.Or(expression.AttributeNotExists(n), n.LessThan(expression.Value(MaxEndpoints)))
 	}
-	return ddbtypes.TransactWriteItem{Update: u}
+	return txUpdate(s.db, store.Key(store.OrgPK(org), countSK),
+		expression.Add(n, expression.Value(delta)).Set(expression.Name("kind"), expression.Value("counter")), cond)
 }
 
 // Patch is a validated PATCH of an endpoint: the fields sent, and
@@ -326,48 +323,44 @@ func (s *Store) ParsePatch(ctx context.Context, raw []byte, now time.Time) (Patc
 // count, so deliveries resume.
 func (s *Store) Update(ctx context.Context, org, id string, p Patch, now time.Time) (Endpoint, error) {
 	u, types, active := p.URL, p.Types, p.Active
-	set := []string{"updated_at = :now"}
-	values := map[string]ddbtypes.AttributeValue{":now": &ddbtypes.AttributeValueMemberS{Value: store.FormatTime(now)}}
-	var names map[string]string // "url" is a reserved word
-	if u != "" {
-		set, values[":url"] = append(set, "#url = :url"), &ddbtypes.AttributeValueMemberS{Value: u}
-		names = map[string]string{"#url": "url"}
-	}
-	if types != nil {
-		list := make([]ddbtypes.AttributeValue, len(types))
-		for i, t := range types {
-			list[i] = &ddbtypes.AttributeValueMemberS{Value: string(t)}
+	// The fields sent. A new builder for each write: an UpdateBuilder's
+	// copies share their list of actions, so adding to one adds to all.
+	fields := func() expression.UpdateBuilder {
+		set := expression.Set(expression.Name("updated_at"), expression.Value(store.FormatTime(now)))
+		if u != "" {
+			set = set.Set(expression.Name("url"), expression.Value(u))
 		}
-		set, values[":types"] = append(set, "event_types = :types"), &ddbtypes.AttributeValueMemberL{Value: list}
+		if types != nil {
+			set = set.Set(expression.Name("event_types"), expression.Value(types))
+		}
+		if active != nil {
+			set = set.Set(expression.Name("is_active"), expression.Value(*active))
+		}
+		return set
 	}
-	if active != nil {
-		set, values[":active"] = append(set, "is_active = :active"), &ddbtypes.AttributeValueMemberBOOL{Value: *active}
-	}
-	update := func(expr, cond string, vals map[string]ddbtypes.AttributeValue) (Endpoint, error) {
-		out, err := s.db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName: aws.String(s.db.Table), Key: store.Key(store.OrgPK(org), endpointSK(id)),
-			UpdateExpression: aws.String(expr), ConditionExpression: aws.String(cond),
-			ExpressionAttributeNames: names, ExpressionAttributeValues: vals,
-			ReturnValues: ddbtypes.ReturnValueAllNew,
-		})
+	update := func(upd expression.UpdateBuilder, cond expression.ConditionBuilder) (Endpoint, error) {
+		in, err := updateInput(s.db, store.Key(store.OrgPK(org), endpointSK(id)), upd, cond)
+		if err != nil {
+			return Endpoint{}, err
+		}
+		in.ReturnValues = ddbtypes.ReturnValueAllNew
+		out, err := s.db.Client.UpdateItem(ctx, in)
 		if err != nil {
 			return Endpoint{}, err
 		}
 		var e Endpoint
 		return e, store.Unmarshal(out.Attributes, &e)
 	}
-	expr := "SET " + strings.Join(set, ", ")
 	if active != nil && *active {
 		// Back on after a disable: reset the count, in the same write, only
 		// if it is off right now.
-		vals := maps.Clone(values)
-		vals[":off"], vals[":zero"] = &ddbtypes.AttributeValueMemberBOOL{Value: false}, &ddbtypes.AttributeValueMemberN{Value: "0"}
-		e, err := update(expr+", consecutive_failures = :zero REMOVE disabled_at", "attribute_exists(PK) AND is_active = :off", vals)
+		e, err := update(fields().Set(expression.Name("consecutive_failures"), expression.Value(0)).Remove(expression.Name("disabled_at")),
+			store.ItemExists().And(expression.Name("is_active").Equal(expression.Value(false))))
 		if !store.IsConditionFailed(err) {
 			return e, err
 		}
 	}
-	e, err := update(expr, "attribute_exists(PK)", values)
+	e, err := update(fields(), store.ItemExists())
 	if store.IsConditionFailed(err) {
 		return Endpoint{}, store.ErrNotFound
 	}
@@ -406,32 +399,34 @@ func (s *Store) RotateSecret(ctx context.Context, org, id string, now time.Time,
 	}
 	// previous_secret_expires_at changes only with the secret, which the
 	// write below is conditional on: what is read here holds at the write.
-	expr := "SET previous_secret = secret, previous_secret_expires_at = :exp, secret = :new, updated_at = :now"
-	values := map[string]ddbtypes.AttributeValue{
-		":exp": &ddbtypes.AttributeValueMemberS{Value: store.FormatTime(now.Add(grace))},
-	}
+	keepPrevious := false // the previous secret keeps its own grace
 	if cur.PrevUntil > store.FormatTime(now) {
 		if grace > 0 {
 			until, _ := time.Parse(store.TimeLayout, cur.PrevUntil)
 			return Endpoint{}, &ErrSecretInGrace{Until: until}
 		}
-		expr, values = "SET secret = :new, updated_at = :now", map[string]ddbtypes.AttributeValue{}
+		keepPrevious = true
 	}
 	secret, sealed, err := s.newSealedSecret(ctx, org, id)
 	if err != nil {
 		return Endpoint{}, err
 	}
-	values[":new"] = &ddbtypes.AttributeValueMemberS{Value: sealed}
-	values[":old"] = &ddbtypes.AttributeValueMemberS{Value: cur.Secret}
-	values[":now"] = &ddbtypes.AttributeValueMemberS{Value: store.FormatTime(now)}
-	out, err := s.db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(s.db.Table), Key: store.Key(store.OrgPK(org), endpointSK(id)),
-		UpdateExpression:                    aws.String(expr),
-		ConditionExpression:                 aws.String("secret = :old"),
-		ExpressionAttributeValues:           values,
-		ReturnValues:                        ddbtypes.ReturnValueAllNew,
-		ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,
-	})
+	current := expression.Name("secret")
+	var rotate expression.UpdateBuilder
+	if !keepPrevious {
+		// The current secret becomes the previous one (SET reads every
+		// operand from the item as it was).
+		rotate = expression.Set(expression.Name("previous_secret"), current).
+			Set(expression.Name("previous_secret_expires_at"), expression.Value(store.FormatTime(now.Add(grace))))
+	}
+	rotate = rotate.Set(current, expression.Value(sealed)).Set(expression.Name("updated_at"), expression.Value(store.FormatTime(now)))
+	in, err := updateInput(s.db, store.Key(store.OrgPK(org), endpointSK(id)), rotate, current.Equal(expression.Value(cur.Secret)))
+	if err != nil {
+		return Endpoint{}, err
+	}
+	in.ReturnValues = ddbtypes.ReturnValueAllNew
+	in.ReturnValuesOnConditionCheckFailure = ddbtypes.ReturnValuesOnConditionCheckFailureAllOld
+	out, err := s.db.Client.UpdateItem(ctx, in)
 	var ccf *ddbtypes.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
 		if len(ccf.Item) == 0 {
@@ -472,13 +467,21 @@ func parseGrace(raw []byte) (time.Duration, error) {
 // Delete removes an endpoint, and its place under MaxEndpoints; deliveries
 // to it stop.
 func (s *Store) Delete(ctx context.Context, org, id string) error {
+	exists, err := conditionOf(store.ItemExists())
+	if err != nil {
+		return err
+	}
+	count, err := s.count(org, -1)
+	if err != nil {
+		return err
+	}
 	tx := s.db.Tx()
 	tx.Add(ddbtypes.TransactWriteItem{Delete: &ddbtypes.Delete{
 		TableName: aws.String(s.db.Table), Key: store.Key(store.OrgPK(org), endpointSK(id)),
-		ConditionExpression: aws.String("attribute_exists(PK)"),
+		ConditionExpression: exists.Condition(), ExpressionAttributeNames: exists.Names(),
 	}})
-	tx.Add(s.count(org, -1))
-	err := tx.Commit(ctx)
+	tx.Add(count)
+	err = tx.Commit(ctx)
 	var failed *store.TxFailed
 	if errors.As(err, &failed) {
 		return store.ErrNotFound
