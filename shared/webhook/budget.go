@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -76,29 +78,33 @@ func (d *Deliverer) takeSlot(ctx context.Context, job Job, holder string, now ti
 	}
 	s := d.Store
 	key := store.Key(DeliveriesPK(b.org, b.endpoint), budgetSK)
-	num := func(v int64) ddbtypes.AttributeValue {
-		return &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
+	inUse := expression.Name("n")
+	below := func(slots int) expression.ConditionBuilder {
+		return expression.Or(expression.AttributeNotExists(inUse), inUse.LessThan(expression.Value(slots)))
 	}
 	for try := 0; ; try++ {
-		expr, cond := "SET #h = :lease, kind = :kind, #ttl = :ttl ADD n :one", "(attribute_not_exists(n) OR n < :max)"
-		vals := map[string]ddbtypes.AttributeValue{":lease": num(now.Add(d.claimLease()).Unix()), ":one": num(1), ":max": num(int64(d.slots(false))),
-			":kind": &ddbtypes.AttributeValueMemberS{Value: "webhook_budget"}, ":ttl": num(now.Add(EventRetention).Unix())}
+		upd := expression.Set(expression.Name(b.attr), expression.Value(now.Add(d.claimLease()).Unix())).
+			Set(expression.Name("kind"), expression.Value("webhook_budget")).
+			Set(expression.Name(store.AttrTTL), expression.Value(now.Add(EventRetention).Unix())).
+			Add(inUse, expression.Value(1))
+		cond := below(d.slots(false))
 		if b.replay {
 			// A replayed job takes a slot only while fewer than half of the
 			// endpoint's slots are in use (live deliveries included) and no
 			// live job of the endpoint waits for one (a live turn booked
 			// ahead): a replay uses what its endpoint's live deliveries
 			// leave, and always leaves them half.
-			expr += ", r :one"
-			cond += " AND (attribute_not_exists(n) OR n < :rmax) AND (attribute_not_exists(next_ms) OR next_ms < :nowms)"
-			vals[":rmax"] = num(int64(d.slots(true)))
-			vals[":nowms"] = num(now.UnixMilli())
+			liveTurn := expression.Name("next_ms")
+			upd = upd.Add(expression.Name("r"), expression.Value(1))
+			cond = cond.And(below(d.slots(true)),
+				expression.Or(expression.AttributeNotExists(liveTurn), liveTurn.LessThan(expression.Value(now.UnixMilli()))))
 		}
-		_, err := s.db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName: aws.String(s.db.Table), Key: key, UpdateExpression: aws.String(expr), ConditionExpression: aws.String(cond),
-			ExpressionAttributeNames: map[string]string{"#h": b.attr, "#ttl": store.AttrTTL}, ExpressionAttributeValues: vals,
-			ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,
-		})
+		in, err := updateInput(s.db, key, upd, cond)
+		if err != nil {
+			return nil, fmt.Errorf("take a delivery slot: %w", err)
+		}
+		in.ReturnValuesOnConditionCheckFailure = ddbtypes.ReturnValuesOnConditionCheckFailureAllOld
+		_, err = s.db.Client.UpdateItem(ctx, in)
 		if err == nil {
 			return b, nil
 		}
@@ -146,20 +152,16 @@ func (d *Deliverer) freeLapsed(ctx context.Context, key map[string]ddbtypes.Attr
 // giveBack frees the slot held under attr (only if its hold is old, when
 // old is set); it reports ErrNotFound when there was no such hold.
 func (d *Deliverer) giveBack(ctx context.Context, key map[string]ddbtypes.AttributeValue, attr, old string) error {
-	expr := "REMOVE #h ADD n :minus"
-	if strings.HasPrefix(attr, "g_") {
-		expr += ", r :minus"
-	}
-	cond := "attribute_exists(#h)"
-	vals := map[string]ddbtypes.AttributeValue{":minus": &ddbtypes.AttributeValueMemberN{Value: "-1"}}
+	hold := expression.Name(attr)
+	cond := expression.AttributeExists(hold)
 	if old != "" {
-		cond = "#h = :old"
-		vals[":old"] = &ddbtypes.AttributeValueMemberN{Value: old}
+		cond = hold.Equal(expression.Value(attributevalue.Number(old))) // the number as read
 	}
-	_, err := d.Store.db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(d.Store.db.Table), Key: key, UpdateExpression: aws.String(expr), ConditionExpression: aws.String(cond),
-		ExpressionAttributeNames: map[string]string{"#h": attr}, ExpressionAttributeValues: vals,
-	})
+	in, err := updateInput(d.Store.db, key, freeSlot(attr, strings.HasPrefix(attr, "g_")), cond)
+	if err != nil {
+		return err
+	}
+	_, err = d.Store.db.Client.UpdateItem(ctx, in)
 	if store.IsConditionFailed(err) {
 		return store.ErrNotFound
 	}
@@ -173,23 +175,28 @@ func (d *Deliverer) release(ctx context.Context, b *budget, took time.Duration) 
 		return
 	}
 	key := store.Key(DeliveriesPK(b.org, b.endpoint), budgetSK)
-	expr := "REMOVE #h ADD n :minus"
-	if b.replay {
-		expr += ", r :minus"
-	}
-	vals := map[string]ddbtypes.AttributeValue{":minus": &ddbtypes.AttributeValueMemberN{Value: "-1"}}
+	upd := freeSlot(b.attr, b.replay)
 	if took > 0 { // a delivery was made: its time spaces the turns
-		expr += " SET d_ms = :d"
-		vals[":d"] = &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(max(took.Milliseconds(), 1), 10)}
+		upd = upd.Set(expression.Name("d_ms"), expression.Value(max(took.Milliseconds(), 1)))
 	}
-	_, err := d.Store.db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(d.Store.db.Table), Key: key, UpdateExpression: aws.String(expr), ConditionExpression: aws.String("attribute_exists(#h)"),
-		ExpressionAttributeNames: map[string]string{"#h": b.attr}, ExpressionAttributeValues: vals,
-	})
+	in, err := updateInput(d.Store.db, key, upd, expression.AttributeExists(expression.Name(b.attr)))
+	if err == nil {
+		_, err = d.Store.db.Client.UpdateItem(ctx, in)
+	}
 	if err != nil && !store.IsConditionFailed(err) {
 		// Not given back: it lapses with its hold (the claim lease).
 		d.log().WarnContext(ctx, "webhook delivery slot not given back; it lapses with its hold", "endpoint_id", b.endpoint, "err", err)
 	}
+}
+
+// freeSlot gives back the slot held under attr (and a replay's, for a
+// replayed job's).
+func freeSlot(attr string, replay bool) expression.UpdateBuilder {
+	upd := expression.Remove(expression.Name(attr)).Add(expression.Name("n"), expression.Value(-1))
+	if replay {
+		upd = upd.Add(expression.Name("r"), expression.Value(-1))
+	}
+	return upd
 }
 
 // reserve books the next turn of a job over the budget, after the last
@@ -212,18 +219,17 @@ func (d *Deliverer) reserve(ctx context.Context, key map[string]ddbtypes.Attribu
 		last := numOf(attr)
 		took := max(numOf("d_ms"), minTurn.Milliseconds())
 		turn := max(last, now.UnixMilli()) + took/int64(d.slots(replay))
-		cond := "#a = :last"
-		vals := map[string]ddbtypes.AttributeValue{":turn": &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(turn, 10)},
-			":last": &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(last, 10)}}
+		booked := expression.Name(attr)
+		cond := booked.Equal(expression.Value(last)) // unchanged since read
 		if _, ok := item[attr]; !ok {
-			cond = "attribute_not_exists(#a)"
-			delete(vals, ":last")
+			cond = expression.AttributeNotExists(booked)
 		}
-		_, err := d.Store.db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName: aws.String(d.Store.db.Table), Key: key, UpdateExpression: aws.String("SET #a = :turn"), ConditionExpression: aws.String(cond),
-			ExpressionAttributeNames: map[string]string{"#a": attr}, ExpressionAttributeValues: vals,
-			ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,
-		})
+		in, err := updateInput(d.Store.db, key, expression.Set(booked, expression.Value(turn)), cond)
+		if err != nil {
+			return 0, fmt.Errorf("reserve a delivery turn: %w", err)
+		}
+		in.ReturnValuesOnConditionCheckFailure = ddbtypes.ReturnValuesOnConditionCheckFailureAllOld
+		_, err = d.Store.db.Client.UpdateItem(ctx, in)
 		var ccf *ddbtypes.ConditionalCheckFailedException
 		switch {
 		case err == nil:
@@ -283,7 +289,8 @@ func (d *Deliverer) paced(ctx context.Context, job Job, wait time.Duration, now 
 // turn again.
 func (d *Deliverer) replayPace(ctx context.Context, org, endpoint string) time.Duration {
 	out, err := d.Store.db.Client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(d.Store.db.Table),
-		Key: store.Key(DeliveriesPK(org, endpoint), budgetSK), ProjectionExpression: aws.String("d_ms")})
+		Key:                  store.Key(DeliveriesPK(org, endpoint), budgetSK),
+		ProjectionExpression: paceRead.Projection(), ExpressionAttributeNames: paceRead.Names()})
 	took := time.Second
 	if err == nil {
 		if v, ok := out.Item["d_ms"].(*ddbtypes.AttributeValueMemberN); ok {
@@ -294,3 +301,6 @@ func (d *Deliverer) replayPace(ctx context.Context, org, endpoint string) time.D
 	}
 	return took / time.Duration(d.slots(true))
 }
+
+// paceRead reads an endpoint's last delivery time (replayPace), built once.
+var paceRead = mustBuild(expression.NewBuilder().WithProjection(expression.NamesList(expression.Name("d_ms"))))
