@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/uuid"
@@ -248,9 +249,10 @@ func (s *Store) CreateKey(ctx context.Context, req KeyRequest, now time.Time) (C
 	c.Kind = "api_client"
 	err = s.changeKeys(ctx, req.OrgID, func(o Org, refs []ClientRef) (int, error) {
 		return s.allocated(refs) + s.limitOf(c.RateLimit), nil
-	}, func(tx *store.TxBuilder) {
+	}, func(tx *store.TxBuilder) error {
 		tx.PutNew(c)
 		tx.PutNew(c.ref())
+		return nil
 	})
 	if err != nil {
 		return Client{}, Token{}, fmt.Errorf("create key: %w", err)
@@ -309,7 +311,7 @@ func (s *Store) Keys(ctx context.Context, org string) ([]ClientRef, error) {
 // one read: of two changes at once, one commits and the other reads again.
 // need returns what the keys' limits add up to after the change; over the
 // ceiling, the change is refused with ErrCeiling.
-func (s *Store) changeKeys(ctx context.Context, org string, need func(Org, []ClientRef) (int, error), add func(*store.TxBuilder)) error {
+func (s *Store) changeKeys(ctx context.Context, org string, need func(Org, []ClientRef) (int, error), add func(*store.TxBuilder) error) error {
 	return store.Optimistic("the keys of organisation "+org, func() error {
 		o, err := s.GetOrg(ctx, org)
 		if err != nil {
@@ -328,16 +330,14 @@ func (s *Store) changeKeys(ctx context.Context, org string, need func(Org, []Cli
 				"raise the ceiling (scripts/admin org set-limit) or lower a key's limit", ErrCeiling, n, s.CeilingOf(o))
 		}
 		tx := s.db.Tx()
-		add(tx)
+		if err := add(tx); err != nil {
+			return err
+		}
 		pk, sk := orgKey(org)
-		vi := tx.Add(ddbtypes.TransactWriteItem{Update: &ddbtypes.Update{
-			TableName: aws.String(s.db.Table), Key: store.Key(pk, sk),
-			UpdateExpression:    aws.String("SET keys_version = :next"),
-			ConditionExpression: aws.String("attribute_exists(PK) AND (attribute_not_exists(keys_version) OR keys_version = :v)"),
-			ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{
-				":v": &ddbtypes.AttributeValueMemberN{Value: strconv.Itoa(o.KeysVersion)}, ":next": &ddbtypes.AttributeValueMemberN{Value: strconv.Itoa(o.KeysVersion + 1)},
-			},
-		}})
+		vi, err := addUpdate(tx, pk, sk, keysVersionMoves(o.KeysVersion, expression.UpdateBuilder{}))
+		if err != nil {
+			return err
+		}
 		err = tx.Commit(ctx)
 		var failed *store.TxFailed
 		switch {
@@ -374,10 +374,13 @@ func (s *Store) SetLimit(ctx context.Context, clientID string, limit int) (Clien
 			}
 		}
 		return n + s.limitOf(limit), nil
-	}, func(tx *store.TxBuilder) {
+	}, func(tx *store.TxBuilder) error {
 		pk, sk := clientKey(c.ID)
-		tx.Add(setLimit(s.db.Table, pk, sk, limit, "attribute_exists(PK) AND attribute_not_exists(revoked_at)"))
-		tx.Add(setLimit(s.db.Table, store.OrgPK(c.OrgID), refSK(c.ID), limit, "attribute_exists(PK)"))
+		if _, err := addUpdate(tx, pk, sk, setLimit(limit, liveClient())); err != nil {
+			return err
+		}
+		_, err := addUpdate(tx, store.OrgPK(c.OrgID), refSK(c.ID), setLimit(limit, store.ItemExists()))
+		return err
 	})
 	if err != nil {
 		return ClientRef{}, err
@@ -385,14 +388,41 @@ func (s *Store) SetLimit(ctx context.Context, clientID string, limit int) (Clien
 	return c.ref(), nil
 }
 
-func setLimit(table, pk, sk string, limit int, cond string) ddbtypes.TransactWriteItem {
-	u := &ddbtypes.Update{TableName: aws.String(table), Key: store.Key(pk, sk), ConditionExpression: aws.String(cond),
-		UpdateExpression: aws.String("REMOVE rate_limit")}
+// setLimit is the write of a key's own limit (0: none, the stage's) where
+// cond holds.
+func setLimit(limit int, cond expression.ConditionBuilder) expression.Builder {
+	u := expression.Remove(expression.Name("rate_limit"))
 	if limit > 0 {
-		u.UpdateExpression = aws.String("SET rate_limit = :l")
-		u.ExpressionAttributeValues = map[string]ddbtypes.AttributeValue{":l": &ddbtypes.AttributeValueMemberN{Value: strconv.Itoa(limit)}}
+		u = expression.Set(expression.Name("rate_limit"), expression.Value(limit))
 	}
-	return ddbtypes.TransactWriteItem{Update: u}
+	return expression.NewBuilder().WithCondition(cond).WithUpdate(u)
+}
+
+// liveClient is the condition that a client exists and is not revoked.
+func liveClient() expression.ConditionBuilder {
+	return store.ItemExists().And(expression.AttributeNotExists(expression.Name("revoked_at")))
+}
+
+// keysVersionMoves is the update of an organisation whose keys version was
+// read as v, with more updates to the same item: the version moves to v+1
+// if nobody moved it meanwhile (an organisation from before keys versions
+// has none).
+func keysVersionMoves(v int, more expression.UpdateBuilder) expression.Builder {
+	version := expression.Name("keys_version")
+	cond := store.ItemExists().And(expression.AttributeNotExists(version).Or(version.Equal(expression.Value(v))))
+	return expression.NewBuilder().WithCondition(cond).WithUpdate(more.Set(version, expression.Value(v+1)))
+}
+
+// addUpdate adds to tx an update of the item (pk, sk) as b says and
+// returns its index in the transaction.
+func addUpdate(tx *store.TxBuilder, pk, sk string, b expression.Builder) (int, error) {
+	e, err := b.Build()
+	if err != nil {
+		return 0, fmt.Errorf("auth: an update of %s %s: %w", pk, sk, err)
+	}
+	return tx.Add(ddbtypes.TransactWriteItem{Update: &ddbtypes.Update{TableName: aws.String(tx.DB().Table), Key: store.Key(pk, sk),
+		UpdateExpression: e.Update(), ConditionExpression: e.Condition(),
+		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values()}}), nil
 }
 
 // SetCeiling sets an organisation's ceiling (0: the default again, CeilingOf);
@@ -417,18 +447,17 @@ func (s *Store) SetCeiling(ctx context.Context, org string, ceiling int) (Org, e
 			return fmt.Errorf("%w: its live keys' limits already add up to %d requests per minute; lower or revoke keys first", ErrCeiling, n)
 		}
 		pk, sk := orgKey(org)
-		vals := map[string]ddbtypes.AttributeValue{
-			":v": &ddbtypes.AttributeValueMemberN{Value: strconv.Itoa(o.KeysVersion)}, ":next": &ddbtypes.AttributeValueMemberN{Value: strconv.Itoa(o.KeysVersion + 1)},
-		}
-		expr := "SET keys_version = :next REMOVE rate_ceiling"
+		set := expression.Remove(expression.Name("rate_ceiling"))
 		if ceiling > 0 {
-			expr = "SET keys_version = :next, rate_ceiling = :c"
-			vals[":c"] = &ddbtypes.AttributeValueMemberN{Value: strconv.Itoa(ceiling)}
+			set = expression.Set(expression.Name("rate_ceiling"), expression.Value(ceiling))
+		}
+		e, err := keysVersionMoves(o.KeysVersion, set).Build()
+		if err != nil {
+			return fmt.Errorf("auth: the ceiling of %s: %w", org, err)
 		}
 		_, err = s.db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(s.db.Table), Key: store.Key(pk, sk),
-			UpdateExpression:          aws.String(expr),
-			ConditionExpression:       aws.String("attribute_exists(PK) AND (attribute_not_exists(keys_version) OR keys_version = :v)"),
-			ExpressionAttributeValues: vals})
+			UpdateExpression: e.Update(), ConditionExpression: e.Condition(),
+			ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values()})
 		if store.IsConditionFailed(err) {
 			return store.ErrConflict
 		}
@@ -470,13 +499,15 @@ func (s *Store) Rotate(ctx context.Context, clientID string, now time.Time) (Tok
 	if err != nil {
 		return Token{}, err
 	}
+	e, err := expression.NewBuilder().WithCondition(liveClient()).
+		WithUpdate(expression.Set(secretPath(tok.SecretID), expression.Value(&ddbtypes.AttributeValueMemberM{Value: sec}))).Build()
+	if err != nil {
+		return Token{}, fmt.Errorf("rotate %s: %w", clientID, err)
+	}
 	_, err = s.db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(s.db.Table),
-		Key:                       store.Key(pk, sk),
-		UpdateExpression:          aws.String("SET secrets.#sid = :sec"),
-		ConditionExpression:       aws.String("attribute_exists(PK) AND attribute_not_exists(revoked_at)"),
-		ExpressionAttributeNames:  map[string]string{"#sid": tok.SecretID},
-		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":sec": &ddbtypes.AttributeValueMemberM{Value: sec}},
+		TableName: aws.String(s.db.Table), Key: store.Key(pk, sk),
+		UpdateExpression: e.Update(), ConditionExpression: e.Condition(),
+		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
 	})
 	if store.IsConditionFailed(err) {
 		return Token{}, ErrNoSuchClient
@@ -489,13 +520,19 @@ func (s *Store) Rotate(ctx context.Context, clientID string, now time.Time) (Tok
 
 // RevokeSecret deletes one secret: that string stops working on the next request.
 func (s *Store) RevokeSecret(ctx context.Context, clientID, secretID string) error {
+	if secretID == "" || strings.ContainsAny(secretID, "[]") {
+		return ErrNoSuchSecret // no secret is named so (newToken's are hex), and the builder would read an index in it
+	}
 	pk, sk := clientKey(clientID)
-	_, err := s.db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                aws.String(s.db.Table),
-		Key:                      store.Key(pk, sk),
-		UpdateExpression:         aws.String("REMOVE secrets.#sid"),
-		ConditionExpression:      aws.String("attribute_exists(secrets.#sid)"),
-		ExpressionAttributeNames: map[string]string{"#sid": secretID},
+	path := secretPath(secretID)
+	e, err := expression.NewBuilder().WithCondition(expression.AttributeExists(path)).WithUpdate(expression.Remove(path)).Build()
+	if err != nil {
+		return fmt.Errorf("revoke secret %s/%s: %w", clientID, secretID, err)
+	}
+	_, err = s.db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(s.db.Table), Key: store.Key(pk, sk),
+		UpdateExpression: e.Update(), ConditionExpression: e.Condition(),
+		ExpressionAttributeNames: e.Names(),
 	})
 	if store.IsConditionFailed(err) {
 		return ErrNoSuchSecret
@@ -504,6 +541,12 @@ func (s *Store) RevokeSecret(ctx context.Context, clientID, secretID string) err
 		return fmt.Errorf("revoke secret %s/%s: %w", clientID, secretID, err)
 	}
 	return nil
+}
+
+// secretPath is the path of a client's secret: a field of its secrets map,
+// named as is (a secret id holds no dot).
+func secretPath(secretID string) expression.NameBuilder {
+	return expression.Name("secrets").AppendName(expression.NameNoDotSplit(secretID))
 }
 
 // Revoke kills a client and every secret it has, from the next request on,
@@ -516,16 +559,19 @@ func (s *Store) Revoke(ctx context.Context, clientID string, now time.Time) erro
 	if c.RevokedAt != "" {
 		return nil
 	}
-	at := &ddbtypes.AttributeValueMemberS{Value: store.FormatTime(now)}
-	revoke := func(pk, sk string) ddbtypes.TransactWriteItem {
-		return ddbtypes.TransactWriteItem{Update: &ddbtypes.Update{TableName: aws.String(s.db.Table), Key: store.Key(pk, sk),
-			UpdateExpression: aws.String("SET revoked_at = if_not_exists(revoked_at, :now)"), ConditionExpression: aws.String("attribute_exists(PK)"),
-			ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":now": at}}}
+	at := store.FormatTime(now)
+	revoke := func() expression.Builder {
+		revokedAt := expression.Name("revoked_at")
+		return expression.NewBuilder().WithCondition(store.ItemExists()).
+			WithUpdate(expression.Set(revokedAt, revokedAt.IfNotExists(expression.Value(at))))
 	}
-	err = s.changeKeys(ctx, c.OrgID, func(Org, []ClientRef) (int, error) { return 0, nil }, func(tx *store.TxBuilder) {
+	err = s.changeKeys(ctx, c.OrgID, func(Org, []ClientRef) (int, error) { return 0, nil }, func(tx *store.TxBuilder) error {
 		pk, sk := clientKey(c.ID)
-		tx.Add(revoke(pk, sk))
-		tx.Add(revoke(store.OrgPK(c.OrgID), refSK(c.ID)))
+		if _, err := addUpdate(tx, pk, sk, revoke()); err != nil {
+			return err
+		}
+		_, err := addUpdate(tx, store.OrgPK(c.OrgID), refSK(c.ID), revoke())
+		return err
 	})
 	if err != nil {
 		return fmt.Errorf("revoke %s: %w", clientID, err)
@@ -562,14 +608,18 @@ func (s *Store) Authenticate(ctx context.Context, tok Token, now time.Time) (Cli
 	minute := now.Unix() / 60
 	cur := rlPrefix + strconv.FormatInt(minute, 10)
 	prev := rlPrefix + strconv.FormatInt(minute-1, 10)
-	names := map[string]string{"#cur": cur, "#prev": prev}
-	remove := []string{"#prev"}
-	for i, old := range s.takeStale(tok.ClientID) {
+	count := expression.Name(cur)
+	update := expression.Set(count, expression.Plus(count.IfNotExists(expression.Value(numZero)), expression.Value(numOne))).
+		Remove(expression.Name(prev))
+	for _, old := range s.takeStale(tok.ClientID) {
 		if old != cur && old != prev {
-			n := "#old" + strconv.Itoa(i)
-			names[n] = old
-			remove = append(remove, n)
+			update = update.Remove(expression.Name(old))
 		}
+	}
+	// no client, no count (and no item made)
+	e, err := expression.NewBuilder().WithCondition(store.ItemExists()).WithUpdate(update).Build()
+	if err != nil {
+		return Client{}, Usage{}, fmt.Errorf("authenticate: %w", err)
 	}
 	pk, sk := clientKey(tok.ClientID)
 	var (
@@ -581,15 +631,9 @@ func (s *Store) Authenticate(ctx context.Context, tok Token, now time.Time) (Cli
 		got, getErr = s.db.Client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.db.Table), Key: store.Key(pk, sk), ConsistentRead: aws.Bool(true)})
 	})
 	out, err := s.db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                aws.String(s.db.Table),
-		Key:                      store.Key(pk, sk),
-		UpdateExpression:         aws.String("SET #cur = if_not_exists(#cur, :zero) + :one REMOVE " + strings.Join(remove, ", ")),
-		ConditionExpression:      aws.String("attribute_exists(PK)"), // no client, no count (and no item made)
-		ExpressionAttributeNames: names,
-		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{
-			":one":  &ddbtypes.AttributeValueMemberN{Value: "1"},
-			":zero": &ddbtypes.AttributeValueMemberN{Value: "0"},
-		},
+		TableName: aws.String(s.db.Table), Key: store.Key(pk, sk),
+		UpdateExpression: e.Update(), ConditionExpression: e.Condition(),
+		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
 		ReturnValues: ddbtypes.ReturnValueUpdatedNew,
 	})
 	read.Wait()
@@ -612,11 +656,11 @@ func (s *Store) Authenticate(ctx context.Context, tok Token, now time.Time) (Cli
 		s.uncount(ctx, pk, sk, cur)
 		return Client{}, Usage{}, ErrUnauthenticated
 	}
-	count, ok := out.Attributes[cur].(*ddbtypes.AttributeValueMemberN)
+	counted, ok := out.Attributes[cur].(*ddbtypes.AttributeValueMemberN)
 	if !ok {
 		return Client{}, Usage{}, fmt.Errorf("authenticate: no counter %s on client %s", cur, c.ID)
 	}
-	n, err := strconv.ParseInt(count.Value, 10, 64)
+	n, err := strconv.ParseInt(counted.Value, 10, 64)
 	if err != nil {
 		return Client{}, Usage{}, fmt.Errorf("authenticate: counter %s: %w", cur, err)
 	}
@@ -628,18 +672,28 @@ func (s *Store) Authenticate(ctx context.Context, tok Token, now time.Time) (Cli
 // effort: a failure leaves one request counted, as a request that failed
 // later would be).
 func (s *Store) uncount(ctx context.Context, pk, sk, cur string) {
-	_, err := s.db.Client.UpdateItem(context.WithoutCancel(ctx), &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(s.db.Table),
-		Key:                       store.Key(pk, sk),
-		UpdateExpression:          aws.String("SET #cur = #cur - :one"),
-		ConditionExpression:       aws.String("#cur > :zero"),
-		ExpressionAttributeNames:  map[string]string{"#cur": cur},
-		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":one": &ddbtypes.AttributeValueMemberN{Value: "1"}, ":zero": &ddbtypes.AttributeValueMemberN{Value: "0"}},
-	})
+	count := expression.Name(cur)
+	e, err := expression.NewBuilder().WithCondition(count.GreaterThan(expression.Value(numZero))).
+		WithUpdate(expression.Set(count, count.Minus(expression.Value(numOne)))).Build()
+	if err == nil {
+		_, err = s.db.Client.UpdateItem(context.WithoutCancel(ctx), &dynamodb.UpdateItemInput{
+			TableName: aws.String(s.db.Table), Key: store.Key(pk, sk),
+			UpdateExpression: e.Update(), ConditionExpression: e.Condition(),
+			ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+		})
+	}
 	if err != nil && !store.IsConditionFailed(err) {
 		slog.WarnContext(ctx, "a refused key's count was not taken back", "err", err)
 	}
 }
+
+// numZero and numOne are the numbers a request's count starts from and
+// moves by, given to the builder as attribute values (no marshalling per
+// request); never written.
+var (
+	numZero ddbtypes.AttributeValue = &ddbtypes.AttributeValueMemberN{Value: "0"}
+	numOne  ddbtypes.AttributeValue = &ddbtypes.AttributeValueMemberN{Value: "1"}
+)
 
 // decodeClient reads the attributes of a client item that a request
 // needs, without reflection: every request decodes one.
