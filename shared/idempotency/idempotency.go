@@ -16,10 +16,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -111,10 +111,15 @@ func (s *Store) Item(b Binding, resourceID, location string, response []byte) (d
 	if err != nil {
 		return ddbtypes.TransactWriteItem{}, err
 	}
+	unbound := expression.AttributeNotExists(expression.Name(store.AttrPK)).
+		Or(expression.Name("expires_at").LessThanEqual(expression.Value(b.Now.Unix())))
+	e, err := expression.NewBuilder().WithCondition(unbound).Build()
+	if err != nil {
+		return ddbtypes.TransactWriteItem{}, fmt.Errorf("idempotency: the binding's condition: %w", err)
+	}
 	return ddbtypes.TransactWriteItem{Put: &ddbtypes.Put{
 		TableName: aws.String(s.db.Table), Item: item,
-		ConditionExpression:                 aws.String("attribute_not_exists(PK) OR expires_at <= :now"),
-		ExpressionAttributeValues:           map[string]ddbtypes.AttributeValue{":now": &ddbtypes.AttributeValueMemberN{Value: strconv.FormatInt(b.Now.Unix(), 10)}},
+		ConditionExpression: e.Condition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
 		ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld, // the bound record, for the replay
 	}}, nil
 }
