@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/uuid"
@@ -223,11 +224,12 @@ func (q *Table) load(ctx context.Context) error {
 		return nil
 	}
 	now := q.now()
-	p := dynamodb.NewQueryPaginator(q.db.Client, &dynamodb.QueryInput{
-		TableName: aws.String(q.db.Table), KeyConditionExpression: aws.String("PK = :pk"),
-		ProjectionExpression:      aws.String("id, grp, GSI5SK, receive_count, dead"),
-		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":pk": &ddbtypes.AttributeValueMemberS{Value: q.pk()}},
-	})
+	in, err := q.messages(expression.NamesList(expression.Name("id"), expression.Name("grp"), expression.Name("GSI5SK"),
+		expression.Name("receive_count"), expression.Name("dead")))
+	if err != nil {
+		return fmt.Errorf("queue %s: read its messages: %w", q.name, err)
+	}
+	p := dynamodb.NewQueryPaginator(q.db.Client, in)
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
@@ -369,15 +371,18 @@ func (q *Table) claim(ctx context.Context, id string, now time.Time) (*Message, 
 	}
 	next := slot(now.Add(q.visibility), id)
 	receipt := uuid.NewString()
+	e, err := expression.NewBuilder().
+		WithCondition(expression.Name("GSI5SK").Equal(expression.Value(known.slot))). // nobody received it meanwhile
+		WithUpdate(expression.Set(expression.Name("GSI5SK"), expression.Value(next)).
+			Set(expression.Name("receipt"), expression.Value(receipt)).
+			Add(expression.Name("receive_count"), expression.Value(1))).Build()
+	if err != nil {
+		return nil, fmt.Errorf("queue %s: receive: %w", q.name, err)
+	}
 	res, err := q.db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(q.db.Table), Key: store.Key(q.pk(), "MSG#"+id),
-		UpdateExpression:    aws.String("SET GSI5SK = :next, receipt = :r ADD receive_count :one"),
-		ConditionExpression: aws.String("GSI5SK = :was"), // nobody received it meanwhile
-		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{
-			":next": &ddbtypes.AttributeValueMemberS{Value: next},
-			":was":  &ddbtypes.AttributeValueMemberS{Value: known.slot}, ":r": &ddbtypes.AttributeValueMemberS{Value: receipt},
-			":one": &ddbtypes.AttributeValueMemberN{Value: "1"},
-		},
+		UpdateExpression: e.Update(), ConditionExpression: e.Condition(),
+		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
 		ReturnValues: ddbtypes.ReturnValueAllNew,
 	})
 	tenant := Tenant(known.group, id)
@@ -394,12 +399,17 @@ func (q *Table) claim(ctx context.Context, id string, now time.Time) (*Message, 
 	if q.maxReceives > 0 && count > q.maxReceives {
 		// Received MaxReceives times and never deleted: out of the
 		// queue, kept (dead) for inspection, as SQS's dead-letter queue.
-		_, _ = q.db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName: aws.String(q.db.Table), Key: store.Key(q.pk(), "MSG#"+id),
-			UpdateExpression:          aws.String("SET dead = :yes, dead_at = :now REMOVE GSI5PK, GSI5SK"),
-			ConditionExpression:       aws.String("receipt = :r"),
-			ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":yes": &ddbtypes.AttributeValueMemberBOOL{Value: true}, ":r": &ddbtypes.AttributeValueMemberS{Value: receipt}, ":now": &ddbtypes.AttributeValueMemberS{Value: store.FormatTime(now)}},
-		})
+		e, err := expression.NewBuilder().WithCondition(receiptIs(receipt)).
+			WithUpdate(expression.Set(expression.Name("dead"), expression.Value(true)).
+				Set(expression.Name("dead_at"), expression.Value(store.FormatTime(now))).
+				Remove(expression.Name("GSI5PK")).Remove(expression.Name("GSI5SK"))).Build()
+		if err == nil {
+			_, _ = q.db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+				TableName: aws.String(q.db.Table), Key: store.Key(q.pk(), "MSG#"+id),
+				UpdateExpression: e.Update(), ConditionExpression: e.Condition(),
+				ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+			})
+		}
 		q.forget(id, tenant, now)
 		return nil, nil
 	}
@@ -424,10 +434,13 @@ func (q *Table) forget(id, tenant string, now time.Time) {
 
 // Delete removes a message if the receipt is its latest.
 func (q *Table) Delete(ctx context.Context, m Message) error {
-	_, err := q.db.Client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+	e, err := expression.NewBuilder().WithCondition(receiptIs(m.Receipt)).Build()
+	if err != nil {
+		return fmt.Errorf("queue %s: delete: %w", q.name, err)
+	}
+	_, err = q.db.Client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName: aws.String(q.db.Table), Key: store.Key(q.pk(), "MSG#"+m.ID),
-		ConditionExpression:       aws.String("receipt = :r"),
-		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":r": &ddbtypes.AttributeValueMemberS{Value: m.Receipt}},
+		ConditionExpression: e.Condition(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
 	})
 	if store.IsConditionFailed(err) {
 		return nil // a stale receipt: the message came back and is someone else's
@@ -439,12 +452,32 @@ func (q *Table) Delete(ctx context.Context, m Message) error {
 	return nil
 }
 
+// messages is the Query of the queue's partition (its messages), reading
+// only proj's attributes.
+func (q *Table) messages(proj expression.ProjectionBuilder) (*dynamodb.QueryInput, error) {
+	e, err := expression.NewBuilder().
+		WithKeyCondition(expression.Key(store.AttrPK).Equal(expression.Value(q.pk()))).WithProjection(proj).Build()
+	if err != nil {
+		return nil, err
+	}
+	return &dynamodb.QueryInput{
+		TableName: aws.String(q.db.Table), KeyConditionExpression: e.KeyCondition(), ProjectionExpression: e.Projection(),
+		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
+	}, nil
+}
+
+// receiptIs is the condition that a message's latest receipt is r.
+func receiptIs(r string) expression.ConditionBuilder {
+	return expression.Name("receipt").Equal(expression.Value(r))
+}
+
 // Counts are how many messages wait (visible or not) and how many are dead.
 func (q *Table) Counts(ctx context.Context) (waiting, dead int, err error) {
-	p := dynamodb.NewQueryPaginator(q.db.Client, &dynamodb.QueryInput{
-		TableName: aws.String(q.db.Table), KeyConditionExpression: aws.String("PK = :pk"), ProjectionExpression: aws.String("dead"),
-		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":pk": &ddbtypes.AttributeValueMemberS{Value: q.pk()}},
-	})
+	in, err := q.messages(expression.NamesList(expression.Name("dead")))
+	if err != nil {
+		return 0, 0, err
+	}
+	p := dynamodb.NewQueryPaginator(q.db.Client, in)
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		if err != nil {
