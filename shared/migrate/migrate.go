@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -115,15 +116,19 @@ func Apply(ctx context.Context, db *store.DB, steps []Step, now func() time.Time
 // ErrHeld while another run's lease lasts.
 func claim(ctx context.Context, db *store.DB, s Step, now time.Time) (bool, error) {
 	pk, sk := key(s.ID)
-	_, err := db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	lease := expression.Name("lease_until")
+	free := expression.AttributeNotExists(expression.Name("applied_at")).
+		And(expression.AttributeNotExists(lease).Or(lease.LessThan(expression.Value(now.Unix()))))
+	e, err := expression.NewBuilder().WithCondition(free).
+		WithUpdate(expression.Set(expression.Name("what"), expression.Value(s.What)).
+			Set(lease, expression.Value(now.Add(Lease).Unix()))).Build()
+	if err != nil {
+		return false, err
+	}
+	_, err = db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(db.Table), Key: store.Key(pk, sk),
-		UpdateExpression:    aws.String("SET what = :what, lease_until = :until"),
-		ConditionExpression: aws.String("attribute_not_exists(applied_at) AND (attribute_not_exists(lease_until) OR lease_until < :now)"),
-		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{
-			":what":  &ddbtypes.AttributeValueMemberS{Value: s.What},
-			":until": &ddbtypes.AttributeValueMemberN{Value: fmt.Sprint(now.Add(Lease).Unix())},
-			":now":   &ddbtypes.AttributeValueMemberN{Value: fmt.Sprint(now.Unix())},
-		},
+		UpdateExpression: e.Update(), ConditionExpression: e.Condition(),
+		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
 		ReturnValuesOnConditionCheckFailure: ddbtypes.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	var failed *ddbtypes.ConditionalCheckFailedException
@@ -139,10 +144,14 @@ func claim(ctx context.Context, db *store.DB, s Step, now time.Time) (bool, erro
 
 func done(ctx context.Context, db *store.DB, id string, now time.Time) error {
 	pk, sk := key(id)
-	_, err := db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+	e, err := expression.NewBuilder().WithUpdate(expression.Set(expression.Name("applied_at"), expression.Value(store.FormatTime(now))).
+		Remove(expression.Name("lease_until"))).Build()
+	if err != nil {
+		return err
+	}
+	_, err = db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(db.Table), Key: store.Key(pk, sk),
-		UpdateExpression:          aws.String("SET applied_at = :at REMOVE lease_until"),
-		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":at": &ddbtypes.AttributeValueMemberS{Value: store.FormatTime(now)}},
+		UpdateExpression: e.Update(), ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
 	})
 	return err
 }
@@ -152,6 +161,20 @@ func done(ctx context.Context, db *store.DB, id string, now time.Time) error {
 func release(ctx context.Context, db *store.DB, id string) {
 	pk, sk := key(id)
 	_, _ = db.Client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(db.Table), Key: store.Key(pk, sk), UpdateExpression: aws.String("REMOVE lease_until"),
+		TableName: aws.String(db.Table), Key: store.Key(pk, sk),
+		UpdateExpression: leaseGiven.Update(), ExpressionAttributeNames: leaseGiven.Names(),
 	})
+}
+
+// leaseGiven is the update that gives a step's lease back.
+var leaseGiven = mustBuild(expression.NewBuilder().WithUpdate(expression.Remove(expression.Name("lease_until"))))
+
+// mustBuild builds an expression made of constants, once, at start: it
+// cannot fail but by a mistake in this package, which every test meets.
+func mustBuild(b expression.Builder) expression.Expression {
+	e, err := b.Build()
+	if err != nil {
+		panic(fmt.Sprintf("migrate: a constant expression: %v", err))
+	}
+	return e
 }
