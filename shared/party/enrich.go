@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"mime"
 	"net/http"
 	"net/url"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -354,6 +354,27 @@ func (e *Enricher) get(ctx context.Context, path string, limit int64) ([]byte, s
 	return b, resp.Header.Get("Content-Type"), resp.StatusCode, nil
 }
 
+// pendingCompany is the filter of companies whose enrichment is pending
+// (enrichment.status: a field of the enrichment map).
+func pendingCompany() expression.ConditionBuilder {
+	return expression.Name("kind").Equal(expression.Value("company")).
+		And(expression.Name("enrichment").AppendName(expression.Name("status")).Equal(expression.Value(string(EnrichmentPending))))
+}
+
+// pendingEverywhere is the Scan filter of PendingCompanies for every
+// organisation: constant, built once.
+var pendingEverywhere = mustBuild(expression.NewBuilder().WithFilter(pendingCompany()))
+
+// mustBuild builds an expression made of constants, once, at start: it
+// cannot fail but by a mistake in this package, which every test meets.
+func mustBuild(b expression.Builder) expression.Expression {
+	e, err := b.Build()
+	if err != nil {
+		panic(fmt.Sprintf("party: a constant expression: %v", err))
+	}
+	return e
+}
+
 // PendingCompanies calls visit with every company whose enrichment is
 // pending: of org (a Query of its companies), or of every organisation
 // when org is "" (a Scan of the table: for the devserver's start and an
@@ -362,28 +383,30 @@ func (e *Enricher) get(ctx context.Context, path string, limit int64) ([]byte, s
 // process killed between the create and the job on the devserver, or a
 // stream batch given up on AWS): starting it again is harmless.
 func PendingCompanies(ctx context.Context, db *store.DB, org string, visit func(org string, c Company) error) error {
-	filter := "kind = :company AND enrichment.#st = :pending"
-	names := map[string]string{"#st": "status"}
-	values := map[string]ddbtypes.AttributeValue{
-		":company": &ddbtypes.AttributeValueMemberS{Value: "company"}, ":pending": &ddbtypes.AttributeValueMemberS{Value: string(EnrichmentPending)},
+	var inOrg expression.Expression
+	if org != "" {
+		var err error
+		inOrg, err = expression.NewBuilder().WithFilter(pendingCompany()).
+			WithKeyCondition(expression.Key("GSI1PK").Equal(expression.Value(store.Collection(org, "COMPANY")))).Build()
+		if err != nil {
+			return err
+		}
 	}
 	var start map[string]ddbtypes.AttributeValue
 	for {
 		var items []map[string]ddbtypes.AttributeValue
 		var next map[string]ddbtypes.AttributeValue
 		if org != "" {
-			vals := maps.Clone(values)
-			vals[":pk"] = &ddbtypes.AttributeValueMemberS{Value: store.Collection(org, "COMPANY")}
 			out, err := db.Client.Query(ctx, &dynamodb.QueryInput{TableName: aws.String(db.Table), IndexName: aws.String("GSI1"),
-				KeyConditionExpression: aws.String("GSI1PK = :pk"), FilterExpression: aws.String(filter),
-				ExpressionAttributeNames: names, ExpressionAttributeValues: vals, ExclusiveStartKey: start})
+				KeyConditionExpression: inOrg.KeyCondition(), FilterExpression: inOrg.Filter(),
+				ExpressionAttributeNames: inOrg.Names(), ExpressionAttributeValues: inOrg.Values(), ExclusiveStartKey: start})
 			if err != nil {
 				return err
 			}
 			items, next = out.Items, out.LastEvaluatedKey
 		} else {
-			out, err := db.Client.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(db.Table), FilterExpression: aws.String(filter),
-				ExpressionAttributeNames: names, ExpressionAttributeValues: values, ExclusiveStartKey: start})
+			out, err := db.Client.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(db.Table), FilterExpression: pendingEverywhere.Filter(),
+				ExpressionAttributeNames: pendingEverywhere.Names(), ExpressionAttributeValues: pendingEverywhere.Values(), ExclusiveStartKey: start})
 			if err != nil {
 				return err
 			}

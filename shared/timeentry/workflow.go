@@ -115,6 +115,19 @@ func (s *Store) SetStatus(ctx context.Context, org, id string, to Status, now ti
 	return t, nil
 }
 
+// timeEntries is the Scan filter of BackfillCopies: constant, built once.
+var timeEntries = mustBuild(expression.NewBuilder().WithFilter(expression.Name("kind").Equal(expression.Value("time_entry"))))
+
+// mustBuild builds an expression made of constants, once, at start: it
+// cannot fail but by a mistake in this package, which every test meets.
+func mustBuild(b expression.Builder) expression.Expression {
+	e, err := b.Build()
+	if err != nil {
+		panic(fmt.Sprintf("timeentry: a constant expression: %v", err))
+	}
+	return e
+}
+
 // BackfillCopies writes the copy by id of every entry that has none (the
 // entries written before copies were: a batch read by ids finds an entry
 // only by its copy). A Scan of the table, a page at a time, and one
@@ -125,7 +138,7 @@ func BackfillCopies(ctx context.Context, db *store.DB) error {
 	var start map[string]ddbtypes.AttributeValue
 	for {
 		out, err := db.Client.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(db.Table), ExclusiveStartKey: start,
-			FilterExpression: aws.String("kind = :te"), ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":te": &ddbtypes.AttributeValueMemberS{Value: "time_entry"}}})
+			FilterExpression: timeEntries.Filter(), ExpressionAttributeNames: timeEntries.Names(), ExpressionAttributeValues: timeEntries.Values()})
 		if err != nil {
 			return err
 		}

@@ -55,6 +55,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -1007,10 +1008,14 @@ func stuckSending(ctx context.Context, endpoint, table string) (int, error) {
 		Credentials: credentials.NewStaticCredentialsProvider("soak", "soak", "")})
 	now := time.Now().Unix()
 	stuck := 0
+	deliveries, err := expression.NewBuilder().WithFilter(expression.Name("kind").Equal(expression.Value("webhook_event_deliveries"))).Build()
+	if err != nil {
+		return 0, err
+	}
 	var start map[string]ddbtypes.AttributeValue
 	for {
 		out, err := db.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(table), ExclusiveStartKey: start,
-			FilterExpression: aws.String("kind = :k"), ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":k": &ddbtypes.AttributeValueMemberS{Value: "webhook_event_deliveries"}}})
+			FilterExpression: deliveries.Filter(), ExpressionAttributeNames: deliveries.Names(), ExpressionAttributeValues: deliveries.Values()})
 		if err != nil {
 			return stuck, err
 		}
