@@ -134,7 +134,7 @@ var Functions = []Function{
 	// the delivery claims in the same index whose worker stopped, reads
 	// each claim, its endpoint and its event (GetItem), and queues its job
 	// again. Reserved concurrency: Props.DispatcherConcurrency.
-	{Name: "dispatcher", MemoryMB: 256, TimeoutS: 60, Table: []string{"dynamodb:Query", "dynamodb:UpdateItem", "dynamodb:GetItem"}, Indexes: []string{outbox.Index},
+	{Name: "dispatcher", MemoryMB: 256, TimeoutS: 60, Table: []string{"dynamodb:Query", "dynamodb:UpdateItem", "dynamodb:GetItem"}, Indexes: []string{string(outbox.Index)},
 		// Events are in the organisation's partition, claims in the endpoint's.
 		Writes: []Write{{Actions: []string{"dynamodb:UpdateItem"}, Partitions: []Partition{OrgPartition, EndpointPartition}}}},
 	// Enrichment reads and rewrites the company and writes its logo. One

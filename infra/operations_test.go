@@ -68,7 +68,7 @@ func TestEveryDispatchFailureHasSomewhereToGo(t *testing.T) {
 // function names exactly the indexes it queries (routes.Indexes, held to
 // the code by shared/families), never index/* or all six.
 func TestEachFunctionMayQueryOnlyItsIndexes(t *testing.T) {
-	want := map[string][]string{"dispatcher": {outbox.Index}}
+	want := map[string][]string{"dispatcher": {string(outbox.Index)}}
 	for _, fn := range Functions {
 		if fn.Family != "" {
 			want[fn.Name] = routes.Indexes[fn.Family]

@@ -180,7 +180,7 @@ const OrgsPK = "ORGS"
 // after the cursor after (nil for the first), and the cursor to go on
 // from (nil at the end).
 func (s *Store) Orgs(ctx context.Context, limit int, after store.StartKey) ([]Org, store.StartKey, error) {
-	return store.QueryInto[Org](ctx, s.db, store.ListQuery{Index: "GSI1", PK: OrgsPK, Limit: limit, After: after})
+	return store.QueryInto[Org](ctx, s.db, store.ListQuery{Index: store.GSI1, PK: OrgsPK, Limit: limit, After: after})
 }
 
 // GetOrg reads an organisation; ErrNoSuchOrg when absent.

@@ -227,9 +227,9 @@ type Filter struct {
 // the others. Lines are left out.
 func (s *Store) List(ctx context.Context, org string, req store.ListRequest[Filter]) ([]Invoice, store.StartKey, error) {
 	f := req.Filter
-	q := store.ListQuery{Index: "GSI1", PK: store.Collection(org, "INV"), Limit: req.PerPage, After: req.After}
+	q := store.ListQuery{Index: store.GSI1, PK: store.Collection(org, "INV"), Limit: req.PerPage, After: req.After}
 	if f.UpdatedSince != "" && f.MatterID == "" && f.ClientID == "" {
-		q.Index, q.SKFrom = "GSI7", f.UpdatedSince
+		q.Index, q.SKFrom = store.GSI7, f.UpdatedSince
 		if f.Status != "" {
 			q.Equal = map[string]string{"status": string(f.Status)}
 		}
@@ -237,9 +237,9 @@ func (s *Store) List(ctx context.Context, org string, req store.ListRequest[Filt
 	} else {
 		q.Dates(f.From, f.To)
 		q.NarrowBy(org, "INV",
-			store.KeyFilter{Index: "GSI2", Attr: "matter_id", Segment: "MATTER", Value: f.MatterID},
-			store.KeyFilter{Index: "GSI3", Attr: "client_id", Segment: "CLIENT", Value: f.ClientID},
-			store.KeyFilter{Index: "GSI5", Attr: "status", Segment: "STATUS", Value: string(f.Status)})
+			store.KeyFilter{Index: store.GSI2, Attr: "matter_id", Segment: "MATTER", Value: f.MatterID},
+			store.KeyFilter{Index: store.GSI3, Attr: "client_id", Segment: "CLIENT", Value: f.ClientID},
+			store.KeyFilter{Index: store.GSI5, Attr: "status", Segment: "STATUS", Value: string(f.Status)})
 		q.Between("updated_at", f.UpdatedSince, "")
 	}
 	q.Project = true // lines are not in the invoice item: only the single read has them

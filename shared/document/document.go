@@ -92,10 +92,10 @@ type Filter struct {
 
 // List: matter_id → GSI2, folder → GSI3 (the other as a filter), else GSI1.
 func (s *Store) List(ctx context.Context, org string, req store.ListRequest[Filter]) ([]Document, store.StartKey, error) {
-	q := store.ListQuery{Index: "GSI1", PK: store.Collection(org, "DOC"), SKFrom: req.Filter.UpdatedSince, Limit: req.PerPage, After: req.After}
+	q := store.ListQuery{Index: store.GSI1, PK: store.Collection(org, "DOC"), SKFrom: req.Filter.UpdatedSince, Limit: req.PerPage, After: req.After}
 	q.NarrowBy(org, "DOC",
-		store.KeyFilter{Index: "GSI2", Attr: "matter_id", Segment: "MATTER", Value: req.Filter.MatterID},
-		store.KeyFilter{Index: "GSI3", Attr: "folder", Segment: "FOLDER", Value: req.Filter.Folder})
+		store.KeyFilter{Index: store.GSI2, Attr: "matter_id", Segment: "MATTER", Value: req.Filter.MatterID},
+		store.KeyFilter{Index: store.GSI3, Attr: "folder", Segment: "FOLDER", Value: req.Filter.Folder})
 	q.Project = true
 	return store.QueryInto[Document](ctx, s.db, q)
 }

@@ -102,11 +102,11 @@ func (s *Store) Get(ctx context.Context, org, id string) (Matter, error) {
 // matters); status → GSI3; neither → GSI1. updated_since bounds the sort key.
 func (s *Store) List(ctx context.Context, org string, req store.ListRequest[Filter]) ([]Matter, store.StartKey, error) {
 	f := req.Filter
-	q := store.ListQuery{Index: "GSI1", PK: store.Collection(org, "MATTER"),
+	q := store.ListQuery{Index: store.GSI1, PK: store.Collection(org, "MATTER"),
 		SKFrom: f.UpdatedSince, Limit: req.PerPage, After: req.After}
 	q.NarrowBy(org, "MATTER",
-		store.KeyFilter{Index: "GSI2", Attr: "client_id", Segment: "CLIENT", Value: f.ClientID},
-		store.KeyFilter{Index: "GSI3", Attr: "status", Segment: "STATUS", Value: string(f.Status)})
+		store.KeyFilter{Index: store.GSI2, Attr: "client_id", Segment: "CLIENT", Value: f.ClientID},
+		store.KeyFilter{Index: store.GSI3, Attr: "status", Segment: "STATUS", Value: string(f.Status)})
 	q.Project = true
 	return store.QueryInto[Matter](ctx, s.db, q)
 }

@@ -91,7 +91,7 @@ func Names(types []Type) []string {
 }
 
 // Index is the global secondary index of pending and parked events.
-const Index = "GSI6"
+const Index = store.GSI6
 
 // DefaultShards is how many partitions of the sweep index pending events
 // are spread over: each takes at most 1,000 index writes a second, and an

@@ -397,7 +397,7 @@ func PendingCompanies(ctx context.Context, db *store.DB, org string, visit func(
 		var items []map[string]ddbtypes.AttributeValue
 		var next map[string]ddbtypes.AttributeValue
 		if org != "" {
-			out, err := db.Client.Query(ctx, &dynamodb.QueryInput{TableName: aws.String(db.Table), IndexName: aws.String("GSI1"),
+			out, err := db.Client.Query(ctx, &dynamodb.QueryInput{TableName: aws.String(db.Table), IndexName: aws.String(string(store.GSI1)),
 				KeyConditionExpression: inOrg.KeyCondition(), FilterExpression: inOrg.Filter(),
 				ExpressionAttributeNames: inOrg.Names(), ExpressionAttributeValues: inOrg.Values(), ExclusiveStartKey: start})
 			if err != nil {

@@ -92,7 +92,7 @@ func (s *Store) ClientsByIDs(ctx context.Context, org string, ids []string) ([]C
 
 // ListPeople: Query GSI1 "O#org#PERSON", sort key >= updated_since.
 func (s *Store) ListPeople(ctx context.Context, org string, req store.ListRequest[PeopleFilter]) ([]Person, store.StartKey, error) {
-	return store.QueryInto[Person](ctx, s.db, store.ListQuery{Index: "GSI1", PK: store.Collection(org, "PERSON"),
+	return store.QueryInto[Person](ctx, s.db, store.ListQuery{Index: store.GSI1, PK: store.Collection(org, "PERSON"),
 		SKFrom: req.Filter.UpdatedSince, Limit: req.PerPage, After: req.After, Project: true})
 }
 
@@ -114,17 +114,17 @@ func (s *Store) ListCompanies(ctx context.Context, org string, req store.ListReq
 		}
 		return []Company{c}, nil, nil
 	}
-	return store.QueryInto[Company](ctx, s.db, store.ListQuery{Index: "GSI1", PK: store.Collection(org, "COMPANY"),
+	return store.QueryInto[Company](ctx, s.db, store.ListQuery{Index: store.GSI1, PK: store.Collection(org, "COMPANY"),
 		SKFrom: req.Filter.UpdatedSince, Limit: req.PerPage, After: req.After, Project: true})
 }
 
 // ListClients: with type, Query GSI2 "O#org#CLIENT#TYPE#<type>"; otherwise
 // GSI1 "O#org#CLIENT"; updated_since is the sort-key bound on either.
 func (s *Store) ListClients(ctx context.Context, org string, req store.ListRequest[ClientFilter]) ([]Client, store.StartKey, error) {
-	q := store.ListQuery{Index: "GSI1", PK: store.Collection(org, "CLIENT"),
+	q := store.ListQuery{Index: store.GSI1, PK: store.Collection(org, "CLIENT"),
 		SKFrom: req.Filter.UpdatedSince, Limit: req.PerPage, After: req.After}
 	if req.Filter.Type != "" {
-		q.Index, q.PK = "GSI2", store.Collection(org, "CLIENT", "TYPE", req.Filter.Type)
+		q.Index, q.PK = store.GSI2, store.Collection(org, "CLIENT", "TYPE", req.Filter.Type)
 	}
 	q.Project = true
 	return store.QueryInto[Client](ctx, s.db, q)

@@ -73,7 +73,7 @@ var _ Queue = (*Table)(nil)
 // Retention is how long an unreceived message is kept (SQS's default).
 const Retention = 4 * 24 * time.Hour
 
-const queueIndex = "GSI5"
+const queueIndex = store.GSI5
 
 func (q *Table) pk() string { return "QUEUE#" + q.name }
 

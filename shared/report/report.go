@@ -126,7 +126,7 @@ func (s *Store) TimeSummary(ctx context.Context, org, from, to string) (TimeSumm
 	r := TimeSummary{Type: "time-summary", DateFrom: from, DateTo: to, Currency: "DKK"}
 	byStatus, byUser, byMatter := map[string]*Totals{}, map[string]*Totals{}, map[string]*Totals{}
 	for _, pk := range timeentry.StatusPKs(org) {
-		q := store.ListQuery{Index: "GSI1", PK: pk, SKFrom: store.DateOf(from), SKTo: store.DateOf(to) + "~", Project: true}
+		q := store.ListQuery{Index: store.GSI1, PK: pk, SKFrom: store.DateOf(from), SKTo: store.DateOf(to) + "~", Project: true}
 		err := store.Each(ctx, s.db, q,
 			func(e timeentry.TimeEntry) {
 				r.Totals.add(e)
@@ -151,7 +151,7 @@ func (s *Store) WIP(ctx context.Context, org string) (WIP, error) {
 	r := WIP{Type: "wip", Currency: "DKK"}
 	byMatter := map[string]*WIPMatter{}
 	for _, st := range timeentry.WorkInProgress {
-		err := store.Each(ctx, s.db, store.ListQuery{Index: "GSI1", PK: timeentry.StatusPK(org, st), Project: true},
+		err := store.Each(ctx, s.db, store.ListQuery{Index: store.GSI1, PK: timeentry.StatusPK(org, st), Project: true},
 			func(e timeentry.TimeEntry) {
 				m := byMatter[e.MatterID]
 				if m == nil {
@@ -213,7 +213,7 @@ func (s *Store) ReceivablesAging(ctx context.Context, org string, asOf time.Time
 	for i, b := range AgingBuckets {
 		totals[i].Bucket = b
 	}
-	err := store.Each(ctx, s.db, store.ListQuery{Index: "GSI4", PK: billing.OpenPK(org), Project: true}, func(v billing.Invoice) {
+	err := store.Each(ctx, s.db, store.ListQuery{Index: store.GSI4, PK: billing.OpenPK(org), Project: true}, func(v billing.Invoice) {
 		due, err := time.Parse(time.DateOnly, v.DueDate)
 		if err != nil {
 			return

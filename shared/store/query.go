@@ -30,7 +30,7 @@ type ListRequest[F comparable] struct {
 // an optional inclusive sort-key range, and optional equality filters on
 // other attributes for combined filters that no single index answers.
 type ListQuery struct {
-	Index  string // "" for the base table
+	Index  IndexName // "" for the base table
 	PK     string
 	SKFrom string // inclusive lower bound on the sort key; "" for none
 	SKTo   string // inclusive upper bound on the sort key; "" for none
@@ -148,7 +148,7 @@ func (db *DB) Query(ctx context.Context, q ListQuery) (Page, error) {
 		ExpressionAttributeValues: expr.Values(),
 	}
 	if q.Index != "" {
-		in.IndexName = aws.String(q.Index)
+		in.IndexName = aws.String(string(q.Index))
 	}
 	if q.Desc {
 		in.ScanIndexForward = aws.Bool(false)
@@ -215,7 +215,10 @@ func fromAttrs(m map[string]ddbtypes.AttributeValue) StartKey {
 // KeyFilter is an equality filter that a GSI answers: the index's partition
 // for it is Collection(org, type, Segment, Value), and Attr is the item
 // attribute holding the same value.
-type KeyFilter struct{ Index, Attr, Segment, Value string }
+type KeyFilter struct {
+	Index                IndexName
+	Attr, Segment, Value string
+}
 
 // NarrowBy points q at the index of the first filter that has a value
 // (callers list them most selective first) and turns the others that have a

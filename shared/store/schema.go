@@ -25,7 +25,7 @@ const (
 // GSI<i>PK and GSI<i>SK, and items fill only the slots they need
 // (docs/data-model.md names the Query each slot serves).
 type Index struct {
-	Name string
+	Name IndexName
 	// KeysOnly indexes project the keys alone: an item's other attributes
 	// change without writing the index. The others project every
 	// attribute, since the lists they serve answer with whole items.
@@ -37,19 +37,36 @@ type Index struct {
 // keys only: the dispatcher reads each event whole when it claims it.
 // GSI7 is the sixth slot that projects every attribute, for the one type
 // that fills five others (invoices, by last change).
-var Indexes = []Index{{Name: "GSI1"}, {Name: "GSI2"}, {Name: "GSI3"}, {Name: "GSI4"}, {Name: "GSI5"}, {Name: "GSI6", KeysOnly: true}, {Name: "GSI7"}}
+var Indexes = []Index{{Name: GSI1}, {Name: GSI2}, {Name: GSI3}, {Name: GSI4}, {Name: GSI5}, {Name: GSI6, KeysOnly: true}, {Name: GSI7}}
+
+// IndexName names a global secondary index of the table. Code names an
+// index by its constant, never by a string (codecheck fails on a "GSI<n>"
+// literal outside this file), so a mistyped index does not compile.
+type IndexName string
+
+// The table's global secondary indexes (docs/data-model.md says what each
+// slot holds for each type).
+const (
+	GSI1 IndexName = "GSI1"
+	GSI2 IndexName = "GSI2"
+	GSI3 IndexName = "GSI3"
+	GSI4 IndexName = "GSI4"
+	GSI5 IndexName = "GSI5"
+	GSI6 IndexName = "GSI6"
+	GSI7 IndexName = "GSI7"
+)
 
 // GSIs lists the global secondary indexes by name.
 var GSIs = func() []string {
 	var out []string
 	for _, ix := range Indexes {
-		out = append(out, ix.Name)
+		out = append(out, string(ix.Name))
 	}
 	return out
 }()
 
 // GSIKeyAttrs returns the partition and sort key attribute names of an index.
-func GSIKeyAttrs(index string) (pk, sk string) { return index + "PK", index + "SK" }
+func GSIKeyAttrs(index IndexName) (pk, sk string) { return string(index) + "PK", string(index) + "SK" }
 
 // Projection is the index's projection for CreateTable.
 func (ix Index) Projection() *ddbtypes.Projection {
@@ -81,7 +98,7 @@ func TableDefinition(name string) *dynamodb.CreateTableInput {
 			ddbtypes.AttributeDefinition{AttributeName: aws.String(pk), AttributeType: ddbtypes.ScalarAttributeTypeS},
 			ddbtypes.AttributeDefinition{AttributeName: aws.String(sk), AttributeType: ddbtypes.ScalarAttributeTypeS})
 		in.GlobalSecondaryIndexes = append(in.GlobalSecondaryIndexes, ddbtypes.GlobalSecondaryIndex{
-			IndexName: aws.String(idx),
+			IndexName: aws.String(string(idx)),
 			KeySchema: []ddbtypes.KeySchemaElement{
 				{AttributeName: aws.String(pk), KeyType: ddbtypes.KeyTypeHash},
 				{AttributeName: aws.String(sk), KeyType: ddbtypes.KeyTypeRange},

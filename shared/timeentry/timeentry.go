@@ -203,7 +203,7 @@ func (s *Store) Get(ctx context.Context, org, matterID, id string) (TimeEntry, e
 // consistent read of at most one partition per status.
 func (s *Store) Find(ctx context.Context, org, id string) (TimeEntry, error) {
 	for _, pk := range StatusPKs(org) {
-		out, _, err := store.QueryInto[TimeEntry](ctx, s.db, store.ListQuery{Index: "GSI1", PK: pk, SKFrom: id, SKTo: id, Limit: 1})
+		out, _, err := store.QueryInto[TimeEntry](ctx, s.db, store.ListQuery{Index: store.GSI1, PK: pk, SKFrom: id, SKTo: id, Limit: 1})
 		if err != nil {
 			return TimeEntry{}, err
 		}
@@ -299,18 +299,18 @@ type Filter struct {
 // change when updated_since picks the key.
 func (s *Store) List(ctx context.Context, org string, req store.ListRequest[Filter]) ([]TimeEntry, store.StartKey, error) {
 	f := req.Filter
-	q := store.ListQuery{Index: "GSI1", Limit: req.PerPage, After: req.After, Project: true}
+	q := store.ListQuery{Index: store.GSI1, Limit: req.PerPage, After: req.After, Project: true}
 	prefix := ""
 	switch {
 	case f.MatterID != "":
 		q.Index, q.PK, prefix = "", store.OrgPK(org), entrySK(f.MatterID, "")
 		q.Equal = equals(f.ClientID, f.UserID, f.Status)
 	case f.ClientID != "":
-		q.Index, q.PK, q.Equal = "GSI2", store.Collection(org, "TE", "C", f.ClientID), equals("", f.UserID, f.Status)
+		q.Index, q.PK, q.Equal = store.GSI2, store.Collection(org, "TE", "C", f.ClientID), equals("", f.UserID, f.Status)
 	case f.UserID != "":
-		q.Index, q.PK, q.Equal = "GSI3", store.Collection(org, "TE", "U", f.UserID), equals("", "", f.Status)
+		q.Index, q.PK, q.Equal = store.GSI3, store.Collection(org, "TE", "U", f.UserID), equals("", "", f.Status)
 	case f.UpdatedSince != "":
-		q.Index, q.PK, q.Equal, q.SKFrom = "GSI4", ChangedPK(org), equals("", "", f.Status), f.UpdatedSince
+		q.Index, q.PK, q.Equal, q.SKFrom = store.GSI4, ChangedPK(org), equals("", "", f.Status), f.UpdatedSince
 		q.Between("date", f.DateFrom, f.DateTo)
 		return store.QueryInto[TimeEntry](ctx, s.db, q)
 	case f.Status != "":

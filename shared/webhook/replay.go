@@ -208,7 +208,7 @@ func (s *Store) replayProgress(ctx context.Context, replay string) (int, error) 
 		return 0, fmt.Errorf("replay progress: %w", err)
 	}
 	p := dynamodb.NewQueryPaginator(s.db.Client, &dynamodb.QueryInput{
-		TableName: aws.String(s.db.Table), IndexName: aws.String(outbox.Index), Select: ddbtypes.SelectCount,
+		TableName: aws.String(s.db.Table), IndexName: aws.String(string(outbox.Index)), Select: ddbtypes.SelectCount,
 		KeyConditionExpression:   e.KeyCondition(),
 		ExpressionAttributeNames: e.Names(), ExpressionAttributeValues: e.Values(),
 	})

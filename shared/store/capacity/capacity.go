@@ -320,12 +320,12 @@ func TransactionKeys(it ddbtypes.TransactWriteItem, pre, post map[string]ddbtype
 			return v.Value
 		}
 		if a != nil && b != nil && pkOf(a) == pkOf(b) {
-			out[ix.Name+" "+pkOf(a)] += 2 * max(units(max(ItemSize(a), ItemSize(b)), 1024), 1)
+			out[string(ix.Name)+" "+pkOf(a)] += 2 * max(units(max(ItemSize(a), ItemSize(b)), 1024), 1)
 			continue
 		}
 		for _, e := range []map[string]ddbtypes.AttributeValue{a, b} {
 			if e != nil {
-				out[ix.Name+" "+pkOf(e)] += 2 * max(units(ItemSize(e), 1024), 1)
+				out[string(ix.Name)+" "+pkOf(e)] += 2 * max(units(ItemSize(e), 1024), 1)
 			}
 		}
 	}
@@ -531,13 +531,13 @@ func writes(ix store.Index, pre, post map[string]ddbtypes.AttributeValue) map[st
 	case a == nil && b == nil:
 		return nil
 	case a == nil:
-		return map[string]float64{ix.Name: max(units(ItemSize(b), 1024), 1)}
+		return map[string]float64{string(ix.Name): max(units(ItemSize(b), 1024), 1)}
 	case b == nil:
-		return map[string]float64{ix.Name: max(units(ItemSize(a), 1024), 1)}
+		return map[string]float64{string(ix.Name): max(units(ItemSize(a), 1024), 1)}
 	case !equalValue(a[pk], b[pk]) || !equalValue(a[sk], b[sk]):
-		return map[string]float64{ix.Name: max(units(ItemSize(a), 1024), 1) + max(units(ItemSize(b), 1024), 1)}
+		return map[string]float64{string(ix.Name): max(units(ItemSize(a), 1024), 1) + max(units(ItemSize(b), 1024), 1)}
 	case same(a, b):
 		return nil
 	}
-	return map[string]float64{ix.Name: max(units(max(ItemSize(a), ItemSize(b)), 1024), 1)}
+	return map[string]float64{string(ix.Name): max(units(max(ItemSize(a), ItemSize(b)), 1024), 1)}
 }
