@@ -20,14 +20,14 @@ const maxComplexity = 25
 // split, and the test then fails if it is left here.
 var complexityAllowed = map[string]string{
 	// other engineers' areas this round (errors39: domain errors and the store's; campaign36: cloudwatch, localcloud's faults and clock)
-	"shared/webhook.Deliverer.Handle":                        "30: one delivery attempt's outcomes; errors39 reworks webhook's error returns now",
-	"shared/store.DB.Query":                                  "29: the query's options (index, range, filter, projection); errors39 reworks the store's errors now",
-	"shared/store.DB.Merge":                                  "28: one page merged from several partitions' queries (its refusals of #39 item 6 just landed); the store's expressions and errors are reworked now",
-	"shared/billing.Store.Create":                            "27: an invoice's checks and its transaction; errors39 reworks billing's errors now",
-	"scripts/cmd/localcloud/internal/cloudwatch.parser.atom": "27: a recursive-descent parser's atom, one case per token kind (campaign36's package)",
-	"scripts/cmd/localcloud.observability.control":           "45: a route table of closures (releases, the clock, faults); campaign36 adds its fault injections here now",
-	"scripts/cmd/localcloud.run":                             "37: localcloud's main, its start-up in sequence; campaign36 wires its manual clock and faults through it now",
-	"scripts/cmd/localcloud/internal/lambda.Function.Invoke": "31: one invocation's faults and outcomes (throttle, crash, slow, hang, timeout); campaign36's fault injections change it now",
+	"shared/webhook.Deliverer.Handle":                        "30: one delivery attempt's outcomes (endpoint gone, off, budget, claim, send, record); not split yet (#39 item 8 open)",
+	"shared/store.DB.Query":                                  "29: the query's options (index, range, filter, projection) and its page-filling loop; not split yet (#39 item 8 open)",
+	"shared/store.DB.Merge":                                  "28: one page merged from several partitions' queries, with its refusals (#39 item 6); not split yet (#39 item 8 open)",
+	"shared/billing.Store.Create":                            "27: an invoice's checks and its transaction; not split yet (#39 item 8 open)",
+	"scripts/cmd/localcloud/internal/cloudwatch.parser.atom": "27: a recursive-descent parser's atom, one case per token kind (a table would hide the grammar)",
+	"scripts/cmd/localcloud.observability.control":           "45: a route table of closures (releases, the clock, faults); not split yet (#39 item 8 open)",
+	"scripts/cmd/localcloud.run":                             "37: localcloud's main, its start-up in sequence; not split yet (#39 item 8 open)",
+	"scripts/cmd/localcloud/internal/lambda.Function.Invoke": "31: one invocation's faults and outcomes (throttle, crash, slow, hang, timeout); not split yet (#39 item 8 open)",
 }
 
 // complexity is gocyclo's cyclomatic complexity of fn.
