@@ -167,14 +167,4 @@ func release(ctx context.Context, db *store.DB, id string) {
 }
 
 // leaseGiven is the update that gives a step's lease back.
-var leaseGiven = mustBuild(expression.NewBuilder().WithUpdate(expression.Remove(expression.Name("lease_until"))))
-
-// mustBuild builds an expression made of constants, once, at start: it
-// cannot fail but by a mistake in this package, which every test meets.
-func mustBuild(b expression.Builder) expression.Expression {
-	e, err := b.Build()
-	if err != nil {
-		panic(fmt.Sprintf("migrate: a constant expression: %v", err))
-	}
-	return e
-}
+var leaseGiven = store.MustBuild(expression.NewBuilder().WithUpdate(expression.Remove(expression.Name("lease_until"))))

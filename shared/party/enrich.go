@@ -363,17 +363,7 @@ func pendingCompany() expression.ConditionBuilder {
 
 // pendingEverywhere is the Scan filter of PendingCompanies for every
 // organisation: constant, built once.
-var pendingEverywhere = mustBuild(expression.NewBuilder().WithFilter(pendingCompany()))
-
-// mustBuild builds an expression made of constants, once, at start: it
-// cannot fail but by a mistake in this package, which every test meets.
-func mustBuild(b expression.Builder) expression.Expression {
-	e, err := b.Build()
-	if err != nil {
-		panic(fmt.Sprintf("party: a constant expression: %v", err))
-	}
-	return e
-}
+var pendingEverywhere = store.MustBuild(expression.NewBuilder().WithFilter(pendingCompany()))
 
 // PendingCompanies calls visit with every company whose enrichment is
 // pending: of org (a Query of its companies), or of every organisation

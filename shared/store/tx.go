@@ -227,11 +227,12 @@ func ItemExists() expression.ConditionBuilder {
 }
 
 // itemIsNew is the condition of a write that must not replace an item.
-var itemIsNew = mustBuild(expression.NewBuilder().WithCondition(expression.AttributeNotExists(expression.Name(AttrPK))))
+var itemIsNew = MustBuild(expression.NewBuilder().WithCondition(expression.AttributeNotExists(expression.Name(AttrPK))))
 
-// mustBuild builds an expression made of constants, once, at start: it
-// cannot fail but by a mistake in this package, which every test meets.
-func mustBuild(b expression.Builder) expression.Expression {
+// MustBuild builds an expression made of constants, once, at start (a
+// package variable): it cannot fail but by a mistake in the code that
+// wrote it, which every test of that package meets.
+func MustBuild(b expression.Builder) expression.Expression {
 	e, err := b.Build()
 	if err != nil {
 		panic(fmt.Sprintf("store: a constant expression: %v", err))

@@ -116,17 +116,7 @@ func (s *Store) SetStatus(ctx context.Context, org, id string, to Status, now ti
 }
 
 // timeEntries is the Scan filter of BackfillCopies: constant, built once.
-var timeEntries = mustBuild(expression.NewBuilder().WithFilter(expression.Name("kind").Equal(expression.Value("time_entry"))))
-
-// mustBuild builds an expression made of constants, once, at start: it
-// cannot fail but by a mistake in this package, which every test meets.
-func mustBuild(b expression.Builder) expression.Expression {
-	e, err := b.Build()
-	if err != nil {
-		panic(fmt.Sprintf("timeentry: a constant expression: %v", err))
-	}
-	return e
-}
+var timeEntries = store.MustBuild(expression.NewBuilder().WithFilter(expression.Name("kind").Equal(expression.Value("time_entry"))))
 
 // BackfillCopies writes the copy by id of every entry that has none (the
 // entries written before copies were: a batch read by ids finds an entry

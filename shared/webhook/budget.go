@@ -303,4 +303,4 @@ func (d *Deliverer) replayPace(ctx context.Context, org, endpoint string) time.D
 }
 
 // paceRead reads an endpoint's last delivery time (replayPace), built once.
-var paceRead = mustBuild(expression.NewBuilder().WithProjection(expression.NamesList(expression.Name("d_ms"))))
+var paceRead = store.MustBuild(expression.NewBuilder().WithProjection(expression.NamesList(expression.Name("d_ms"))))

@@ -64,13 +64,3 @@ func conditionOf(cond expression.ConditionBuilder) (expression.Expression, error
 	}
 	return e, nil
 }
-
-// mustBuild builds an expression made of constants, once, at start: it
-// cannot fail but by a mistake in this package, which every test meets.
-func mustBuild(b expression.Builder) expression.Expression {
-	e, err := b.Build()
-	if err != nil {
-		panic(fmt.Sprintf("webhook: a constant expression: %v", err))
-	}
-	return e
-}
