@@ -110,6 +110,23 @@ func (q *Memory) Len() int {
 	return len(q.msgs)
 }
 
+// Bodies is the body of every message not yet deleted (visible or not),
+// in the order sent: what a test reads to see what was queued.
+func (q *Memory) Bodies() [][]byte {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	msgs := make([]*memMsg, 0, len(q.msgs))
+	for _, m := range q.msgs {
+		msgs = append(msgs, m)
+	}
+	sort.Slice(msgs, func(i, j int) bool { return msgs[i].seq < msgs[j].seq })
+	out := make([][]byte, len(msgs))
+	for i, m := range msgs {
+		out[i] = append([]byte(nil), m.body...)
+	}
+	return out
+}
+
 // Fairness is the queue's fair-queue metrics now.
 func (q *Memory) Fairness() FairMetrics {
 	q.mu.Lock()
