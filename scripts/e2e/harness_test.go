@@ -344,6 +344,15 @@ func post(t *testing.T, path, key, idem, body string) response {
 	return postT(t, path, key, idem, body)
 }
 
+// retryWait is how long to wait before sending again what r answered
+// 503: its Retry-After (1–10 s), else a second.
+func retryWait(r response) time.Duration {
+	if s, err := strconv.Atoi(r.header.Get("Retry-After")); err == nil && s > 0 && s <= 10 {
+		return time.Duration(s) * time.Second
+	}
+	return time.Second
+}
+
 // again sends a request that is not a create (no Idempotency-Key) once
 // more when the API answered it 503, after its Retry-After, up to five
 // times, as the spec tells integrators to: beside make test's other tiers
@@ -353,10 +362,7 @@ func again(t testing.TB, send func() response) response {
 	t.Helper()
 	r := send()
 	for try := 1; r.status == http.StatusServiceUnavailable && try < 5; try++ {
-		wait := time.Second
-		if s, err := strconv.Atoi(r.header.Get("Retry-After")); err == nil && s > 0 && s <= 10 {
-			wait = time.Duration(s) * time.Second
-		}
+		wait := retryWait(r)
 		t.Logf("answered 503 (%s); again in %s", r.raw, wait)
 		time.Sleep(wait)
 		r = send()
@@ -373,10 +379,7 @@ func postT(t testing.TB, path, key, idem, body string) response {
 	t.Helper()
 	r := do(t, "POST", path, key, idem, body)
 	for try := 1; idem != "" && r.status == http.StatusServiceUnavailable && try < 5; try++ {
-		wait := time.Second
-		if s, err := strconv.Atoi(r.header.Get("Retry-After")); err == nil && s > 0 && s <= 10 {
-			wait = time.Duration(s) * time.Second
-		}
+		wait := retryWait(r)
 		t.Logf("POST %s answered 503 (%s); again with the same Idempotency-Key in %s", path, r.raw, wait)
 		time.Sleep(wait)
 		r = do(t, "POST", path, key, idem, body)
