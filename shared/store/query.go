@@ -90,54 +90,95 @@ type Page struct {
 // items returned. The continuation is built from the last item returned, not
 // from LastEvaluatedKey, so nothing read past the page is skipped.
 func (db *DB) Query(ctx context.Context, q ListQuery) (Page, error) {
+	if err := q.check(); err != nil {
+		return Page{}, err
+	}
+	in, readLimit, err := db.queryInput(q)
+	if err != nil {
+		return Page{}, err
+	}
+	return db.readPage(ctx, q, in, readLimit)
+}
+
+// check refuses a query that Query would answer wrongly, before any read.
+func (q ListQuery) check() error {
 	if q.Limit < 1 {
-		return Page{}, fmt.Errorf("store: a query of %s needs a Limit (its page size) of at least 1, not %d", q.PK, q.Limit)
+		return fmt.Errorf("store: a query of %s needs a Limit (its page size) of at least 1, not %d", q.PK, q.Limit)
 	}
 	if q.Project && len(q.attrs) == 0 {
 		// Only the typed readers know which attributes to read: a Query
 		// of raw items with Project once read whole items, silently.
-		return Page{}, fmt.Errorf("store: a query of %s asks for a projected read (Project), which only QueryInto, MergeInto and Each make (they know the type's attributes); DB.Query reads whole items", q.PK)
+		return fmt.Errorf("store: a query of %s asks for a projected read (Project), which only QueryInto, MergeInto and Each make (they know the type's attributes); DB.Query reads whole items", q.PK)
 	}
-	pkAttr, skAttr := AttrPK, AttrSK
-	if q.Index != "" {
-		pkAttr, skAttr = GSIKeyAttrs(q.Index)
+	return nil
+}
+
+// keyAttrs are the partition and sort key attributes of q's table or index.
+func (q ListQuery) keyAttrs() (pkAttr, skAttr string) {
+	if q.Index == "" {
+		return AttrPK, AttrSK
 	}
-	// The SDK's expression builder names every attribute and value
-	// (#0, :0…), so reserved words (status, date) and a caller's filter
-	// never collide with the key condition's placeholders.
+	return GSIKeyAttrs(q.Index)
+}
+
+// keyCondition is q's partition with its sort-key prefix or range, if any.
+// The SDK's expression builder names every attribute and value (#0, :0…),
+// so reserved words (status, date) and a caller's filter never collide with
+// the key condition's placeholders.
+func (q ListQuery) keyCondition() expression.KeyConditionBuilder {
+	pkAttr, skAttr := q.keyAttrs()
 	key := expression.Key(pkAttr).Equal(expression.Value(q.PK))
 	sk := expression.Key(skAttr)
 	switch {
 	case q.SKPrefix != "":
-		key = key.And(sk.BeginsWith(q.SKPrefix))
+		return key.And(sk.BeginsWith(q.SKPrefix))
 	case q.SKFrom != "" && q.SKTo != "":
-		key = key.And(sk.Between(expression.Value(q.SKFrom), expression.Value(q.SKTo)))
+		return key.And(sk.Between(expression.Value(q.SKFrom), expression.Value(q.SKTo)))
 	case q.SKFrom != "":
-		key = key.And(sk.GreaterThanEqual(expression.Value(q.SKFrom)))
+		return key.And(sk.GreaterThanEqual(expression.Value(q.SKFrom)))
 	case q.SKTo != "":
-		key = key.And(sk.LessThanEqual(expression.Value(q.SKTo)))
+		return key.And(sk.LessThanEqual(expression.Value(q.SKTo)))
 	}
-	b := expression.NewBuilder().WithKeyCondition(key)
+	return key
+}
+
+// filter is q.Filter ANDed with an equality per q.Equal attribute (in name
+// order, so the same query builds the same expression).
+func (q ListQuery) filter() expression.ConditionBuilder {
 	filter := q.Filter
 	for _, attr := range slices.Sorted(maps.Keys(q.Equal)) {
 		filter = And(filter, expression.Name(attr).Equal(expression.Value(q.Equal[attr])))
 	}
-	want := q.Limit + 1 // one more than the page tells whether another page exists
-	readLimit := want
-	if filter.IsSet() {
+	return filter
+}
+
+// projection is what a projected read of q reads: the attributes of its
+// type plus the keys (the table's and the index's) a continuation needs.
+func (q ListQuery) projection() expression.ProjectionBuilder {
+	pkAttr, skAttr := q.keyAttrs()
+	keys := []string{AttrPK, AttrSK}
+	if q.Index != "" {
+		keys = append(keys, pkAttr, skAttr)
+	}
+	return names(append(keys, q.attrs...))
+}
+
+// queryInput is q's first Query call and how many items each call reads:
+// one more than the page (which tells whether another page exists), or,
+// with a filter, enough that a page rarely needs a second call.
+func (db *DB) queryInput(q ListQuery) (*dynamodb.QueryInput, int, error) {
+	b := expression.NewBuilder().WithKeyCondition(q.keyCondition())
+	readLimit := q.Limit + 1
+	if filter := q.filter(); filter.IsSet() {
 		b = b.WithFilter(filter)
-		readLimit = min(max(want*4, 200), 1000)
+		readLimit = min(max(readLimit*4, 200), 1000)
 	}
 	if q.Project && len(q.attrs) > 0 {
-		keys := []string{AttrPK, AttrSK}
-		if q.Index != "" {
-			keys = append(keys, pkAttr, skAttr)
-		}
-		b = b.WithProjection(names(append(keys, q.attrs...)))
+		b = b.WithProjection(q.projection())
 	}
 	expr, err := b.Build()
 	if err != nil {
-		return Page{}, fmt.Errorf("store: a query of %s: %w", q.PK, err)
+		return nil, 0, fmt.Errorf("store: a query of %s: %w", q.PK, err)
 	}
 	in := &dynamodb.QueryInput{
 		TableName:                 aws.String(db.Table),
@@ -159,6 +200,14 @@ func (db *DB) Query(ctx context.Context, q ListQuery) (Page, error) {
 	if q.After != nil {
 		in.ExclusiveStartKey = toAttrs(q.After)
 	}
+	return in, readLimit, nil
+}
+
+// readPage calls Query with in until q's page is full, the partition is
+// read out, or q's read budget is spent (then the page comes back short,
+// with a continuation from where the reads stopped).
+func (db *DB) readPage(ctx context.Context, q ListQuery, in *dynamodb.QueryInput, readLimit int) (Page, error) {
+	want := q.Limit + 1 // one more than the page tells whether another page exists
 	var page Page
 	for reads := 0; ; reads++ {
 		in.Limit = aws.Int32(int32(readLimit))
@@ -169,6 +218,7 @@ func (db *DB) Query(ctx context.Context, q ListQuery) (Page, error) {
 		page.Items = append(page.Items, out.Items...)
 		page.Read += int(out.ScannedCount)
 		if len(page.Items) >= want {
+			pkAttr, skAttr := q.keyAttrs()
 			page.Items = page.Items[:q.Limit]
 			page.Next = keyOf(page.Items[len(page.Items)-1], pkAttr, skAttr)
 			return page, nil
@@ -291,94 +341,139 @@ func (db *DB) Merge(ctx context.Context, q ListQuery, pks []string) (Page, error
 	if len(pks) == 0 {
 		return Page{}, nil
 	}
-	_, skAttr := AttrPK, AttrSK
-	if q.Index != "" {
-		_, skAttr = GSIKeyAttrs(q.Index)
+	m := newMerge(db, q, pks)
+	if err := m.fill(ctx, m.all(), 2*q.Limit/len(pks)+1); err != nil {
+		return Page{}, err
 	}
+	for len(m.out.Items) < q.Limit {
+		// A partition with nothing buffered but more to read could hold
+		// the next item: read on there first.
+		if dry := m.dry(); len(dry) > 0 {
+			if err := m.fill(ctx, dry, q.Limit-len(m.out.Items)); err != nil {
+				return Page{}, err
+			}
+			continue
+		}
+		if !m.take() {
+			break // every partition read out
+		}
+	}
+	m.out.Next = m.next()
+	return m.out, nil
+}
+
+// merge is one Merge in progress: the partitions' buffered items and where
+// each reads on, and the page taken from them so far.
+type merge struct {
+	db     *DB
+	q      ListQuery // each partition's query, but for its PK, Limit and After
+	pks    []string
+	skAttr string
+	parts  []mergePart
+	out    Page
+}
+
+// mergePart is one partition of a merge.
+type mergePart struct {
+	buf  []map[string]ddbtypes.AttributeValue
+	next StartKey // where to read on; nil once the partition is read out
+}
+
+// newMerge starts a merge of q's partitions pks, each resuming after q's
+// continuation (the last sort key returned).
+func newMerge(db *DB, q ListQuery, pks []string) *merge {
+	_, skAttr := q.keyAttrs()
 	if after := q.After[skAttr]; after != "" {
 		// Sort keys of the merged indexes are of one length, so after+"!"
 		// is above after and below every longer key.
 		q.SKFrom = max(q.SKFrom, after+"!")
 	}
 	q.After = nil
-	sk := func(it map[string]ddbtypes.AttributeValue) string {
-		v, _ := it[skAttr].(*ddbtypes.AttributeValueMemberS)
-		if v == nil {
-			return ""
-		}
-		return v.Value
+	return &merge{db: db, q: q, pks: pks, skAttr: skAttr, parts: make([]mergePart, len(pks))}
+}
+
+// sk is the item's sort key on the merged index ("" without one).
+func (m *merge) sk(it map[string]ddbtypes.AttributeValue) string {
+	v, _ := it[m.skAttr].(*ddbtypes.AttributeValueMemberS)
+	if v == nil {
+		return ""
 	}
-	type part struct {
-		buf  []map[string]ddbtypes.AttributeValue
-		next StartKey // where to read on; nil once the partition is read out
-		read bool     // read at least once
-	}
-	parts := make([]part, len(pks))
-	var out Page
-	fill := func(idx []int, limit int) error {
-		pages := make([]Page, len(idx))
-		errs := make([]error, len(idx))
-		var calls Calls // a panic of one comes back to the request's goroutine
-		for j, i := range idx {
-			calls.Go(func() {
-				pq := q
-				pq.PK, pq.Limit, pq.After = pks[i], limit, parts[i].next
-				pages[j], errs[j] = db.Query(ctx, pq)
-			})
-		}
-		calls.Wait()
-		for j, i := range idx {
-			if errs[j] != nil {
-				return errs[j]
-			}
-			parts[i].buf = append(parts[i].buf, pages[j].Items...)
-			parts[i].next, parts[i].read = pages[j].Next, true
-			out.Read += pages[j].Read
-		}
-		return nil
-	}
-	all := make([]int, len(pks))
+	return v.Value
+}
+
+// all are the indexes of every partition.
+func (m *merge) all() []int {
+	all := make([]int, len(m.pks))
 	for i := range all {
 		all[i] = i
 	}
-	if err := fill(all, 2*q.Limit/len(pks)+1); err != nil {
-		return Page{}, err
+	return all
+}
+
+// fill reads up to limit more items of each partition in idx, all at once,
+// into their buffers.
+func (m *merge) fill(ctx context.Context, idx []int, limit int) error {
+	pages := make([]Page, len(idx))
+	errs := make([]error, len(idx))
+	var calls Calls // a panic of one comes back to the request's goroutine
+	for j, i := range idx {
+		calls.Go(func() {
+			pq := m.q
+			pq.PK, pq.Limit, pq.After = m.pks[i], limit, m.parts[i].next
+			pages[j], errs[j] = m.db.Query(ctx, pq)
+		})
 	}
-	for len(out.Items) < q.Limit {
-		// A partition with nothing buffered but more to read could hold
-		// the next item: read on there first.
-		var dry []int
-		for i, p := range parts {
-			if len(p.buf) == 0 && p.next != nil {
-				dry = append(dry, i)
-			}
+	calls.Wait()
+	for j, i := range idx {
+		if errs[j] != nil {
+			return errs[j]
 		}
-		if len(dry) > 0 {
-			if err := fill(dry, q.Limit-len(out.Items)); err != nil {
-				return Page{}, err
-			}
-			continue
-		}
-		least := -1
-		for i, p := range parts {
-			if len(p.buf) > 0 && (least < 0 || sk(p.buf[0]) < sk(parts[least].buf[0])) {
-				least = i
-			}
-		}
-		if least < 0 {
-			break // every partition read out
-		}
-		out.Items = append(out.Items, parts[least].buf[0])
-		parts[least].buf = parts[least].buf[1:]
+		m.parts[i].buf = append(m.parts[i].buf, pages[j].Items...)
+		m.parts[i].next = pages[j].Next
+		m.out.Read += pages[j].Read
 	}
+	return nil
+}
+
+// dry are the partitions with nothing buffered but more to read.
+func (m *merge) dry() []int {
+	var dry []int
+	for i, p := range m.parts {
+		if len(p.buf) == 0 && p.next != nil {
+			dry = append(dry, i)
+		}
+	}
+	return dry
+}
+
+// take moves the buffered item with the least sort key to the page; false
+// when nothing is buffered.
+func (m *merge) take() bool {
+	least := -1
+	for i, p := range m.parts {
+		if len(p.buf) > 0 && (least < 0 || m.sk(p.buf[0]) < m.sk(m.parts[least].buf[0])) {
+			least = i
+		}
+	}
+	if least < 0 {
+		return false
+	}
+	m.out.Items = append(m.out.Items, m.parts[least].buf[0])
+	m.parts[least].buf = m.parts[least].buf[1:]
+	return true
+}
+
+// next is the page's continuation: its last sort key, or nil when no
+// partition has anything left (buffered or to read).
+func (m *merge) next() StartKey {
 	more := false
-	for _, p := range parts {
+	for _, p := range m.parts {
 		more = more || len(p.buf) > 0 || p.next != nil
 	}
-	if more && len(out.Items) > 0 {
-		out.Next = StartKey{skAttr: sk(out.Items[len(out.Items)-1])}
+	if !more || len(m.out.Items) == 0 {
+		return nil
 	}
-	return out, nil
+	return StartKey{m.skAttr: m.sk(m.out.Items[len(m.out.Items)-1])}
 }
 
 // MergeInto is Merge decoded into values of T (with q.Project, only T's
