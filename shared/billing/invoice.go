@@ -276,26 +276,9 @@ type NewInvoice struct {
 // invoice's own event (invoice.issued when created as sent,
 // invoice.created otherwise), or nothing happens.
 func (s *Store) Create(ctx context.Context, org string, in NewInvoice, now time.Time) (Invoice, error) {
-	if in.Status == "" {
-		in.Status = Draft
-	}
-	if !in.Status.Creatable() {
-		return Invoice{}, fmt.Errorf("%w: an invoice is created as draft, approved or sent, not %s", workflow.ErrRefused, in.Status)
-	}
-	issue, err := time.Parse(time.DateOnly, in.IssueDate)
+	issue, err := in.check()
 	if err != nil {
-		return Invoice{}, fmt.Errorf("issue date %q is not YYYY-MM-DD", in.IssueDate)
-	}
-	if len(in.Lines) == 0 || len(in.Lines) > MaxLines {
-		return Invoice{}, fmt.Errorf("an invoice needs 1 to %d lines", MaxLines)
-	}
-	for i, l := range in.Lines {
-		switch {
-		case l.Description == "":
-			return Invoice{}, fmt.Errorf("line %d has no description", i+1)
-		case utf8.RuneCountInString(l.Description) > MaxLineDescription:
-			return Invoice{}, fmt.Errorf("line %d: a description is at most %d characters", i+1, MaxLineDescription)
-		}
+		return Invoice{}, err
 	}
 	mpk, msk := matter.Key(org, in.MatterID)
 	m, err := store.ReadInto[matter.Matter](ctx, s.db, mpk, msk)
@@ -305,41 +288,10 @@ func (s *Store) Create(ctx context.Context, org string, in NewInvoice, now time.
 	if err != nil {
 		return Invoice{}, err
 	}
-	v := Invoice{ID: uuid.NewString(), MatterID: m.ID, ClientID: m.ClientID, Status: in.Status, IssueDate: in.IssueDate,
-		DueDate: issue.AddDate(0, 0, 30).Format(time.DateOnly), Currency: "DKK", Lines: in.Lines,
-		CreatedAt: store.FormatTime(now)}
-	v.UpdatedAt = v.CreatedAt
-	if v.Status == Sent {
-		v.SentAt = v.CreatedAt
-	}
-	entries := timeentry.NewStore(s.db)
-	type entryWrite struct {
-		entry timeentry.TimeEntry
-		prev  string // its updated_at as read
-	}
-	var billed []entryWrite
-	for i, l := range in.Lines {
-		v.Total += l.Amount
-		if l.TimeEntryID == "" {
-			continue
-		}
-		t, err := entries.Get(ctx, org, m.ID, l.TimeEntryID)
-		if errors.Is(err, store.ErrNotFound) {
-			return Invoice{}, fmt.Errorf("line %d: no time entry %s on matter %s", i+1, l.TimeEntryID, m.ID)
-		}
-		if err != nil {
-			return Invoice{}, err
-		}
-		prev := t.UpdatedAt
-		if err := t.Bill(v.ID, now); err != nil {
-			return Invoice{}, fmt.Errorf("line %d: %w", i+1, err)
-		}
-		t.SetKeys(org)
-		billed = append(billed, entryWrite{t, prev})
-	}
-	if len(billed) > MaxBilledEntries {
-		return Invoice{}, fmt.Errorf("%w: an invoice bills at most %d time entries (this one %d), each changed with its event in the invoice's transaction; bill the rest on another invoice",
-			workflow.ErrRefused, MaxBilledEntries, len(billed))
+	v := newInvoice(m, in, issue, now)
+	billed, err := s.bill(ctx, org, m.ID, v.ID, in.Lines, now)
+	if err != nil {
+		return Invoice{}, err
 	}
 	if v.Total < 0 {
 		return Invoice{}, fmt.Errorf("the lines add up to %d: an invoice's total cannot be negative (issue a credit note instead)", v.Total)
@@ -350,31 +302,114 @@ func (s *Store) Create(ctx context.Context, org string, in NewInvoice, now time.
 	}
 	v.Number = fmt.Sprintf("INV-%d", n)
 	v.SetKeys(org)
-	tx := s.db.Tx()
-	tx.PutNew(v)
-	tx.PutNew(linesOf(org, &v))
-	tx.PutNew(v.Guards(org)[0])
-	first := -1
-	for _, b := range billed {
-		i := timeentry.Write(tx, org, &b.entry, timeentry.BilledCondition(b.prev))
-		if first < 0 {
-			first = i
-		}
-		if err := timeentry.RaiseUpdated(tx, org, &b.entry, timeentry.Approved, now); err != nil {
-			return Invoice{}, err
-		}
-	}
-	if err := addEvent(tx, org, v.Status.createdEvent(), &v, "", now); err != nil {
-		return Invoice{}, err
-	}
-	if err := tx.Commit(ctx); err != nil {
-		var failed *store.TxFailed
-		if errors.As(err, &failed) && first >= 0 {
-			return Invoice{}, fmt.Errorf("%w: a billed time entry changed while the invoice was created; try again", workflow.ErrRefused)
-		}
+	if err := s.commitCreated(ctx, org, &v, billed, now); err != nil {
 		return Invoice{}, err
 	}
 	return v, nil
+}
+
+// check refuses what no invoice can be created from, before any read, and
+// returns the issue date; an unset status is Draft.
+func (in *NewInvoice) check() (issue time.Time, err error) {
+	if in.Status == "" {
+		in.Status = Draft
+	}
+	if !in.Status.Creatable() {
+		return time.Time{}, fmt.Errorf("%w: an invoice is created as draft, approved or sent, not %s", workflow.ErrRefused, in.Status)
+	}
+	issue, err = time.Parse(time.DateOnly, in.IssueDate)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("issue date %q is not YYYY-MM-DD", in.IssueDate)
+	}
+	if len(in.Lines) == 0 || len(in.Lines) > MaxLines {
+		return time.Time{}, fmt.Errorf("an invoice needs 1 to %d lines", MaxLines)
+	}
+	for i, l := range in.Lines {
+		switch {
+		case l.Description == "":
+			return time.Time{}, fmt.Errorf("line %d has no description", i+1)
+		case utf8.RuneCountInString(l.Description) > MaxLineDescription:
+			return time.Time{}, fmt.Errorf("line %d: a description is at most %d characters", i+1, MaxLineDescription)
+		}
+	}
+	return issue, nil
+}
+
+// newInvoice is the invoice in creates on m: due 30 days after issue, its
+// total the sum of its lines; its number and keys come later.
+func newInvoice(m matter.Matter, in NewInvoice, issue, now time.Time) Invoice {
+	v := Invoice{ID: uuid.NewString(), MatterID: m.ID, ClientID: m.ClientID, Status: in.Status, IssueDate: in.IssueDate,
+		DueDate: issue.AddDate(0, 0, 30).Format(time.DateOnly), Currency: "DKK", Lines: in.Lines,
+		CreatedAt: store.FormatTime(now)}
+	v.UpdatedAt = v.CreatedAt
+	if v.Status == Sent {
+		v.SentAt = v.CreatedAt
+	}
+	for _, l := range in.Lines {
+		v.Total += l.Amount
+	}
+	return v
+}
+
+// billedEntry is a time entry an invoice bills, as it will be written.
+type billedEntry struct {
+	entry timeentry.TimeEntry
+	prev  string // its updated_at as read
+}
+
+// bill reads the time entries that lines bill (each must be an approved
+// entry of the matter) and marks them billed by the invoice.
+func (s *Store) bill(ctx context.Context, org, matterID, invoiceID string, lines []Line, now time.Time) ([]billedEntry, error) {
+	entries := timeentry.NewStore(s.db)
+	var billed []billedEntry
+	for i, l := range lines {
+		if l.TimeEntryID == "" {
+			continue
+		}
+		t, err := entries.Get(ctx, org, matterID, l.TimeEntryID)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, fmt.Errorf("line %d: no time entry %s on matter %s", i+1, l.TimeEntryID, matterID)
+		}
+		if err != nil {
+			return nil, err
+		}
+		prev := t.UpdatedAt
+		if err := t.Bill(invoiceID, now); err != nil {
+			return nil, fmt.Errorf("line %d: %w", i+1, err)
+		}
+		t.SetKeys(org)
+		billed = append(billed, billedEntry{t, prev})
+	}
+	if len(billed) > MaxBilledEntries {
+		return nil, fmt.Errorf("%w: an invoice bills at most %d time entries (this one %d), each changed with its event in the invoice's transaction; bill the rest on another invoice",
+			workflow.ErrRefused, MaxBilledEntries, len(billed))
+	}
+	return billed, nil
+}
+
+// commitCreated writes the invoice, its lines and its number's guard, the
+// billed entries (each unchanged since read) with their time_entry.updated,
+// and the invoice's own event, in one transaction.
+func (s *Store) commitCreated(ctx context.Context, org string, v *Invoice, billed []billedEntry, now time.Time) error {
+	tx := s.db.Tx()
+	tx.PutNew(*v)
+	tx.PutNew(linesOf(org, v))
+	tx.PutNew(v.Guards(org)[0])
+	for _, b := range billed {
+		timeentry.Write(tx, org, &b.entry, timeentry.BilledCondition(b.prev))
+		if err := timeentry.RaiseUpdated(tx, org, &b.entry, timeentry.Approved, now); err != nil {
+			return err
+		}
+	}
+	if err := addEvent(tx, org, v.Status.createdEvent(), v, "", now); err != nil {
+		return err
+	}
+	err := tx.Commit(ctx)
+	var failed *store.TxFailed
+	if errors.As(err, &failed) && len(billed) > 0 {
+		return fmt.Errorf("%w: a billed time entry changed while the invoice was created; try again", workflow.ErrRefused)
+	}
+	return err
 }
 
 // SetStatus moves an invoice: sent raises invoice.issued, paid raises
