@@ -185,83 +185,132 @@ func (p *parser) unary() (Expr, error) {
 	return p.atom()
 }
 
+// atom is a parenthesised expression, a number, a call of one of
+// functions or a metric id.
 func (p *parser) atom() (Expr, error) {
 	p.space()
 	if p.eat("(") {
-		e, err := p.or()
-		if err != nil {
-			return nil, err
-		}
-		if !p.eat(")") {
-			return nil, fmt.Errorf("missing )")
-		}
-		return e, nil
+		return p.parenthesised()
 	}
-	start := p.i
-	for p.i < len(p.s) && (unicode.IsLetter(rune(p.s[p.i])) || unicode.IsDigit(rune(p.s[p.i])) || p.s[p.i] == '_' || p.s[p.i] == '.') {
-		p.i++
-	}
-	word := p.s[start:p.i]
+	word := p.word()
 	if word == "" {
-		return nil, fmt.Errorf("expected a value at %q", p.s[start:])
+		return nil, fmt.Errorf("expected a value at %q", p.s[p.i:])
 	}
 	if n, err := strconv.ParseFloat(word, 64); err == nil {
 		return func(map[string]float64) (float64, bool) { return n, true }, nil
 	}
 	p.space()
 	if p.i < len(p.s) && p.s[p.i] == '(' {
-		fn := strings.ToUpper(word)
-		if fn != "IF" && fn != "FILL" {
-			return nil, fmt.Errorf("function %s is not evaluated by localcloud (IF and FILL only)", word)
-		}
-		p.i++
-		var args []Expr
-		for {
-			e, err := p.or()
-			if err != nil {
-				return nil, err
-			}
-			args = append(args, e)
-			if p.eat(")") {
-				break
-			}
-			if !p.eat(",") {
-				return nil, fmt.Errorf("IF: expected , or )")
-			}
-		}
-		if fn == "FILL" {
-			// FILL(m, value): m's value, or value where m has none (a
-			// missing data point); the value is a number here.
-			if len(args) != 2 {
-				return nil, fmt.Errorf("FILL takes 2 arguments, got %d", len(args))
-			}
-			fill, ok := args[1](nil)
-			if !ok {
-				return nil, fmt.Errorf("FILL: the value must be a number here")
-			}
-			m := args[0]
-			return func(v map[string]float64) (float64, bool) {
-				if x, ok := m(v); ok {
-					return x, true
-				}
-				return fill, true
-			}, nil
-		}
-		if len(args) != 3 {
-			return nil, fmt.Errorf("IF takes 3 arguments here, got %d", len(args))
-		}
-		c, t, f := args[0], args[1], args[2]
-		return func(v map[string]float64) (float64, bool) {
-			x, ok := c(v)
-			if !ok {
-				return 0, false
-			}
-			if x != 0 {
-				return t(v)
-			}
-			return f(v)
-		}, nil
+		return p.call(word)
 	}
+	return p.metric(word)
+}
+
+// parenthesised is the rest of "(" expression ")".
+func (p *parser) parenthesised() (Expr, error) {
+	e, err := p.or()
+	if err != nil {
+		return nil, err
+	}
+	if !p.eat(")") {
+		return nil, fmt.Errorf("missing )")
+	}
+	return e, nil
+}
+
+// word consumes the letters, digits, '_' and '.' that come next: a
+// number, a function's name or a metric id.
+func (p *parser) word() string {
+	start := p.i
+	for p.i < len(p.s) && isWordByte(p.s[p.i]) {
+		p.i++
+	}
+	return p.s[start:p.i]
+}
+
+func isWordByte(c byte) bool {
+	return unicode.IsLetter(rune(c)) || unicode.IsDigit(rune(c)) || c == '_' || c == '.'
+}
+
+// functions are the metric math functions localcloud evaluates, by upper-case
+// name, each building its call from the parsed arguments.
+var functions = map[string]func(args []Expr) (Expr, error){
+	"IF":   ifCall,
+	"FILL": fillCall,
+}
+
+// call is name(args…), p at the "(".
+func (p *parser) call(name string) (Expr, error) {
+	build, ok := functions[strings.ToUpper(name)]
+	if !ok {
+		return nil, fmt.Errorf("function %s is not evaluated by localcloud (IF and FILL only)", name)
+	}
+	p.i++
+	args, err := p.args()
+	if err != nil {
+		return nil, err
+	}
+	return build(args)
+}
+
+// args are a call's comma-separated arguments up to and with its ")".
+func (p *parser) args() ([]Expr, error) {
+	var args []Expr
+	for {
+		e, err := p.or()
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, e)
+		if p.eat(")") {
+			return args, nil
+		}
+		if !p.eat(",") {
+			return nil, fmt.Errorf("IF: expected , or )")
+		}
+	}
+}
+
+// fillCall is FILL(m, value): m's value, or value where m has none (a
+// missing data point); the value is a number here.
+func fillCall(args []Expr) (Expr, error) {
+	if len(args) != 2 {
+		return nil, fmt.Errorf("FILL takes 2 arguments, got %d", len(args))
+	}
+	fill, ok := args[1](nil)
+	if !ok {
+		return nil, fmt.Errorf("FILL: the value must be a number here")
+	}
+	m := args[0]
+	return func(v map[string]float64) (float64, bool) {
+		if x, ok := m(v); ok {
+			return x, true
+		}
+		return fill, true
+	}, nil
+}
+
+// ifCall is IF(condition, then, else): missing where the condition is.
+func ifCall(args []Expr) (Expr, error) {
+	if len(args) != 3 {
+		return nil, fmt.Errorf("IF takes 3 arguments here, got %d", len(args))
+	}
+	c, t, f := args[0], args[1], args[2]
+	return func(v map[string]float64) (float64, bool) {
+		x, ok := c(v)
+		if !ok {
+			return 0, false
+		}
+		if x != 0 {
+			return t(v)
+		}
+		return f(v)
+	}, nil
+}
+
+// metric is the value of the metric id word, which starts with a
+// lower-case letter.
+func (p *parser) metric(word string) (Expr, error) {
 	if !unicode.IsLower(rune(word[0])) {
 		return nil, fmt.Errorf("%q is not a metric id (ids start with a lower-case letter)", word)
 	}
