@@ -199,57 +199,11 @@ const NoWait = -1
 func (f *Function) Invoke(ctx context.Context, payload []byte, wait time.Duration) (Outcome, string, error) {
 	defer answered(ctx)
 	at := f.now()
-	if ft := f.fault.Load(); ft != nil {
-		switch ft.Kind {
-		case "throttle":
-			f.Throttles.Add(1)
-			f.metric("Throttles", 1, at)
-			f.out.system(fmt.Sprintf("THROTTLED Function: %s\tReason: ConcurrentInvocationLimitExceeded (a fault)", f.Spec.Name))
-			return Outcome{}, "", ErrThrottled
-		case "crash":
-			if ft.Delay > 0 { // a process that takes that long to die
-				select {
-				case <-time.After(ft.Delay):
-				case <-ctx.Done():
-				}
-			}
-			f.Invocations.Add(1)
-			f.Errors.Add(1)
-			f.metric("Invocations", 1, at)
-			f.metric("Errors", 1, at)
-			o := Outcome{Status: "crashed", ErrType: "Runtime.ExitError", Body: []byte(`{"errorMessage":"Runtime exited with error: a fault","errorType":"Runtime.ExitError"}`)}
-			f.out.system(fmt.Sprintf("REPORT RequestId: %s\tFunction: %s\tDuration: 0.00 ms\tBilled Duration: 1 ms\tMemory Size: %d MB\tStatus: crashed\tError: %s\tVersion: %s",
-				uuid.NewString(), f.Spec.Name, f.Spec.MemoryMB, o.Body, f.Version))
-			return o, "", nil
-		case "slow":
-			select {
-			case <-time.After(ft.Delay):
-			case <-ctx.Done():
-			}
-		}
+	if o, done, err := f.beforeSlot(ctx, at); done {
+		return o, "", err
 	}
-	if wait == NoWait {
-		select {
-		case f.Slots <- struct{}{}:
-		default:
-			f.Throttles.Add(1)
-			f.metric("Throttles", 1, at)
-			f.out.system(fmt.Sprintf("THROTTLED Function: %s\tReserved Concurrency: %d\tReason: ReservedFunctionConcurrentInvocationLimitExceeded", f.Spec.Name, cap(f.Slots)))
-			return Outcome{}, "", ErrThrottled
-		}
-	} else {
-		var cancel context.CancelFunc = func() {}
-		slotCtx := ctx
-		if wait > 0 {
-			slotCtx, cancel = context.WithTimeout(ctx, wait)
-		}
-		select {
-		case f.Slots <- struct{}{}:
-			cancel()
-		case <-slotCtx.Done():
-			cancel()
-			return Outcome{}, "", ErrThrottled
-		}
+	if err := f.takeSlot(ctx, wait, at); err != nil {
+		return Outcome{}, "", err
 	}
 	defer func() { <-f.Slots }()
 	n := running.Add(1)
@@ -267,10 +221,109 @@ func (f *Function) Invoke(ctx context.Context, payload []byte, wait time.Duratio
 	inv := &invocation{at: at, id: uuid.NewString(), payload: payload, deadline: time.Now().Add(f.Spec.Timeout), done: make(chan Outcome, 1)}
 	f.Invocations.Add(1)
 	start := time.Now()
-	hang := f.fault.Load()
-	if hang != nil && hang.Kind != "hang" {
-		hang = nil
+	hang := f.hanging()
+	timer := time.NewTimer(time.Until(inv.deadline))
+	defer timer.Stop()
+	o := f.await(inst, inv, timer)
+	answered(ctx)
+	o = f.hold(ctx, inst, o, hang, start, timer)
+	inst.mu.Lock()
+	inst.current = nil
+	inst.mu.Unlock()
+	took := time.Since(start)
+	f.count(o, took, at)
+	f.report(inv.id, took, cold, o, inst)
+	f.release(inst)
+	return o, inv.id, nil
+}
+
+// beforeSlot is what the function's fault makes of an invocation before it
+// takes a slot: a throttle or a crash is its end (done, with its outcome
+// or error), a slow function keeps the caller waiting first.
+func (f *Function) beforeSlot(ctx context.Context, at time.Time) (o Outcome, done bool, err error) {
+	ft := f.fault.Load()
+	if ft == nil {
+		return Outcome{}, false, nil
 	}
+	switch ft.Kind {
+	case "throttle":
+		f.Throttles.Add(1)
+		f.metric("Throttles", 1, at)
+		f.out.system(fmt.Sprintf("THROTTLED Function: %s\tReason: ConcurrentInvocationLimitExceeded (a fault)", f.Spec.Name))
+		return Outcome{}, true, ErrThrottled
+	case "crash":
+		return f.crash(ctx, ft, at), true, nil
+	case "slow":
+		sleep(ctx, ft.Delay)
+	}
+	return Outcome{}, false, nil
+}
+
+// sleep waits d or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) {
+	select {
+	case <-time.After(d):
+	case <-ctx.Done():
+	}
+}
+
+// crash is an invocation under a crash fault: a process that exits
+// (Runtime.ExitError), after ft.Delay when set (one that takes that long
+// to die), counted and reported as Lambda does.
+func (f *Function) crash(ctx context.Context, ft *Fault, at time.Time) Outcome {
+	if ft.Delay > 0 {
+		sleep(ctx, ft.Delay)
+	}
+	f.Invocations.Add(1)
+	f.Errors.Add(1)
+	f.metric("Invocations", 1, at)
+	f.metric("Errors", 1, at)
+	o := Outcome{Status: "crashed", ErrType: "Runtime.ExitError", Body: []byte(`{"errorMessage":"Runtime exited with error: a fault","errorType":"Runtime.ExitError"}`)}
+	f.out.system(fmt.Sprintf("REPORT RequestId: %s\tFunction: %s\tDuration: 0.00 ms\tBilled Duration: 1 ms\tMemory Size: %d MB\tStatus: crashed\tError: %s\tVersion: %s",
+		uuid.NewString(), f.Spec.Name, f.Spec.MemoryMB, o.Body, f.Version))
+	return o
+}
+
+// takeSlot takes one of the function's concurrency slots, waiting up to
+// wait (0: as long as ctx allows; NoWait: not at all, which is throttled
+// and counted as such).
+func (f *Function) takeSlot(ctx context.Context, wait time.Duration, at time.Time) error {
+	if wait == NoWait {
+		select {
+		case f.Slots <- struct{}{}:
+			return nil
+		default:
+			f.Throttles.Add(1)
+			f.metric("Throttles", 1, at)
+			f.out.system(fmt.Sprintf("THROTTLED Function: %s\tReserved Concurrency: %d\tReason: ReservedFunctionConcurrentInvocationLimitExceeded", f.Spec.Name, cap(f.Slots)))
+			return ErrThrottled
+		}
+	}
+	if wait > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, wait)
+		defer cancel()
+	}
+	select {
+	case f.Slots <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ErrThrottled
+	}
+}
+
+// hanging is the hang fault on the function as an invocation starts (nil
+// for none): lifting it later does not shorten that invocation.
+func (f *Function) hanging() *Fault {
+	if ft := f.fault.Load(); ft != nil && ft.Kind == "hang" {
+		return ft
+	}
+	return nil
+}
+
+// await hands inv to inst's process and waits for its outcome: its answer,
+// its timeout at timer (the process killed) or the process's exit.
+func (f *Function) await(inst *instance, inv *invocation, timer *time.Timer) Outcome {
 	inst.mu.Lock()
 	inst.current, inst.lastAt = inv, inv.at
 	inst.mu.Unlock()
@@ -279,43 +332,50 @@ func (f *Function) Invoke(ctx context.Context, payload []byte, wait time.Duratio
 	case <-inst.exited:
 		inv.finish(inst.crashOutcome())
 	}
-	timer := time.NewTimer(time.Until(inv.deadline))
-	defer timer.Stop()
-	var o Outcome
 	select {
-	case o = <-inv.done:
+	case o := <-inv.done:
+		return o
 	case <-timer.C:
-		// Past the function's timeout: Lambda stops the runtime. The
-		// process goes, and the next invocation starts a new one.
-		o = Outcome{Status: "timeout", ErrType: "Sandbox.Timedout",
-			Body: fmt.Appendf(nil, `{"errorMessage":"Task timed out after %.2f seconds","errorType":"Sandbox.Timedout"}`, f.Spec.Timeout.Seconds())}
-		inst.kill()
-		<-inst.exited
+		return f.timeout(inst)
 	case <-inst.exited:
 		select {
-		case o = <-inv.done: // it answered, then exited
+		case o := <-inv.done: // it answered, then exited
+			return o
 		default:
-			o = inst.crashOutcome()
+			return inst.crashOutcome()
 		}
 	}
-	answered(ctx)
-	if hang != nil && o.Status != "timeout" {
-		// Hung: it ends Delay after it started, or times out at its
-		// deadline as one that never answers does.
-		select {
-		case <-time.After(time.Until(start.Add(hang.Delay))):
-		case <-ctx.Done():
-		case <-timer.C:
-			o = Outcome{Status: "timeout", ErrType: "Sandbox.Timedout",
-				Body: fmt.Appendf(nil, `{"errorMessage":"Task timed out after %.2f seconds","errorType":"Sandbox.Timedout"}`, f.Spec.Timeout.Seconds())}
-			inst.kill()
-			<-inst.exited
-		}
+}
+
+// timeout ends an invocation past the function's timeout: Lambda stops the
+// runtime. The process goes, and the next invocation starts a new one.
+func (f *Function) timeout(inst *instance) Outcome {
+	o := Outcome{Status: "timeout", ErrType: "Sandbox.Timedout",
+		Body: fmt.Appendf(nil, `{"errorMessage":"Task timed out after %.2f seconds","errorType":"Sandbox.Timedout"}`, f.Spec.Timeout.Seconds())}
+	inst.kill()
+	<-inst.exited
+	return o
+}
+
+// hold keeps an invocation under a hang fault (hang set) going: it ends
+// hang.Delay after it started, or times out at its deadline (timer) as one
+// that never answers does.
+func (f *Function) hold(ctx context.Context, inst *instance, o Outcome, hang *Fault, start time.Time, timer *time.Timer) Outcome {
+	if hang == nil || o.Status == "timeout" {
+		return o
 	}
-	inst.mu.Lock()
-	inst.current = nil
-	inst.mu.Unlock()
-	took := time.Since(start)
+	select {
+	case <-time.After(time.Until(start.Add(hang.Delay))):
+	case <-ctx.Done():
+	case <-timer.C:
+		return f.timeout(inst)
+	}
+	return o
+}
+
+// count counts an invocation's outcome and puts its metrics, stamped at
+// its start.
+func (f *Function) count(o Outcome, took time.Duration, at time.Time) {
 	failed := 0.0
 	switch o.Status {
 	case "error", "crashed":
@@ -328,9 +388,6 @@ func (f *Function) Invoke(ctx context.Context, payload []byte, wait time.Duratio
 	f.metric("Invocations", 1, at)
 	f.metric("Errors", failed, at)
 	f.metric("Duration", float64(took.Microseconds())/1000, at)
-	f.report(inv.id, took, cold, o, inst)
-	f.release(inst)
-	return o, inv.id, nil
 }
 
 // report writes Lambda's REPORT line for an invocation.
