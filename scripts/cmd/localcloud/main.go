@@ -42,6 +42,7 @@ import (
 	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/schedule"
 	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/sqsserver"
 	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/stack"
+	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/tablefaults"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -51,6 +52,7 @@ import (
 	"github.com/practice-api/practice-api/shared/app"
 	"github.com/practice-api/practice-api/shared/config"
 	"github.com/practice-api/practice-api/shared/seed"
+	"github.com/practice-api/practice-api/shared/store"
 )
 
 func main() {
@@ -71,57 +73,154 @@ func run() error {
 	app.JSONLogs(slog.LevelInfo) // its own lines; each function logs at its own LOG_LEVEL
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	// The settings, read and checked once (the functions get theirs from
-	// the template and the contract's pass-through below).
-	conf, err := config.FromEnv()
-	if err != nil {
-		return err
-	}
-	ln, err := net.Listen("tcp", conf.ListenAddr)
-	if err != nil {
-		return fmt.Errorf("cannot listen on %s for the API (is the port taken? set LISTEN_ADDR): %w", conf.ListenAddr, err)
-	}
-	tplPath := os.Getenv("LOCALCLOUD_TEMPLATE")
-	if tplPath == "" {
-		if tplPath, err = synthesize(ctx); err != nil {
+	l := &launch{ctx: ctx}
+	defer l.stop()
+	for _, step := range []func() error{
+		l.readTemplate,
+		l.startEngine,
+		l.startQueues,
+		l.guardTable,
+		l.startFunctions,
+		l.startObservability,
+		l.createResources,
+		l.startEventSources,
+		l.startGateway,
+	} {
+		if err := step(); err != nil {
 			return err
 		}
 	}
-	st, err := stack.Load(tplPath)
-	if err != nil {
-		return err
-	}
-	if err := checkArch(st); err != nil {
-		return err
-	}
-	if err := checkSettings(st); err != nil {
-		return err
-	}
+	return l.serve()
+}
 
-	// The engine, as the devserver starts it, and the table the template defines.
-	db, cfg, engine, err := localrun.Store(ctx, conf)
-	if err != nil {
-		return err
-	}
-	defer engine.Stop()
-	streamArn, err := createTable(ctx, db, st.Table)
-	if err != nil {
-		return err
-	}
+// launch is localcloud as run starts it, one step after another (each
+// step's doc says what it starts), and what stops it: stops, run in
+// reverse order at the end.
+type launch struct {
+	ctx   context.Context
+	stops []func()
 
-	// The queues, on the in-repo SQS server.
+	conf    config.Config
+	ln      net.Listener // the API's
+	tplPath string
+	st      *stack.Stack
+
+	db        *store.DB
+	cfg       store.Config
+	engine    *localrun.Engine
+	streamArn string
+
+	ids    *iam.Identities // each caller's own access key id, for the queues and the table
+	sqs    *sqsserver.Server
+	queues map[string]*sqsserver.Queue // by logical id
+
+	res         *stack.Resolver
+	guardLn     net.Listener
+	tableFaults *tablefaults.Faults
+
+	scale   float64
+	logs    *lambda.LogWriter
+	apisLn  net.Listener
+	fns     map[string]*lambda.Alias // by logical id
+	manual  *clock.Manual
+	obs     *observability
+	sources sync.WaitGroup
+	srcCtx  context.Context
+
+	gw       *apigw.Gateway
+	operator string
+	control  string
+}
+
+// onStop runs f when localcloud stops, before what was started earlier.
+func (l *launch) onStop(f func()) { l.stops = append(l.stops, f) }
+
+// stop stops what the steps started, last first.
+func (l *launch) stop() {
+	for i := len(l.stops) - 1; i >= 0; i-- {
+		l.stops[i]()
+	}
+}
+
+// base is the API's address.
+func (l *launch) base() string { return "http://" + l.ln.Addr().String() }
+
+// readTemplate reads the settings (checked once: the functions get theirs
+// from the template and the contract's pass-through), takes the API's
+// port, and reads the template (synthesized first unless
+// LOCALCLOUD_TEMPLATE names one) with the checks AWS makes of it.
+func (l *launch) readTemplate() error {
+	var err error
+	if l.conf, err = config.FromEnv(); err != nil {
+		return err
+	}
+	if l.ln, err = net.Listen("tcp", l.conf.ListenAddr); err != nil {
+		return fmt.Errorf("cannot listen on %s for the API (is the port taken? set LISTEN_ADDR): %w", l.conf.ListenAddr, err)
+	}
+	l.tplPath = os.Getenv("LOCALCLOUD_TEMPLATE")
+	if l.tplPath == "" {
+		if l.tplPath, err = synthesize(l.ctx); err != nil {
+			return err
+		}
+	}
+	if l.st, err = stack.Load(l.tplPath); err != nil {
+		return err
+	}
+	if err := checkArch(l.st); err != nil {
+		return err
+	}
+	return checkSettings(l.st)
+}
+
+// startEngine starts the engine, as the devserver starts it, and creates
+// the table the template defines.
+func (l *launch) startEngine() error {
+	var err error
+	if l.db, l.cfg, l.engine, err = localrun.Store(l.ctx, l.conf); err != nil {
+		return err
+	}
+	l.onStop(func() { _ = l.engine.Stop() })
+	l.streamArn, err = createTable(l.ctx, l.db, l.st.Table)
+	return err
+}
+
+// startQueues starts the in-repo SQS server with the template's queues.
+// Their messages are kept beside the table's data (a restart on the same
+// folder finds its queued messages, as SQS keeps them; in memory with the
+// engine's data otherwise, both gone at exit).
+func (l *launch) startQueues() error {
 	sqsLn, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
-	ids := iam.NewIdentities() // each caller's own access key id, for the queues and the table
-	sqs := sqsserver.New("http://"+sqsLn.Addr().String(), ids)
-	sqsSrv := &http.Server{Handler: sqs, ReadHeaderTimeout: 10 * time.Second}
+	l.ids = iam.NewIdentities()
+	l.sqs = sqsserver.New("http://"+sqsLn.Addr().String(), l.ids)
+	sqsSrv := &http.Server{Handler: l.sqs, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = sqsSrv.Serve(sqsLn) }()
-	defer sqsSrv.Close()
-	if err := capVisibility(st, os.Getenv("LOCALCLOUD_QUEUE_VISIBILITY")); err != nil {
+	l.onStop(func() { _ = sqsSrv.Close() })
+	if err := capVisibility(l.st, os.Getenv("LOCALCLOUD_QUEUE_VISIBILITY")); err != nil {
 		return err
 	}
+	l.queues = createQueues(l.sqs, l.st)
+	// SQS publishes a fair queue's metrics to CloudWatch; localcloud logs
+	// them every 10 s while a queue has a noisy group.
+	go reportFairness(l.ctx, l.queues, 10*time.Second)
+	if l.conf.LocalDynamoDBDir == "" {
+		return nil
+	}
+	if err := l.sqs.OpenJournal(filepath.Join(l.conf.LocalDynamoDBDir, "localcloud-queues.jsonl")); err != nil {
+		return err
+	}
+	l.onStop(l.sqs.Journal.Close)
+	stopCompact := make(chan struct{})
+	l.onStop(func() { close(stopCompact) })
+	go l.sqs.CompactEvery(time.Minute, stopCompact)
+	return nil
+}
+
+// createQueues creates the template's queues on sqs, each after its
+// dead-letter queue.
+func createQueues(sqs *sqsserver.Server, st *stack.Stack) map[string]*sqsserver.Queue {
 	queues := map[string]*sqsserver.Queue{}
 	var create func(id string) *sqsserver.Queue
 	create = func(id string) *sqsserver.Queue {
@@ -139,141 +238,152 @@ func run() error {
 	for id := range st.Queues {
 		create(id)
 	}
-	// SQS publishes a fair queue's metrics to CloudWatch; localcloud logs
-	// them every 10 s while a queue has a noisy group.
-	go reportFairness(ctx, queues, 10*time.Second)
-	// Kept beside the table's data: a restart on the same folder finds its
-	// queued messages, as SQS keeps them (in memory with the engine's data
-	// otherwise, both gone at exit).
-	if conf.LocalDynamoDBDir != "" {
-		if err := sqs.OpenJournal(filepath.Join(conf.LocalDynamoDBDir, "localcloud-queues.jsonl")); err != nil {
-			return err
-		}
-		defer sqs.Journal.Close()
-		stopCompact := make(chan struct{})
-		defer close(stopCompact)
-		go sqs.CompactEvery(time.Minute, stopCompact)
-	}
+	return queues
+}
 
-	// The functions, each with the environment the template gives it, the
-	// contract's settings, and where the local services are.
-	base := "http://" + ln.Addr().String()
-	settings := passedThrough()
-	res := &stack.Resolver{Stack: st, Table: cfg.TableName, StreamArn: streamArn, Queues: addrsOf(queues), APIEndpoint: base}
-	// Each function's calls are checked against its role (package iam): the
-	// queue server checks its own; the functions reach the table through a
-	// guard in front of the engine.
-	pol, err := iam.LoadPolicies(st, res)
+// guardTable checks each function's calls against its role (package
+// iam): the queue server checks its own; the functions reach the table
+// through a guard in front of the engine, and behind the guard the
+// campaign's store faults.
+func (l *launch) guardTable() error {
+	l.res = &stack.Resolver{Stack: l.st, Table: l.cfg.TableName, StreamArn: l.streamArn, Queues: addrsOf(l.queues), APIEndpoint: l.base()}
+	pol, err := iam.LoadPolicies(l.st, l.res)
 	if err != nil {
 		return err
 	}
-	if err := checkSourcePermissions(st, res, pol); err != nil {
+	if err := checkSourcePermissions(l.st, l.res, pol); err != nil {
 		return err
 	}
-	sqs.Policy = pol
-	guardLn, err := net.Listen("tcp", "127.0.0.1:0")
+	l.sqs.Policy = pol
+	if l.guardLn, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+		return err
+	}
+	faults, tableURL, stopFaults, err := serveTableFaults(l.cfg.Endpoint, l.ids)
 	if err != nil {
 		return err
 	}
-	tableFaults, tableURL, stopFaults, err := serveTableFaults(cfg.Endpoint, ids) // the campaign's store faults, behind the guard
-	if err != nil {
-		return err
-	}
-	defer stopFaults()
-	guard, err := iam.NewDynamoGuard(tableURL, ids, pol, cfg.TableName, iam.TableKeys(st.Table.Props))
+	l.tableFaults = faults
+	l.onStop(stopFaults)
+	guard, err := iam.NewDynamoGuard(tableURL, l.ids, pol, l.cfg.TableName, iam.TableKeys(l.st.Table.Props))
 	if err != nil {
 		return err
 	}
 	guardSrv := &http.Server{Handler: guard, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = guardSrv.Serve(guardLn) }()
-	defer guardSrv.Close()
-	scale, err := timeScale()
-	if err != nil {
+	go func() { _ = guardSrv.Serve(l.guardLn) }()
+	l.onStop(func() { _ = guardSrv.Close() })
+	return nil
+}
+
+// startFunctions makes the functions, each with the environment the
+// template gives it, the contract's settings, and where the local
+// services are; each serves through its live alias, on version 1 (the
+// template's bootstrap) until a release publishes another.
+func (l *launch) startFunctions() error {
+	var err error
+	if l.scale, err = timeScale(); err != nil {
 		return err
 	}
-	logs := &lambda.LogWriter{W: os.Stderr}
+	l.logs = &lambda.LogWriter{W: os.Stderr}
 	maxConc := 10
-	// Each function serves through its live alias, on version 1 (the
-	// template's bootstrap) until a release publishes another.
-	fns := map[string]*lambda.Alias{}
-	var obs *observability
-	apisLn, err := net.Listen("tcp", "127.0.0.1:0") // Lambda's Invoke and CodeDeploy's hook calls (the release check's)
-	if err != nil {
+	l.fns = map[string]*lambda.Alias{}
+	// Where the functions call Lambda's Invoke and CodeDeploy's hook
+	// calls (the release check's).
+	if l.apisLn, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
 		return err
 	}
-	for id, spec := range st.Functions {
-		env, err := functionEnv(spec, res, settings, "http://"+guardLn.Addr().String(), sqs.Base, sqs.Credential(spec.Name))
+	settings := passedThrough()
+	for id, spec := range l.st.Functions {
+		env, err := functionEnv(spec, l.res, settings, "http://"+l.guardLn.Addr().String(), l.sqs.Base, l.sqs.Credential(spec.Name))
 		if err != nil {
 			return err
 		}
-		env = withAPIs(env, "http://"+apisLn.Addr().String())
-		fns[id] = lambda.NewAlias("live", lambda.New(spec, env, res.FunctionArn(id), maxConc, &lambda.Logger{Name: spec.Name, W: logs}))
+		env = withAPIs(env, "http://"+l.apisLn.Addr().String())
+		l.fns[id] = lambda.NewAlias("live", lambda.New(spec, env, l.res.FunctionArn(id), maxConc, &lambda.Logger{Name: spec.Name, W: l.logs}))
 	}
-	defer func() {
+	l.onStop(func() {
 		var wg sync.WaitGroup
-		for _, f := range fns {
+		for _, f := range l.fns {
 			wg.Go(f.Stop)
 		}
 		wg.Wait()
-	}()
-	// CloudWatch (metrics and the template's alarms), SNS (the alarms'
-	// topics) and CodeDeploy (releases), on LOCALCLOUD_TIME_SCALE's clock.
-	manual, err := manualClock()
-	if err != nil {
-		return err
-	}
-	if obs, err = newObservability(st, res, scale, manual, fns); err != nil {
-		return err
-	}
-	logs.Metrics, obs.queues, obs.table, tableFaults.Metrics = obs.store, queues, tableFaults, obs.store
-	defer obs.serveAPIs(apisLn, st)()
-	for _, a := range fns {
-		a.Version("1").Metrics = obs.store
-	}
+	})
+	return nil
+}
 
-	// The custom resources (the stage's secrets), as CloudFormation makes
-	// them before the functions that read them serve.
-	if err := createCustomResources(ctx, st, fns); err != nil {
+// startObservability starts CloudWatch (metrics and the template's
+// alarms), SNS (the alarms' topics) and CodeDeploy (releases), on
+// LOCALCLOUD_TIME_SCALE's clock or the manual one.
+func (l *launch) startObservability() error {
+	var err error
+	if l.manual, err = manualClock(); err != nil {
 		return err
 	}
+	if l.obs, err = newObservability(l.st, l.res, l.scale, l.manual, l.fns); err != nil {
+		return err
+	}
+	l.logs.Metrics, l.obs.queues, l.obs.table, l.tableFaults.Metrics = l.obs.store, l.queues, l.tableFaults, l.obs.store
+	l.onStop(l.obs.serveAPIs(l.apisLn, l.st))
+	for _, a := range l.fns {
+		a.Version("1").Metrics = l.obs.store
+	}
+	return nil
+}
 
-	// The demo organisation, as the devserver makes it.
-	if err := seed.DemoLine(ctx, db, os.Stdout, conf.SeedDemo); err != nil {
+// createResources makes the custom resources (the stage's secrets), as
+// CloudFormation makes them before the functions that read them serve,
+// and the demo organisation, as the devserver makes it.
+func (l *launch) createResources() error {
+	if err := createCustomResources(l.ctx, l.st, l.fns); err != nil {
 		return err
 	}
+	return seed.DemoLine(l.ctx, l.db, os.Stdout, l.conf.SeedDemo)
+}
 
-	// The event sources, and the routes.
-	srcCtx, stopSources := context.WithCancel(ctx)
-	var sources sync.WaitGroup
-	defer func() { stopSources(); sources.Wait() }()
-	if err := startSources(srcCtx, &sources, st, cfg.Endpoint, streamArn, fns, queues, scale, manual); err != nil {
-		return err
-	}
+// startEventSources starts the event sources (startSources), stopped
+// before the functions they invoke.
+func (l *launch) startEventSources() error {
+	srcCtx, stopSources := context.WithCancel(l.ctx)
+	l.srcCtx = srcCtx
+	l.onStop(func() { stopSources(); l.sources.Wait() })
+	return startSources(srcCtx, &l.sources, l.st, l.cfg.Endpoint, l.streamArn, l.fns, l.queues, l.scale, l.manual)
+}
+
+// startGateway makes the HTTP API's routes, starts the alarms' evaluation
+// on the wall clock (the manual clock's minutes sample and evaluate:
+// newObservability), and serves the control API.
+func (l *launch) startGateway() error {
 	routes := map[string]apigw.Function{}
-	for id, f := range fns {
+	for id, f := range l.fns {
 		routes[id] = f
 	}
-	gw, err := apigw.New(st, routes)
+	var err error
+	if l.gw, err = apigw.New(l.st, routes); err != nil {
+		return err
+	}
+	l.gw.Metrics, l.gw.AccessLog = l.obs.store, l.obs.accessLog
+	l.res.APIID = l.gw.APIID()
+	if l.manual == nil {
+		l.sources.Go(func() { l.obs.evaluator.Run(l.srcCtx) })
+		l.sources.Go(func() { l.obs.sampleQueues(l.srcCtx, l.scale) })
+	}
+	l.operator = l.sqs.Credential("operator") // for the runbook's rehearsals (aws --endpoint-url)
+	control, stopControl, err := serveControl(l.obs.control(l.srcCtx, l.operator, l.st))
 	if err != nil {
 		return err
 	}
-	gw.Metrics, gw.AccessLog = obs.store, obs.accessLog
-	res.APIID = gw.APIID()
-	if manual == nil { // the manual clock's minutes sample and evaluate (newObservability)
-		sources.Go(func() { obs.evaluator.Run(srcCtx) })
-		sources.Go(func() { obs.sampleQueues(srcCtx, scale) })
-	}
-	operator := sqs.Credential("operator") // for the runbook's rehearsals (aws --endpoint-url)
-	control, stopControl, err := serveControl(obs.control(srcCtx, operator, st))
-	if err != nil {
-		return err
-	}
-	defer stopControl()
-	apiSrv := &http.Server{Handler: gw, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: apigw.IntegrationTimeout, IdleTimeout: 2 * time.Minute}
-	return localrun.Serve(ctx, apiSrv, ln, engine, base+"/api/v1", func() {
-		slog.Info("localcloud ready", "base_url", base+"/api/v1", "template", tplPath, "functions", len(fns), "routes", len(st.Routes),
-			"queues", len(st.Queues), "sqs_endpoint", sqs.Base, "sqs_access_key_id", operator, "dynamodb_endpoint", cfg.Endpoint, "table", cfg.TableName,
-			"control_endpoint", control, "api_id", gw.APIID(), "alarms", len(obs.alarms), "time_scale", scale, "manual_clock", manual != nil)
+	l.control = control
+	l.onStop(stopControl)
+	return nil
+}
+
+// serve serves the API until ctx ends, after the ready line.
+func (l *launch) serve() error {
+	base := l.base()
+	apiSrv := &http.Server{Handler: l.gw, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: apigw.IntegrationTimeout, IdleTimeout: 2 * time.Minute}
+	return localrun.Serve(l.ctx, apiSrv, l.ln, l.engine, base+"/api/v1", func() {
+		slog.Info("localcloud ready", "base_url", base+"/api/v1", "template", l.tplPath, "functions", len(l.fns), "routes", len(l.st.Routes),
+			"queues", len(l.st.Queues), "sqs_endpoint", l.sqs.Base, "sqs_access_key_id", l.operator, "dynamodb_endpoint", l.cfg.Endpoint, "table", l.cfg.TableName,
+			"control_endpoint", l.control, "api_id", l.gw.APIID(), "alarms", len(l.obs.alarms), "time_scale", l.scale, "manual_clock", l.manual != nil)
 	})
 }
 
