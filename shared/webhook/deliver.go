@@ -244,29 +244,13 @@ func (d *Deliverer) Handle(ctx context.Context, m queue.Message) error {
 	if wait := time.Unix(job.NotBefore, 0).Sub(now); job.NotBefore != 0 && wait > 0 {
 		return d.enqueue(ctx, job, wait) // another hop
 	}
-	e, err := d.Store.Get(ctx, job.OrgID, job.EndpointID)
-	if errors.Is(err, store.ErrNotFound) {
-		d.drop(ctx, job, "its endpoint does not exist (deleted)")
-		return d.replayed(ctx, job) // deliveries to it stop
-	}
-	if err != nil {
+	e, end, err := d.endpointOf(ctx, job)
+	if end {
 		return err
 	}
-	if !e.IsActive {
-		return d.replayed(ctx, job) // disabled: deliveries stop
-	}
-	// A slot first: a job over the endpoint's budget goes back to the
-	// queue having read no more than the endpoint.
 	owner := uuid.NewString()
-	slot, err := d.takeSlot(ctx, job, owner, now)
-	var over *errOverBudget
-	if errors.As(err, &over) {
-		// Over the endpoint's budget: back to the queue until its turn,
-		// the same attempt (none used up).
-		d.paced(ctx, job, over.wait, now)
-		return d.wait(ctx, job, over.wait, now)
-	}
-	if err != nil {
+	slot, end, err := d.slotOf(ctx, job, owner, now)
+	if end {
 		return err
 	}
 	var took time.Duration
@@ -275,33 +259,13 @@ func (d *Deliverer) Handle(ctx context.Context, m queue.Message) error {
 		defer cancel()
 		d.release(bctx, slot, took)
 	}()
-	ev, err := d.Store.event(ctx, job)
-	if errors.Is(err, store.ErrNotFound) {
-		d.drop(ctx, job, "its event does not exist (never, or no longer in the feed)")
-		return d.replayed(ctx, job)
-	}
-	if err != nil {
+	ev, end, err := d.eventOf(ctx, job, &e)
+	if end {
 		return err
 	}
-	if !slices.Contains(e.EventTypes, ev.Type) {
-		return d.replayed(ctx, job) // unsubscribed: deliveries stop
-	}
-	c, err := d.Store.claimAttempt(ctx, job, m.ID, owner, now, d.claimLease())
-	if err != nil {
+	c, end, err := d.claimOf(ctx, job, m.ID, owner, now)
+	if end {
 		return err
-	}
-	switch c.outcome {
-	case eventDelivered, inFlight:
-		return nil // nothing to send: delivered already, or a duplicate of a job being sent
-	case inFlightHere:
-		return errAttemptInFlight // the same message, still being handled: let it come back later
-	case alreadyDone:
-		// Sent and recorded; queue the next attempt if a worker stopped
-		// before it could.
-		if c.succeeded || c.nextQueued || job.Manual != "" {
-			return nil
-		}
-		return d.scheduleNext(ctx, c, job, now)
 	}
 	// A claim taken over (outcome takenOver) is an attempt whose worker
 	// stopped before recording it: whether the receiver got it is unknown.
@@ -321,6 +285,89 @@ func (d *Deliverer) Handle(ctx context.Context, m queue.Message) error {
 	// queueing the retry.
 	ctx, cancel := bookkeeping(ctx)
 	defer cancel()
+	return d.settle(ctx, c, a, &e, job, now)
+}
+
+// endpointOf reads the job's endpoint. end says the job ends here, with
+// err: its endpoint is gone or off (deliveries to it stop), or the store
+// failed.
+func (d *Deliverer) endpointOf(ctx context.Context, job Job) (e Endpoint, end bool, err error) {
+	e, err = d.Store.Get(ctx, job.OrgID, job.EndpointID)
+	if errors.Is(err, store.ErrNotFound) {
+		d.drop(ctx, job, "its endpoint does not exist (deleted)")
+		return e, true, d.replayed(ctx, job) // deliveries to it stop
+	}
+	if err != nil {
+		return e, true, err
+	}
+	if !e.IsActive {
+		return e, true, d.replayed(ctx, job) // disabled: deliveries stop
+	}
+	return e, false, nil
+}
+
+// slotOf takes a slot of the endpoint's budget, first: a job over the
+// endpoint's budget goes back to the queue having read no more than the
+// endpoint. end says the job ends here, with err.
+func (d *Deliverer) slotOf(ctx context.Context, job Job, owner string, now time.Time) (slot *budget, end bool, err error) {
+	slot, err = d.takeSlot(ctx, job, owner, now)
+	var over *errOverBudget
+	if errors.As(err, &over) {
+		// Over the endpoint's budget: back to the queue until its turn,
+		// the same attempt (none used up).
+		d.paced(ctx, job, over.wait, now)
+		return slot, true, d.wait(ctx, job, over.wait, now)
+	}
+	return slot, err != nil, err
+}
+
+// eventOf reads the job's event. end says the job ends here, with err:
+// the event is gone, or e no longer subscribes to its type (deliveries
+// stop), or the store failed.
+func (d *Deliverer) eventOf(ctx context.Context, job Job, e *Endpoint) (ev outbox.Message, end bool, err error) {
+	ev, err = d.Store.event(ctx, job)
+	if errors.Is(err, store.ErrNotFound) {
+		d.drop(ctx, job, "its event does not exist (never, or no longer in the feed)")
+		return ev, true, d.replayed(ctx, job)
+	}
+	if err != nil {
+		return ev, true, err
+	}
+	if !slices.Contains(e.EventTypes, ev.Type) {
+		return ev, true, d.replayed(ctx, job) // unsubscribed: deliveries stop
+	}
+	return ev, false, nil
+}
+
+// claimOf claims the job's attempt before it is sent (attempts.go). end
+// says the job ends here, with err: there is nothing to send, or the
+// attempt is being sent by this same message's other receive, or the store
+// failed.
+func (d *Deliverer) claimOf(ctx context.Context, job Job, msgID, owner string, now time.Time) (c *claim, end bool, err error) {
+	c, err = d.Store.claimAttempt(ctx, job, msgID, owner, now, d.claimLease())
+	if err != nil {
+		return nil, true, err
+	}
+	switch c.outcome {
+	case eventDelivered, inFlight:
+		return c, true, nil // nothing to send: delivered already, or a duplicate of a job being sent
+	case inFlightHere:
+		return c, true, errAttemptInFlight // the same message, still being handled: let it come back later
+	case alreadyDone:
+		// Sent and recorded; queue the next attempt if a worker stopped
+		// before it could.
+		if c.succeeded || c.nextQueued || job.Manual != "" {
+			return c, true, nil
+		}
+		return c, true, d.scheduleNext(ctx, c, job, now)
+	}
+	return c, false, nil
+}
+
+// settle does an attempt's bookkeeping: records it, disables its endpoint
+// when its failures are due to, and queues the next attempt of a failed
+// one.
+func (d *Deliverer) settle(ctx context.Context, c *claim, a Attempt, e *Endpoint, job Job, now time.Time) error {
 	// The record counts a replay's first attempt towards its progress, in
 	// the same transaction.
 	// A failed delivery is an event whose attempts are exhausted: the last
@@ -337,6 +384,7 @@ func (d *Deliverer) Handle(ctx context.Context, m queue.Message) error {
 	}
 	disabled := false
 	if exhausted {
+		var err error
 		if disabled, err = d.Store.disableIfDue(ctx, job.OrgID, e.ID, now); err != nil {
 			return err
 		}
