@@ -23,6 +23,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/practice-api/practice-api/shared/auth"
+	"github.com/practice-api/practice-api/shared/clock"
 	"github.com/practice-api/practice-api/shared/families"
 	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/idempotency"
@@ -153,14 +154,14 @@ func New(t testing.TB, opt Options) *Env {
 		t.Fatal(err)
 	}
 	e.Deliveries = queue.NewMemory(time.Minute)
-	e.DB.Clock = e.Now // events' sequences follow the test's clock
+	e.DB.Clock = clock.Func(e.Now) // events' sequences follow the test's clock
 	// Deliveries go out as the app sends them (no redirects, the guard
 	// that lets a test reach loopback); hookEnv trusts its receivers' CA.
 	hc, err := webhook.NewHTTPClient("", true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.Deliverer = &webhook.Deliverer{Store: webhook.NewStore(e.DB, true), Queue: e.Deliveries, Now: e.Now, Client: hc}
+	e.Deliverer = &webhook.Deliverer{Store: webhook.NewStore(e.DB, true), Queue: e.Deliveries, Clock: clock.Func(e.Now), Client: hc}
 	e.Deliverer.Store.FeedSettle = opt.FeedSettle
 	e.Server = httptest.NewUnstartedServer(nil) // its address is the API's public base URL
 	h, err := families.Handler(httpapi.Config{Auth: e.Keys, Sealer: sealer, RateLimit: opt.RateLimit, Now: e.Now,

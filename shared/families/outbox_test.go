@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/practice-api/practice-api/shared/apitest"
+	"github.com/practice-api/practice-api/shared/clock"
 	"github.com/practice-api/practice-api/shared/outbox"
 	"github.com/practice-api/practice-api/shared/queue"
 	"github.com/practice-api/practice-api/shared/store"
@@ -57,6 +58,8 @@ func TestStuckOutboxEventsAreSweptAgain(t *testing.T) {
 	// claim): the event stays pending and goes out again on the first sweep
 	// after the claim's lease.
 	im.matter(cl, "")
+	lease := clock.NewManual(time.Now()) // from here the dispatcher's time moves only by the test
+	d.Clock = lease
 	var pending outbox.Event
 	for _, it := range e.Items(org)["event"] {
 		var ev outbox.Event
@@ -76,7 +79,11 @@ func TestStuckOutboxEventsAreSweptAgain(t *testing.T) {
 	if n, err := d.Sweep(ctx, 0); err != nil || n != 0 || q.Len() != 2 {
 		t.Fatalf("within the lease the claimed event waits: %d, %d queued, %v", n, q.Len(), err)
 	}
-	d.Now = func() time.Time { return time.Now().Add(outbox.ClaimLease + time.Second) }
+	lease.Advance(outbox.ClaimLease - time.Second)
+	if n, err := d.Sweep(ctx, 0); err != nil || n != 0 || q.Len() != 2 {
+		t.Fatalf("a second before the lease ends the claimed event waits: %d, %d queued, %v", n, q.Len(), err)
+	}
+	lease.Advance(2 * time.Second)
 	if n, err := d.Sweep(ctx, 0); err != nil || n != 1 || q.Len() != 3 {
 		t.Fatalf("resend after the lost mark: %d, %d queued, %v", n, q.Len(), err)
 	}

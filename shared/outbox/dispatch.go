@@ -18,6 +18,7 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/uuid"
 
+	"github.com/practice-api/practice-api/shared/clock"
 	"github.com/practice-api/practice-api/shared/queue"
 	"github.com/practice-api/practice-api/shared/store"
 )
@@ -41,7 +42,9 @@ type Message struct {
 type Dispatcher struct {
 	DB     *store.DB
 	Routes map[Type][]Sink
-	Now    func() time.Time
+	// Clock is the dispatcher's time: claim leases, a sweep's minimum age,
+	// the poller's interval (DB's clock when nil, else the wall clock).
+	Clock clock.Clock
 	// Retention is how long a dispatched internal event is kept
 	// (DefaultRetention when 0), FeedRetention one of the feed
 	// (DefaultFeedRetention when 0).
@@ -511,18 +514,23 @@ func (ev *Event) Message() Message {
 	return Message{ID: ev.ID, OrgID: ev.OrgID, Type: ev.Type, CreatedAt: ev.CreatedAt, Sequence: ev.Seq, Data: json.RawMessage(ev.Data)}
 }
 
-func (d *Dispatcher) now() time.Time {
-	if d.Now != nil {
-		return d.Now()
+func (d *Dispatcher) clock() clock.Clock {
+	if d.Clock != nil {
+		return d.Clock
 	}
-	return time.Now()
+	if d.DB != nil {
+		return clock.Or(d.DB.Clock)
+	}
+	return clock.Real{}
 }
+
+func (d *Dispatcher) now() time.Time { return d.clock().Now() }
 
 // Poll sweeps whenever kick fires (a write in this process) and every
 // interval (events written elsewhere, say by the admin tool) until ctx
 // ends: the devserver's stand-in for the stream trigger.
 func (d *Dispatcher) Poll(ctx context.Context, kick <-chan struct{}, interval time.Duration, onError func(error)) {
-	t := time.NewTicker(interval)
+	t, tick := d.clock().NewTicker(interval)
 	defer t.Stop()
 	for {
 		if err := d.pollOnce(ctx); err != nil && !errors.Is(err, context.Canceled) {
@@ -532,7 +540,7 @@ func (d *Dispatcher) Poll(ctx context.Context, kick <-chan struct{}, interval ti
 		case <-ctx.Done():
 			return
 		case <-kick:
-		case <-t.C:
+		case <-tick:
 		}
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/practice-api/practice-api/shared/clock"
 )
 
 // MaxBatchRead is the most keys one BatchGetItem reads (DynamoDB's limit:
@@ -48,10 +50,8 @@ func BatchReadInto[T any](ctx context.Context, db *DB, pk string, sks []string, 
 			return nil, fmt.Errorf("store: a batch read of %s left keys unprocessed %d times", pk, batchRetries)
 		}
 		if attempt > 0 {
-			select {
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			case <-time.After(time.Duration(attempt*attempt) * 20 * time.Millisecond):
+			if err := clock.Sleep(ctx, time.Duration(attempt*attempt)*20*time.Millisecond); err != nil {
+				return nil, err
 			}
 		}
 		out, err := db.Client.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: req})

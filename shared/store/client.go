@@ -15,6 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/smithy-go/middleware"
+
+	"github.com/practice-api/practice-api/shared/clock"
 )
 
 // Config says which table to use and, for local or emulated stores, where
@@ -43,9 +45,11 @@ type Config struct {
 type DB struct {
 	Client *dynamodb.Client
 	Table  string
-	// Clock gives sequence numbers their time (time.Now when nil; tests
-	// set theirs).
-	Clock func() time.Time
+	// Clock is the table's time: sequence numbers, and the time of the
+	// parts built on this DB that have no Clock of their own (the queue
+	// on the table, the outbox's dispatcher, webhook deliveries). Nil is
+	// the wall clock; tests set a clock.Manual.
+	Clock clock.Clock
 
 	// OutboxShards is how many partitions of the sweep index the outbox
 	// spreads pending events (and webhook claims) over on this table: the
@@ -63,11 +67,7 @@ type DB struct {
 // its transaction takes another (TxBuilder.PutSequenced). Sixteen digits
 // until the year 2286: a JSON number any reader holds exactly.
 func (db *DB) Sequence() int64 {
-	now := time.Now
-	if db.Clock != nil {
-		now = db.Clock
-	}
-	t := now().UnixMicro()
+	t := db.Now().UnixMicro()
 	for {
 		last := db.lastSeq.Load()
 		next := max(t, last+1)
@@ -76,6 +76,9 @@ func (db *DB) Sequence() int64 {
 		}
 	}
 }
+
+// Now is the time on the DB's clock (the wall clock when Clock is nil).
+func (db *DB) Now() time.Time { return clock.Or(db.Clock).Now() }
 
 // New builds a DB from cfg. The client is built once per process and shared.
 func New(ctx context.Context, cfg Config) (*DB, error) {

@@ -21,6 +21,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/practice-api/practice-api/shared/apperr"
+	"github.com/practice-api/practice-api/shared/clock"
 	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/metrics"
 	"github.com/practice-api/practice-api/shared/netguard"
@@ -147,7 +148,10 @@ type Deliverer struct {
 	Queue    queue.Queue
 	Schedule []time.Duration
 	Client   *http.Client
-	Now      func() time.Time
+	// Clock is the deliverer's time: signatures, claim leases, retry
+	// waits, budgets, sweeps (the store's DB clock when nil, else the
+	// wall clock).
+	Clock clock.Clock
 	// ReplayLimit bounds the events one replay queues (ReplayMax when 0);
 	// ReplaysPerHour those one organisation replays in a clock hour
 	// (DefaultReplaysPerHour when 0).
@@ -213,12 +217,17 @@ func NewHTTPClient(caFile string, allowPrivate bool) (*http.Client, error) {
 	}, nil
 }
 
-func (d *Deliverer) now() time.Time {
-	if d.Now != nil {
-		return d.Now()
+func (d *Deliverer) clock() clock.Clock {
+	if d.Clock != nil {
+		return d.Clock
 	}
-	return time.Now()
+	if d.Store != nil && d.Store.db != nil {
+		return clock.Or(d.Store.db.Clock)
+	}
+	return clock.Real{}
 }
+
+func (d *Deliverer) now() time.Time { return d.clock().Now() }
 
 func (d *Deliverer) schedule() []time.Duration {
 	if d.Schedule != nil {
@@ -480,7 +489,7 @@ func (d *Deliverer) enqueue(ctx context.Context, job Job, wait time.Duration) er
 
 // post sends the signed envelope of ev and reads at most maxResponse of the answer.
 func (d *Deliverer) post(ctx context.Context, e *Endpoint, ev outbox.Message, body []byte, job Job) (int, time.Duration, error) {
-	start := time.Now()
+	start := d.now()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.URL, bytes.NewReader(body))
 	if err != nil {
 		return 0, 0, err
@@ -507,11 +516,11 @@ func (d *Deliverer) post(ctx context.Context, e *Endpoint, ev outbox.Message, bo
 	req.Header.Set(signature.HeaderWebhookSignature, signature.StandardSign(secrets, ev.ID, now, body))
 	resp, err := d.Client.Do(req)
 	if err != nil {
-		return 0, time.Since(start), err
+		return 0, clock.Since(d.clock(), start), err
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponse))
 	resp.Body.Close()
-	return resp.StatusCode, time.Since(start), nil
+	return resp.StatusCode, clock.Since(d.clock(), start), nil
 }
 
 // attempt posts ev, the event job names, to e and returns the attempt,
