@@ -6,15 +6,20 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/practice-api/practice-api/shared/clock"
 )
 
 // Memory is the in-process adapter: the same contract as SQS (delays,
 // visibility timeouts, receive counts, at-least-once, fair queues by
 // group), for tests. Messages live as long as the process.
 type Memory struct {
+	// Clock is the queue's time: delays and visibility timeouts (the wall
+	// clock when nil). A receive's wait is the wall clock's.
+	Clock clock.Clock
+
 	mu         sync.Mutex
 	visibility time.Duration
-	now        func() time.Time
 	seq        int
 	msgs       map[string]*memMsg
 	wake       chan struct{}
@@ -33,10 +38,12 @@ type memMsg struct {
 
 // NewMemory returns an empty queue with the given visibility timeout.
 func NewMemory(visibility time.Duration) *Memory {
-	return &Memory{visibility: visibility, now: time.Now, msgs: map[string]*memMsg{}, wake: make(chan struct{}, 1), fair: NewFair()}
+	return &Memory{visibility: visibility, msgs: map[string]*memMsg{}, wake: make(chan struct{}, 1), fair: NewFair()}
 }
 
 var _ Queue = (*Memory)(nil)
+
+func (q *Memory) now() time.Time { return clock.Or(q.Clock).Now() }
 
 // Send enqueues body.
 func (q *Memory) Send(_ context.Context, group string, body []byte, delay time.Duration) error {

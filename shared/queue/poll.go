@@ -3,6 +3,8 @@ package queue
 import (
 	"context"
 	"time"
+
+	"github.com/practice-api/practice-api/shared/clock"
 )
 
 // The parts the in-process queues (Memory, Table) share: a receive that
@@ -10,23 +12,30 @@ import (
 
 // receiveWaiting calls take until it returns messages or an error, or wait
 // has passed; between calls it sleeps at most poll, and wakes at once when
-// a send in this process signals wake.
+// a send in this process signals wake. The wait and the poll are the wall
+// clock's, whatever the queue's Clock: they bound a call, as SQS's
+// WaitTimeSeconds does, so a receive on a manual clock that no test moves
+// still returns (what is due is the queue's Clock's to say, in take).
 func receiveWaiting(ctx context.Context, wait, poll time.Duration, wake <-chan struct{}, take func() ([]Message, error)) ([]Message, error) {
-	deadline := time.Now().Add(wait)
+	wall := clock.Real{}
+	deadline := wall.Now().Add(wait)
 	for {
 		out, err := take()
 		if err != nil || len(out) > 0 {
 			return out, err
 		}
-		left := time.Until(deadline)
+		left := deadline.Sub(wall.Now())
 		if left <= 0 {
 			return nil, nil
 		}
+		t, fired := wall.NewTimer(min(left, poll))
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return nil, ctx.Err()
 		case <-wake:
-		case <-time.After(min(left, poll)):
+			t.Stop()
+		case <-fired:
 		}
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/practice-api/practice-api/shared/app"
+	"github.com/practice-api/practice-api/shared/clock"
 	"github.com/practice-api/practice-api/shared/queue"
 	"github.com/practice-api/practice-api/shared/store/storetest"
 )
@@ -75,8 +76,10 @@ func sqsQueue(t *testing.T, visibility time.Duration, opts ...func(*sqs.Options)
 	return queue.NewSQS(client, aws.ToString(out.QueueUrl))
 }
 
-// contract is what both adapters must do.
-func contract(t *testing.T, q queue.Queue) {
+// contract is what every adapter must do. advance, for a queue on a
+// manual clock, moves its time (nil: the queue keeps the wall clock, and
+// the contract waits for its timeouts).
+func contract(t *testing.T, q queue.Queue, advance func(time.Duration)) {
 	ctx := context.Background()
 	if err := q.Send(ctx, "g", []byte(`{"n":1}`), 0); err != nil {
 		t.Fatal(err)
@@ -95,9 +98,21 @@ func contract(t *testing.T, q queue.Queue) {
 	// Not deleted: it comes back after the visibility timeout, counted again;
 	// the delayed one becomes visible meanwhile.
 	seen := map[string]int{}
-	deadline := time.Now().Add(6 * time.Second)
-	for len(seen) < 2 && time.Now().Before(deadline) {
-		msgs, err := q.Receive(ctx, 10, time.Second)
+	deadline, wait := time.Now().Add(6*time.Second), time.Second
+	if advance != nil {
+		wait = 0
+		if msgs, _ := q.Receive(ctx, 10, 0); len(msgs) != 0 {
+			t.Fatalf("before its visibility timeout and delay: %v", msgs)
+		}
+		advance(1999 * time.Millisecond)
+		if msgs, _ := q.Receive(ctx, 10, 0); len(msgs) != 0 {
+			t.Fatalf("a millisecond before its visibility timeout and delay: %v", msgs)
+		}
+		advance(time.Millisecond)
+		deadline = time.Now() // one receive: both are due on the queue's clock
+	}
+	for first := true; len(seen) < 2 && (first || time.Now().Before(deadline)); first = false {
+		msgs, err := q.Receive(ctx, 10, wait)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -112,13 +127,15 @@ func contract(t *testing.T, q queue.Queue) {
 		t.Fatalf("redelivery and delay: %v", seen)
 	}
 	_ = q.Delete(ctx, first) // a stale receipt must not fail the worker
-	if msgs, _ := q.Receive(ctx, 10, time.Second); len(msgs) != 0 {
+	if msgs, _ := q.Receive(ctx, 10, wait); len(msgs) != 0 {
 		t.Fatalf("deleted messages came back: %v", msgs)
 	}
 }
 
 func TestMemoryQueue(t *testing.T) {
-	contract(t, queue.NewMemory(2*time.Second))
+	q, m := queue.NewMemory(2*time.Second), clock.NewManual(time.Now())
+	q.Clock = m
+	contract(t, q, m.Advance)
 	batchContract(t, queue.NewMemory(time.Minute))
 }
 
@@ -195,7 +212,10 @@ func TestSQSSendBatchResendsOnlyRefusedEntries(t *testing.T) {
 // sent), and sets a message aside as dead after MaxReceives receives.
 func TestTableQueue(t *testing.T) {
 	db := storetest.NewDB(t)
-	contract(t, queue.NewTable(db, "contract", 2*time.Second, 0))
+	m := clock.NewManual(time.Now())
+	q := queue.NewTable(db, "contract", 2*time.Second, 0)
+	q.Clock = m
+	contract(t, q, m.Advance)
 	batchContract(t, queue.NewTable(db, "batch", time.Minute, 0))
 
 	ctx := context.Background()
@@ -204,9 +224,11 @@ func TestTableQueue(t *testing.T) {
 		t.Fatal(err)
 	}
 	after := queue.NewTable(db, "restart", 500*time.Millisecond, 3) // the process started again
+	m = clock.NewManual(time.Now())
+	after.Clock = m
 	var seen []int
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
-		msgs, err := after.Receive(ctx, 10, time.Second)
+	for range 5 {
+		msgs, err := after.Receive(ctx, 10, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -219,6 +241,7 @@ func TestTableQueue(t *testing.T) {
 		if w, d, _ := after.Counts(ctx); w == 0 && d == 1 {
 			break
 		}
+		m.Advance(500 * time.Millisecond) // past the visibility timeout
 	}
 	if fmt.Sprint(seen) != "[1 2 3]" {
 		t.Fatalf("receive counts %v, want [1 2 3] and then dead", seen)
@@ -229,7 +252,7 @@ func TestTableQueue(t *testing.T) {
 }
 
 func TestSQSQueueOnMoto(t *testing.T) {
-	contract(t, sqsQueue(t, 2*time.Second))
+	contract(t, sqsQueue(t, 2*time.Second), nil)
 	batchContract(t, sqsQueue(t, time.Minute))
 }
 

@@ -40,11 +40,14 @@ import (
 // conditional write still decides every claim, and a receive that finds
 // nothing due in the mirror queries GSI5 for messages sent by others.
 type Table struct {
+	// Clock is the queue's time: delays, visibility timeouts, retention
+	// (the DB's clock when nil). A receive's wait is the wall clock's.
+	Clock clock.Clock
+
 	db          *store.DB
 	name        string
 	visibility  time.Duration
 	maxReceives int
-	now         func() time.Time
 	wake        chan struct{}
 	fair        *Fair
 
@@ -64,11 +67,18 @@ type tableMsg struct {
 
 // NewTable returns the queue name on db; maxReceives 0 never dead-letters.
 func NewTable(db *store.DB, name string, visibility time.Duration, maxReceives int) *Table {
-	return &Table{db: db, name: name, visibility: visibility, maxReceives: maxReceives, now: time.Now, wake: make(chan struct{}, 1),
+	return &Table{db: db, name: name, visibility: visibility, maxReceives: maxReceives, wake: make(chan struct{}, 1),
 		fair: NewFair(), known: map[string]*tableMsg{}}
 }
 
 var _ Queue = (*Table)(nil)
+
+func (q *Table) now() time.Time {
+	if q.Clock != nil {
+		return q.Clock.Now()
+	}
+	return q.db.Now()
+}
 
 // Retention is how long an unreceived message is kept (SQS's default).
 const Retention = 4 * 24 * time.Hour
