@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
+	"github.com/practice-api/practice-api/shared/clock"
 	"github.com/practice-api/practice-api/shared/party"
 )
 
@@ -82,9 +83,8 @@ func TestRegisterKeyComesFromSecretsManager(t *testing.T) {
 	client := secretsmanager.New(secretsmanager.Options{Region: "eu-north-1", BaseEndpoint: aws.String(smSrv.URL), RetryMaxAttempts: 1,
 		Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", "")})
 	now := time.Date(2026, 11, 24, 8, 0, 0, 0, time.UTC)
-	var clock atomic.Int64
-	clock.Store(now.UnixNano())
-	src := &party.SecretKey{Client: client, Name: "practice-api/test/register-key", Now: func() time.Time { return time.Unix(0, clock.Load()) }}
+	keyClock := clock.NewManual(now)
+	src := &party.SecretKey{Client: client, Name: "practice-api/test/register-key", Clock: keyClock}
 	en.RegisterKey = src.Get
 	var logs bytes.Buffer
 	en.Log = slog.New(slog.NewTextHandler(&logs, nil))
@@ -104,7 +104,7 @@ func TestRegisterKeyComesFromSecretsManager(t *testing.T) {
 	}
 	// Rotated: the old key is kept until the hour is out, then read again.
 	sm.value.Store("k-2")
-	clock.Store(now.Add(61 * time.Minute).UnixNano())
+	keyClock.Advance(61 * time.Minute)
 	second := create("87654321", "c2") // unknown to the register: a 404 with the right key
 	drain(t, e, d, q, en)
 	if st := status(second); st["status"] != "failed" || !strings.Contains(st["error"].(string), "no company with CVR") || sm.calls.Load() != 2 || wrongKey.Load() != 0 {
@@ -113,7 +113,7 @@ func TestRegisterKeyComesFromSecretsManager(t *testing.T) {
 	// Secrets Manager down past the hour: the lookup waits for a retry, with
 	// no key in what it says; the next read succeeds.
 	sm.down.Store(true)
-	clock.Store(now.Add(130 * time.Minute).UnixNano())
+	keyClock.Advance(69 * time.Minute)
 	if _, err := src.Get(context.Background()); err == nil {
 		t.Fatal("a failed read returned a key")
 	}

@@ -84,8 +84,9 @@ var ErrHeld = errors.New("migrate: another run is applying this step")
 
 // Apply runs the pending steps in order, each under its lease, and stops
 // at the first that fails (the steps after it may rely on it). It returns
-// the ids it applied.
-func Apply(ctx context.Context, db *store.DB, steps []Step, now func() time.Time) ([]string, error) {
+// the ids it applied. Leases and applied_at are on db's Clock.
+func Apply(ctx context.Context, db *store.DB, steps []Step) ([]string, error) {
+	now := db.Now
 	seen := map[string]bool{}
 	var applied []string
 	for _, s := range steps {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/practice-api/practice-api/shared/clock"
 	"github.com/practice-api/practice-api/shared/migrate"
 	"github.com/practice-api/practice-api/shared/store"
 	"github.com/practice-api/practice-api/shared/store/storetest"
@@ -40,7 +41,8 @@ func TestEachStepRunsOnce(t *testing.T) {
 		}}
 	}
 	steps := []migrate.Step{step(0, "2026-11-24-a"), step(1, "2026-11-24-b"), step(2, "2026-11-24-c")}
-	now := time.Now
+	lease := clock.NewManual(time.Now())
+	db.Clock = lease
 	// applyAtOnce runs eight Applies at once and returns their errors.
 	applyAtOnce := func() []error {
 		var wg sync.WaitGroup
@@ -49,7 +51,7 @@ func TestEachStepRunsOnce(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				_, errs[i] = migrate.Apply(ctx, db, steps, now)
+				_, errs[i] = migrate.Apply(ctx, db, steps)
 			}()
 		}
 		wg.Wait()
@@ -78,7 +80,7 @@ func TestEachStepRunsOnce(t *testing.T) {
 			t.Fatalf("%s is not recorded as applied", s.ID)
 		}
 	}
-	if applied, err := migrate.Apply(ctx, db, steps, now); err != nil || len(applied) != 0 {
+	if applied, err := migrate.Apply(ctx, db, steps); err != nil || len(applied) != 0 {
 		t.Fatalf("a second run applied %v (%v)", applied, err)
 	}
 
@@ -86,18 +88,22 @@ func TestEachStepRunsOnce(t *testing.T) {
 	held := []migrate.Step{{ID: "2026-11-24-d", What: "dies", Run: func(context.Context, *store.DB) error { panic("killed") }}}
 	func() {
 		defer func() { _ = recover() }()
-		_, _ = migrate.Apply(ctx, db, held, now)
+		_, _ = migrate.Apply(ctx, db, held)
 	}()
 	ran := false
 	held[0].Run = func(context.Context, *store.DB) error { ran = true; return nil }
-	if _, err := migrate.Apply(ctx, db, held, now); !errors.Is(err, migrate.ErrHeld) || ran {
+	if _, err := migrate.Apply(ctx, db, held); !errors.Is(err, migrate.ErrHeld) || ran {
 		t.Fatalf("within the lease: %v, ran %v", err, ran)
 	}
-	later := func() time.Time { return time.Now().Add(migrate.Lease + time.Minute) }
-	if applied, err := migrate.Apply(ctx, db, held, later); err != nil || len(applied) != 1 || !ran {
+	lease.Advance(migrate.Lease - time.Second)
+	if _, err := migrate.Apply(ctx, db, held); !errors.Is(err, migrate.ErrHeld) || ran {
+		t.Fatalf("a second before the lease ends: %v, ran %v", err, ran)
+	}
+	lease.Advance(2 * time.Second)
+	if applied, err := migrate.Apply(ctx, db, held); err != nil || len(applied) != 1 || !ran {
 		t.Fatalf("after the lease: %v %v, ran %v", applied, err, ran)
 	}
-	if _, err := migrate.Apply(ctx, db, append(held, held[0]), now); err == nil {
+	if _, err := migrate.Apply(ctx, db, append(held, held[0])); err == nil {
 		t.Fatal("a repeated step id was accepted")
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/practice-api/practice-api/shared/clock"
 	"github.com/practice-api/practice-api/shared/cpr"
 	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/netguard"
@@ -54,7 +55,9 @@ type Enricher struct {
 	HTTP        *http.Client
 	Queue       queue.Queue
 	Schedule    []time.Duration
-	Now         func() time.Time
+	// Clock is the enricher's time: retry waits and recorded times (the
+	// store's DB clock when nil, else the wall clock).
+	Clock clock.Clock
 	// Log gets failures and retries (default slog.Default()).
 	Log *slog.Logger
 }
@@ -178,10 +181,13 @@ const (
 )
 
 func (e *Enricher) now() time.Time {
-	if e.Now != nil {
-		return e.Now()
+	if e.Clock != nil {
+		return e.Clock.Now()
 	}
-	return time.Now()
+	if e.Store != nil && e.Store.db != nil {
+		return e.Store.db.Now()
+	}
+	return clock.Real{}.Now()
 }
 
 func (e *Enricher) schedule() []time.Duration {

@@ -8,6 +8,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
+
+	"github.com/practice-api/practice-api/shared/clock"
 )
 
 // SecretKey reads a key from Secrets Manager the first time it is asked
@@ -19,7 +21,8 @@ type SecretKey struct {
 	Client *secretsmanager.Client
 	Name   string // the secret's name or ARN
 	MaxAge time.Duration
-	Now    func() time.Time
+	// Clock is what MaxAge is counted on (the wall clock when nil).
+	Clock clock.Clock
 
 	mu      sync.Mutex
 	key     string
@@ -32,10 +35,7 @@ const DefaultSecretMaxAge = time.Hour
 
 // Get returns the key.
 func (s *SecretKey) Get(ctx context.Context) (string, error) {
-	now := time.Now()
-	if s.Now != nil {
-		now = s.Now()
-	}
+	now := clock.Or(s.Clock).Now()
 	maxAge := s.MaxAge
 	if maxAge <= 0 {
 		maxAge = DefaultSecretMaxAge

@@ -353,7 +353,7 @@ func migrateSteps(ctx context.Context, e *env, a *args, steps []migrate.Step) (a
 	var applied []string
 	if !a.dryRun {
 		var err error
-		if applied, err = migrate.Apply(ctx, e.db, steps, time.Now); err != nil {
+		if applied, err = migrate.Apply(ctx, e.db, steps); err != nil {
 			return nil, err
 		}
 	}
