@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/practice-api/practice-api/shared/clock"
 	"github.com/practice-api/practice-api/shared/store"
 	"github.com/practice-api/practice-api/shared/store/storetest"
 )
@@ -93,16 +94,19 @@ func TestAPanickingDispatchIsCarriedAndPollGoesOn(t *testing.T) {
 	var errs []error
 	kick := make(chan struct{}, 1)
 	done := make(chan struct{})
+	tick := clock.NewManual(time.Now()) // the poller's minute passes when the test says
+	d.Clock = tick
 	go func() {
 		defer close(done)
-		d.Poll(pollCtx, kick, 50*time.Millisecond, func(err error) { mu.Lock(); errs = append(errs, err); mu.Unlock() })
+		d.Poll(pollCtx, kick, time.Minute, func(err error) { mu.Lock(); errs = append(errs, err); mu.Unlock() })
 	}()
 	reported := func() []error { mu.Lock(); defer mu.Unlock(); return append([]error(nil), errs...) }
 	for pollCtx.Err() == nil && len(reported()) == 0 {
 		time.Sleep(20 * time.Millisecond)
 	}
 	base := s.sent.Load()
-	commit("org1") // after the panic, Poll sweeps on
+	commit("org1") // after the panic, Poll sweeps on: at its next tick
+	tick.Advance(time.Minute)
 	for pollCtx.Err() == nil && s.sent.Load() == base {
 		time.Sleep(20 * time.Millisecond)
 	}
