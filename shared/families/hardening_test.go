@@ -264,18 +264,21 @@ func TestConcurrentPatchesKeepDeliveryState(t *testing.T) {
 
 // TestSecretRotation: the new secret is shown once; for the grace period
 // deliveries carry two v1 signatures, one per secret; then only the new.
-// It runs on real time with a 10 s grace: a frozen test clock hides the
-// events written after it from the dispatcher's sweep (which reads up to
-// its now), and a loaded machine took more than a 2 s grace to make the
-// first delivery.
+// The test moves its clock (the API's, the dispatcher's and the
+// deliverer's) instead of sleeping out the 10 s grace: a second past each
+// write before the dispatcher's sweep, which reads up to its now, and past
+// the grace at the end.
 func TestSecretRotation(t *testing.T) {
 	t.Parallel()
 	rc := newReceiver(t, 200)
 	e, d := hookEnv(t, rc)
+	e.SetNow(time.Now())
+	later := func(d time.Duration) { e.SetNow(e.Now().Add(d)) }
 	org := e.Org("A")
 	key := e.Key(org)
 	id, oldSecret := subscribe(t, e, key, rc.srv.URL, "matter.created")
-	rotated := time.Now()
+	later(time.Second)
+	rotated := e.Now()
 	r := e.Post("/api/v1/webhooks/"+id+"/rotate-secret", key, "", `{"grace_period_seconds":10}`)
 	mustStatus(t, r, 200)
 	newSecret := r.Body["secret"].(string)
@@ -287,6 +290,7 @@ func TestSecretRotation(t *testing.T) {
 	}
 	im := &importer{t: t, e: e, key: key}
 	im.matter(im.client("company_id", im.company("12121212")), "")
+	later(time.Second)
 	deliverAll(t, e, d, 1)
 	got := rc.deliveries()[0]
 	h := got.header.Get(signature.Header)
@@ -299,8 +303,9 @@ func TestSecretRotation(t *testing.T) {
 		}
 	}
 	// After the grace period only the new secret signs.
-	time.Sleep(time.Until(rotated.Add(10100 * time.Millisecond)))
+	e.SetNow(rotated.Add(10100 * time.Millisecond))
 	im.matter(im.client("company_id", im.company("13131313")), "")
+	later(time.Second)
 	deliverAll(t, e, d, 1)
 	if len(rc.deliveries()) != 2 {
 		t.Fatalf("%d deliveries, want 2", len(rc.deliveries()))
