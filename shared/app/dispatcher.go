@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/practice-api/practice-api/shared/clock"
 	"github.com/practice-api/practice-api/shared/metrics"
 	"github.com/practice-api/practice-api/shared/outbox"
 	"github.com/practice-api/practice-api/shared/store"
@@ -29,7 +30,7 @@ func DispatcherHandler(d *outbox.Dispatcher, claims ClaimSweeper, m Metrics) fun
 	return func(ctx context.Context, raw json.RawMessage) error {
 		var stream events.DynamoDBEvent
 		if json.Unmarshal(raw, &stream) == nil && len(stream.Records) > 0 {
-			age := streamAge(stream.Records, time.Now())
+			age := streamAge(stream.Records, d.Now())
 			n, err := DispatchRecords(ctx, d, stream.Records)
 			dispatchMetrics(ctx, m, "stream", n, err, "iterator_age_ms", age.Milliseconds())
 			// Events that failed stay pending for the sweep; failing the
@@ -94,16 +95,17 @@ func SweepClaims(ctx context.Context, claims ClaimSweeper, m Metrics) {
 	metrics.EmitTo(ctx, m.log(), m.Stage, level, "webhook claims swept", map[string]int{"WebhookClaimsSwept": n, "WebhookClaimSweepFailures": failures}, "err", err)
 }
 
-// SweepClaimsEvery sweeps stale delivery claims every interval until ctx
-// ends: the devserver's stand-in for the schedule's sweep; metrics on m.
-func SweepClaimsEvery(ctx context.Context, claims ClaimSweeper, interval time.Duration, m Metrics) {
-	t := time.NewTicker(interval)
+// SweepClaimsEvery sweeps stale delivery claims every interval on c (the
+// wall clock when nil) until ctx ends: the devserver's stand-in for the
+// schedule's sweep; metrics on m.
+func SweepClaimsEvery(ctx context.Context, claims ClaimSweeper, c clock.Clock, interval time.Duration, m Metrics) {
+	t, tick := clock.Or(c).NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-tick:
 			SweepClaims(ctx, claims, m)
 		}
 	}

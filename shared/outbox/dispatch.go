@@ -526,6 +526,9 @@ func (d *Dispatcher) clock() clock.Clock {
 
 func (d *Dispatcher) now() time.Time { return d.clock().Now() }
 
+// Now is the time on the dispatcher's clock.
+func (d *Dispatcher) Now() time.Time { return d.now() }
+
 // Poll sweeps whenever kick fires (a write in this process) and every
 // interval (events written elsewhere, say by the admin tool) until ctx
 // ends: the devserver's stand-in for the stream trigger.

@@ -89,7 +89,7 @@ func run() error {
 	}
 	kick := make(chan struct{}, 1)
 	go workers.Dispatcher.Poll(ctx, kick, time.Second, func(err error) { log.Error("outbox sweep", "err", err) })
-	go app.SweepClaimsEvery(ctx, workers.Deliverer, time.Minute, workers.Metrics) // as the schedule's sweep on AWS
+	go app.SweepClaimsEvery(ctx, workers.Deliverer, db.Clock, time.Minute, workers.Metrics) // as the schedule's sweep on AWS
 	go queue.Run(ctx, log, enrichQ, "enrichment", 1, workers.Enricher.Handle)
 	// Deliveries: each as soon as a worker is free (a slow receiver holds
 	// its own worker only), quiet organisations' first (the table queue is
