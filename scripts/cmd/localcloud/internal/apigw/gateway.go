@@ -26,6 +26,7 @@ import (
 	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/cloudwatch"
 	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/lambda"
 	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/stack"
+	"github.com/practice-api/practice-api/shared/clock"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/google/uuid"
@@ -58,6 +59,9 @@ type Gateway struct {
 	// by name (status, routeKey, apiId, integration.requestId, …).
 	AccessLog func(fields map[string]string)
 	format    map[string]string // stack.AccessLogFormat
+	// Clock refills the throttles' token buckets (the wall clock when
+	// nil; tests set a manual one).
+	Clock clock.Clock
 }
 
 // APIID is the API's id (its Ref).
@@ -376,10 +380,11 @@ func routeKeyOf(r *gatewayRoute) string {
 }
 
 func (g *Gateway) allow(key string) bool {
+	now := clock.Or(g.Clock).Now()
 	if b, ok := g.buckets[key]; ok {
-		return b.take()
+		return b.take(now)
 	}
-	return g.stage == nil || g.stage.take()
+	return g.stage == nil || g.stage.take(now)
 }
 
 func gatewayError(w http.ResponseWriter, status int, msg string) {
@@ -487,7 +492,8 @@ func writeV2Response(w http.ResponseWriter, raw []byte) int {
 	return resp.StatusCode
 }
 
-// bucket is a token bucket: rate per second, burst tokens.
+// bucket is a token bucket: rate per second, burst tokens; full at its
+// first take.
 type bucket struct {
 	mu          sync.Mutex
 	rate, burst float64
@@ -496,15 +502,20 @@ type bucket struct {
 }
 
 func newBucket(rate, burst float64) *bucket {
-	return &bucket{rate: rate, burst: max(burst, 1), tokens: max(burst, 1), last: time.Now()}
+	return &bucket{rate: rate, burst: max(burst, 1), tokens: max(burst, 1)}
 }
 
-func (b *bucket) take() bool {
+// take takes a token at now, if one is left after the refill since the
+// last take.
+func (b *bucket) take(now time.Time) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	now := time.Now()
-	b.tokens = min(b.burst, b.tokens+now.Sub(b.last).Seconds()*b.rate)
-	b.last = now
+	if !b.last.IsZero() && now.After(b.last) {
+		b.tokens = min(b.burst, b.tokens+now.Sub(b.last).Seconds()*b.rate)
+	}
+	if now.After(b.last) {
+		b.last = now
+	}
 	if b.tokens < 1 {
 		return false
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/lambdatest"
 	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/stack"
+	"github.com/practice-api/practice-api/shared/clock"
 
 	"github.com/aws/aws-lambda-go/events"
 )
@@ -116,8 +117,10 @@ func TestGatewayServesAsAnHTTPAPIDoes(t *testing.T) {
 	}
 
 	// The stage's throttle: a burst of 3, refilled at 1 a second; twelve
-	// parallel clients get three answers and nine 429s.
-	g.stage = newBucket(1, 3)
+	// parallel clients get three answers and nine 429s while the clock
+	// stands, and one more answer once it has moved a second.
+	tick := clock.NewManual(time.Now())
+	g.Clock, g.stage = tick, newBucket(1, 3)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	codes := map[int]int{}
@@ -130,8 +133,19 @@ func TestGatewayServesAsAnHTTPAPIDoes(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if codes[201] < 3 || codes[201] > 4 || codes[429] != 12-codes[201] {
-		t.Errorf("throttled: %v", codes)
+	if codes[201] != 3 || codes[429] != 9 {
+		t.Errorf("throttled: %v, want 3 answers and nine 429s", codes)
+	}
+	tick.Advance(999 * time.Millisecond)
+	if code, _, _ := get("/things/1"); code != 429 {
+		t.Errorf("0.999 s later: %d, want 429 (no whole token yet)", code)
+	}
+	tick.Advance(time.Millisecond)
+	if code, _, _ := get("/things/1"); code != 201 {
+		t.Errorf("a second later: %d, want 201 (a token refilled)", code)
+	}
+	if code, _, _ := get("/things/1"); code != 429 {
+		t.Errorf("right after: %d, want 429", code)
 	}
 }
 
