@@ -325,7 +325,13 @@ func TestAReplayDoesNotDelayItsOwnLiveEvents(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go queue.Run(ctx, w.lg.logger(), w.Deliveries, "deliveries", 16, w.Deliverer.Handle)
-	time.Sleep(500 * time.Millisecond)
+	// The live event is raised once the replay's backlog is under way:
+	// its first deliveries have reached the receiver.
+	for deadline := time.Now().Add(30 * time.Second); len(rc.got("/slow")) < 2; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the replay's deliveries did not start within 30 s: %d", len(rc.got("/slow")))
+		}
+	}
 	live := a.matter()
 	w.dispatch()
 	deadline := time.Now().Add(30 * time.Second)
