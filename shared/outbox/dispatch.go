@@ -43,7 +43,7 @@ type Dispatcher struct {
 	DB     *store.DB
 	Routes map[Type][]Sink
 	// Clock is the dispatcher's time: claim leases, a sweep's minimum age,
-	// the poller's interval (DB's clock when nil, else the wall clock).
+	// the poller's interval (the wall clock when nil).
 	Clock clock.Clock
 	// Retention is how long a dispatched internal event is kept
 	// (DefaultRetention when 0), FeedRetention one of the feed
@@ -514,15 +514,7 @@ func (ev *Event) Message() Message {
 	return Message{ID: ev.ID, OrgID: ev.OrgID, Type: ev.Type, CreatedAt: ev.CreatedAt, Sequence: ev.Seq, Data: json.RawMessage(ev.Data)}
 }
 
-func (d *Dispatcher) clock() clock.Clock {
-	if d.Clock != nil {
-		return d.Clock
-	}
-	if d.DB != nil {
-		return clock.Or(d.DB.Clock)
-	}
-	return clock.Real{}
-}
+func (d *Dispatcher) clock() clock.Clock { return clock.Or(d.Clock) }
 
 func (d *Dispatcher) now() time.Time { return d.clock().Now() }
 

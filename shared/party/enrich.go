@@ -56,7 +56,7 @@ type Enricher struct {
 	Queue       queue.Queue
 	Schedule    []time.Duration
 	// Clock is the enricher's time: retry waits and recorded times (the
-	// store's DB clock when nil, else the wall clock).
+	// wall clock when nil).
 	Clock clock.Clock
 	// Log gets failures and retries (default slog.Default()).
 	Log *slog.Logger
@@ -181,13 +181,7 @@ const (
 )
 
 func (e *Enricher) now() time.Time {
-	if e.Clock != nil {
-		return e.Clock.Now()
-	}
-	if e.Store != nil && e.Store.db != nil {
-		return e.Store.db.Now()
-	}
-	return clock.Real{}.Now()
+	return clock.Or(e.Clock).Now()
 }
 
 func (e *Enricher) schedule() []time.Duration {

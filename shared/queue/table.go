@@ -41,7 +41,7 @@ import (
 // nothing due in the mirror queries GSI5 for messages sent by others.
 type Table struct {
 	// Clock is the queue's time: delays, visibility timeouts, retention
-	// (the DB's clock when nil). A receive's wait is the wall clock's.
+	// (the wall clock when nil). A receive's wait is the wall clock's.
 	Clock clock.Clock
 
 	db          *store.DB
@@ -73,12 +73,7 @@ func NewTable(db *store.DB, name string, visibility time.Duration, maxReceives i
 
 var _ Queue = (*Table)(nil)
 
-func (q *Table) now() time.Time {
-	if q.Clock != nil {
-		return q.Clock.Now()
-	}
-	return q.db.Now()
-}
+func (q *Table) now() time.Time { return clock.Or(q.Clock).Now() }
 
 // Retention is how long an unreceived message is kept (SQS's default).
 const Retention = 4 * 24 * time.Hour

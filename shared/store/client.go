@@ -45,10 +45,10 @@ type Config struct {
 type DB struct {
 	Client *dynamodb.Client
 	Table  string
-	// Clock is the table's time: sequence numbers, and the time of the
-	// parts built on this DB that have no Clock of their own (the queue
-	// on the table, the outbox's dispatcher, webhook deliveries). Nil is
-	// the wall clock; tests set a clock.Manual.
+	// Clock is the table's time: sequence numbers and migration leases
+	// (the wall clock when nil; tests set a clock.Manual or the apitest
+	// Env's clock). The parts built on a DB (dispatcher, deliverer, queue,
+	// enricher) take a Clock of their own.
 	Clock clock.Clock
 
 	// OutboxShards is how many partitions of the sweep index the outbox

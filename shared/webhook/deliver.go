@@ -149,8 +149,7 @@ type Deliverer struct {
 	Schedule []time.Duration
 	Client   *http.Client
 	// Clock is the deliverer's time: signatures, claim leases, retry
-	// waits, budgets, sweeps (the store's DB clock when nil, else the
-	// wall clock).
+	// waits, budgets, sweeps (the wall clock when nil).
 	Clock clock.Clock
 	// ReplayLimit bounds the events one replay queues (ReplayMax when 0);
 	// ReplaysPerHour those one organisation replays in a clock hour
@@ -217,15 +216,7 @@ func NewHTTPClient(caFile string, allowPrivate bool) (*http.Client, error) {
 	}, nil
 }
 
-func (d *Deliverer) clock() clock.Clock {
-	if d.Clock != nil {
-		return d.Clock
-	}
-	if d.Store != nil && d.Store.db != nil {
-		return clock.Or(d.Store.db.Clock)
-	}
-	return clock.Real{}
-}
+func (d *Deliverer) clock() clock.Clock { return clock.Or(d.Clock) }
 
 func (d *Deliverer) now() time.Time { return d.clock().Now() }
 
@@ -489,7 +480,10 @@ func (d *Deliverer) enqueue(ctx context.Context, job Job, wait time.Duration) er
 
 // post sends the signed envelope of ev and reads at most maxResponse of the answer.
 func (d *Deliverer) post(ctx context.Context, e *Endpoint, ev outbox.Message, body []byte, job Job) (int, time.Duration, error) {
-	start := d.now()
+	// The receiver's latency (duration_ms, the budget's spacing of turns)
+	// is real time taken, whatever the deliverer's clock says.
+	wall := clock.Real{}
+	start := wall.Now()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.URL, bytes.NewReader(body))
 	if err != nil {
 		return 0, 0, err
@@ -516,11 +510,11 @@ func (d *Deliverer) post(ctx context.Context, e *Endpoint, ev outbox.Message, bo
 	req.Header.Set(signature.HeaderWebhookSignature, signature.StandardSign(secrets, ev.ID, now, body))
 	resp, err := d.Client.Do(req)
 	if err != nil {
-		return 0, clock.Since(d.clock(), start), err
+		return 0, clock.Since(wall, start), err
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponse))
 	resp.Body.Close()
-	return resp.StatusCode, clock.Since(d.clock(), start), nil
+	return resp.StatusCode, clock.Since(wall, start), nil
 }
 
 // attempt posts ev, the event job names, to e and returns the attempt,
