@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/practice-api/practice-api/shared/apitest"
+	"github.com/practice-api/practice-api/shared/clock"
 	"github.com/practice-api/practice-api/shared/webhook/signature"
 )
 
@@ -273,6 +274,7 @@ func TestSecretRotation(t *testing.T) {
 	rc := newReceiver(t, 200)
 	e, d := hookEnv(t, rc)
 	e.SetNow(time.Now())
+	d.Clock = clock.Func(e.Now) // the dispatcher's sweep reads up to the test's now
 	later := func(d time.Duration) { e.SetNow(e.Now().Add(d)) }
 	org := e.Org("A")
 	key := e.Key(org)
