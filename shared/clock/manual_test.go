@@ -182,7 +182,8 @@ func TestReal(t *testing.T) {
 		}
 		var ran atomic.Bool
 		c.AfterFunc(time.Second, func() { ran.Store(true) })
-		time.Sleep(time.Second)
+		_, later := c.NewTimer(time.Second)
+		<-later
 		synctest.Wait()
 		if !ran.Load() {
 			t.Fatal("AfterFunc did not run")

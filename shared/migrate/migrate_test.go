@@ -3,6 +3,7 @@ package migrate_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -27,6 +28,7 @@ func TestEachStepRunsOnce(t *testing.T) {
 	var mu sync.Mutex
 	failSecond := atomic.Bool{}
 	failSecond.Store(true)
+	var met chan struct{} // closed when a run of applyAtOnce met a held step
 	step := func(i int, id string) migrate.Step {
 		return migrate.Step{ID: id, What: "step " + id, Run: func(context.Context, *store.DB) error {
 			if i == 1 && failSecond.Load() {
@@ -36,7 +38,10 @@ func TestEachStepRunsOnce(t *testing.T) {
 			mu.Lock()
 			order = append(order, id)
 			mu.Unlock()
-			time.Sleep(20 * time.Millisecond) // long enough for the other runs to meet the lease
+			select { // held until another run has met the lease
+			case <-met:
+			case <-time.After(10 * time.Second):
+			}
 			return nil
 		}}
 	}
@@ -45,6 +50,8 @@ func TestEachStepRunsOnce(t *testing.T) {
 	db.Clock = lease
 	// applyAtOnce runs eight Applies at once and returns their errors.
 	applyAtOnce := func() []error {
+		met = make(chan struct{})
+		var once sync.Once
 		var wg sync.WaitGroup
 		errs := make([]error, 8)
 		for i := range errs {
@@ -52,6 +59,9 @@ func TestEachStepRunsOnce(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				_, errs[i] = migrate.Apply(ctx, db, steps)
+				if errors.Is(errs[i], migrate.ErrHeld) {
+					once.Do(func() { close(met) })
+				}
 			}()
 		}
 		wg.Wait()
@@ -60,6 +70,9 @@ func TestEachStepRunsOnce(t *testing.T) {
 	errs := applyAtOnce()
 	if runs[0].Load() != 1 || runs[1].Load() != 0 || runs[2].Load() != 0 {
 		t.Fatalf("with the second step failing: runs %d %d %d (errors %v)", runs[0].Load(), runs[1].Load(), runs[2].Load(), errs)
+	}
+	if !slices.ContainsFunc(errs, func(err error) bool { return errors.Is(err, migrate.ErrHeld) }) {
+		t.Fatalf("no run met the first step's lease: %v", errs)
 	}
 	failSecond.Store(false)
 	errs = applyAtOnce()
