@@ -48,7 +48,7 @@ func (m *Manual) Now() time.Time {
 }
 
 // NewTimer is a timer that fires when the clock has moved d from now (at
-// once, on the next Advance, when d <= 0).
+// once when d <= 0, as time.NewTimer).
 func (m *Manual) NewTimer(d time.Duration) (Timer, <-chan time.Time) {
 	t := &manualTimer{m: m, c: make(chan time.Time, 1)}
 	t.Reset(d)
@@ -66,7 +66,8 @@ func (m *Manual) NewTicker(d time.Duration) (Ticker, <-chan time.Time) {
 }
 
 // AfterFunc calls f when the clock has moved d from now, in the goroutine
-// that moves it: Advance returns after f has.
+// that moves it: Advance returns after f has (when d <= 0, at once in a
+// goroutine of its own, as time.AfterFunc).
 func (m *Manual) AfterFunc(d time.Duration, f func()) Timer {
 	t := &manualTimer{m: m, f: f}
 	t.Reset(d)
@@ -196,13 +197,23 @@ func (t *manualTimer) Stop() bool {
 	return was
 }
 
-// Reset makes the timer fire d from the clock's now.
+// Reset makes the timer fire d from the clock's now (at once when a
+// timer's d <= 0).
 func (t *manualTimer) Reset(d time.Duration) bool {
 	t.m.mu.Lock()
 	defer t.m.mu.Unlock()
 	was := t.active
 	t.when = t.m.now.Add(d)
 	t.drain()
+	if d <= 0 && t.period == 0 {
+		t.m.remove(t)
+		if t.c != nil {
+			t.c <- t.m.now // drained above: room for one
+		} else {
+			go t.f()
+		}
+		return was
+	}
 	t.m.add(t)
 	return was
 }

@@ -63,6 +63,22 @@ func TestManualTimer(t *testing.T) {
 			t.Fatal("Stop of a fired timer = true")
 		}
 	})
+	t.Run("a timer of no duration fires at once", func(t *testing.T) {
+		m := clock.NewManual(start)
+		if _, ch := m.NewTimer(0); !received(ch).Equal(start) {
+			t.Fatal("NewTimer(0) did not fire at once")
+		}
+		ran := make(chan struct{})
+		m.AfterFunc(-time.Second, func() { close(ran) })
+		select {
+		case <-ran:
+		case <-time.After(30 * time.Second):
+			t.Fatal("AfterFunc(-1s) did not run")
+		}
+		if m.Pending() != 0 {
+			t.Fatalf("%d pending after timers of no duration", m.Pending())
+		}
+	})
 	t.Run("timers fire in time order, each seeing its own now", func(t *testing.T) {
 		m := clock.NewManual(start)
 		var seen []time.Duration
