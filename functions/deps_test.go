@@ -23,21 +23,25 @@ const module = "github.com/practice-api/practice-api/"
 
 // The sets the table is made of, each a layer of STYLE.md's house.
 var (
-	// edge is what every HTTP API function links: its settings, the
-	// middleware (which holds the store's key and cursor types and the
-	// keys' and idempotency records' stores), logs, metrics and the
-	// Lambda adapter (lambdahttp), clock (waits that end with their
-	// request), the domain errors (apperr) the middleware maps to
-	// answers, and the body reader (body), whose date rule the query
-	// parameters share. The meta function is this and its document.
+	// edge is what every HTTP API function links, meta included: its
+	// settings, the middleware and its route table, logs, metrics and
+	// the Lambda adapter (lambdahttp), clock, the domain errors (apperr)
+	// the middleware maps to answers, the body reader (body), whose date
+	// rule the query parameters share, and the small packages of what
+	// the middleware knows of keys (apikey), Idempotency-Keys (idemkey)
+	// and list requests (listing), none of which imports the store or an
+	// AWS SDK. The meta function is this and its document: no store, no
+	// key store, no idempotency records (and no SDK service: noService).
 	edge = []string{
-		"shared/apperr", "shared/body", "shared/clock", "shared/config", "shared/cpr", "shared/httpapi", "shared/httpapi/routes", "shared/auth", "shared/idempotency",
-		"shared/store", "shared/logs", "shared/metrics", "shared/lambdahttp",
+		"shared/apperr", "shared/body", "shared/config", "shared/cpr", "shared/httpapi", "shared/httpapi/routes",
+		"shared/apikey", "shared/idemkey", "shared/listing", "shared/logs", "shared/metrics", "shared/lambdahttp",
 	}
 	// family is what every function of a family on the store links
-	// besides: the store wiring (apiapp) and the outbox its writes go
-	// through (with its queue interface).
-	family = join(edge, "shared/apiapp", "shared/outbox", "shared/queue")
+	// besides: the store wiring (apiapp), the store, the key store and
+	// the idempotency records behind the middleware's interfaces, the
+	// outbox its writes go through (with its queue interface), and clock
+	// (waits that end with their request).
+	family = join(edge, "shared/apiapp", "shared/store", "shared/auth", "shared/idempotency", "shared/outbox", "shared/queue", "shared/clock")
 	// partyDomain is party with what it links: a matter needs its
 	// client's KYC, so every family that reads a matter links it.
 	partyDomain = []string{"shared/party", "shared/netguard", "shared/workflow"}
@@ -94,7 +98,13 @@ var (
 		// Secrets sealed with KMS, retries and replays queued on SQS.
 		"webhooks": {"github.com/aws/aws-sdk-go-v2/service/kms", "github.com/aws/aws-sdk-go-v2/service/sqs"},
 	}
+	// noService lists the functions that link no AWS SDK service
+	// package at all (no DynamoDB client): meta serves its document and
+	// the 404/405 tables, and touches no store.
+	noService = []string{"meta"}
 )
+
+const sdkServices = "github.com/aws/aws-sdk-go-v2/service/"
 
 func join(sets ...any) []string {
 	var out []string
@@ -167,6 +177,13 @@ func TestEachFunctionLinksOnlyItsFamily(t *testing.T) {
 			for _, p := range allowed {
 				if !slices.Contains(own, p) {
 					t.Errorf("no longer links %s: remove it from mayLink", p)
+				}
+			}
+			if slices.Contains(noService, name) {
+				for _, d := range all {
+					if strings.HasPrefix(d, sdkServices) {
+						t.Errorf("links %s, an AWS SDK service package, and may link none", d)
+					}
 				}
 			}
 			clients, api := mayLinkClients[name]

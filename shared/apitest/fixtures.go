@@ -180,7 +180,7 @@ type BodyCase struct{ Body, Field, Says string }
 // "org" at now, with a 422 naming its field (WantInvalid). A domain's
 // refusals come before its store is read, so create may be a store's on
 // nothing.
-func RefusesBodies(t testing.TB, create httpapi.CreateFunc, now time.Time, cases ...BodyCase) {
+func RefusesBodies(t testing.TB, create httpapi.CreateFunc[*idempotency.Create], now time.Time, cases ...BodyCase) {
 	t.Helper()
 	for _, c := range cases {
 		_, _, err := create(context.Background(), &idempotency.Create{Org: "org", Body: []byte(c.Body), Now: now})

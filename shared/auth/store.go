@@ -18,12 +18,14 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/uuid"
 
+	"github.com/practice-api/practice-api/shared/apikey"
 	"github.com/practice-api/practice-api/shared/config"
 	"github.com/practice-api/practice-api/shared/store"
 )
 
-// ErrUnauthenticated is returned for a key that is unknown, revoked or expired.
-var ErrUnauthenticated = errors.New("auth: unknown, revoked or expired key")
+// ErrUnauthenticated is returned for a key that is unknown, revoked or
+// expired (apikey's, which the edge checks for without linking this store).
+var ErrUnauthenticated = apikey.ErrUnauthenticated
 
 // ErrNoSuchOrg, ErrNoSuchClient and ErrNoSuchSecret report operator mistakes.
 var (

@@ -7,13 +7,14 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"unicode/utf8"
 
 	"github.com/practice-api/practice-api/shared/cpr"
 	"github.com/practice-api/practice-api/shared/httpapi/routes"
-	"github.com/practice-api/practice-api/shared/idempotency"
+	"github.com/practice-api/practice-api/shared/idemkey"
 )
 
 // MaxIdempotencyKey is the longest Idempotency-Key accepted, in characters.
@@ -21,7 +22,8 @@ const MaxIdempotencyKey = 255
 
 // CreateFunc validates req.Body and creates the resource in one transaction
 // committed with req.Commit. It returns the resource's id and the resource.
-type CreateFunc func(ctx context.Context, req *idempotency.Create) (id string, resource any, err error)
+// C is the create the wiring's IdempotencyKeys begins (*idempotency.Create).
+type CreateFunc[C idemkey.Create] func(ctx context.Context, req C) (id string, resource any, err error)
 
 // ServeCreate is the one idempotency wrapper of every POST create:
 //
@@ -45,8 +47,11 @@ type CreateFunc func(ctx context.Context, req *idempotency.Create) (id string, r
 // (idempotency.Create.CheckKey), so that a replay writes nothing.
 //
 // locationPath is the resource's path below /api/v1 ("/people"), or ""
-// for resources without a single read (no Location header).
-func ServeCreate(w http.ResponseWriter, r *http.Request, endpoint, locationPath string, create CreateFunc) {
+// for resources without a single read (no Location header). C is the type
+// of create the wiring's IdempotencyKeys begins (*idempotency.Create): the
+// edge hands create what Begin made, and answers 500 (a wiring mistake)
+// when that is not a C.
+func ServeCreate[C idemkey.Create](w http.ResponseWriter, r *http.Request, endpoint, locationPath string, create CreateFunc[C]) {
 	env := envFrom(r.Context())
 	key := r.Header.Get("Idempotency-Key")
 	switch {
@@ -66,21 +71,26 @@ func ServeCreate(w http.ResponseWriter, r *http.Request, endpoint, locationPath 
 		return
 	}
 	now := env.now()
-	b := idempotency.Binding{Org: env.client.OrgID, Endpoint: endpoint, Key: key, BodyHash: canonicalHash(raw), Now: now}
-	req := idempotency.NewCreate(env.idem, b, env.client.ID, raw, func(id string) string {
+	b := idemkey.Binding{Org: env.client.OrgID, Endpoint: endpoint, Key: key, BodyHash: canonicalHash(raw), Now: now}
+	begun := env.idem.Begin(b, env.client.ID, raw, func(id string) string {
 		if locationPath == "" {
 			return ""
 		}
 		return AbsoluteURL(r, routes.Prefix+locationPath+"/"+id)
 	})
+	req, ok := begun.(C)
+	if !ok {
+		WriteError(w, r, fmt.Errorf("httpapi: the idempotency keys begin %T, and the create of %s takes %T", begun, endpoint, req))
+		return
+	}
 	id, resource, err := create(r.Context(), req)
-	var taken *idempotency.Taken
+	var taken idemkey.Taken
 	if errors.As(err, &taken) {
 		// Another request with this key got there first: answer as it did.
-		rec := taken.Record
+		rec := taken.BoundKey()
 		err = nil
 		if rec == nil {
-			rec, err = env.idem.Lookup(r.Context(), b.Org, endpoint, key, true, now)
+			rec, err = env.idem.LookupBound(r.Context(), b.Org, endpoint, key, true, now)
 		}
 		switch {
 		case err != nil:
@@ -97,7 +107,7 @@ func ServeCreate(w http.ResponseWriter, r *http.Request, endpoint, locationPath 
 		// Refused before its transaction (a body that is not valid, or not
 		// any more: a replay's matter closed since). A key that is bound
 		// answers for the request as for any other: a replay, or 409.
-		if rec, lerr := env.idem.Lookup(r.Context(), b.Org, endpoint, key, false, now); lerr == nil && rec != nil {
+		if rec, lerr := env.idem.LookupBound(r.Context(), b.Org, endpoint, key, false, now); lerr == nil && rec != nil {
 			answerBound(w, r, rec, b.BodyHash)
 			return
 		}
@@ -121,7 +131,7 @@ func ServeCreate(w http.ResponseWriter, r *http.Request, endpoint, locationPath 
 
 // answerBound answers a request whose key is bound: a replay of the first
 // answer for the same body, 409 for another.
-func answerBound(w http.ResponseWriter, r *http.Request, rec *idempotency.Record, hash string) {
+func answerBound(w http.ResponseWriter, r *http.Request, rec *idemkey.Bound, hash string) {
 	if rec.BodyHash != hash {
 		WriteError(w, r, &Error{Status: http.StatusConflict, Code: CodeIdempotencyKeyReused, Message: "this Idempotency-Key was already used with a different request body; use a new key for a different record"})
 		return

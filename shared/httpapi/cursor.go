@@ -9,7 +9,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/practice-api/practice-api/shared/store"
+	"github.com/practice-api/practice-api/shared/listing"
 )
 
 // Sealer seals list cursors with AES-256-GCM: a cursor is opaque to the
@@ -32,10 +32,10 @@ func NewSealer(key []byte) (*Sealer, error) {
 
 // cursor binds a continuation to its organisation, resource and filters.
 type cursor struct {
-	Org      string          `json:"o"`
-	Resource string          `json:"r"`
-	Filter   json.RawMessage `json:"f"`
-	After    store.StartKey  `json:"k"`
+	Org      string           `json:"o"`
+	Resource string           `json:"r"`
+	Filter   json.RawMessage  `json:"f"`
+	After    listing.StartKey `json:"k"`
 }
 
 var errBadCursor = errors.New("cursor does not open")

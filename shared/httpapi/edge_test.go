@@ -5,7 +5,9 @@ package httpapi_test
 // and deprecation headers, the access log's CPR redaction and the
 // Idempotency-Key rules of a create. The key store and the idempotency
 // records are in-memory fakes of httpapi.Authenticator and
-// httpapi.IdempotencyKeys that answer as the real stores' contracts say;
+// httpapi.IdempotencyKeys that answer as the real stores' contracts say
+// ("this key has these scopes, this count": the edge's input); this file
+// links no store, no key store and no AWS SDK, so it runs in make unit;
 // what DynamoDB decides (which key is live, counting exactly under
 // concurrency, a key bound once in a transaction) is tested against
 // DynamoDB Local in shared/families and shared/auth.
@@ -31,41 +33,57 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/smithy-go"
 	"github.com/google/uuid"
 
-	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
-	"github.com/practice-api/practice-api/shared/auth"
+	"github.com/practice-api/practice-api/shared/apikey"
+	"github.com/practice-api/practice-api/shared/apperr"
 	"github.com/practice-api/practice-api/shared/cpr"
 	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/httpapi/routes"
-	"github.com/practice-api/practice-api/shared/idempotency"
+	"github.com/practice-api/practice-api/shared/idemkey"
 )
+
+// catalogue is every scope of the route table (auth.Catalogue's).
+func catalogue() []string {
+	var all []string
+	for _, rt := range routes.Table {
+		if rt.Scope != "" && !slices.Contains(all, rt.Scope) {
+			all = append(all, rt.Scope)
+		}
+	}
+	return all
+}
+
+// client is a key the fake minted: its caller, mode and own limit.
+type client struct {
+	apikey.Caller
+	Mode      string
+	RateLimit int
+}
 
 // fakeKeys is an in-memory httpapi.Authenticator: the clients it minted,
 // counted per client and minute as auth.Store counts them.
 type fakeKeys struct {
 	mu      sync.Mutex
-	clients map[string]auth.Client // by bearer value
-	counts  map[string]int64       // client id and minute
-	outage  error                  // answered for every key while set
+	clients map[string]client // by bearer value
+	counts  map[string]int64  // client id and minute
+	outage  error             // answered for every key while set
 }
 
 func newFakeKeys() *fakeKeys {
-	return &fakeKeys{clients: map[string]auth.Client{}, counts: map[string]int64{}}
+	return &fakeKeys{clients: map[string]client{}, counts: map[string]int64{}}
 }
 
 // mint returns the bearer value of a new client of org with scopes (all
 // when none), mode (test when "") and its own limit (the stage's when 0).
-func (f *fakeKeys) mint(org, mode string, limit int, scopes ...string) (bearer string, c auth.Client) {
+func (f *fakeKeys) mint(org, mode string, limit int, scopes ...string) (bearer string, c client) {
 	if len(scopes) == 0 {
-		scopes = auth.Catalogue
+		scopes = catalogue()
 	}
 	if mode == "" {
-		mode = auth.ModeTest
+		mode = apikey.ModeTest
 	}
-	c = auth.Client{ID: uuid.NewString(), OrgID: org, Mode: mode, Scopes: scopes, RateLimit: limit}
+	c = client{Caller: apikey.Caller{ID: uuid.NewString(), OrgID: org, Scopes: scopes}, Mode: mode, RateLimit: limit}
 	bearer = "pa_" + mode + "_" + strings.ReplaceAll(c.ID, "-", "") + "_" + randomHex(8) + "_" + randomHex(32)
 	f.mu.Lock()
 	f.clients[bearer] = c
@@ -73,20 +91,20 @@ func (f *fakeKeys) mint(org, mode string, limit int, scopes ...string) (bearer s
 	return bearer, c
 }
 
-func (f *fakeKeys) Authenticate(_ context.Context, tok auth.Token, now time.Time) (auth.Client, auth.Usage, error) {
+func (f *fakeKeys) Identify(_ context.Context, tok apikey.Token, now time.Time) (apikey.Caller, apikey.Usage, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.outage != nil {
-		return auth.Client{}, auth.Usage{}, fmt.Errorf("authenticate: %w", f.outage)
+		return apikey.Caller{}, apikey.Usage{}, fmt.Errorf("authenticate: %w", f.outage)
 	}
 	c, ok := f.clients[tok.String()]
-	if !ok {
-		return auth.Client{}, auth.Usage{}, auth.ErrUnauthenticated
+	if !ok || c.Mode != tok.Mode {
+		return apikey.Caller{}, apikey.Usage{}, apikey.ErrUnauthenticated
 	}
 	minute := now.Unix() / 60
 	n := f.counts[c.ID+"/"+strconv.FormatInt(minute, 10)] + 1
 	f.counts[c.ID+"/"+strconv.FormatInt(minute, 10)] = n
-	return c, auth.Usage{Count: n, Limit: c.RateLimit, Reset: time.Unix((minute+1)*60, 0).UTC()}, nil
+	return c.Caller, apikey.Usage{Count: n, Limit: c.RateLimit, Reset: time.Unix((minute+1)*60, 0).UTC()}, nil
 }
 
 func randomHex(n int) string {
@@ -96,27 +114,46 @@ func randomHex(n int) string {
 }
 
 // fakeRecords is an in-memory httpapi.IdempotencyKeys holding bound
-// records by organisation, endpoint and key.
+// records by organisation, endpoint and key. It binds nothing itself:
+// binding a key in a create's transaction is DynamoDB's (shared/families).
 type fakeRecords struct {
 	mu   sync.Mutex
-	recs map[string]*idempotency.Record
+	recs map[string]*idemkey.Bound
 }
 
-func (f *fakeRecords) Lookup(_ context.Context, org, endpoint, key string, _ bool, _ time.Time) (*idempotency.Record, error) {
+// fakeCreate is the create fakeRecords begins: the binding and body the
+// edge handed it.
+type fakeCreate struct {
+	idemkey.Binding
+	Body     []byte
+	location func(string) string
+	answer   []byte
+}
+
+func (c *fakeCreate) Location(id string) string { return c.location(id) }
+func (c *fakeCreate) Answer() []byte            { return c.answer }
+
+// taken is the error of a create whose key another request holds (the
+// idempotency store's Taken): bound, or still in flight (nil).
+type taken struct{ bound *idemkey.Bound }
+
+func (*taken) Error() string              { return "the key was bound by another request" }
+func (t *taken) BoundKey() *idemkey.Bound { return t.bound }
+func (f *fakeRecords) Begin(b idemkey.Binding, _ string, body []byte, location func(string) string) idemkey.Create {
+	return &fakeCreate{Binding: b, Body: body, location: location}
+}
+
+func (f *fakeRecords) LookupBound(_ context.Context, org, endpoint, key string, _ bool, _ time.Time) (*idemkey.Bound, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.recs[org+"/"+endpoint+"/"+key], nil
 }
 
-func (f *fakeRecords) Item(idempotency.Binding, string, string, []byte) (ddbtypes.TransactWriteItem, error) {
-	return ddbtypes.TransactWriteItem{}, errors.New("fakeRecords binds nothing: binding is DynamoDB's (shared/families)")
-}
-
-func (f *fakeRecords) bind(org, endpoint, key string, rec *idempotency.Record) {
+func (f *fakeRecords) bind(org, endpoint, key string, rec *idemkey.Bound) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.recs == nil {
-		f.recs = map[string]*idempotency.Record{}
+		f.recs = map[string]*idemkey.Bound{}
 	}
 	f.recs[org+"/"+endpoint+"/"+key] = rec
 }
@@ -130,13 +167,13 @@ type edge struct {
 	records *fakeRecords
 	server  *httptest.Server
 	now     time.Time
-	create  httpapi.CreateFunc
+	create  httpapi.CreateFunc[*fakeCreate]
 }
 
 func newEdge(t *testing.T, cfg httpapi.Config) *edge {
 	t.Helper()
 	e := &edge{t: t, keys: newFakeKeys(), records: &fakeRecords{}, now: time.Date(2026, 3, 2, 10, 0, 20, 0, time.UTC)}
-	e.create = func(context.Context, *idempotency.Create) (string, any, error) {
+	e.create = func(context.Context, *fakeCreate) (string, any, error) {
 		return "", nil, httpapi.Invalid("name", "name is required")
 	}
 	if cfg.Auth == nil {
@@ -155,7 +192,7 @@ func newEdge(t *testing.T, cfg httpapi.Config) *edge {
 		name := rt.Name
 		families[rt.Family][name] = func(w http.ResponseWriter, r *http.Request) {
 			if strings.HasSuffix(name, ".create") {
-				httpapi.ServeCreate(w, r, name, "/things", func(ctx context.Context, req *idempotency.Create) (string, any, error) {
+				httpapi.ServeCreate(w, r, name, "/things", func(ctx context.Context, req *fakeCreate) (string, any, error) {
 					return e.create(ctx, req)
 				})
 				return
@@ -219,9 +256,9 @@ var wildcard = regexp.MustCompile(`\{[a-z]+\}`)
 
 func TestEdgeAuthentication(t *testing.T) {
 	t.Parallel()
-	e := newEdge(t, httpapi.Config{AcceptedModes: []string{auth.ModeLive}})
-	live, _ := e.keys.mint("org-a", auth.ModeLive, 0)
-	test, _ := e.keys.mint("org-a", auth.ModeTest, 0)
+	e := newEdge(t, httpapi.Config{AcceptedModes: []string{apikey.ModeLive}})
+	live, _ := e.keys.mint("org-a", apikey.ModeLive, 0)
+	test, _ := e.keys.mint("org-a", apikey.ModeTest, 0)
 	unknown := strings.Replace(live, live[len(live)-64:], strings.Repeat("0", 64), 1)
 	cases := []struct {
 		name, header, query string
@@ -261,7 +298,7 @@ func TestEdgeAuthentication(t *testing.T) {
 	t.Run("store outage", func(t *testing.T) {
 		e.t = t
 		e.keys.mu.Lock()
-		e.keys.outage = &smithy.OperationError{ServiceID: "DynamoDB", OperationName: "UpdateItem", Err: errors.New("connection refused")}
+		e.keys.outage = storeOutage{errors.New("operation error DynamoDB: UpdateItem, connection refused")}
 		e.keys.mu.Unlock()
 		defer func() { e.keys.mu.Lock(); e.keys.outage = nil; e.keys.mu.Unlock() }()
 		a := e.do("GET", "/api/v1/matters", live, "")
@@ -270,6 +307,12 @@ func TestEdgeAuthentication(t *testing.T) {
 		}
 	})
 }
+
+// storeOutage is a store call's error as the store classes an outage
+// (store.Classify): apperr.Unavailable for errors.Is.
+type storeOutage struct{ error }
+
+func (storeOutage) Is(target error) bool { return target == apperr.Unavailable }
 
 func TestEdgeScopes(t *testing.T) {
 	t.Parallel()
@@ -293,7 +336,7 @@ func TestEdgeScopes(t *testing.T) {
 			if a := e.do(rt.Method, path, only, "", "Idempotency-Key", "k"); a.status == 401 || a.status == 403 {
 				t.Fatalf("a key with %s: %d %s", rt.Scope, a.status, a.raw)
 			}
-			rest := slices.DeleteFunc(slices.Clone(auth.Catalogue), func(s string) bool { return s == rt.Scope })
+			rest := slices.DeleteFunc(catalogue(), func(s string) bool { return s == rt.Scope })
 			without, _ := e.keys.mint("org-a", "", 0, rest...)
 			a := e.do(rt.Method, path, without, "")
 			msg, _ := a.body["message"].(string)
@@ -523,7 +566,7 @@ func TestEdgeAccessLogRedactsCPR(t *testing.T) {
 		})
 	}
 	// An answer whose message quotes the CPR is redacted too.
-	e.create = func(context.Context, *idempotency.Create) (string, any, error) {
+	e.create = func(context.Context, *fakeCreate) (string, any, error) {
 		return "", nil, httpapi.Invalid("010190-1234", "unknown field 010190-1234")
 	}
 	t.Run("a message quoting a CPR", func(t *testing.T) {
@@ -610,7 +653,7 @@ func TestServeCreateKeyRules(t *testing.T) {
 	// key order and spacing), 409 for another.
 	first := `{"name":"Anne","email":"a@example.dk"}`
 	sum := canonicalSum(t, first)
-	e.records.bind(c.OrgID, "people.create", "crm-1", &idempotency.Record{BodyHash: sum, ResourceID: "p-1", Response: `{"id":"p-1","name":"Anne"}`, Location: "https://api.example/api/v1/things/p-1"})
+	e.records.bind(c.OrgID, "people.create", "crm-1", &idemkey.Bound{BodyHash: sum, Response: `{"id":"p-1","name":"Anne"}`, Location: "https://api.example/api/v1/things/p-1"})
 	t.Run("a replay", func(t *testing.T) {
 		e := *e
 		e.t = t
@@ -638,7 +681,7 @@ func TestServeCreateKeyRules(t *testing.T) {
 	t.Run("numbers as written", func(t *testing.T) {
 		e := *e
 		e.t = t
-		e.records.bind(c.OrgID, "people.create", "crm-3", &idempotency.Record{BodyHash: canonicalSum(t, `{"ref":1250}`), ResourceID: "p-3", Response: `{"id":"p-3"}`})
+		e.records.bind(c.OrgID, "people.create", "crm-3", &idemkey.Bound{BodyHash: canonicalSum(t, `{"ref":1250}`), Response: `{"id":"p-3"}`})
 		if a := e.do("POST", "/api/v1/people", key, `{"ref": 1250}`, "Idempotency-Key", "crm-3"); a.status != 200 {
 			t.Fatalf("the same number: %d %s", a.status, a.raw)
 		}
@@ -647,8 +690,8 @@ func TestServeCreateKeyRules(t *testing.T) {
 		}
 	})
 	t.Run("a key still in flight", func(t *testing.T) {
-		e.create = func(context.Context, *idempotency.Create) (string, any, error) {
-			return "", nil, &idempotency.Taken{}
+		e.create = func(context.Context, *fakeCreate) (string, any, error) {
+			return "", nil, &taken{}
 		}
 		e := *e
 		e.t = t

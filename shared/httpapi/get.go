@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/practice-api/practice-api/shared/store"
+	"github.com/practice-api/practice-api/shared/apperr"
 )
 
 // GetHandler serves a single read of the path id named param in the caller's
@@ -24,7 +24,8 @@ func GetHandler[T any](param, what string, get func(ctx context.Context, org, id
 			return
 		}
 		v, err := get(r.Context(), OrgID(r.Context()), id)
-		if errors.Is(err, store.ErrNotFound) {
+		var domain *apperr.Error
+		if errors.Is(err, apperr.NotFound) && !errors.As(err, &domain) { // the store's ErrNotFound: no such item
 			err = NotFound(what)
 		}
 		if err != nil {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/practice-api/practice-api/shared/store"
+	"github.com/practice-api/practice-api/shared/listing"
 )
 
 // Page size rules of the spec.
@@ -54,7 +54,7 @@ type Filter[T any] interface {
 type ByIDs[T any] func(ctx context.Context, org string, ids []string) ([]T, error)
 
 // MaxIDs is the most ids one list request takes (BatchGetItem's limit).
-const MaxIDs = store.MaxBatchRead
+const MaxIDs = listing.MaxBatchRead
 
 // ServeList is the one pagination helper: it validates per_page, parses the
 // filters, opens the cursor (which carries the filters of the first page
@@ -64,7 +64,7 @@ const MaxIDs = store.MaxBatchRead
 // read by byIDs, in one page (serveIDs).
 func ServeList[F Filter[T], T any](w http.ResponseWriter, r *http.Request, resource string,
 	parse func(url.Values) (F, error),
-	fetch func(ctx context.Context, org string, req store.ListRequest[F]) ([]T, store.StartKey, error),
+	fetch func(ctx context.Context, org string, req listing.Request[F]) ([]T, listing.StartKey, error),
 	byIDs ByIDs[T],
 ) {
 	q := r.URL.Query()
@@ -79,7 +79,7 @@ func ServeList[F Filter[T], T any](w http.ResponseWriter, r *http.Request, resou
 		WriteError(w, r, err)
 		return
 	}
-	req := store.ListRequest[F]{Filter: filter, PerPage: perPage}
+	req := listing.Request[F]{Filter: filter, PerPage: perPage}
 	raw, err := QueryValue(q, "cursor")
 	if err != nil {
 		WriteError(w, r, err)
@@ -225,7 +225,7 @@ func IDsParam(q url.Values) ([]string, error) {
 }
 
 // Since reports whether a record changed at updatedAt matches the filter
-// updated_since (store.FormatTime; "" for none).
+// updated_since (listing.FormatTime; "" for none).
 func Since(updatedAt, since string) bool { return since == "" || updatedAt >= since }
 
 // Between reports whether v lies in the inclusive range [from, to] (either

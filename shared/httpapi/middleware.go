@@ -17,38 +17,41 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
-	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/google/uuid"
 
-	"github.com/practice-api/practice-api/shared/auth"
+	"github.com/practice-api/practice-api/shared/apikey"
 	"github.com/practice-api/practice-api/shared/config"
 	"github.com/practice-api/practice-api/shared/cpr"
 	"github.com/practice-api/practice-api/shared/httpapi/routes"
-	"github.com/practice-api/practice-api/shared/idempotency"
-	"github.com/practice-api/practice-api/shared/store"
+	"github.com/practice-api/practice-api/shared/idemkey"
 )
 
 // Authenticator checks a bearer key and counts the request against its
-// client's rate limit, in one step: *auth.Store does both in one
-// conditional write. It returns auth.ErrUnauthenticated for a key that is
-// unknown, revoked or expired; any other error is the store's.
+// client's rate limit, in one step (*auth.Store: Identify). It returns
+// apikey.ErrUnauthenticated for a key that is unknown, revoked or expired;
+// any other error is the store's (classed by it: store.Classify).
 type Authenticator interface {
-	Authenticate(ctx context.Context, tok auth.Token, now time.Time) (auth.Client, auth.Usage, error)
+	Identify(ctx context.Context, tok apikey.Token, now time.Time) (apikey.Caller, apikey.Usage, error)
 }
 
-// IdempotencyKeys reads and binds Idempotency-Keys (*idempotency.Store):
-// Lookup returns a bound key's record (nil when the key is free), Item the
-// transaction action that binds it with the created resource.
+// IdempotencyKeys begins creates and reads bound Idempotency-Keys
+// (*idempotency.Store): Begin makes the create of a request whose key is
+// to be bound as b (the value the family's create function takes:
+// ServeCreate), LookupBound returns a bound key's record (nil when the key
+// is free). Binding the key in the create's transaction is the create's
+// (idempotency.Create.Commit): the edge never sees a store item.
 type IdempotencyKeys interface {
-	Lookup(ctx context.Context, org, endpoint, key string, consistent bool, now time.Time) (*idempotency.Record, error)
-	Item(b idempotency.Binding, resourceID, location string, response []byte) (ddbtypes.TransactWriteItem, error)
+	Begin(b idemkey.Binding, clientID string, body []byte, location func(id string) string) idemkey.Create
+	LookupBound(ctx context.Context, org, endpoint, key string, consistent bool, now time.Time) (*idemkey.Bound, error)
 }
 
 // Config is what the edge needs; every field is built once per process.
 // The edge depends on the key store and the idempotency records through
-// small interfaces (Authenticator, IdempotencyKeys), so that its own
-// behaviour (headers, scopes, limits, the 404/405 tables) is tested
-// without an engine; what the store decides is tested on DynamoDB Local.
+// small interfaces (Authenticator, IdempotencyKeys) whose types are
+// apikey's and idemkey's, so that it links no store and no AWS SDK, and
+// its own behaviour (headers, scopes, limits, the 404/405 tables) is
+// tested without an engine; what the store decides is tested on DynamoDB
+// Local.
 type Config struct {
 	Auth   Authenticator
 	Sealer *Sealer
@@ -99,7 +102,7 @@ func (c *Config) defaults() {
 		c.RateLimit = config.Defaults().RateLimitPerMinute
 	}
 	if len(c.AcceptedModes) == 0 {
-		c.AcceptedModes = []string{auth.ModeLive, auth.ModeTest}
+		c.AcceptedModes = []string{apikey.ModeLive, apikey.ModeTest}
 	}
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
@@ -130,7 +133,7 @@ type accessEntry struct {
 // requestEnv is what the edge learned about a request: the authenticated
 // client (which alone decides the organisation) and the cursor sealer.
 type requestEnv struct {
-	client *auth.Client
+	client *apikey.Caller
 	sealer *Sealer
 	idem   IdempotencyKeys
 	now    func() time.Time
@@ -140,7 +143,7 @@ func envFrom(ctx context.Context) *requestEnv {
 	if e, ok := ctx.Value(envKey).(*requestEnv); ok {
 		return e
 	}
-	return &requestEnv{client: &auth.Client{}, now: time.Now}
+	return &requestEnv{client: &apikey.Caller{}, now: time.Now}
 }
 
 // OrgID is the organisation of the authenticated key. Handlers take the
@@ -261,8 +264,8 @@ func (cfg *Config) edge(next http.Handler) http.Handler {
 				// The operator's line: what panicked, where, for which
 				// request (its path as sent: the logger redacts a CPR in it).
 				stack := debug.Stack()
-				if carried, ok := p.(*store.Panic); ok { // from a goroutine of the request's store calls
-					stack = carried.Stack
+				if carried, ok := p.(interface{ PanicStack() []byte }); ok { // from a goroutine of the request's store calls (store.Panic)
+					stack = carried.PanicStack()
 				}
 				Logger(r.Context()).ErrorContext(r.Context(), "panic", "panic", fmt.Sprint(p), "stack", string(stack), "request_id", id,
 					"method", r.Method, "path", r.URL.Path)
@@ -340,12 +343,12 @@ func (cfg *Config) authorize(rt routes.Route, next http.HandlerFunc) http.Handle
 		if err == nil && !slices.Contains(cfg.AcceptedModes, tok.Mode) {
 			err = &Error{Status: http.StatusUnauthorized, Message: fmt.Sprintf("%s keys are not accepted by this deployment", tok.Mode)}
 		}
-		var client auth.Client
-		var usage auth.Usage
+		var client apikey.Caller
+		var usage apikey.Usage
 		now := cfg.Now()
 		if err == nil {
-			client, usage, err = cfg.Auth.Authenticate(r.Context(), tok, now)
-			if errors.Is(err, auth.ErrUnauthenticated) {
+			client, usage, err = cfg.Auth.Identify(r.Context(), tok, now)
+			if errors.Is(err, apikey.ErrUnauthenticated) {
 				err = &Error{Status: http.StatusUnauthorized, Message: "the API key is unknown, revoked or expired"}
 			}
 		}
@@ -409,7 +412,7 @@ func arrayStyleParams(q url.Values) error {
 	return nil
 }
 
-func bearer(r *http.Request) (auth.Token, error) {
+func bearer(r *http.Request) (apikey.Token, error) {
 	h := r.Header.Get("Authorization")
 	if h == "" {
 		msg := "missing Authorization header; send Authorization: Bearer <API key>"
@@ -420,15 +423,15 @@ func bearer(r *http.Request) (auth.Token, error) {
 				break
 			}
 		}
-		return auth.Token{}, &Error{Status: http.StatusUnauthorized, Message: msg}
+		return apikey.Token{}, &Error{Status: http.StatusUnauthorized, Message: msg}
 	}
 	scheme, value, ok := strings.Cut(h, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return auth.Token{}, &Error{Status: http.StatusUnauthorized, Message: "the Authorization header must use the Bearer scheme: Authorization: Bearer <API key>"}
+		return apikey.Token{}, &Error{Status: http.StatusUnauthorized, Message: "the Authorization header must use the Bearer scheme: Authorization: Bearer <API key>"}
 	}
-	tok, err := auth.ParseToken(strings.TrimSpace(value))
+	tok, err := apikey.Parse(strings.TrimSpace(value))
 	if err != nil {
-		return auth.Token{}, &Error{Status: http.StatusUnauthorized, Message: "the API key is unknown, revoked or expired"}
+		return apikey.Token{}, &Error{Status: http.StatusUnauthorized, Message: "the API key is unknown, revoked or expired"}
 	}
 	return tok, nil
 }

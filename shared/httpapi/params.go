@@ -9,7 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/practice-api/practice-api/shared/body"
-	"github.com/practice-api/practice-api/shared/store"
+	"github.com/practice-api/practice-api/shared/listing"
 )
 
 // QueryValue is the value of query parameter name, "" when absent. A
@@ -56,7 +56,7 @@ func EnumParam[S ~string](q url.Values, name string, allowed ...S) (S, error) {
 
 // SinceParam parses updated_since: a date (midnight UTC) or an ISO 8601
 // date-time with Z or an offset. A '+' sent unencoded arrives as a space and
-// is refused with a message that says so. The result is in store.TimeLayout.
+// is refused with a message that says so. The result is in listing.TimeLayout.
 func SinceParam(q url.Values, name string) (string, error) {
 	v, err := QueryValue(q, name)
 	if err != nil || v == "" {
@@ -66,10 +66,10 @@ func SinceParam(q url.Values, name string) (string, error) {
 		return "", Invalid(name, "%s contains a space: a '+' in a query string means a space, so send the offset as %%2B (for example 2024-05-01T10:00:00%%2B02:00) or use Z", name)
 	}
 	if t, err := time.Parse(time.DateOnly, v); err == nil {
-		return store.FormatTime(t), nil
+		return listing.FormatTime(t), nil
 	}
 	if t, err := time.Parse(time.RFC3339Nano, v); err == nil {
-		return store.FormatTime(t), nil
+		return listing.FormatTime(t), nil
 	}
 	return "", Invalid(name, "%s must be a date (2024-05-01) or a date-time with Z or an offset (2024-05-01T10:00:00Z)", name)
 }

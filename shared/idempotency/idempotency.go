@@ -23,6 +23,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/practice-api/practice-api/shared/idemkey"
 	"github.com/practice-api/practice-api/shared/store"
 )
 
@@ -93,11 +94,9 @@ func (s *Store) Lookup(ctx context.Context, org, endpoint, key string, consisten
 	return &rec, nil
 }
 
-// Binding is a bound key about to be written.
-type Binding struct {
-	Org, Endpoint, Key, BodyHash string
-	Now                          time.Time
-}
+// Binding is a bound key about to be written (idemkey's, which the edge
+// makes without linking this store).
+type Binding = idemkey.Binding
 
 // Item is the transaction action that binds the key to the created
 // resource (its id, and what the 201 answers). It succeeds only while the
@@ -131,6 +130,34 @@ func (s *Store) Item(b Binding, resourceID, location string, response []byte) (d
 type Taken struct{ Record *Record }
 
 func (*Taken) Error() string { return ErrKeyTaken.Error() }
+
+// BoundKey is the bound record as the edge reads it (idemkey.Taken); nil
+// when Record is.
+func (t *Taken) BoundKey() *idemkey.Bound { return t.Record.Bound() }
+
+// Bound is the record as the edge reads it; nil for a nil record.
+func (r *Record) Bound() *idemkey.Bound {
+	if r == nil {
+		return nil
+	}
+	return &idemkey.Bound{BodyHash: r.BodyHash, Response: r.Response, Location: r.Location}
+}
+
+// Begin is the create of a request bound as b (NewCreate on s), as the
+// edge begins it (httpapi.IdempotencyKeys).
+func (s *Store) Begin(b Binding, clientID string, body []byte, location func(id string) string) idemkey.Create {
+	return NewCreate(s, b, clientID, body, location)
+}
+
+// LookupBound is Lookup as the edge reads it (httpapi.IdempotencyKeys):
+// the bound key's record, nil when the key is free.
+func (s *Store) LookupBound(ctx context.Context, org, endpoint, key string, consistent bool, now time.Time) (*idemkey.Bound, error) {
+	rec, err := s.Lookup(ctx, org, endpoint, key, consistent, now)
+	if err != nil {
+		return nil, err
+	}
+	return rec.Bound(), nil
+}
 
 // Is makes a Taken ErrKeyTaken.
 func (*Taken) Is(target error) bool { return target == ErrKeyTaken }

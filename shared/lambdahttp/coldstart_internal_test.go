@@ -14,6 +14,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/practice-api/practice-api/shared/config"
+	"github.com/practice-api/practice-api/shared/store"
 )
 
 // TestAColdStartOnAnUnavailableStoreAnswers503: a function whose build
@@ -42,7 +43,8 @@ func TestAColdStartOnAnUnavailableStoreAnswers503(t *testing.T) {
 		{"a denied call", &smithy.OperationError{ServiceID: "DynamoDB", OperationName: "GetItem", Err: &smithy.GenericAPIError{Code: "AccessDeniedException"}}, false},
 		{"a missing table", &smithy.OperationError{ServiceID: "DynamoDB", OperationName: "GetItem", Err: &ddbtypes.ResourceNotFoundException{}}, false},
 	} {
-		if StoreUnavailable(c.err) != c.unavailable {
+		// As the store returns them: classed (store.Classify).
+		if StoreUnavailable(store.Classify(c.err)) != c.unavailable {
 			t.Errorf("%s: StoreUnavailable = %v", c.name, !c.unavailable)
 		}
 	}

@@ -10,11 +10,12 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/practice-api/practice-api/shared/clock"
+	"github.com/practice-api/practice-api/shared/listing"
 )
 
-// MaxBatchRead is the most keys one BatchGetItem reads (DynamoDB's limit:
-// https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_BatchGetItem.html).
-const MaxBatchRead = 100
+// MaxBatchRead is the most keys one BatchGetItem reads (DynamoDB's limit;
+// listing's, which the edge's ids parameter shares).
+const MaxBatchRead = listing.MaxBatchRead
 
 // batchRetries bounds the calls spent on keys DynamoDB left unprocessed
 // (its answer under throttling or past 16 MB: the keys come back in

@@ -26,6 +26,10 @@ type Panic struct {
 	Stack []byte
 }
 
+// PanicStack is the stack of the goroutine that panicked (the edge's
+// recovery logs it without linking the store).
+func (p *Panic) PanicStack() []byte { return p.Stack }
+
 // String is the panic's value, as fmt.Sprint prints a panic.
 func (p *Panic) String() string { return fmt.Sprint(p.Value) }
 

@@ -121,6 +121,8 @@ func New(ctx context.Context, cfg Config) (*DB, error) {
 		if cfg.Retryer != nil {
 			o.Retryer = cfg.Retryer()
 		}
+		// Last, so that it runs first: it classes what the others return.
+		o.APIOptions = append(o.APIOptions, ClassifyErrors)
 	})
 	return &DB{Client: client, Table: cfg.TableName, OutboxShards: cfg.OutboxShards}, nil
 }

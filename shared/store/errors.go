@@ -5,10 +5,21 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/practice-api/practice-api/shared/apperr"
 )
 
-// ErrNotFound is returned when an item does not exist in the caller's organisation.
-var ErrNotFound = errors.New("store: not found")
+// ErrNotFound is returned when an item does not exist in the caller's
+// organisation. It is apperr.NotFound for errors.Is (the edge's single
+// read answers it 404 without linking the store), and no *apperr.Error.
+var ErrNotFound error = notFound{}
+
+type notFound struct{}
+
+func (notFound) Error() string { return "store: not found" }
+
+// Is makes ErrNotFound apperr.NotFound.
+func (notFound) Is(target error) bool { return target == apperr.NotFound }
 
 // ErrConflict is returned when a conditional write lost to a concurrent or
 // earlier write (a uniqueness guard, a state precondition).
@@ -29,7 +40,8 @@ func IsResourceNotFound(err error) bool {
 // ErrTxConflict is returned when a transaction lost to a concurrent one on
 // the same items (DynamoDB's TransactionConflict): nothing was written, and
 // the same request may succeed when sent again.
-var ErrTxConflict = errors.New("store: a concurrent transaction on the same items")
+// It is apperr.Unavailable for errors.Is (Classify).
+var ErrTxConflict error = &classified{kind: apperr.Unavailable, err: errors.New("store: a concurrent transaction on the same items")}
 
 // isTxConflict reports whether a cancelled transaction lost to a
 // concurrent one.

@@ -1,13 +1,18 @@
 package store
 
-import "time"
+import (
+	"time"
+
+	"github.com/practice-api/practice-api/shared/listing"
+)
 
 // TimeLayout is the fixed-width UTC form used for every timestamp in keys and
-// responses, so that string order is time order.
-const TimeLayout = "2006-01-02T15:04:05.000000Z"
+// responses, so that string order is time order (listing's, which the
+// edge's time parameters use without linking the store).
+const TimeLayout = listing.TimeLayout
 
 // FormatTime renders t in TimeLayout.
-func FormatTime(t time.Time) string { return t.UTC().Format(TimeLayout) }
+func FormatTime(t time.Time) string { return listing.FormatTime(t) }
 
 // OrgPK is the base-table partition of an organisation: every item of an
 // organisation lives under it, so a read without the caller's organisation

@@ -11,20 +11,19 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/practice-api/practice-api/shared/listing"
 )
 
 // StartKey is where a listing resumes: the key attributes (table and index)
-// of the last item returned. All key attributes of the table are strings.
-type StartKey map[string]string
+// of the last item returned (listing.StartKey, which the edge links
+// without the store).
+type StartKey = listing.StartKey
 
 // ListRequest is a validated list call as a domain package's List method
-// takes it: filters, page size and where to resume (the edge's ServeList
-// reads it from the query string).
-type ListRequest[F comparable] struct {
-	Filter  F
-	PerPage int
-	After   StartKey
-}
+// takes it (listing.Request: the edge's ServeList reads it from the query
+// string without linking the store).
+type ListRequest[F comparable] = listing.Request[F]
 
 // ListQuery is one list request against the table or a GSI: a partition,
 // an optional inclusive sort-key range, and optional equality filters on

@@ -11,6 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/practice-api/practice-api/shared/apperr"
 )
 
 // TxBuilder collects the items of one TransactWriteItems.
@@ -131,9 +133,10 @@ func (e *TxFailed) Error() string {
 	return fmt.Sprintf("store: transaction cancelled: conditions failed at %v, conflicts at %v", e.Failed, e.Conflicted)
 }
 
-// Is makes a cancellation by conflicts alone ErrTxConflict.
+// Is makes a cancellation by conflicts alone ErrTxConflict, and so
+// apperr.Unavailable (Classify).
 func (e *TxFailed) Is(target error) bool {
-	return target == ErrTxConflict && len(e.Failed) == 0 && len(e.Conflicted) > 0
+	return (target == ErrTxConflict || target == apperr.Unavailable) && len(e.Failed) == 0 && len(e.Conflicted) > 0
 }
 
 // Conflict reports whether item i was held by a concurrent transaction.

@@ -57,6 +57,7 @@ func SecretBox(ctx context.Context, cfg config.Config) (webhook.SecretBox, error
 		if cfg.KMSEndpoint != "" {
 			o.BaseEndpoint = aws.String(cfg.KMSEndpoint)
 		}
+		o.APIOptions = append(o.APIOptions, store.ClassifyErrors) // its failures reach the edge: Unavailable or Internal
 	})
 	return &webhook.KMSBox{Client: client, KeyID: cfg.WebhookSecretsKeyARN}, nil
 }
@@ -75,6 +76,7 @@ func SQSQueue(ctx context.Context, cfg config.Config, url string) (*queue.SQS, e
 		if cfg.SQSEndpoint != "" {
 			o.BaseEndpoint = aws.String(cfg.SQSEndpoint)
 		}
+		o.APIOptions = append(o.APIOptions, store.ClassifyErrors) // its failures reach the edge: Unavailable or Internal
 	})
 	return queue.NewSQS(client, url), nil
 }

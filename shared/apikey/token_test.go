@@ -1,4 +1,4 @@
-package auth
+package apikey
 
 import (
 	"strings"
@@ -7,7 +7,7 @@ import (
 
 func TestTokenRoundTripAndParsing(t *testing.T) {
 	t.Parallel()
-	tok, err := newToken(ModeLive, "0b0f6e3c-4a51-4d1c-9d3e-2f1a8c6b7e10")
+	tok, err := New(ModeLive, "0b0f6e3c-4a51-4d1c-9d3e-2f1a8c6b7e10")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -15,7 +15,7 @@ func TestTokenRoundTripAndParsing(t *testing.T) {
 	if !strings.HasPrefix(s, "pa_live_0b0f6e3c4a514d1c9d3e2f1a8c6b7e10_") {
 		t.Fatalf("token %q", s)
 	}
-	back, err := ParseToken(s)
+	back, err := Parse(s)
 	if err != nil || back != tok || back.Hash() != tok.Hash() {
 		t.Fatalf("parse: %v %v", back, err)
 	}
@@ -28,7 +28,7 @@ func TestTokenRoundTripAndParsing(t *testing.T) {
 		"pa_live_" + strings.Repeat("g", 32) + s[len("pa_live_")+32:],
 	}
 	for _, b := range bad {
-		if _, err := ParseToken(b); err == nil {
+		if _, err := Parse(b); err == nil {
 			t.Errorf("accepted %q", b)
 		}
 	}
@@ -37,7 +37,7 @@ func TestTokenRoundTripAndParsing(t *testing.T) {
 func FuzzParseToken(f *testing.F) {
 	f.Add("pa_test_0b0f6e3c4a514d1c9d3e2f1a8c6b7e10_0011223344556677_" + strings.Repeat("ab", 32))
 	f.Fuzz(func(t *testing.T, s string) {
-		if tok, err := ParseToken(s); err == nil && tok.String() != s {
+		if tok, err := Parse(s); err == nil && tok.String() != s {
 			t.Fatalf("%q parses to %q", s, tok.String())
 		}
 	})
