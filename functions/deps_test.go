@@ -39,9 +39,11 @@ var (
 	// family is what every function of a family on the store links
 	// besides: the store wiring (apiapp), the store, the key store and
 	// the idempotency records behind the middleware's interfaces, the
-	// outbox its writes go through (with its queue interface), and clock
-	// (waits that end with their request).
-	family = join(edge, "shared/apiapp", "shared/store", "shared/auth", "shared/idempotency", "shared/outbox", "shared/queue", "shared/clock")
+	// outbox its writes go through (with its queue interface), clock
+	// (waits that end with their request), and awsenv (the SDK's
+	// configuration from the environment, as Lambda gives it, instead of
+	// the SDK's whole default chain: sdkChain).
+	family = join(edge, "shared/apiapp", "shared/store", "shared/auth", "shared/idempotency", "shared/outbox", "shared/queue", "shared/clock", "shared/awsenv")
 	// partyDomain is party with what it links: a matter needs its
 	// client's KYC, so every family that reads a matter links it.
 	partyDomain = []string{"shared/party", "shared/netguard", "shared/workflow"}
@@ -97,6 +99,16 @@ var (
 		"reports":     viaParty,
 		// Secrets sealed with KMS, retries and replays queued on SQS.
 		"webhooks": {"github.com/aws/aws-sdk-go-v2/service/kms", "github.com/aws/aws-sdk-go-v2/service/sqs"},
+	}
+	// sdkChain is the SDK's default configuration chain (shared files,
+	// profiles, SSO, STS, web identity): about 1.9 MB that no API
+	// function uses (they read the environment: shared/awsenv).
+	sdkChain = []string{
+		"github.com/aws/aws-sdk-go-v2/config",
+		"github.com/aws/aws-sdk-go-v2/service/sts",
+		"github.com/aws/aws-sdk-go-v2/service/sso",
+		"github.com/aws/aws-sdk-go-v2/service/ssooidc",
+		"github.com/aws/aws-sdk-go-v2/service/signin",
 	}
 	// noService lists the functions that link no AWS SDK service
 	// package at all (no DynamoDB client): meta serves its document and
@@ -189,6 +201,11 @@ func TestEachFunctionLinksOnlyItsFamily(t *testing.T) {
 			clients, api := mayLinkClients[name]
 			if !api {
 				return
+			}
+			for _, c := range sdkChain {
+				if slices.Contains(all, c) {
+					t.Errorf("an API function links %s, of the SDK's default chain (build its configuration with shared/awsenv)", c)
+				}
 			}
 			for _, c := range workerClients {
 				if slices.Contains(all, c) && !slices.Contains(clients, c) {

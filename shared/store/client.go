@@ -6,16 +6,14 @@ package store
 import (
 	"context"
 	"fmt"
-	"os"
 	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/smithy-go/middleware"
 
+	"github.com/practice-api/practice-api/shared/awsenv"
 	"github.com/practice-api/practice-api/shared/clock"
 )
 
@@ -26,8 +24,15 @@ type Config struct {
 	// Endpoint, when set, is used as the client's BaseEndpoint and static
 	// dummy credentials are accepted (DynamoDB Local, LocalStack, moto).
 	Endpoint string
-	// Region defaults to the SDK chain's region, or us-east-1 for local endpoints.
+	// Region defaults to the environment's (AWS_REGION), or us-east-1 for
+	// local endpoints.
 	Region string
+	// AWS, when set, is the SDK configuration the client is built on: a
+	// tool that talks to AWS as its operator (a profile, SSO) loads it
+	// with the SDK's whole chain (config.LoadDefaultConfig). Unset, New
+	// reads the environment alone (package awsenv: what AWS Lambda gives a
+	// function), so that no function links the chain (about 1.9 MB).
+	AWS *aws.Config
 	// APIOptions are extra smithy middleware hooks (tests count round trips with them).
 	APIOptions []func(*middleware.Stack) error
 	// Retryer, when set, replaces the SDK's standard retryer (tests on
@@ -88,23 +93,20 @@ func New(ctx context.Context, cfg Config) (*DB, error) {
 	if cfg.LocalFaults && !Loopback(cfg.Endpoint) {
 		return nil, ErrLocalFaults
 	}
-	var loadOpts []func(*config.LoadOptions) error
-	if cfg.Region != "" {
-		loadOpts = append(loadOpts, config.WithRegion(cfg.Region))
-	}
-	if cfg.Endpoint != "" {
-		if cfg.Region == "" {
-			loadOpts = append(loadOpts, config.WithRegion("us-east-1"))
+	var awsCfg aws.Config
+	if cfg.AWS != nil {
+		awsCfg = *cfg.AWS
+	} else {
+		region := cfg.Region
+		if cfg.Endpoint != "" && region == "" {
+			region = "us-east-1"
 		}
-		if os.Getenv("AWS_ACCESS_KEY_ID") == "" {
-			// Local endpoints accept any credentials; do not make newcomers set them.
-			loadOpts = append(loadOpts, config.WithCredentialsProvider(
-				credentials.NewStaticCredentialsProvider("local", "local", "")))
+		// Local endpoints accept any credentials; do not make newcomers
+		// set them (awsenv's "local" when the environment has none).
+		var err error
+		if awsCfg, err = awsenv.Load(region, cfg.Endpoint != ""); err != nil {
+			return nil, fmt.Errorf("store: %w", err)
 		}
-	}
-	awsCfg, err := config.LoadDefaultConfig(ctx, loadOpts...)
-	if err != nil {
-		return nil, fmt.Errorf("store: load aws config: %w", err)
 	}
 	client := dynamodb.NewFromConfig(awsCfg, func(o *dynamodb.Options) {
 		if cfg.Endpoint != "" {

@@ -14,10 +14,10 @@ import (
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/kms"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/practice-api/practice-api/shared/awsenv"
 	"github.com/practice-api/practice-api/shared/config"
 	"github.com/practice-api/practice-api/shared/queue"
 	"github.com/practice-api/practice-api/shared/store"
@@ -49,7 +49,7 @@ func SecretBox(ctx context.Context, cfg config.Config) (webhook.SecretBox, error
 	if cfg.WebhookSecretsKeyARN == "" {
 		return nil, nil
 	}
-	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
+	awsCfg, err := awsenv.Load("", cfg.KMSEndpoint != "") // what Lambda gives the function (awsenv)
 	if err != nil {
 		return nil, err
 	}
@@ -68,7 +68,7 @@ func SQSQueue(ctx context.Context, cfg config.Config, url string) (*queue.SQS, e
 	if url == "" {
 		return nil, fmt.Errorf("queue URL is not set")
 	}
-	awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
+	awsCfg, err := awsenv.Load("", cfg.SQSEndpoint != "") // what Lambda gives the function (awsenv)
 	if err != nil {
 		return nil, err
 	}

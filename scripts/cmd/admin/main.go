@@ -99,7 +99,17 @@ func openFromEnv(ctx context.Context) (*env, error) {
 	if err != nil {
 		return nil, err
 	}
-	db, err := store.New(ctx, app.StoreConfig(cfg))
+	sc := app.StoreConfig(cfg)
+	if remoteEndpoint(sc.Endpoint) {
+		// An operator's shell: the SDK's whole chain (a profile, SSO),
+		// which the store, built for functions, does not read itself.
+		awsCfg, err := awsconfig.LoadDefaultConfig(ctx)
+		if err != nil {
+			return nil, err
+		}
+		sc.AWS = &awsCfg
+	}
+	db, err := store.New(ctx, sc)
 	if err != nil {
 		return nil, err
 	}
