@@ -50,7 +50,8 @@ var (
 	// workers is what the worker functions link: package app wires every
 	// worker, so each links them all (the files that wire them are not
 	// split per worker yet).
-	workers = join(family, partyDomain, "shared/app", "shared/smoke", "shared/webhook", "shared/webhook/signature", "shared/webhookwire")
+	workers = join(family, partyDomain, "shared/app", "shared/smoke", "shared/webhook", "shared/webhook/signature", "shared/webhookwire",
+		"shared/queue/sqsqueue", "shared/secretkey")
 )
 
 // mayLink is, per function, every package of the module it may link.
@@ -64,7 +65,7 @@ var mayLink = map[string][]string{
 	"reports":     join(family, partyDomain, "shared/matter", "shared/timeentry", "shared/billing", "shared/report"), // reads time and invoices
 	// Webhooks: the endpoints' API, and delivery alone (webhookwire) for
 	// manual retries and replays; no party, no other worker.
-	"webhooks":     join(family, "shared/netguard", "shared/webhook", "shared/webhook/signature", "shared/webhookwire"),
+	"webhooks":     join(family, "shared/netguard", "shared/webhook", "shared/webhook/signature", "shared/webhookwire", "shared/queue/sqsqueue"),
 	"configseed":   workers,
 	"delivery":     workers,
 	"dispatcher":   workers,
@@ -84,19 +85,19 @@ var (
 		"github.com/aws/aws-sdk-go-v2/service/lambda",
 		"github.com/aws/aws-sdk-go-v2/service/cloudwatch",
 	}
-	// viaParty: party holds the register key's Secrets Manager source
-	// and the enrichment queue, whose package has the SQS adapter.
-	viaParty = []string{"github.com/aws/aws-sdk-go-v2/service/sqs", "github.com/aws/aws-sdk-go-v2/service/secretsmanager"}
 	// mayLinkClients is, per API function, which of workerClients it may
-	// link; a function missing here is a worker and may link any.
+	// link; a function missing here is a worker and may link any. The
+	// families link none: the SQS adapter (shared/queue/sqsqueue) and
+	// the Secrets Manager key (shared/secretkey) are packages of their
+	// own, which only the workers wire.
 	mayLinkClients = map[string][]string{
 		"meta":        nil,
-		"parties":     viaParty,
-		"matters":     viaParty,
-		"timeentries": viaParty,
-		"documents":   viaParty,
-		"invoices":    viaParty,
-		"reports":     viaParty,
+		"parties":     nil,
+		"matters":     nil,
+		"timeentries": nil,
+		"documents":   nil,
+		"invoices":    nil,
+		"reports":     nil,
 		// Secrets sealed with KMS, retries and replays queued on SQS.
 		"webhooks": {"github.com/aws/aws-sdk-go-v2/service/kms", "github.com/aws/aws-sdk-go-v2/service/sqs"},
 	}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/practice-api/practice-api/shared/config"
 	"github.com/practice-api/practice-api/shared/metrics"
-	"github.com/practice-api/practice-api/shared/party"
+	"github.com/practice-api/practice-api/shared/secretkey"
 	"github.com/practice-api/practice-api/shared/smoke"
 )
 
@@ -43,7 +43,7 @@ func SmokeKey(ctx context.Context, cfg config.Config) (func(context.Context) (st
 			o.BaseEndpoint = aws.String(cfg.SecretsManagerEndpoint)
 		}
 	})
-	return (&party.SecretKey{Client: client, Name: cfg.SmokeKeySecret}).Get, nil
+	return (&secretkey.Key{Client: client, Name: cfg.SmokeKeySecret}).Get, nil
 }
 
 // SyntheticCheck runs the smoke checks (package smoke: read-only) against

@@ -14,6 +14,8 @@ import (
 	"github.com/practice-api/practice-api/shared/outbox"
 	"github.com/practice-api/practice-api/shared/party"
 	"github.com/practice-api/practice-api/shared/queue"
+	"github.com/practice-api/practice-api/shared/queue/sqsqueue"
+	"github.com/practice-api/practice-api/shared/secretkey"
 	"github.com/practice-api/practice-api/shared/store"
 	"github.com/practice-api/practice-api/shared/webhook"
 	"github.com/practice-api/practice-api/shared/webhookwire"
@@ -88,12 +90,12 @@ func RegisterKey(ctx context.Context, cfg config.Config) (func(context.Context) 
 			o.BaseEndpoint = aws.String(cfg.SecretsManagerEndpoint)
 		}
 	})
-	return (&party.SecretKey{Client: client, Name: cfg.CompanyRegisterKeySecret}).Get, nil
+	return (&secretkey.Key{Client: client, Name: cfg.CompanyRegisterKeySecret}).Get, nil
 }
 
 // SQSQueue binds the queue at url; SQS_ENDPOINT overrides the endpoint
 // (LocalStack, moto, localcloud's queue server).
-func SQSQueue(ctx context.Context, cfg config.Config, url string) (*queue.SQS, error) {
+func SQSQueue(ctx context.Context, cfg config.Config, url string) (*sqsqueue.SQS, error) {
 	return webhookwire.SQSQueue(ctx, cfg, url)
 }
 

@@ -19,7 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/practice-api/practice-api/shared/clock"
-	"github.com/practice-api/practice-api/shared/party"
+	"github.com/practice-api/practice-api/shared/secretkey"
 )
 
 // secretsManager answers GetSecretValue over Secrets Manager's own wire
@@ -84,7 +84,7 @@ func TestRegisterKeyComesFromSecretsManager(t *testing.T) {
 		Credentials: credentials.NewStaticCredentialsProvider("AKIDTEST", "secret", "")})
 	now := time.Date(2026, 11, 24, 8, 0, 0, 0, time.UTC)
 	keyClock := clock.NewManual(now)
-	src := &party.SecretKey{Client: client, Name: "practice-api/test/register-key", Clock: keyClock}
+	src := &secretkey.Key{Client: client, Name: "practice-api/test/register-key", Clock: keyClock}
 	en.RegisterKey = src.Get
 	var logs bytes.Buffer
 	en.Log = slog.New(slog.NewTextHandler(&logs, nil))

@@ -52,7 +52,7 @@ func notify(wake chan<- struct{}) {
 // fails on are the BatchError's.
 func sendEach(ctx context.Context, group string, send func(context.Context, string, []byte, time.Duration) error, bodies [][]byte, delays []time.Duration) error {
 	for i, b := range bodies {
-		if err := send(ctx, group, b, delayOf(delays, i)); err != nil {
+		if err := send(ctx, group, b, DelayOf(delays, i)); err != nil {
 			unsent := make([]int, 0, len(bodies)-i)
 			for j := i; j < len(bodies); j++ {
 				unsent = append(unsent, j)

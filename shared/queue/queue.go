@@ -152,8 +152,8 @@ func Run(ctx context.Context, log *slog.Logger, q Queue, name string, workers in
 	}
 }
 
-// delayOf is body i's delay in a SendBatch's delays (none: 0).
-func delayOf(delays []time.Duration, i int) time.Duration {
+// DelayOf is body i's delay in a SendBatch's delays (none: 0).
+func DelayOf(delays []time.Duration, i int) time.Duration {
 	if i < len(delays) {
 		return min(max(delays[i], 0), MaxDelay)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/practice-api/practice-api/shared/app"
 	"github.com/practice-api/practice-api/shared/clock"
 	"github.com/practice-api/practice-api/shared/queue"
+	"github.com/practice-api/practice-api/shared/queue/sqsqueue"
 	"github.com/practice-api/practice-api/shared/store/storetest"
 )
 
@@ -56,7 +57,7 @@ func TestMain(m *testing.M) {
 }
 
 // SQSClient returns a client on moto, or skips the test.
-func sqsQueue(t *testing.T, visibility time.Duration, opts ...func(*sqs.Options)) *queue.SQS {
+func sqsQueue(t *testing.T, visibility time.Duration, opts ...func(*sqs.Options)) *sqsqueue.SQS {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("needs moto_server: skipped with -short")
@@ -73,7 +74,7 @@ func sqsQueue(t *testing.T, visibility time.Duration, opts ...func(*sqs.Options)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return queue.NewSQS(client, aws.ToString(out.QueueUrl))
+	return sqsqueue.New(client, aws.ToString(out.QueueUrl))
 }
 
 // contract is what every adapter must do. advance, for a queue on a

@@ -165,7 +165,7 @@ func (q *Table) SendBatch(ctx context.Context, group string, bodies [][]byte, de
 		var ids []string
 		var ms []*tableMsg
 		for i, b := range chunk {
-			item, id, m, err := q.message(group, b, delayOf(delays, start+i), now)
+			item, id, m, err := q.message(group, b, DelayOf(delays, start+i), now)
 			if err != nil {
 				return err
 			}

@@ -20,6 +20,7 @@ import (
 	"github.com/practice-api/practice-api/shared/awsenv"
 	"github.com/practice-api/practice-api/shared/config"
 	"github.com/practice-api/practice-api/shared/queue"
+	"github.com/practice-api/practice-api/shared/queue/sqsqueue"
 	"github.com/practice-api/practice-api/shared/store"
 	"github.com/practice-api/practice-api/shared/webhook"
 )
@@ -64,7 +65,7 @@ func SecretBox(ctx context.Context, cfg config.Config) (webhook.SecretBox, error
 
 // SQSQueue binds the queue at url; SQS_ENDPOINT overrides the endpoint
 // (LocalStack, moto, localcloud's queue server).
-func SQSQueue(ctx context.Context, cfg config.Config, url string) (*queue.SQS, error) {
+func SQSQueue(ctx context.Context, cfg config.Config, url string) (*sqsqueue.SQS, error) {
 	if url == "" {
 		return nil, fmt.Errorf("queue URL is not set")
 	}
@@ -78,7 +79,7 @@ func SQSQueue(ctx context.Context, cfg config.Config, url string) (*queue.SQS, e
 		}
 		o.APIOptions = append(o.APIOptions, store.ClassifyErrors) // its failures reach the edge: Unavailable or Internal
 	})
-	return queue.NewSQS(client, url), nil
+	return sqsqueue.New(client, url), nil
 }
 
 // DelivererOn is NewDeliverer on the SQS queue DELIVERY_QUEUE_URL names.

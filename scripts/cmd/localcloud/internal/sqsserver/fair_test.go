@@ -19,6 +19,7 @@ import (
 	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/iam"
 	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/stack"
 	"github.com/practice-api/practice-api/shared/queue"
+	"github.com/practice-api/practice-api/shared/queue/sqsqueue"
 )
 
 // fairServer serves one queue, "fair", whose messages stay in flight a
@@ -46,7 +47,7 @@ func fairServer(t *testing.T) (*Server, *Queue, *sqs.Client) {
 // quiet groups' messages; and a group id SQS would refuse is refused.
 func TestTheQueueServerIsAFairQueue(t *testing.T) {
 	_, fq, client := fairServer(t)
-	q := queue.NewSQS(client, fq.URL)
+	q := sqsqueue.New(client, fq.URL)
 	ctx := context.Background()
 	var bodies [][]byte
 	for i := range 140 {

@@ -20,6 +20,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/practice-api/practice-api/shared/queue"
+	"github.com/practice-api/practice-api/shared/queue/sqsqueue"
 )
 
 // TestSQSServerKeepsSQSSemantics drives the in-repo SQS server with the
@@ -28,7 +29,7 @@ import (
 // message received maxReceiveCount times to its dead-letter queue.
 func TestSQSServerKeepsSQSSemantics(t *testing.T) {
 	jobs, dlq, client := jobsQueue(t, 2)
-	q := queue.NewSQS(client, jobs.URL)
+	q := sqsqueue.New(client, jobs.URL)
 	ctx := context.Background()
 
 	if err := q.Send(ctx, "g", []byte("later"), 2*time.Second); err != nil {
@@ -94,7 +95,7 @@ func TestSQSServerKeepsSQSSemantics(t *testing.T) {
 func TestRedriveFromADeadLetterQueue(t *testing.T) {
 	jobs, dlq, client := jobsQueue(t, 1)
 	ctx := context.Background()
-	q := queue.NewSQS(client, jobs.URL)
+	q := sqsqueue.New(client, jobs.URL)
 	for i := range 3 {
 		if err := q.Send(ctx, "g", fmt.Appendf(nil, `{"n":%d}`, i), 0); err != nil {
 			t.Fatal(err)
@@ -210,7 +211,7 @@ func TestQueueCallsNeedTheRole(t *testing.T) {
 // again.
 func TestAQueueThatRefusesSendsAnswersAccessDenied(t *testing.T) {
 	jobs, _, client := jobsQueue(t, 2)
-	q := queue.NewSQS(client, jobs.URL)
+	q := sqsqueue.New(client, jobs.URL)
 	ctx := context.Background()
 	jobs.RefuseSends("test", true)
 	for _, send := range []func() error{

@@ -1,4 +1,9 @@
-package party
+// Package secretkey reads keys from Secrets Manager for the workers (the
+// company register's key of party enrichment, the synthetic check's API
+// key). It is a package of its own so that what links party (every API
+// function that reads a matter's client) does not link the Secrets
+// Manager client: only the workers wire it (shared/app).
+package secretkey
 
 import (
 	"context"
@@ -12,12 +17,12 @@ import (
 	"github.com/practice-api/practice-api/shared/clock"
 )
 
-// SecretKey reads a key from Secrets Manager the first time it is asked
+// Key reads a key from Secrets Manager the first time it is asked
 // for, and again once it is older than MaxAge (a rotated key reaches the
 // workers within that), so that only the secret's name is a setting: the
 // key is in no template, environment, URL or log. A failed read is not
 // cached: the next lookup tries again.
-type SecretKey struct {
+type Key struct {
 	Client *secretsmanager.Client
 	Name   string // the secret's name or ARN
 	MaxAge time.Duration
@@ -30,15 +35,15 @@ type SecretKey struct {
 	hasRead bool
 }
 
-// DefaultSecretMaxAge is how long a read key is used before it is read again.
-const DefaultSecretMaxAge = time.Hour
+// DefaultMaxAge is how long a read key is used before it is read again.
+const DefaultMaxAge = time.Hour
 
 // Get returns the key.
-func (s *SecretKey) Get(ctx context.Context) (string, error) {
+func (s *Key) Get(ctx context.Context) (string, error) {
 	now := clock.Or(s.Clock).Now()
 	maxAge := s.MaxAge
 	if maxAge <= 0 {
-		maxAge = DefaultSecretMaxAge
+		maxAge = DefaultMaxAge
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

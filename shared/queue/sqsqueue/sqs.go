@@ -1,4 +1,9 @@
-package queue
+// Package sqsqueue is the queue.Queue adapter on Amazon SQS (or moto,
+// LocalStack, localcloud's queue server). It is a package of its own so
+// that what links the queue interface (the outbox, so every API function)
+// does not link the SQS client: only the functions that send to or
+// receive from a queue wire it (shared/webhookwire, shared/app).
+package sqsqueue
 
 import (
 	"context"
@@ -10,6 +15,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/practice-api/practice-api/shared/queue"
 )
 
 // SQS is the adapter on an Amazon SQS queue (or moto, or LocalStack).
@@ -18,16 +25,16 @@ type SQS struct {
 	url    string
 }
 
-var _ Queue = (*SQS)(nil)
+var _ queue.Queue = (*SQS)(nil)
 
-// NewSQS binds a client to a queue URL.
-func NewSQS(client *sqs.Client, url string) *SQS { return &SQS{client: client, url: url} }
+// New binds a client to a queue URL.
+func New(client *sqs.Client, url string) *SQS { return &SQS{client: client, url: url} }
 
 // Send enqueues body with DelaySeconds, in group (its MessageGroupId: a
 // standard queue whose messages carry one is a fair queue).
 func (q *SQS) Send(ctx context.Context, group string, body []byte, delay time.Duration) error {
-	if delay > MaxDelay {
-		return ErrDelayTooLong
+	if delay > queue.MaxDelay {
+		return queue.ErrDelayTooLong
 	}
 	_, err := q.client.SendMessage(ctx, &sqs.SendMessageInput{
 		QueueUrl: aws.String(q.url), MessageBody: aws.String(string(body)),
@@ -59,7 +66,7 @@ func (q *SQS) SendBatch(ctx context.Context, group string, bodies [][]byte, dela
 			entries := make([]sqstypes.SendMessageBatchRequestEntry, len(chunk))
 			for j, i := range chunk {
 				entries[j] = sqstypes.SendMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), MessageBody: aws.String(string(bodies[i])), MessageGroupId: groupID(group),
-					DelaySeconds: int32((delayOf(delays, i) + time.Second - 1) / time.Second)}
+					DelaySeconds: int32((queue.DelayOf(delays, i) + time.Second - 1) / time.Second)}
 			}
 			out, err := q.client.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(q.url), Entries: entries})
 			if err != nil {
@@ -80,7 +87,7 @@ func (q *SQS) SendBatch(ctx context.Context, group string, bodies [][]byte, dela
 	}
 	if len(pending) > 0 {
 		slices.Sort(pending)
-		return &BatchError{Unsent: pending, Err: fmt.Errorf("%d of %d messages not sent: %w", len(pending), len(bodies), lastErr)}
+		return &queue.BatchError{Unsent: pending, Err: fmt.Errorf("%d of %d messages not sent: %w", len(pending), len(bodies), lastErr)}
 	}
 	return nil
 }
@@ -95,7 +102,7 @@ func groupID(group string) *string {
 }
 
 // Receive long-polls for up to wait (whole seconds, at most 20).
-func (q *SQS) Receive(ctx context.Context, max int, wait time.Duration) ([]Message, error) {
+func (q *SQS) Receive(ctx context.Context, max int, wait time.Duration) ([]queue.Message, error) {
 	out, err := q.client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
 		QueueUrl: aws.String(q.url), MaxNumberOfMessages: int32(min(max, 10)),
 		WaitTimeSeconds:             int32(min(wait/time.Second, 20)),
@@ -104,17 +111,17 @@ func (q *SQS) Receive(ctx context.Context, max int, wait time.Duration) ([]Messa
 	if err != nil {
 		return nil, fmt.Errorf("sqs receive: %w", err)
 	}
-	msgs := make([]Message, 0, len(out.Messages))
+	msgs := make([]queue.Message, 0, len(out.Messages))
 	for _, m := range out.Messages {
 		n, _ := strconv.Atoi(m.Attributes[string(sqstypes.MessageSystemAttributeNameApproximateReceiveCount)])
-		msgs = append(msgs, Message{ID: aws.ToString(m.MessageId), Body: []byte(aws.ToString(m.Body)),
+		msgs = append(msgs, queue.Message{ID: aws.ToString(m.MessageId), Body: []byte(aws.ToString(m.Body)),
 			Receipt: aws.ToString(m.ReceiptHandle), ReceiveCount: n, Group: m.Attributes[string(sqstypes.MessageSystemAttributeNameMessageGroupId)]})
 	}
 	return msgs, nil
 }
 
 // Delete acknowledges a message.
-func (q *SQS) Delete(ctx context.Context, m Message) error {
+func (q *SQS) Delete(ctx context.Context, m queue.Message) error {
 	_, err := q.client.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(q.url), ReceiptHandle: aws.String(m.Receipt)})
 	if err != nil {
 		return fmt.Errorf("sqs delete: %w", err)
@@ -124,7 +131,7 @@ func (q *SQS) Delete(ctx context.Context, m Message) error {
 
 // Hide keeps a received message invisible for d more (up to 12 hours): the
 // way to pause longer than MaxDelay without re-sending.
-func (q *SQS) Hide(ctx context.Context, m Message, d time.Duration) error {
+func (q *SQS) Hide(ctx context.Context, m queue.Message, d time.Duration) error {
 	_, err := q.client.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
 		QueueUrl: aws.String(q.url), ReceiptHandle: aws.String(m.Receipt), VisibilityTimeout: int32(d / time.Second),
 	})
