@@ -179,7 +179,9 @@ func newEdge(t *testing.T, cfg httpapi.Config) *edge {
 	if cfg.Auth == nil {
 		cfg.Auth = e.keys
 	}
-	cfg.Idempotency = e.records
+	if cfg.Idempotency == nil {
+		cfg.Idempotency = e.records
+	}
 	cfg.Now = func() time.Time { return e.now }
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -689,6 +691,19 @@ func TestServeCreateKeyRules(t *testing.T) {
 			t.Fatalf("1250.00 for 1250: %d %s", a.status, a.raw)
 		}
 	})
+	t.Run("a key another request bound meanwhile", func(t *testing.T) {
+		// The create's transaction met the binding (the cancellation
+		// carried the record): answered from it, without a lookup.
+		e.create = func(context.Context, *fakeCreate) (string, any, error) {
+			return "", nil, fmt.Errorf("create: %w", &taken{bound: &idemkey.Bound{BodyHash: sum, Response: `{"id":"p-9"}`, Location: "https://api.example/api/v1/things/p-9"}})
+		}
+		e := *e
+		e.t = t
+		a := e.do("POST", "/api/v1/people", key, first, "Idempotency-Key", "crm-9")
+		if a.status != 200 || a.header.Get("Idempotent-Replayed") != "true" || a.header.Get("Location") != "https://api.example/api/v1/things/p-9" {
+			t.Fatalf("%d %v %s", a.status, a.header, a.raw)
+		}
+	})
 	t.Run("a key still in flight", func(t *testing.T) {
 		e.create = func(context.Context, *fakeCreate) (string, any, error) {
 			return "", nil, &taken{}
@@ -718,4 +733,31 @@ func canonicalSum(t *testing.T, body string) string {
 	}
 	sum := sha256.Sum256(c)
 	return hex.EncodeToString(sum[:])
+}
+
+// otherCreates begins creates of another type than the family's create
+// takes: a wiring mistake.
+type otherCreates struct{ fakeRecords }
+
+type otherCreate struct{ fakeCreate }
+
+func (o *otherCreates) Begin(b idemkey.Binding, id string, body []byte, location func(string) string) idemkey.Create {
+	return &otherCreate{fakeCreate{Binding: b, Body: body, location: location}}
+}
+
+// TestServeCreateOfAnotherTypeIsAWiringMistake: a create whose type is not
+// what the wiring's IdempotencyKeys begins answers 500 and creates nothing.
+func TestServeCreateOfAnotherTypeIsAWiringMistake(t *testing.T) {
+	t.Parallel()
+	e := newEdge(t, httpapi.Config{Idempotency: &otherCreates{}})
+	calls := 0
+	e.create = func(context.Context, *fakeCreate) (string, any, error) {
+		calls++
+		return "t-1", map[string]string{}, nil
+	}
+	key, _ := e.keys.mint("org-a", "", 0)
+	a := e.do("POST", "/api/v1/people", key, `{}`, "Idempotency-Key", "k-1")
+	if a.status != 500 || a.body["code"] != string(httpapi.CodeInternalError) || calls != 0 {
+		t.Fatalf("%d %s (create called %d times)", a.status, a.raw, calls)
+	}
 }
