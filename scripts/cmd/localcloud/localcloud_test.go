@@ -47,7 +47,7 @@ import (
 // local-cloud-test's e2e suite runs on (the same settings: one synth).
 func TestMain(m *testing.M) {
 	_ = os.Setenv("RATE_LIMIT_PER_MINUTE", "100000")
-	os.Exit(m.Run())
+	os.Exit(localproc.Main(m))
 }
 
 var (

@@ -76,8 +76,25 @@ var (
 	built   = map[string]string{} // package dir -> binary
 )
 
+// Main runs the test binary's tests (m.Run) and then removes the
+// executables Build made for them, returning m.Run's code: a package whose
+// tests call Build has `func TestMain(m *testing.M) { os.Exit(localproc.Main(m)) }`.
+// Without it every run left a 25–30 MB binary per package in the temp
+// folder (make test three of them), which filled a shared machine's disk.
+func Main(m *testing.M) int {
+	code := m.Run()
+	buildMu.Lock()
+	defer buildMu.Unlock()
+	for name, bin := range built {
+		_ = os.RemoveAll(filepath.Dir(bin))
+		delete(built, name)
+	}
+	return code
+}
+
 // Build compiles the main package in the current directory once per test
-// binary and returns the executable's path.
+// binary and returns the executable's path (in a folder of its own that
+// Main removes when the tests end).
 func Build(t *testing.T, name string) string {
 	t.Helper()
 	skipShort(t)
