@@ -164,7 +164,7 @@ func New(t testing.TB, opt Options) *Env {
 	e.Deliverer = &webhook.Deliverer{Store: webhook.NewStore(e.DB, true), Queue: e.Deliveries, Clock: clock.Func(e.Now), Client: hc}
 	e.Deliverer.Store.FeedSettle = opt.FeedSettle
 	e.Server = httptest.NewUnstartedServer(nil) // its address is the API's public base URL
-	h, err := families.Handler(httpapi.Config{Auth: e.Keys, Sealer: sealer, RateLimit: opt.RateLimit, Now: e.Now,
+	h, err := families.Handler(httpapi.Config{Auth: e.Keys, Sealer: sealer, RateLimit: opt.RateLimit, Clock: clock.Func(e.Now),
 		PublicBaseURL: "http://" + e.Server.Listener.Addr().String(),
 		Idempotency:   idempotency.NewStore(e.DB, key), Deprecation: opt.Deprecation, AccessLog: opt.AccessLog, Log: e.Log}, e.DB, e.Deliverer, opt.Families...)
 	if err != nil {

@@ -37,6 +37,7 @@ import (
 
 	"github.com/practice-api/practice-api/shared/apikey"
 	"github.com/practice-api/practice-api/shared/apperr"
+	"github.com/practice-api/practice-api/shared/clock"
 	"github.com/practice-api/practice-api/shared/cpr"
 	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/httpapi/routes"
@@ -166,13 +167,13 @@ type edge struct {
 	keys    *fakeKeys
 	records *fakeRecords
 	server  *httptest.Server
-	now     time.Time
+	clock   *clock.Manual // the edge's clock: tests move it
 	create  httpapi.CreateFunc[*fakeCreate]
 }
 
 func newEdge(t *testing.T, cfg httpapi.Config) *edge {
 	t.Helper()
-	e := &edge{t: t, keys: newFakeKeys(), records: &fakeRecords{}, now: time.Date(2026, 3, 2, 10, 0, 20, 0, time.UTC)}
+	e := &edge{t: t, keys: newFakeKeys(), records: &fakeRecords{}, clock: clock.NewManual(time.Date(2026, 3, 2, 10, 0, 20, 0, time.UTC))}
 	e.create = func(context.Context, *fakeCreate) (string, any, error) {
 		return "", nil, httpapi.Invalid("name", "name is required")
 	}
@@ -182,7 +183,7 @@ func newEdge(t *testing.T, cfg httpapi.Config) *edge {
 	if cfg.Idempotency == nil {
 		cfg.Idempotency = e.records
 	}
-	cfg.Now = func() time.Time { return e.now }
+	cfg.Clock = e.clock
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -356,7 +357,7 @@ func TestEdgeScopes(t *testing.T) {
 func TestEdgeRateLimit(t *testing.T) {
 	t.Parallel()
 	e := newEdge(t, httpapi.Config{RateLimit: 3})
-	minute := e.now.Truncate(time.Minute)
+	minute := e.clock.Now().Truncate(time.Minute)
 	reset := strconv.FormatInt(minute.Add(time.Minute).Unix(), 10)
 	key, _ := e.keys.mint("org-a", "", 0)
 	other, _ := e.keys.mint("org-a", "", 0)
@@ -405,7 +406,7 @@ func TestEdgeRateLimit(t *testing.T) {
 	})
 	t.Run("a new window", func(t *testing.T) {
 		e.t = t
-		e.now = minute.Add(time.Minute + 59*time.Second)
+		e.clock.Advance(minute.Add(time.Minute + 59*time.Second).Sub(e.clock.Now()))
 		a := e.do("GET", "/api/v1/matters", key, "")
 		if a.status != 200 || a.header.Get("X-RateLimit-Remaining") != "2" || a.header.Get("RateLimit") != `"default";r=2;t=1` {
 			t.Fatalf("%d %v", a.status, a.header)

@@ -20,6 +20,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/practice-api/practice-api/shared/apikey"
+	"github.com/practice-api/practice-api/shared/clock"
 	"github.com/practice-api/practice-api/shared/config"
 	"github.com/practice-api/practice-api/shared/cpr"
 	"github.com/practice-api/practice-api/shared/httpapi/routes"
@@ -62,8 +63,10 @@ type Config struct {
 	AcceptedModes []string
 	// MaxBodyBytes is the largest request body accepted (default 1 MiB); larger is 413.
 	MaxBodyBytes int64
-	// Now is the clock (tests move it); default time.Now.
-	Now func() time.Time
+	// Clock is the edge's clock: what a key's expiry and its per-minute
+	// limit are counted on, and what a create is stamped with (tests move
+	// it); nil is the wall clock.
+	Clock clock.Clock
 	// AccessLog, when set, gets one line per request.
 	AccessLog *slog.Logger
 	// Log gets errors: panics, store outages, internal errors (default
@@ -107,9 +110,7 @@ func (c *Config) defaults() {
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
 	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
+	c.Clock = clock.Or(c.Clock)
 }
 
 // Handlers maps route names (routes.Route.Name) to their handlers.
@@ -143,7 +144,7 @@ func envFrom(ctx context.Context) *requestEnv {
 	if e, ok := ctx.Value(envKey).(*requestEnv); ok {
 		return e
 	}
-	return &requestEnv{client: &apikey.Caller{}, now: time.Now}
+	return &requestEnv{client: &apikey.Caller{}, now: clock.Real{}.Now}
 }
 
 // OrgID is the organisation of the authenticated key. Handlers take the
@@ -345,7 +346,7 @@ func (cfg *Config) authorize(rt routes.Route, next http.HandlerFunc) http.Handle
 		}
 		var client apikey.Caller
 		var usage apikey.Usage
-		now := cfg.Now()
+		now := cfg.Clock.Now()
 		if err == nil {
 			client, usage, err = cfg.Auth.Identify(r.Context(), tok, now)
 			if errors.Is(err, apikey.ErrUnauthenticated) {
@@ -378,7 +379,7 @@ func (cfg *Config) authorize(rt routes.Route, next http.HandlerFunc) http.Handle
 		// Every answer to a key holds the organisation's data or says
 		// something about the key: no cache, shared or private, keeps it.
 		h.Set("Cache-Control", "no-store")
-		r = r.WithContext(context.WithValue(r.Context(), envKey, &requestEnv{client: &client, sealer: cfg.Sealer, idem: cfg.Idempotency, now: cfg.Now}))
+		r = r.WithContext(context.WithValue(r.Context(), envKey, &requestEnv{client: &client, sealer: cfg.Sealer, idem: cfg.Idempotency, now: cfg.Clock.Now}))
 		if usage.Count > int64(limit) {
 			wait := int64(usage.Reset.Sub(now).Seconds() + 0.999)
 			h.Set("Retry-After", strconv.FormatInt(max(wait, 1), 10))
@@ -436,5 +437,5 @@ func bearer(r *http.Request) (apikey.Token, error) {
 	return tok, nil
 }
 
-// Now is the edge's clock for this request (tests set it through Config.Now).
+// Now is the time on the edge's clock for this request (Config.Clock).
 func Now(ctx context.Context) time.Time { return envFrom(ctx).now() }
