@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"sync"
 	"testing"
 	"time"
 
@@ -304,8 +305,11 @@ func TestSQSEventHandlerOnMoto(t *testing.T) {
 			Attributes: map[string]string{"ApproximateReceiveCount": fmt.Sprint(m.ReceiveCount)}})
 	}
 	var handled []string
+	var mu sync.Mutex // the handler runs a batch's records at once
 	h := app.SQSHandler(func(_ context.Context, m queue.Message) error {
+		mu.Lock()
 		handled = append(handled, string(m.Body))
+		mu.Unlock()
 		if string(m.Body) == "fail" {
 			return fmt.Errorf("receiver down")
 		}
