@@ -15,6 +15,7 @@ package awsenv
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"os"
 
@@ -22,15 +23,19 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 )
 
-// ErrNoCredentials is Load's error when the environment holds no
-// credentials and no local endpoint is named.
+// ErrNoCredentials is the error of a call made with Load's configuration
+// when the environment held no credentials and no local endpoint was
+// named: the call fails, as on the SDK's whole chain, not the building of
+// its client (a worker's wiring is built before it is given any work).
 var ErrNoCredentials = errors.New("awsenv: no AWS credentials in the environment (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, as AWS Lambda sets them); " +
 	"a tool that uses a profile or SSO loads the SDK's whole chain (config.LoadDefaultConfig)")
 
 // Load returns the SDK configuration of this process: region when not
 // "", else the environment's; the environment's credentials, or, when
 // local is set (an endpoint on this machine, which accepts any), the
-// dummy credentials "local"/"local".
+// dummy credentials "local"/"local"; with neither, credentials whose
+// retrieval fails with ErrNoCredentials, so each call says what is
+// missing. Its error is always nil (the signature of the SDK's loaders).
 func Load(region string, local bool) (aws.Config, error) {
 	cfg := aws.Config{Region: cmp.Or(region, os.Getenv("AWS_REGION"), os.Getenv("AWS_DEFAULT_REGION"))}
 	// The names the SDK's environment source reads, in its order.
@@ -45,7 +50,9 @@ func Load(region string, local bool) (aws.Config, error) {
 	case local:
 		cfg.Credentials = credentials.NewStaticCredentialsProvider("local", "local", "")
 	default:
-		return aws.Config{}, ErrNoCredentials
+		cfg.Credentials = aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+			return aws.Credentials{}, ErrNoCredentials
+		})
 	}
 	return cfg, nil
 }

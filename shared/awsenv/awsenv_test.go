@@ -6,8 +6,8 @@ import (
 )
 
 // TestLoad reads what Lambda sets (and the SDK's alternative names), the
-// region's precedence, local endpoints' dummy credentials, and refuses
-// an environment without credentials. t.Setenv: not parallel.
+// region's precedence, local endpoints' dummy credentials, and an
+// environment without credentials, whose calls fail (not its loading). t.Setenv: not parallel.
 func TestLoad(t *testing.T) {
 	for _, c := range []struct {
 		name                     string
@@ -28,16 +28,16 @@ func TestLoad(t *testing.T) {
 				t.Setenv(k, c.env[k])
 			}
 			cfg, err := Load(c.region, c.local)
+			if err != nil {
+				t.Fatal(err)
+			}
+			creds, err := cfg.Credentials.Retrieve(t.Context())
 			if c.want == "" {
 				if !errors.Is(err, ErrNoCredentials) {
 					t.Fatalf("err %v, want ErrNoCredentials", err)
 				}
 				return
 			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			creds, err := cfg.Credentials.Retrieve(t.Context())
 			if err != nil {
 				t.Fatal(err)
 			}
