@@ -25,7 +25,8 @@ const module = "github.com/practice-api/practice-api/"
 var (
 	// edge is what every HTTP API function links, meta included: its
 	// settings, the middleware and its route table, logs, metrics and
-	// the Lambda adapter (lambdahttp), clock, the domain errors (apperr)
+	// the Lambda adapter (lambdahttp), clock (the edge's: Config.Clock,
+	// the standard library's time alone), the domain errors (apperr)
 	// the middleware maps to answers, the body reader (body), whose date
 	// rule the query parameters share, and the small packages of what
 	// the middleware knows of keys (apikey), Idempotency-Keys (idemkey)
@@ -34,16 +35,15 @@ var (
 	// key store, no idempotency records (and no SDK service: noService).
 	edge = []string{
 		"shared/apperr", "shared/body", "shared/config", "shared/cpr", "shared/httpapi", "shared/httpapi/routes",
-		"shared/apikey", "shared/idemkey", "shared/listing", "shared/logs", "shared/metrics", "shared/lambdahttp",
+		"shared/apikey", "shared/idemkey", "shared/listing", "shared/logs", "shared/metrics", "shared/lambdahttp", "shared/clock",
 	}
 	// family is what every function of a family on the store links
 	// besides: the store wiring (apiapp), the store, the key store and
 	// the idempotency records behind the middleware's interfaces, the
-	// outbox its writes go through (with its queue interface), clock
-	// (waits that end with their request), and awsenv (the SDK's
+	// outbox its writes go through (with its queue interface), and awsenv (the SDK's
 	// configuration from the environment, as Lambda gives it, instead of
 	// the SDK's whole default chain: sdkChain).
-	family = join(edge, "shared/apiapp", "shared/store", "shared/auth", "shared/idempotency", "shared/outbox", "shared/queue", "shared/clock", "shared/awsenv")
+	family = join(edge, "shared/apiapp", "shared/store", "shared/auth", "shared/idempotency", "shared/outbox", "shared/queue", "shared/awsenv")
 	// partyDomain is party with what it links: a matter needs its
 	// client's KYC, so every family that reads a matter links it.
 	partyDomain = []string{"shared/party", "shared/netguard", "shared/workflow"}
