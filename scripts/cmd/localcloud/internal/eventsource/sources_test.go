@@ -23,6 +23,7 @@ func TestMain(m *testing.M) { lambdatest.Main(m) }
 // are deleted once. An identifier that is not in the batch fails the whole
 // batch, as Lambda does.
 func TestQueueMappingDeletesOnlyWhatSucceeded(t *testing.T) {
+	t.Parallel()
 	f, _ := lambdatest.Function(t, 5*time.Second, 0)
 	s := sqsserver.New("http://127.0.0.1:1", iam.NewIdentities())
 	dlq := s.Create(&stack.Queue{Name: "dlq", Visibility: time.Second, Retention: time.Hour}, nil)
@@ -70,6 +71,7 @@ func TestQueueMappingDeletesOnlyWhatSucceeded(t *testing.T) {
 // invoked and how the last invocation ended; records past the maximum
 // age are one record too, never invoked.
 func TestStreamFailuresGoOutOnePerBatch(t *testing.T) {
+	t.Parallel()
 	f, _ := lambdatest.Function(t, 5*time.Second, 0)
 	dest := sqsserver.New("http://127.0.0.1:1", iam.NewIdentities()).Create(&stack.Queue{Name: "failures", Visibility: time.Minute, Retention: time.Hour}, nil)
 	s := &Stream{Spec: stack.StreamMapping{Retries: 1, MaxAge: time.Hour}, Fn: f, OnFailure: dest,
@@ -131,6 +133,7 @@ func TestStreamFailuresGoOutOnePerBatch(t *testing.T) {
 // invocation, while most of the noisy backlog still waits; without fair
 // queues it would wait for the backlog ahead of it (about 1.5 s).
 func TestAQueueMappingOnAFairQueue(t *testing.T) {
+	t.Parallel()
 	f, _ := lambdatest.Function(t, 5*time.Second, 0)
 	s := sqsserver.New("http://127.0.0.1:1", iam.NewIdentities())
 	q := s.Create(&stack.Queue{Name: "jobs", Visibility: time.Minute, Retention: time.Hour}, nil)

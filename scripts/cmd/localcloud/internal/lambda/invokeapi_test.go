@@ -27,6 +27,7 @@ import (
 // not exist is ResourceNotFoundException; a reserved function with every
 // slot busy is TooManyRequestsException.
 func TestInvokeAPIAsLambdasInvoke(t *testing.T) {
+	t.Parallel()
 	f, _ := lambdatest.Function(t, 5*time.Second, 1)
 	alias := lambda.NewAlias("live", f)
 	v2 := alias.Publish(f.Spec.Bootstrap)
@@ -78,6 +79,7 @@ func TestInvokeAPIAsLambdasInvoke(t *testing.T) {
 // puts the age of its last record on the alarms' clock (here 60 times the
 // wall clock's), per function and per function and alias.
 func TestStreamConsumerPutsIteratorAge(t *testing.T) {
+	t.Parallel()
 	f, _ := lambdatest.Function(t, 5*time.Second, 0)
 	f.Metrics = cloudwatch.NewStore()
 	c := lambda.StreamConsumer{Alias: lambda.NewAlias("live", f), Scale: 60}

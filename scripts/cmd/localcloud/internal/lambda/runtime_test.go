@@ -47,6 +47,7 @@ func invoke(t *testing.T, f *lambda.Function, payload string, wait time.Duration
 // TestRuntimeAPIRunsABootstrapAsLambdaDoes: warm reuse, the deadline from
 // the timeout, errors, a crash, and a timeout that kills the process.
 func TestRuntimeAPIRunsABootstrapAsLambdaDoes(t *testing.T) {
+	t.Parallel()
 	f, logs := lambdatest.Function(t, 2*time.Second, 0)
 	before := time.Now()
 	o, first, err := invoke(t, f, `{}`, 0)
@@ -94,6 +95,7 @@ func TestRuntimeAPIRunsABootstrapAsLambdaDoes(t *testing.T) {
 // parallel invocations get two processes; the third caller, unwilling to
 // wait, is throttled; a waiting caller gets the next free one.
 func TestConcurrencyIsCappedByReservedConcurrency(t *testing.T) {
+	t.Parallel()
 	f, _ := lambdatest.Function(t, 5*time.Second, 2)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -128,6 +130,7 @@ func TestConcurrencyIsCappedByReservedConcurrency(t *testing.T) {
 // under the secret path its environment names, and refuses a caller on the
 // same port who does not know it.
 func TestRuntimeAPIAnswersOnlyItsProcess(t *testing.T) {
+	t.Parallel()
 	f, _ := lambdatest.Function(t, 5*time.Second, 0)
 	if o, _, err := invoke(t, f, `{}`, 0); err != nil || o.Status != "ok" {
 		t.Fatalf("the bootstrap did not run under its Runtime API: %+v %v", o, err)
@@ -155,6 +158,7 @@ var initDuration = regexp.MustCompile(`REPORT RequestId: .*\tInit Duration: ([0-
 // (INIT_REPORT … Phase: init Status: timeout) and run again within the
 // invocation, under the function's timeout, as Lambda's suppressed init.
 func TestInitIsBoundedAndReported(t *testing.T) {
+	t.Parallel()
 	f, logs := lambdatest.Function(t, 5*time.Second, 0)
 	f.Env = append(f.Env, "LOCALCLOUD_TEST_INIT_SLEEP=1500ms")
 	f.InitLimit = 500 * time.Millisecond
@@ -182,6 +186,7 @@ func TestInitIsBoundedAndReported(t *testing.T) {
 // the invocation fails, and its REPORT line shows the whole size used;
 // within its size it runs, and the next invocation gets a new process.
 func TestMemorySizeIsEnforced(t *testing.T) {
+	t.Parallel()
 	if _, err := os.Stat("/proc/self/statm"); err != nil {
 		t.Skip("no /proc here: the memory size is not enforced")
 	}
@@ -207,6 +212,7 @@ func TestMemorySizeIsEnforced(t *testing.T) {
 // line), or, past the timeout, time out; an invocation that started
 // under the fault hangs on after it is lifted, and the next one does not.
 func TestAHangIsInsideTheInvocation(t *testing.T) {
+	t.Parallel()
 	f, logs := lambdatest.Function(t, 2*time.Second, 0)
 	// It hangs 1.5 s from its start and the fault is lifted 1.2 s after
 	// the call: whenever it started before the lift, it is still hanging
