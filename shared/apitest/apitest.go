@@ -246,6 +246,14 @@ func (e *Env) KeyWith(req auth.KeyRequest) (token, clientID string) {
 	return tok.String(), c.ID
 }
 
+// MustStatus fails the test unless r answered want, naming what it got.
+func MustStatus(t testing.TB, r Response, want int) {
+	t.Helper()
+	if r.Status != want {
+		t.Fatalf("status %d, want %d: %s", r.Status, want, r.Raw)
+	}
+}
+
 // Response is a decoded API response.
 type Response struct {
 	Status int

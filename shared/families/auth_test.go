@@ -243,9 +243,7 @@ func TestConcurrentRequestsAreCountedExactly(t *testing.T) {
 
 func mustStatus(t *testing.T, r apitest.Response, want int) {
 	t.Helper()
-	if r.Status != want {
-		t.Fatalf("status %d, want %d: %s", r.Status, want, r.Raw)
-	}
+	apitest.MustStatus(t, r, want)
 }
 
 var _ = slices.Contains[[]string]

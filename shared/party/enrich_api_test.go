@@ -1,4 +1,4 @@
-package families_test
+package party_test
 
 import (
 	"context"
@@ -93,7 +93,7 @@ func TestCompanyEnrichment(t *testing.T) {
 	e, org, d, q, en := enrichEnv(t, reg.URL)
 	key := e.Key(org)
 	r := e.Post("/api/v1/companies", key, "c1", `{"name":"Nordlys ApS","cvr":"12345678"}`)
-	mustStatus(t, r, 201)
+	apitest.MustStatus(t, r, 201)
 	if r.Body["data"].(map[string]any)["enrichment"].(map[string]any)["status"] != "pending" {
 		t.Fatalf("new company: %s", r.Raw)
 	}
@@ -186,7 +186,7 @@ func TestRegisterDataIsScrubbedAndErrorsLeakNothing(t *testing.T) {
 	e, org, d, q, en := enrichEnv(t, u)
 	key := e.Key(org)
 	r := e.Post("/api/v1/companies", key, "c1", `{"name":"Nordlys ApS","cvr":"12345678"}`)
-	mustStatus(t, r, 201)
+	apitest.MustStatus(t, r, 201)
 	drain(t, e, d, q, en)
 	got := e.Get(r.Header.Get("Location"), key) // the harness fails the test on any CPR in a response
 	reg := got.Body["data"].(map[string]any)["enrichment"].(map[string]any)["register"].(map[string]any)
@@ -271,7 +271,7 @@ func TestRegisterFollowsNoOne(t *testing.T) {
 	e, org, d, q, en := enrichEnv(t, redirector.URL+"/v2?apikey=s3cret-key")
 	key := e.Key(org)
 	r := e.Post("/api/v1/companies", key, "c1", `{"name":"Nordlys ApS","cvr":"12345678"}`)
-	mustStatus(t, r, 201)
+	apitest.MustStatus(t, r, 201)
 	drain(t, e, d, q, en)
 	got := e.Get(r.Header.Get("Location"), key).Body["data"].(map[string]any)["enrichment"].(map[string]any)
 	if got["status"] != "failed" || got["register"] != nil || !strings.Contains(got["error"].(string), "HTTP 302") {

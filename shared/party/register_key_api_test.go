@@ -1,4 +1,4 @@
-package families_test
+package party_test
 
 import (
 	"bytes"
@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
+	"github.com/practice-api/practice-api/shared/apitest"
 	"github.com/practice-api/practice-api/shared/clock"
 	"github.com/practice-api/practice-api/shared/secretkey"
 )
@@ -94,7 +95,7 @@ func TestRegisterKeyComesFromSecretsManager(t *testing.T) {
 	}
 	create := func(cvr, idem string) string {
 		r := e.Post("/api/v1/companies", key, idem, `{"name":"Nordlys ApS","cvr":"`+cvr+`"}`)
-		mustStatus(t, r, 201)
+		apitest.MustStatus(t, r, 201)
 		return r.Body["data"].(map[string]any)["id"].(string)
 	}
 	first := create("12345678", "c1")
