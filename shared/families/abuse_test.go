@@ -41,9 +41,9 @@ func TestCPRFormsAreRefused(t *testing.T) {
 	e := apitest.New(t, apitest.Options{RateLimit: 100000})
 	org := e.Org("A")
 	key := e.Key(org)
-	im := &importer{t: t, e: e, key: key}
-	client := im.client("company_id", im.company("11223344"))
-	matter := im.matter(client, "")["id"].(string)
+	im := apitest.NewImporter(t, e, key)
+	client := im.Client("company_id", im.Company("11223344"))
+	matter := im.Matter(client, "")["id"].(string)
 	n := 0
 	refused := func(what string, r apitest.Response) {
 		t.Helper()
@@ -103,11 +103,11 @@ func TestCPRFormsAreRefused(t *testing.T) {
 // it replaced (the creation's), and no secret nobody was given does.
 func TestConcurrentRotationsHandOutOnlySigningSecrets(t *testing.T) {
 	t.Parallel()
-	rc := newReceiver(t, 200)
-	e, d := hookEnv(t, rc)
+	rc := apitest.NewReceiver(t, 200)
+	e, d := apitest.HookEnv(t, rc)
 	org := e.Org("A")
 	key := e.Key(org)
-	id, created := subscribe(t, e, key, rc.srv.URL, "matter.created")
+	id, created := apitest.Subscribe(t, e, key, rc.Srv.URL, "matter.created")
 	// All six read the current secret before any of them writes.
 	e.Faults.Barrier(6, func(in any) bool {
 		u, ok := in.(*dynamodb.UpdateItemInput)
@@ -132,16 +132,16 @@ func TestConcurrentRotationsHandOutOnlySigningSecrets(t *testing.T) {
 	if statuses[200] != 1 || statuses[409] != 5 {
 		t.Fatalf("statuses %v, want one 200 and five 409", statuses)
 	}
-	im := &importer{t: t, e: e, key: key}
-	im.matter(im.client("company_id", im.company("12121212")), "")
-	deliverAll(t, e, d, 1)
-	got := rc.deliveries()[0]
-	h := got.header.Get(signature.Header)
+	im := apitest.NewImporter(t, e, key)
+	im.Matter(im.Client("company_id", im.Company("12121212")), "")
+	apitest.DeliverAll(t, e, d, 1)
+	got := rc.Deliveries()[0]
+	h := got.Header.Get(signature.Header)
 	if strings.Count(h, "v1=") != 2 {
 		t.Fatalf("signatures: %q", h)
 	}
 	for _, s := range []string{created, given[0]} {
-		if signature.Verify(s, h, got.body, time.Now(), signature.DefaultTolerance) != nil {
+		if signature.Verify(s, h, got.Body, time.Now(), signature.DefaultTolerance) != nil {
 			t.Fatalf("a secret that was handed out does not sign: %q", h)
 		}
 	}
@@ -152,7 +152,7 @@ func TestConcurrentRotationsHandOutOnlySigningSecrets(t *testing.T) {
 		}
 		ok := false
 		for _, s := range []string{created, given[0]} {
-			if strings.Contains(signature.SignAll([]string{s}, time.Unix(headerTime(h), 0), got.body), part) {
+			if strings.Contains(signature.SignAll([]string{s}, time.Unix(headerTime(h), 0), got.Body), part) {
 				ok = true
 			}
 		}
@@ -176,10 +176,10 @@ func headerTime(h string) int64 {
 // again (it would be dropped: nothing subscribes to webhook.test): 409.
 func TestRetryOfATestDeliveryIsRefused(t *testing.T) {
 	t.Parallel()
-	failing := newReceiver(t, 500)
-	e, _ := hookEnv(t, failing)
+	failing := apitest.NewReceiver(t, 500)
+	e, _ := apitest.HookEnv(t, failing)
 	key := e.Key(e.Org("A"))
-	id, _ := subscribe(t, e, key, failing.srv.URL, "matter.created")
+	id, _ := apitest.Subscribe(t, e, key, failing.Srv.URL, "matter.created")
 	a := e.Post("/api/v1/webhooks/"+id+"/test", key, "", "").Body["data"].(map[string]any)
 	r := e.Post("/api/v1/webhooks/"+id+"/deliveries/"+a["id"].(string)+"/retry", key, "", "")
 	if r.Status != 409 || !strings.Contains(r.Body["message"].(string), "test") {

@@ -91,11 +91,11 @@ var updateDoc = flag.Bool("update", false, "rewrite docs/cost-model.md's capacit
 // replay, some lists with a filter) and returns what each consumed.
 func measureRoutes(tb testing.TB) map[string]capacity.Capacity {
 	now := time.Date(2026, 6, 30, 12, 0, 0, 0, time.UTC)
-	rc := newReceiver(tb, 500)
-	e, d := hookEnv(tb, rc)
+	rc := apitest.NewReceiver(tb, 500)
+	e, d := apitest.HookEnv(tb, rc)
 	e.Capacity.Reader = storetest.Plain(tb, e.DB.Table).Client
 	e.SetNow(now)
-	trust(e, rc.srv)
+	apitest.Trust(e, rc.Srv)
 	org := e.Org("capacity")
 	key := e.Key(org)
 	if _, err := seed.Run(context.Background(), e.DB, org, seed.Options{Matters: 120, EntriesPerMatter: 10, Now: now,
@@ -167,11 +167,11 @@ func measureRoutes(tb testing.TB) map[string]capacity.Capacity {
 
 	// The first endpoint of a process makes the key that seals secrets
 	// (without KMS): once per stage, not per create.
-	if r := e.Do("POST", routes.Prefix+"/webhooks", key, strings.NewReader(`{"url":"`+rc.srv.URL+`/first","event_types":["invoice.paid"]}`)); r.Status != 201 {
+	if r := e.Do("POST", routes.Prefix+"/webhooks", key, strings.NewReader(`{"url":"`+rc.Srv.URL+`/first","event_types":["invoice.paid"]}`)); r.Status != 201 {
 		tb.Fatalf("first endpoint: %d %s", r.Status, r.Raw)
 	}
 	hook := measure("webhooks.create", 201, func() apitest.Response {
-		return e.Do("POST", routes.Prefix+"/webhooks", key, strings.NewReader(`{"url":"`+rc.srv.URL+`/hook","event_types":["matter.created"]}`))
+		return e.Do("POST", routes.Prefix+"/webhooks", key, strings.NewReader(`{"url":"`+rc.Srv.URL+`/hook","event_types":["matter.created"]}`))
 	})
 	hid := id(hook)
 	get("webhooks.list", "/webhooks")
@@ -187,7 +187,7 @@ func measureRoutes(tb testing.TB) map[string]capacity.Capacity {
 	if r := e.Post(routes.Prefix+"/matters", key, "for-retry", `{"client_id":"`+id(cl)+`","matter_number":"R-1"}`); r.Status != 201 {
 		tb.Fatalf("matter to deliver: %d %s", r.Status, r.Raw)
 	}
-	deliverAll(tb, e, d, 1)
+	apitest.DeliverAll(tb, e, d, 1)
 	dl := get("webhooks.deliveries", "/webhooks/"+hid+"/deliveries")
 	var failed string
 	for _, a := range dl.Data() {

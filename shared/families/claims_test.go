@@ -54,8 +54,8 @@ func sweepAtOnce(e *apitest.Env, n int) (int, []error) {
 // number kept); once recorded, no sweep finds it again.
 func TestASweepSendsAnAttemptWhoseWorkerStoppedAndWhoseJobIsGone(t *testing.T) {
 	t.Parallel()
-	rc := newReceiver(t, 200, 200)
-	e, d := hookEnv(t, rc)
+	rc := apitest.NewReceiver(t, 200, 200)
+	e, d := apitest.HookEnv(t, rc)
 	key, id, job := oneEvent(t, e, d, rc)
 	e.SetNow(time.Now())
 	stopMidSend(t, e, job)
@@ -74,8 +74,8 @@ func TestASweepSendsAnAttemptWhoseWorkerStoppedAndWhoseJobIsGone(t *testing.T) {
 	if err := e.Deliverer.Handle(context.Background(), msgs[0]); err != nil {
 		t.Fatal(err)
 	}
-	got := rc.deliveries()
-	if len(got) != 2 || got[1].header.Get("Service-Delivery-Attempt") != "1" || got[1].header.Get("Service-Event-Id") != job.EventID {
+	got := rc.Deliveries()
+	if len(got) != 2 || got[1].Header.Get("Service-Delivery-Attempt") != "1" || got[1].Header.Get("Service-Event-Id") != job.EventID {
 		t.Fatalf("the receiver got %d sends; want attempt 1 twice", len(got))
 	}
 	log := e.Get("/api/v1/webhooks/"+id+"/deliveries", key).Data()
@@ -100,16 +100,16 @@ func TestASweepSendsAnAttemptWhoseWorkerStoppedAndWhoseJobIsGone(t *testing.T) {
 // failure, and no sweep finds anything more.
 func TestClaimSweepsAtOnceWithFaults(t *testing.T) {
 	t.Parallel()
-	rc := newReceiver(t, 200)
-	e, d := hookEnv(t, rc)
+	rc := apitest.NewReceiver(t, 200)
+	e, d := apitest.HookEnv(t, rc)
 	type sub struct{ key, id, event string }
 	var subs []sub
 	for i := range 5 {
 		org := e.Org(fmt.Sprintf("S%d", i))
 		key := e.Key(org)
-		id, _ := subscribe(t, e, key, rc.srv.URL, "matter.created")
-		im := &importer{t: t, e: e, key: key}
-		im.matter(im.client("company_id", im.company(fmt.Sprintf("4%07d", i))), "")
+		id, _ := apitest.Subscribe(t, e, key, rc.Srv.URL, "matter.created")
+		im := apitest.NewImporter(t, e, key)
+		im.Matter(im.Client("company_id", im.Company(fmt.Sprintf("4%07d", i))), "")
 		subs = append(subs, sub{key: key, id: id})
 	}
 	if _, err := d.Sweep(context.Background(), 0); err != nil {
@@ -137,7 +137,7 @@ func TestClaimSweepsAtOnceWithFaults(t *testing.T) {
 	if r := e.Do("PATCH", "/api/v1/webhooks/"+subs[4].id, subs[4].key, strings.NewReader(`{"is_active":false}`)); r.Status != 200 {
 		t.Fatalf("turn endpoint off: %d %s", r.Status, r.Raw)
 	}
-	sent := len(rc.deliveries())
+	sent := len(rc.Deliveries())
 	resent := map[string]int{}
 	for round := 0; ; round++ {
 		if round == 6 {
@@ -192,7 +192,7 @@ func TestClaimSweepsAtOnceWithFaults(t *testing.T) {
 			}
 		}
 	}
-	if got := len(rc.deliveries()) - sent; got != 3 {
+	if got := len(rc.Deliveries()) - sent; got != 3 {
 		t.Errorf("%d sends after the stops, want 3 (the live endpoints' attempts, again)", got)
 	}
 }
@@ -223,8 +223,8 @@ func TestCapacityOfADelivery(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			rc := newReceiver(t, c.status)
-			e, d := hookEnv(t, rc)
+			rc := apitest.NewReceiver(t, c.status)
+			e, d := apitest.HookEnv(t, rc)
 			if c.last {
 				e.Deliverer.Schedule = []time.Duration{}
 			}
@@ -241,7 +241,7 @@ func TestCapacityOfADelivery(t *testing.T) {
 	}
 	t.Run("an empty claims sweep", func(t *testing.T) {
 		t.Parallel()
-		e, _ := hookEnv(t, newReceiver(t, 200))
+		e, _ := apitest.HookEnv(t, apitest.NewReceiver(t, 200))
 		e.Capacity.Reset()
 		if n, err := e.Deliverer.SweepClaims(context.Background()); n != 0 || err != nil {
 			t.Fatal(n, err)

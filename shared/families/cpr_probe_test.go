@@ -32,9 +32,9 @@ func TestCPRProbeInputsAreRefusedOrRead(t *testing.T) {
 	for i := range tenants {
 		org := e.Org(fmt.Sprintf("T%d", i))
 		key := e.Key(org)
-		im := &importer{t: t, e: e, key: key}
-		client := im.client("company_id", im.company(fmt.Sprintf("1122334%d", i)))
-		tenants[i] = tenant{org, key, im.matter(client, "")["id"].(string)}
+		im := apitest.NewImporter(t, e, key)
+		client := im.Client("company_id", im.Company(fmt.Sprintf("1122334%d", i)))
+		tenants[i] = tenant{org, key, im.Matter(client, "")["id"].(string)}
 	}
 	var wg sync.WaitGroup
 	created := make([]int, len(tenants))

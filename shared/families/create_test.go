@@ -18,40 +18,6 @@ import (
 	"github.com/practice-api/practice-api/shared/party"
 )
 
-// importer creates records in the spec's order through the API.
-type importer struct {
-	t   *testing.T
-	e   *apitest.Env
-	key string
-	n   int
-}
-
-func (im *importer) post(path, body string) map[string]any {
-	im.t.Helper()
-	im.n++
-	r := im.e.Post(path, im.key, fmt.Sprintf("%s-%d", path, im.n), body)
-	if r.Status != 201 {
-		im.t.Fatalf("POST %s %s: %d %s", path, body, r.Status, r.Raw)
-	}
-	return r.Body["data"].(map[string]any)
-}
-
-func (im *importer) company(cvr string) string {
-	return im.post("/api/v1/companies", fmt.Sprintf(`{"name":"Firma %s ApS","cvr":%q}`, cvr, cvr))["id"].(string)
-}
-
-func (im *importer) person(email string) string {
-	return im.post("/api/v1/people", fmt.Sprintf(`{"name":"Anne Holm","email":%q}`, email))["id"].(string)
-}
-
-func (im *importer) client(field, party string) string {
-	return im.post("/api/v1/clients", fmt.Sprintf(`{%q:%q}`, field, party))["id"].(string)
-}
-
-func (im *importer) matter(client, extra string) map[string]any {
-	return im.post("/api/v1/matters", fmt.Sprintf(`{"client_id":%q%s}`, client, extra))
-}
-
 func TestImportChainAndShapes(t *testing.T) {
 	t.Parallel()
 	e := apitest.New(t, apitest.Options{})
@@ -178,15 +144,15 @@ func TestImportRules(t *testing.T) {
 	e := apitest.New(t, apitest.Options{})
 	org := e.Org("A")
 	key := e.Key(org)
-	im := &importer{t: t, e: e, key: key}
-	co := im.company("11111111")
-	pe := im.person("p@example.dk")
-	cl := im.client("company_id", co)
+	im := apitest.NewImporter(t, e, key)
+	co := im.Company("11111111")
+	pe := im.Person("p@example.dk")
+	cl := im.Client("company_id", co)
 	otherOrg := e.Org("B")
-	foreign := &importer{t: t, e: e, key: e.Key(otherOrg)}
-	foreignCo := foreign.company("22222222")
-	freshCo := im.company("33333333")
-	m := im.matter(cl, `,"status":"dormant"`)
+	foreign := apitest.NewImporter(t, e, e.Key(otherOrg))
+	foreignCo := foreign.Company("22222222")
+	freshCo := im.Company("33333333")
+	m := im.Matter(cl, `,"status":"dormant"`)
 
 	cases := []struct {
 		name, path, body, field, msg string
@@ -240,8 +206,8 @@ func TestMoneyIsIntegerMinorUnits(t *testing.T) {
 	e := apitest.New(t, apitest.Options{})
 	org := e.Org("A")
 	key := e.Key(org)
-	im := &importer{t: t, e: e, key: key}
-	cl := im.client("company_id", im.company("11111111"))
+	im := apitest.NewImporter(t, e, key)
+	cl := im.Client("company_id", im.Company("11111111"))
 	for _, v := range []string{`1250.00`, `12.5`, `"1250"`, `1e3`, `-1`, `true`, `1250.0`} {
 		r := e.Post("/api/v1/matters", key, "money-"+v, `{"client_id":"`+cl+`","hourly_rate":`+v+`}`)
 		if r.Status != 422 || r.Body["field"] != "hourly_rate" {
@@ -251,7 +217,7 @@ func TestMoneyIsIntegerMinorUnits(t *testing.T) {
 	if len(e.Items(org)["matter"]) != 0 {
 		t.Fatal("a matter with a decimal rate was created")
 	}
-	m := im.matter(cl, `,"hourly_rate":1250`)
+	m := im.Matter(cl, `,"hourly_rate":1250`)
 	if m["hourly_rate"] != 1250.0 {
 		t.Fatalf("rate %v", m["hourly_rate"])
 	}
@@ -290,8 +256,8 @@ func TestKYCRule(t *testing.T) {
 	e := apitest.New(t, apitest.Options{})
 	org := e.Org("A")
 	key := e.Key(org)
-	im := &importer{t: t, e: e, key: key}
-	cl := im.client("company_id", im.company("11111111"))
+	im := apitest.NewImporter(t, e, key)
+	cl := im.Client("company_id", im.Company("11111111"))
 	parties := party.NewStore(e.DB)
 	now := time.Now()
 	set := func(status party.KYCStatus, expires time.Time) {
@@ -333,13 +299,13 @@ func TestMatterNumbers(t *testing.T) {
 	e := apitest.New(t, apitest.Options{})
 	org := e.Org("A")
 	key := e.Key(org)
-	im := &importer{t: t, e: e, key: key}
-	cl := im.client("company_id", im.company("11111111"))
-	if n := im.matter(cl, "")["matter_number"]; n != "SAG-1" {
+	im := apitest.NewImporter(t, e, key)
+	cl := im.Client("company_id", im.Company("11111111"))
+	if n := im.Matter(cl, "")["matter_number"]; n != "SAG-1" {
 		t.Fatalf("first number %v", n)
 	}
 	// An integrator's own numbers are kept; a taken one is refused.
-	if n := im.matter(cl, `,"matter_number":"SAG-2"`)["matter_number"]; n != "SAG-2" {
+	if n := im.Matter(cl, `,"matter_number":"SAG-2"`)["matter_number"]; n != "SAG-2" {
 		t.Fatalf("sent number %v", n)
 	}
 	r := e.Post("/api/v1/matters", key, "dup", `{"client_id":"`+cl+`","matter_number":"SAG-2"}`)
@@ -347,7 +313,7 @@ func TestMatterNumbers(t *testing.T) {
 		t.Fatalf("taken number: %d %s", r.Status, r.Raw)
 	}
 	// The counter steps over SAG-2, which was taken by hand.
-	if n := im.matter(cl, "")["matter_number"]; n != "SAG-3" {
+	if n := im.Matter(cl, "")["matter_number"]; n != "SAG-3" {
 		t.Fatalf("auto number after a taken one %v", n)
 	}
 	mustStatus(t, e.Post("/api/v1/matters", key, "bad", `{"client_id":"`+cl+`","matter_number":"  "}`), 201) // blank = auto
@@ -362,10 +328,10 @@ func TestTimeEntryDerivations(t *testing.T) {
 	e := apitest.New(t, apitest.Options{})
 	org := e.Org("A")
 	key, clientID := e.KeyWith(auth.KeyRequest{OrgID: org})
-	im := &importer{t: t, e: e, key: key}
-	cl := im.client("company_id", im.company("11111111"))
-	withRate := im.matter(cl, `,"hourly_rate":100000`)["id"].(string)
-	noRate := im.matter(cl, "")["id"].(string)
+	im := apitest.NewImporter(t, e, key)
+	cl := im.Client("company_id", im.Company("11111111"))
+	withRate := im.Matter(cl, `,"hourly_rate":100000`)["id"].(string)
+	noRate := im.Matter(cl, "")["id"].(string)
 	user := "0b0f6e3c-4a51-4d1c-9d3e-2f1a8c6b7e10"
 	cases := []struct {
 		body   string
@@ -383,7 +349,7 @@ func TestTimeEntryDerivations(t *testing.T) {
 		if c.user == user {
 			body = strings.TrimSuffix(body, "}") + `,"user_id":"` + user + `"}`
 		}
-		te := im.post("/api/v1/time-entries", body)
+		te := im.Post("/api/v1/time-entries", body)
 		if te["hourly_rate"] != c.rate || te["amount"] != c.amount || te["user_id"] != c.user {
 			t.Errorf("case %d: %v", i, te)
 		}
@@ -405,8 +371,8 @@ func TestRoundTripsOfCreates(t *testing.T) {
 	e := apitest.New(t, apitest.Options{})
 	org := e.Org("A")
 	key := e.Key(org)
-	im := &importer{t: t, e: e, key: key}
-	cl := im.client("company_id", im.company("11111111"))
+	im := apitest.NewImporter(t, e, key)
+	cl := im.Client("company_id", im.Company("11111111"))
 	tx := []string{"TransactWriteItems"} // after the client's read and count, at once (afterAuth)
 	cases := []struct {
 		path, body string
@@ -510,9 +476,9 @@ func TestFaultsLeaveNothingHalfWritten(t *testing.T) {
 	e.SetNow(now)
 	org := e.Org("A")
 	key := e.Key(org)
-	im := &importer{t: t, e: e, key: key}
-	cl := im.client("company_id", im.company("99999999"))
-	mat := im.matter(cl, `,"hourly_rate":1000`)["id"].(string)
+	im := apitest.NewImporter(t, e, key)
+	cl := im.Client("company_id", im.Company("99999999"))
+	mat := im.Matter(cl, `,"hourly_rate":1000`)["id"].(string)
 	kinds := []struct {
 		path, body, kind string
 		events           int

@@ -15,13 +15,13 @@ import (
 
 // oneEvent subscribes rc, creates one matter and dispatches its event: the
 // first delivery job is on the queue. It returns the endpoint id and the job.
-func oneEvent(t *testing.T, e *apitest.Env, d *outbox.Dispatcher, rc *receiver) (key, endpoint string, job webhook.Job) {
+func oneEvent(t *testing.T, e *apitest.Env, d *outbox.Dispatcher, rc *apitest.Receiver) (key, endpoint string, job webhook.Job) {
 	t.Helper()
 	org := e.Org("A")
 	key = e.Key(org)
-	endpoint, _ = subscribe(t, e, key, rc.srv.URL, "matter.created")
-	im := &importer{t: t, e: e, key: key}
-	im.matter(im.client("company_id", im.company("31313131")), "")
+	endpoint, _ = apitest.Subscribe(t, e, key, rc.Srv.URL, "matter.created")
+	im := apitest.NewImporter(t, e, key)
+	im.Matter(im.Client("company_id", im.Company("31313131")), "")
 	if _, err := d.Sweep(context.Background(), 0); err != nil {
 		t.Fatal(err)
 	}
@@ -49,8 +49,8 @@ func handle(t *testing.T, e *apitest.Env, msgID string, job webhook.Job) error {
 // nothing more.
 func TestAJobReceivedTwiceIsSentOnce(t *testing.T) {
 	t.Parallel()
-	rc := newReceiver(t, 500)
-	e, d := hookEnv(t, rc)
+	rc := apitest.NewReceiver(t, 500)
+	e, d := apitest.HookEnv(t, rc)
 	e.Deliverer.Schedule = []time.Duration{} // one attempt: its failure is a failed delivery
 	key, id, job := oneEvent(t, e, d, rc)
 	if err := handle(t, e, "m1", job); err != nil {
@@ -64,7 +64,7 @@ func TestAJobReceivedTwiceIsSentOnce(t *testing.T) {
 		wg.Go(func() { _ = handle(t, e, "dup-"+string(rune('a'+i)), job) })
 	}
 	wg.Wait()
-	if n := len(rc.deliveries()); n != 1 {
+	if n := len(rc.Deliveries()); n != 1 {
 		t.Fatalf("the receiver got attempt 1 %d times", n)
 	}
 	ep := e.Get("/api/v1/webhooks/"+id, key).Body["data"].(map[string]any)
@@ -82,8 +82,8 @@ func TestAJobReceivedTwiceIsSentOnce(t *testing.T) {
 // recorded: no failure counted, nothing more queued.
 func TestAnAttemptWhoseOutcomeIsUnknownIsSentAgainUncounted(t *testing.T) {
 	t.Parallel()
-	rc := newReceiver(t, 200, 200)
-	e, d := hookEnv(t, rc)
+	rc := apitest.NewReceiver(t, 200, 200)
+	e, d := apitest.HookEnv(t, rc)
 	key, id, job := oneEvent(t, e, d, rc)
 	e.SetNow(time.Now())
 	e.Faults.Arm(apitest.FailBefore, 5) // 1 the endpoint, 2 the slot, 3 the event, 4 the claim, 5 the record
@@ -98,8 +98,8 @@ func TestAnAttemptWhoseOutcomeIsUnknownIsSentAgainUncounted(t *testing.T) {
 	if err := handle(t, e, "m1", job); err != nil {
 		t.Fatal(err)
 	}
-	got := rc.deliveries()
-	if len(got) != 2 || got[1].header.Get("Service-Delivery-Attempt") != "1" || got[1].header.Get("Service-Event-Id") != got[0].header.Get("Service-Event-Id") {
+	got := rc.Deliveries()
+	if len(got) != 2 || got[1].Header.Get("Service-Delivery-Attempt") != "1" || got[1].Header.Get("Service-Event-Id") != got[0].Header.Get("Service-Event-Id") {
 		t.Fatalf("the receiver got %d sends; want attempt 1 twice, the same event", len(got))
 	}
 	log := e.Get("/api/v1/webhooks/"+id+"/deliveries", key).Data()
@@ -114,8 +114,8 @@ func TestAnAttemptWhoseOutcomeIsUnknownIsSentAgainUncounted(t *testing.T) {
 // sends nothing, so the event arrives once after the failure.
 func TestAManualRetryCancelsTheScheduledAttempt(t *testing.T) {
 	t.Parallel()
-	rc := newReceiver(t, 500, 200)
-	e, d := hookEnv(t, rc)
+	rc := apitest.NewReceiver(t, 500, 200)
+	e, d := apitest.HookEnv(t, rc)
 	e.Deliverer.Schedule = []time.Duration{time.Hour, time.Hour, time.Hour, time.Hour}
 	key, id, job := oneEvent(t, e, d, rc)
 	if err := handle(t, e, "m1", job); err != nil {
@@ -138,8 +138,8 @@ func TestAManualRetryCancelsTheScheduledAttempt(t *testing.T) {
 	if err := handle(t, e, "m2", job); err != nil {
 		t.Fatal(err)
 	}
-	got := rc.deliveries()
-	if len(got) != 2 || got[1].header.Get("Service-Event-Id") != job.EventID || got[1].header.Get("Service-Delivery-Attempt") != "2" {
+	got := rc.Deliveries()
+	if len(got) != 2 || got[1].Header.Get("Service-Event-Id") != job.EventID || got[1].Header.Get("Service-Delivery-Attempt") != "2" {
 		t.Fatalf("the receiver got %d deliveries, want 2 (the failure and the manual retry)", len(got))
 	}
 	log := e.Get("/api/v1/webhooks/"+id+"/deliveries", key).Data()

@@ -38,9 +38,9 @@ func TestListsAnswerAfterAFailedTransaction(t *testing.T) {
 	writer := e.Key(orgA)
 	unusedA, unusedB := e.Key(orgA), e.Key(orgB) // made, never used before the failures
 
-	im := &importer{t: t, e: e, key: writer}
-	client := im.client("company_id", im.company("11223344"))
-	im.person("dup@example.dk")
+	im := apitest.NewImporter(t, e, writer)
+	client := im.Client("company_id", im.Company("11223344"))
+	im.Person("dup@example.dk")
 	// Three creates that fail inside their transaction: a KYC refusal
 	// (ConditionCheck), a duplicate e-mail and a duplicate CVR (guards).
 	for _, c := range []struct{ path, body string }{

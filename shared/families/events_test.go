@@ -63,23 +63,23 @@ func isFeedEvent(it ddbtypes.TransactWriteItem) bool {
 // bad parameters by name, and forgets events past their retention.
 func TestTheFeedListsEveryEventInSequence(t *testing.T) {
 	t.Parallel()
-	rc := newReceiver(t, 200)
-	e, d := hookEnv(t, rc)
+	rc := apitest.NewReceiver(t, 200)
+	e, d := apitest.HookEnv(t, rc)
 	org := e.Org("A")
 	key := e.Key(org)
-	subscribe(t, e, key, rc.srv.URL, "matter.created") // not time_entry.created: the feed has them anyway
-	im := &importer{t: t, e: e, key: key}
-	cl := im.client("company_id", im.company("21212121"))
+	apitest.Subscribe(t, e, key, rc.Srv.URL, "matter.created") // not time_entry.created: the feed has them anyway
+	im := apitest.NewImporter(t, e, key)
+	cl := im.Client("company_id", im.Company("21212121"))
 	want := []string{"company.created", "client.created"}
 	for i := range 2 {
-		m := im.matter(cl, `,"hourly_rate":100000`)["id"].(string)
+		m := im.Matter(cl, `,"hourly_rate":100000`)["id"].(string)
 		for j := range 2 {
-			im.post("/api/v1/time-entries", fmt.Sprintf(`{"matter_id":%q,"date":"2025-03-0%d","duration_minutes":%d}`, m, j+1, 10*i+j+1))
+			im.Post("/api/v1/time-entries", fmt.Sprintf(`{"matter_id":%q,"date":"2025-03-0%d","duration_minutes":%d}`, m, j+1, 10*i+j+1))
 		}
 		want = append(want, "matter.created", "time_entry.created", "time_entry.created")
 	}
 	other := e.Key(e.Org("B"))
-	(&importer{t: t, e: e, key: other}).client("company_id", (&importer{t: t, e: e, key: other}).company("21212121"))
+	(apitest.NewImporter(t, e, other)).Client("company_id", (apitest.NewImporter(t, e, other)).Company("21212121"))
 
 	all := readFeed(t, e, key, "")
 	var types []string
@@ -94,15 +94,15 @@ func TestTheFeedListsEveryEventInSequence(t *testing.T) {
 	}
 
 	// Each as delivered: the same id, envelope and data, to the byte's meaning.
-	deliverAll(t, e, d, 1)
+	apitest.DeliverAll(t, e, d, 1)
 	delivered := map[string]map[string]any{}
-	for _, dl := range rc.deliveries() {
+	for _, dl := range rc.Deliveries() {
 		var env map[string]any
-		if err := json.Unmarshal(dl.body, &env); err != nil {
+		if err := json.Unmarshal(dl.Body, &env); err != nil {
 			t.Fatal(err)
 		}
 		delivered[env["id"].(string)] = env
-		if h := dl.header.Get("Service-Event-Sequence"); h != strconv.FormatInt(seqOf(env), 10) {
+		if h := dl.Header.Get("Service-Event-Sequence"); h != strconv.FormatInt(seqOf(env), 10) {
 			t.Fatalf("Service-Event-Sequence %q, body %v", h, env["sequence"])
 		}
 	}
@@ -197,8 +197,8 @@ func TestAFeedReaderMissesNothingWhileEventsAreWritten(t *testing.T) {
 	for i := range tenants {
 		tn := &tenant{org: e.Org(fmt.Sprintf("T%d", i))}
 		tn.key = e.Key(tn.org)
-		im := &importer{t: t, e: e, key: tn.key}
-		tn.matter = im.matter(im.client("company_id", im.company(fmt.Sprintf("4040404%d", i))), `,"hourly_rate":100000`)["id"].(string)
+		im := apitest.NewImporter(t, e, tn.key)
+		tn.matter = im.Matter(im.Client("company_id", im.Company(fmt.Sprintf("4040404%d", i))), `,"hourly_rate":100000`)["id"].(string)
 		tenants[i] = tn
 	}
 	// Some commits are slow (a network's hiccup): their events' sequences
@@ -300,20 +300,20 @@ func TestAFeedReaderMissesNothingWhileEventsAreWritten(t *testing.T) {
 // exactly once), and refuses what it cannot do by field.
 func TestReplayQueuesAWindowAgain(t *testing.T) {
 	t.Parallel()
-	rc := newReceiver(t, 200)
-	e, d := hookEnv(t, rc)
+	rc := apitest.NewReceiver(t, 200)
+	e, d := apitest.HookEnv(t, rc)
 	org := e.Org("A")
 	key := e.Key(org)
-	id, _ := subscribe(t, e, key, rc.srv.URL, "matter.created", "time_entry.created")
-	im := &importer{t: t, e: e, key: key}
-	m := im.matter(im.client("company_id", im.company("51515151")), `,"hourly_rate":100000`)["id"].(string)
+	id, _ := apitest.Subscribe(t, e, key, rc.Srv.URL, "matter.created", "time_entry.created")
+	im := apitest.NewImporter(t, e, key)
+	m := im.Matter(im.Client("company_id", im.Company("51515151")), `,"hourly_rate":100000`)["id"].(string)
 	for i := range 3 {
-		im.post("/api/v1/time-entries", fmt.Sprintf(`{"matter_id":%q,"date":"2025-03-01","duration_minutes":%d}`, m, i+1))
+		im.Post("/api/v1/time-entries", fmt.Sprintf(`{"matter_id":%q,"date":"2025-03-01","duration_minutes":%d}`, m, i+1))
 	}
-	deliverAll(t, e, d, 1)
+	apitest.DeliverAll(t, e, d, 1)
 	first := map[string]string{} // event id -> body
-	for _, dl := range rc.deliveries() {
-		first[dl.header.Get("Service-Event-Id")] = string(dl.body)
+	for _, dl := range rc.Deliveries() {
+		first[dl.Header.Get("Service-Event-Id")] = string(dl.Body)
 	}
 	if len(first) != 4 {
 		t.Fatalf("%d events delivered, want 4", len(first))
@@ -340,15 +340,15 @@ func TestReplayQueuesAWindowAgain(t *testing.T) {
 		t.Fatalf("replay: %v", r)
 	}
 	replayID := r["id"].(string)
-	deliverAll(t, e, d, 2)
-	again := rc.deliveries()[4:]
+	apitest.DeliverAll(t, e, d, 2)
+	again := rc.Deliveries()[4:]
 	if len(again) != 4 {
 		t.Fatalf("the replay delivered %d events, want 4", len(again))
 	}
 	for _, dl := range again {
-		if body := first[dl.header.Get("Service-Event-Id")]; body != string(dl.body) || dl.header.Get("Service-Replay-Id") != replayID ||
-			dl.header.Get("Service-Delivery-Attempt") != "1" {
-			t.Fatalf("replayed delivery %v %s; first delivered as %s", dl.header, dl.body, body)
+		if body := first[dl.Header.Get("Service-Event-Id")]; body != string(dl.Body) || dl.Header.Get("Service-Replay-Id") != replayID ||
+			dl.Header.Get("Service-Delivery-Attempt") != "1" {
+			t.Fatalf("replayed delivery %v %s; first delivered as %s", dl.Header, dl.Body, body)
 		}
 	}
 	var marked int
@@ -366,17 +366,17 @@ func TestReplayQueuesAWindowAgain(t *testing.T) {
 	if r := replay(`{"since":"` + since + `","event_types":["time_entry.created"]}`); r.Status != 202 || r.Body["data"].(map[string]any)["queued"] != 3.0 {
 		t.Fatalf("by type: %d %s", r.Status, r.Raw)
 	}
-	deliverAll(t, e, d, 1)
+	apitest.DeliverAll(t, e, d, 1)
 	e.Deliverer.ReplayLimit = 3
 	covered := map[string]int{}
 	from := since
 	for round := 0; ; round++ {
-		before := len(rc.deliveries())
+		before := len(rc.Deliveries())
 		r := replay(`{"since":"` + from + `"}`)
 		mustStatus(t, r, 202)
-		deliverAll(t, e, d, 1)
-		for _, dl := range rc.deliveries()[before:] {
-			covered[dl.header.Get("Service-Event-Id")]++
+		apitest.DeliverAll(t, e, d, 1)
+		for _, dl := range rc.Deliveries()[before:] {
+			covered[dl.Header.Get("Service-Event-Id")]++
 		}
 		data := r.Body["data"].(map[string]any)
 		if data["truncated"] == false {
@@ -440,48 +440,48 @@ func toStrings(v any) []string {
 // back on with replay_since, and arrives.
 func TestADisabledEndpointSaysSoAndCatchesUp(t *testing.T) {
 	t.Parallel()
-	down := newReceiver(t, 500)
-	watcher := newReceiver(t, 200)
-	e, d := hookEnv(t, down)
-	trust(e, down.srv, watcher.srv)
+	down := apitest.NewReceiver(t, 500)
+	watcher := apitest.NewReceiver(t, 200)
+	e, d := apitest.HookEnv(t, down)
+	apitest.Trust(e, down.Srv, watcher.Srv)
 	e.Deliverer.Schedule = []time.Duration{} // one attempt per event: the failures come from many events
 	org := e.Org("A")
 	key := e.Key(org)
 	start := time.Now().UTC()
-	id, _ := subscribe(t, e, key, down.srv.URL, "time_entry.created")
-	_, watchSecret := subscribe(t, e, key, watcher.srv.URL, "webhook_endpoint.disabled")
-	im := &importer{t: t, e: e, key: key}
-	m := im.matter(im.client("company_id", im.company("61616161")), `,"hourly_rate":1`)["id"].(string)
+	id, _ := apitest.Subscribe(t, e, key, down.Srv.URL, "time_entry.created")
+	_, watchSecret := apitest.Subscribe(t, e, key, watcher.Srv.URL, "webhook_endpoint.disabled")
+	im := apitest.NewImporter(t, e, key)
+	m := im.Matter(im.Client("company_id", im.Company("61616161")), `,"hourly_rate":1`)["id"].(string)
 	entry := func(i int) {
-		im.post("/api/v1/time-entries", fmt.Sprintf(`{"matter_id":%q,"date":"2025-03-01","duration_minutes":%d}`, m, 1+i%100))
+		im.Post("/api/v1/time-entries", fmt.Sprintf(`{"matter_id":%q,"date":"2025-03-01","duration_minutes":%d}`, m, 1+i%100))
 	}
 	for i := range 25 {
 		entry(i)
 	}
-	deliverAll(t, e, d, 8)
+	apitest.DeliverAll(t, e, d, 8)
 	ep := e.Get("/api/v1/webhooks/"+id, key).Body["data"].(map[string]any)
 	if ep["is_active"] != false || ep["disabled_at"] == nil {
 		t.Fatalf("not disabled: %v", ep)
 	}
-	deliverAll(t, e, d, 1) // the disable's own event
-	got := watcher.deliveries()
+	apitest.DeliverAll(t, e, d, 1) // the disable's own event
+	got := watcher.Deliveries()
 	if len(got) != 1 {
 		t.Fatalf("the other endpoint got %d deliveries, want one webhook_endpoint.disabled", len(got))
 	}
 	var ev map[string]any
-	if err := json.Unmarshal(got[0].body, &ev); err != nil {
+	if err := json.Unmarshal(got[0].Body, &ev); err != nil {
 		t.Fatal(err)
 	}
 	wh := ev["data"].(map[string]any)["webhook_endpoint"].(map[string]any)
 	if ev["event"] != "webhook_endpoint.disabled" || wh["id"] != id || wh["disabled_at"] != ep["disabled_at"] || wh["consecutive_failures"].(float64) < 20 ||
-		wh["url"] != down.srv.URL || wh["secret"] != nil {
-		t.Fatalf("the event: %s", got[0].body)
+		wh["url"] != down.Srv.URL || wh["secret"] != nil {
+		t.Fatalf("the event: %s", got[0].Body)
 	}
 	lib, err := standardwebhooks.NewWebhook(watchSecret)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := lib.Verify(got[0].body, got[0].header); err != nil {
+	if err := lib.Verify(got[0].Body, got[0].Header); err != nil {
 		t.Fatalf("Standard Webhooks: %v", err)
 	}
 	if p := readFeed(t, e, key, "?event_types=webhook_endpoint.disabled"); len(p.events) != 1 || p.events[0]["id"] != ev["id"] {
@@ -492,8 +492,8 @@ func TestADisabledEndpointSaysSoAndCatchesUp(t *testing.T) {
 	for i := range 5 {
 		entry(100 + i)
 	}
-	deliverAll(t, e, d, 1)
-	failed := len(down.deliveries())
+	apitest.DeliverAll(t, e, d, 1)
+	failed := len(down.Deliveries())
 	if r := e.Do("POST", "/api/v1/webhooks/"+id+"/replay", key, strings.NewReader(`{"since":"`+start.Format(time.RFC3339Nano)+`"}`)); r.Status != 409 {
 		t.Fatalf("replay to a disabled endpoint: %d %s", r.Status, r.Raw)
 	}
@@ -513,24 +513,22 @@ func TestADisabledEndpointSaysSoAndCatchesUp(t *testing.T) {
 	}
 
 	// The receiver is fixed; on again, with what it missed since it went down.
-	down.mu.Lock()
-	down.script = []int{200}
-	down.mu.Unlock()
+	down.Answer(200)
 	r := e.Do("PATCH", "/api/v1/webhooks/"+id, key, strings.NewReader(`{"is_active":true,"replay_since":"`+start.Format(time.RFC3339Nano)+`"}`))
 	mustStatus(t, r, 200)
 	if r.Body["data"].(map[string]any)["is_active"] != true || r.Body["replay"].(map[string]any)["queued"] != 30.0 {
 		t.Fatalf("re-enabled: %s", r.Raw)
 	}
-	deliverAll(t, e, d, 4)
+	apitest.DeliverAll(t, e, d, 4)
 	ids := map[string]bool{}
-	for _, dl := range down.deliveries()[failed:] {
-		if dl.header.Get("Service-Replay-Id") == "" {
-			t.Fatalf("a delivery after re-enabling is not the replay's: %v", dl.header)
+	for _, dl := range down.Deliveries()[failed:] {
+		if dl.Header.Get("Service-Replay-Id") == "" {
+			t.Fatalf("a delivery after re-enabling is not the replay's: %v", dl.Header)
 		}
-		ids[dl.header.Get("Service-Event-Id")] = true
+		ids[dl.Header.Get("Service-Event-Id")] = true
 	}
-	if len(ids) != 30 || len(down.deliveries())-failed != 30 {
-		t.Fatalf("after re-enabling, %d deliveries of %d events; want the 30 time entries once each", len(down.deliveries())-failed, len(ids))
+	if len(ids) != 30 || len(down.Deliveries())-failed != 30 {
+		t.Fatalf("after re-enabling, %d deliveries of %d events; want the 30 time entries once each", len(down.Deliveries())-failed, len(ids))
 	}
 	if ep := e.Get("/api/v1/webhooks/"+id, key).Body["data"].(map[string]any); ep["consecutive_failures"] != 0.0 || ep["disabled_at"] != nil {
 		t.Fatalf("caught up: %v", ep)
@@ -543,15 +541,15 @@ func TestADisabledEndpointSaysSoAndCatchesUp(t *testing.T) {
 // during a rotation's grace period, and with neither a wrong one.
 func TestStandardWebhooksSignaturesDuringARotation(t *testing.T) {
 	t.Parallel()
-	rc := newReceiver(t, 200)
-	e, _ := hookEnv(t, rc)
+	rc := apitest.NewReceiver(t, 200)
+	e, _ := apitest.HookEnv(t, rc)
 	key := e.Key(e.Org("A"))
-	id, old := subscribe(t, e, key, rc.srv.URL, "matter.created")
+	id, old := apitest.Subscribe(t, e, key, rc.Srv.URL, "matter.created")
 	rot := e.Do("POST", "/api/v1/webhooks/"+id+"/rotate-secret", key, nil)
 	mustStatus(t, rot, 200)
 	mustStatus(t, e.Do("POST", "/api/v1/webhooks/"+id+"/test", key, nil), 200)
-	dl := rc.deliveries()[0]
-	if n := len(strings.Fields(dl.header.Get(signature.HeaderWebhookSignature))); n != 2 {
+	dl := rc.Deliveries()[0]
+	if n := len(strings.Fields(dl.Header.Get(signature.HeaderWebhookSignature))); n != 2 {
 		t.Fatalf("webhook-signature carries %d signatures during the grace period, want 2", n)
 	}
 	for _, secret := range []string{old, rot.Body["secret"].(string)} {
@@ -559,12 +557,12 @@ func TestStandardWebhooksSignaturesDuringARotation(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := lib.Verify(dl.body, dl.header); err != nil {
+		if err := lib.Verify(dl.Body, dl.Header); err != nil {
 			t.Fatalf("secret %s…: %v", secret[:10], err)
 		}
 	}
 	wrong, _ := standardwebhooks.NewWebhook("whsec_" + strings.Repeat("A", 43) + "=")
-	if err := wrong.Verify(dl.body, dl.header); err == nil {
+	if err := wrong.Verify(dl.Body, dl.Header); err == nil {
 		t.Fatal("a wrong secret verified")
 	}
 }

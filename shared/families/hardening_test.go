@@ -33,9 +33,9 @@ func TestCPRIsRefusedInEveryWriteBody(t *testing.T) {
 	e := apitest.New(t, apitest.Options{RateLimit: 100000})
 	org := e.Org("A")
 	key := e.Key(org)
-	im := &importer{t: t, e: e, key: key}
-	client := im.client("company_id", im.company("11223344"))
-	matter := im.matter(client, "")["id"].(string)
+	im := apitest.NewImporter(t, e, key)
+	client := im.Client("company_id", im.Company("11223344"))
+	matter := im.Matter(client, "")["id"].(string)
 	hook := e.Do("POST", "/api/v1/webhooks", key, strings.NewReader(`{"url":"https://127.0.0.1/hook","event_types":["matter.created"]}`))
 	mustStatus(t, hook, 201)
 	hookID := hook.Body["data"].(map[string]any)["id"].(string)
@@ -212,16 +212,16 @@ func TestEndpointLimitHoldsUnderConcurrentCreates(t *testing.T) {
 // happened exactly once and stayed.
 func TestConcurrentPatchesKeepDeliveryState(t *testing.T) {
 	t.Parallel()
-	rc := newReceiver(t, 503)
-	e, d := hookEnv(t, rc)
+	rc := apitest.NewReceiver(t, 503)
+	e, d := apitest.HookEnv(t, rc)
 	e.Deliverer.Schedule = []time.Duration{} // one attempt per event
 	org := e.Org("A")
 	key := e.Key(org)
-	id, _ := subscribe(t, e, key, rc.srv.URL, "time_entry.created")
-	im := &importer{t: t, e: e, key: key}
-	m := im.matter(im.client("company_id", im.company("11111111")), `,"hourly_rate":1`)["id"].(string)
+	id, _ := apitest.Subscribe(t, e, key, rc.Srv.URL, "time_entry.created")
+	im := apitest.NewImporter(t, e, key)
+	m := im.Matter(im.Client("company_id", im.Company("11111111")), `,"hourly_rate":1`)["id"].(string)
 	for i := range 26 {
-		im.post("/api/v1/time-entries", fmt.Sprintf(`{"matter_id":%q,"date":"2025-03-01","duration_minutes":%d}`, m, i+1))
+		im.Post("/api/v1/time-entries", fmt.Sprintf(`{"matter_id":%q,"date":"2025-03-01","duration_minutes":%d}`, m, i+1))
 	}
 	var wg sync.WaitGroup
 	var patched atomic.Int32
@@ -242,10 +242,10 @@ func TestConcurrentPatchesKeepDeliveryState(t *testing.T) {
 			patched.Add(1)
 		})
 	}
-	deliverAll(t, e, d, 8)
+	apitest.DeliverAll(t, e, d, 8)
 	wg.Wait()
 	ep := e.Get("/api/v1/webhooks/"+id, key).Body["data"].(map[string]any)
-	attempts := len(rc.deliveries())
+	attempts := len(rc.Deliveries())
 	disables := 0
 	for _, it := range e.Items(org)["webhook_endpoint"] {
 		if attrS(it, "disabled_at") != "" {
@@ -271,14 +271,14 @@ func TestConcurrentPatchesKeepDeliveryState(t *testing.T) {
 // the grace at the end.
 func TestSecretRotation(t *testing.T) {
 	t.Parallel()
-	rc := newReceiver(t, 200)
-	e, d := hookEnv(t, rc)
+	rc := apitest.NewReceiver(t, 200)
+	e, d := apitest.HookEnv(t, rc)
 	e.SetNow(time.Now())
 	d.Clock = clock.Func(e.Now) // the dispatcher's sweep reads up to the test's now
 	later := func(d time.Duration) { e.SetNow(e.Now().Add(d)) }
 	org := e.Org("A")
 	key := e.Key(org)
-	id, oldSecret := subscribe(t, e, key, rc.srv.URL, "matter.created")
+	id, oldSecret := apitest.Subscribe(t, e, key, rc.Srv.URL, "matter.created")
 	later(time.Second)
 	rotated := e.Now()
 	r := e.Post("/api/v1/webhooks/"+id+"/rotate-secret", key, "", `{"grace_period_seconds":10}`)
@@ -290,31 +290,31 @@ func TestSecretRotation(t *testing.T) {
 	if strings.Contains(string(e.Get("/api/v1/webhooks/"+id, key).Raw), "whsec_") {
 		t.Fatal("a read shows a secret")
 	}
-	im := &importer{t: t, e: e, key: key}
-	im.matter(im.client("company_id", im.company("12121212")), "")
+	im := apitest.NewImporter(t, e, key)
+	im.Matter(im.Client("company_id", im.Company("12121212")), "")
 	later(time.Second)
-	deliverAll(t, e, d, 1)
-	got := rc.deliveries()[0]
-	h := got.header.Get(signature.Header)
+	apitest.DeliverAll(t, e, d, 1)
+	got := rc.Deliveries()[0]
+	h := got.Header.Get(signature.Header)
 	if strings.Count(h, "v1=") != 2 {
 		t.Fatalf("during the grace period: %q", h)
 	}
 	for _, s := range []string{oldSecret, newSecret} {
-		if err := signature.Verify(s, h, got.body, e.Now(), signature.DefaultTolerance); err != nil {
+		if err := signature.Verify(s, h, got.Body, e.Now(), signature.DefaultTolerance); err != nil {
 			t.Fatalf("verify with one of the secrets: %v", err)
 		}
 	}
 	// After the grace period only the new secret signs.
 	e.SetNow(rotated.Add(10100 * time.Millisecond))
-	im.matter(im.client("company_id", im.company("13131313")), "")
+	im.Matter(im.Client("company_id", im.Company("13131313")), "")
 	later(time.Second)
-	deliverAll(t, e, d, 1)
-	if len(rc.deliveries()) != 2 {
-		t.Fatalf("%d deliveries, want 2", len(rc.deliveries()))
+	apitest.DeliverAll(t, e, d, 1)
+	if len(rc.Deliveries()) != 2 {
+		t.Fatalf("%d deliveries, want 2", len(rc.Deliveries()))
 	}
-	last := rc.deliveries()[1]
-	h = last.header.Get(signature.Header)
-	if strings.Count(h, "v1=") != 1 || signature.Verify(newSecret, h, last.body, e.Now(), signature.DefaultTolerance) != nil {
+	last := rc.Deliveries()[1]
+	h = last.Header.Get(signature.Header)
+	if strings.Count(h, "v1=") != 1 || signature.Verify(newSecret, h, last.Body, e.Now(), signature.DefaultTolerance) != nil {
 		t.Fatalf("after the grace period: %q", h)
 	}
 	// A grace period of 0 retires the old secret at once; bad ones are 422.
@@ -343,30 +343,30 @@ func TestSecretRotation(t *testing.T) {
 // counted as a failure, and works on an inactive endpoint.
 func TestTestEvent(t *testing.T) {
 	t.Parallel()
-	good, failing := newReceiver(t, 200), newReceiver(t, 500)
-	e, _ := hookEnv(t, good)
-	tr := trust(e, good.srv, failing.srv)
+	good, failing := apitest.NewReceiver(t, 200), apitest.NewReceiver(t, 500)
+	e, _ := apitest.HookEnv(t, good)
+	tr := apitest.Trust(e, good.Srv, failing.Srv)
 	org := e.Org("A")
 	key := e.Key(org)
-	goodID, secret := subscribe(t, e, key, good.srv.URL+"/hooks", "matter.created")
+	goodID, secret := apitest.Subscribe(t, e, key, good.Srv.URL+"/hooks", "matter.created")
 	r := e.Post("/api/v1/webhooks/"+goodID+"/test", key, "", "")
 	mustStatus(t, r, 200)
 	a := r.Body["data"].(map[string]any)
 	if a["succeeded"] != true || a["status_code"] != 200.0 || a["event_type"] != "webhook.test" || a["duration_ms"] == nil {
 		t.Fatalf("test to a good receiver: %s", r.Raw)
 	}
-	got := good.deliveries()
-	if len(got) != 1 || got[0].header.Get("Service-Event-Type") != "webhook.test" || got[0].header.Get("Service-Delivery-Attempt") != "1" {
+	got := good.Deliveries()
+	if len(got) != 1 || got[0].Header.Get("Service-Event-Type") != "webhook.test" || got[0].Header.Get("Service-Delivery-Attempt") != "1" {
 		t.Fatalf("the receiver got %d deliveries: %v", len(got), got)
 	}
-	if err := signature.Verify(secret, got[0].header.Get(signature.Header), got[0].body, time.Now(), signature.DefaultTolerance); err != nil {
+	if err := signature.Verify(secret, got[0].Header.Get(signature.Header), got[0].Body, time.Now(), signature.DefaultTolerance); err != nil {
 		t.Fatalf("the test event's signature: %v", err)
 	}
 	var env map[string]any
-	_ = json.Unmarshal(got[0].body, &env)
-	if env["event"] != "webhook.test" || env["organization_id"] != org || env["id"] != got[0].header.Get("Service-Event-Id") ||
+	_ = json.Unmarshal(got[0].Body, &env)
+	if env["event"] != "webhook.test" || env["organization_id"] != org || env["id"] != got[0].Header.Get("Service-Event-Id") ||
 		env["data"].(map[string]any)["test"].(map[string]any)["endpoint_id"] != goodID {
-		t.Fatalf("envelope %s", got[0].body)
+		t.Fatalf("envelope %s", got[0].Body)
 	}
 	log := e.Get("/api/v1/webhooks/"+goodID+"/deliveries", key).Data()
 	if len(log) != 1 || log[0]["id"] != a["id"] || log[0]["event_type"] != "webhook.test" {
@@ -374,7 +374,7 @@ func TestTestEvent(t *testing.T) {
 	}
 
 	// A failing receiver: the attempt says so, and 25 tests never disable.
-	badID, _ := subscribe(t, e, key, failing.srv.URL, "matter.created")
+	badID, _ := apitest.Subscribe(t, e, key, failing.Srv.URL, "matter.created")
 	for range 25 {
 		r := e.Post("/api/v1/webhooks/"+badID+"/test", key, "", "")
 		mustStatus(t, r, 200)
@@ -396,7 +396,7 @@ func TestTestEvent(t *testing.T) {
 	}))
 	defer strict.Close()
 	tr.TLSClientConfig.RootCAs.AddCert(strict.Certificate())
-	strictID, _ := subscribe(t, e, key, strict.URL, "matter.created")
+	strictID, _ := apitest.Subscribe(t, e, key, strict.URL, "matter.created")
 	if a := e.Post("/api/v1/webhooks/"+strictID+"/test", key, "", "").Body["data"].(map[string]any); a["succeeded"] != false || a["status_code"] != 401.0 {
 		t.Fatalf("test to a receiver with the wrong secret: %v", a)
 	}
@@ -405,7 +405,7 @@ func TestTestEvent(t *testing.T) {
 	dead := httptest.NewTLSServer(http.NotFoundHandler())
 	deadURL := dead.URL
 	dead.Close()
-	deadID, _ := subscribe(t, e, key, deadURL, "matter.created")
+	deadID, _ := apitest.Subscribe(t, e, key, deadURL, "matter.created")
 	mustStatus(t, e.Do("PATCH", "/api/v1/webhooks/"+deadID, key, strings.NewReader(`{"is_active":false}`)), 200)
 	r = e.Post("/api/v1/webhooks/"+deadID+"/test", key, "", "")
 	mustStatus(t, r, 200)
@@ -417,7 +417,7 @@ func TestTestEvent(t *testing.T) {
 	other := e.Key(e.Org("B"))
 	mustStatus(t, e.Post("/api/v1/webhooks/"+goodID+"/test", other, "", ""), 404)
 	mustStatus(t, e.Post("/api/v1/webhooks/not-a-uuid/test", key, "", ""), 404)
-	if n := len(good.deliveries()); n != 1 {
+	if n := len(good.Deliveries()); n != 1 {
 		t.Fatalf("the good receiver got %d deliveries after another organisation's test, want 1", n)
 	}
 }

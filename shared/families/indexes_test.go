@@ -142,8 +142,8 @@ func TestEachFamilyQueriesExactlyItsGrantedIndexes(t *testing.T) {
 	if r.Status != 201 {
 		t.Fatalf("subscribe: %d %s", r.Status, r.Raw)
 	}
-	im := &importer{t: t, e: e, key: key}
-	im.matter(im.client("company_id", im.company("71717171")), "")
+	im := apitest.NewImporter(t, e, key)
+	im.Matter(im.Client("company_id", im.Company("71717171")), "")
 	hook := r.Body["data"].(map[string]any)["id"].(string)
 	since := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
 	for range 2 {

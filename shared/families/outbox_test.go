@@ -37,9 +37,9 @@ func TestStuckOutboxEventsAreSweptAgain(t *testing.T) {
 	ctx := context.Background()
 	org := e.Org("A")
 	key := e.Key(org)
-	im := &importer{t: t, e: e, key: key}
-	cl := im.client("company_id", im.company("11111111"))
-	im.matter(cl, "")
+	im := apitest.NewImporter(t, e, key)
+	cl := im.Client("company_id", im.Company("11111111"))
+	im.Matter(cl, "")
 	q := queue.NewMemory(time.Minute)
 	sink := &flakySink{q: q}
 	sink.fails.Store(1)
@@ -57,7 +57,7 @@ func TestStuckOutboxEventsAreSweptAgain(t *testing.T) {
 	// The mark fails after the send (Dispatch's second store call, after the
 	// claim): the event stays pending and goes out again on the first sweep
 	// after the claim's lease.
-	im.matter(cl, "")
+	im.Matter(cl, "")
 	lease := clock.NewManual(time.Now()) // from here the dispatcher's time moves only by the test
 	d.Clock = lease
 	var pending outbox.Event

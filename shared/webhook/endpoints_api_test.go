@@ -1,15 +1,12 @@
-package families_test
+package webhook_test
 
 import (
 	"context"
 	"encoding/json"
-	"encoding/pem"
 	"io"
 	"maps"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -24,141 +21,11 @@ import (
 	"github.com/practice-api/practice-api/shared/billing"
 	"github.com/practice-api/practice-api/shared/document"
 	"github.com/practice-api/practice-api/shared/matter"
-	"github.com/practice-api/practice-api/shared/openapi/conformance"
 	"github.com/practice-api/practice-api/shared/outbox"
 	"github.com/practice-api/practice-api/shared/queue"
 	"github.com/practice-api/practice-api/shared/webhook"
 	"github.com/practice-api/practice-api/shared/webhook/signature"
 )
-
-// receiver is a real HTTPS subscriber that records deliveries and answers
-// with the next status of its script (the last one repeats).
-type receiver struct {
-	srv    *httptest.Server
-	mu     sync.Mutex
-	got    []delivery
-	script []int
-}
-
-type delivery struct {
-	header http.Header
-	body   []byte
-}
-
-func newReceiver(t testing.TB, script ...int) *receiver {
-	rc := &receiver{script: script}
-	checker, err := conformance.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		for _, p := range checker.Problems() {
-			t.Errorf("OpenAPI mismatch: %s", p)
-		}
-	})
-	rc.srv = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		checker.CheckDelivery(r, b) // every delivery as the document's webhooks describe it
-		rc.mu.Lock()
-		rc.got = append(rc.got, delivery{r.Header.Clone(), b})
-		status := rc.script[min(len(rc.got), len(rc.script))-1]
-		rc.mu.Unlock()
-		w.WriteHeader(status)
-		_, _ = w.Write([]byte(strings.Repeat("x", 100_000))) // only a little of this is read
-	}))
-	t.Cleanup(rc.srv.Close)
-	return rc
-}
-
-func (rc *receiver) deliveries() []delivery {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	return append([]delivery(nil), rc.got...)
-}
-
-// hookEnv wires the outbox, fan-out and delivery worker of an API test Env
-// to trust the receiver's self-signed CA, as WEBHOOK_CA_FILE does.
-func hookEnv(t testing.TB, rc *receiver) (*apitest.Env, *outbox.Dispatcher) {
-	e := apitest.New(t, apitest.Options{RateLimit: 10000})
-	ca := filepath.Join(t.TempDir(), "ca.pem")
-	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: rc.srv.Certificate().Raw}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	client, err := webhook.NewHTTPClient(ca, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.Deliverer.Client, e.Deliverer.Schedule = client, []time.Duration{0, 0, 0, 0}
-	// As the real wiring: company.enrich goes to enrichment (a queue no
-	// one consumes here), the webhook types to the fan-out.
-	routes := map[outbox.Type][]outbox.Sink{outbox.CompanyEnrich: {queue.NewMemory(time.Minute)}}
-	for _, typ := range outbox.Types {
-		routes[typ] = []outbox.Sink{&webhook.Fanout{Store: e.Deliverer.Store, Queue: e.Deliveries}}
-	}
-	return e, &outbox.Dispatcher{DB: e.DB, Routes: routes}
-}
-
-// trust makes the Env's deliveries trust these TLS receivers (and only
-// them, besides the system roots); it returns the transport, for more.
-func trust(e *apitest.Env, servers ...*httptest.Server) *http.Transport {
-	pool, _ := webhook.NewHTTPClient("", true)
-	tr := pool.Transport.(*http.Transport)
-	for _, s := range servers {
-		tr.TLSClientConfig.RootCAs.AddCert(s.Certificate())
-	}
-	e.Deliverer.Client = pool
-	return tr
-}
-
-// deliverAll dispatches pending events and runs deliveries until the queue
-// is empty; workers > 1 runs them concurrently.
-func deliverAll(t testing.TB, e *apitest.Env, d *outbox.Dispatcher, workers int) {
-	t.Helper()
-	ctx := context.Background()
-	if _, err := d.Sweep(ctx, 0); err != nil {
-		t.Fatal(err)
-	}
-	for rounds := 0; e.Deliveries.Len() > 0; rounds++ {
-		if rounds > 200 {
-			t.Fatal("deliveries do not drain")
-		}
-		msgs, _ := e.Deliveries.Receive(ctx, 10, 100*time.Millisecond)
-		var wg sync.WaitGroup
-		sem := make(chan struct{}, workers)
-		for _, m := range msgs {
-			wg.Add(1)
-			sem <- struct{}{}
-			go func(m queue.Message) {
-				defer wg.Done()
-				defer func() { <-sem }()
-				// A handling that fails comes back, as SQS redelivers it:
-				// under load a store call can miss its deadline (load 30:
-				// a GetItem of the endpoint did). Three tries, then it is
-				// the test's failure.
-				var err error
-				for try := 0; try < 3; try++ {
-					if err = e.Deliverer.Handle(ctx, m); err == nil {
-						break
-					}
-					t.Logf("a delivery handling failed and is redelivered: %v", err)
-				}
-				if err != nil {
-					t.Error(err)
-				}
-				_ = e.Deliveries.Delete(ctx, m)
-			}(m)
-		}
-		wg.Wait()
-	}
-}
-
-func subscribe[T ~string](t *testing.T, e *apitest.Env, key, url string, types ...T) (id, secret string) {
-	t.Helper()
-	b, _ := json.Marshal(map[string]any{"url": url, "event_types": types})
-	r := e.Do("POST", "/api/v1/webhooks", key, strings.NewReader(string(b)))
-	mustStatus(t, r, 201)
-	return r.Body["data"].(map[string]any)["id"].(string), r.Body["secret"].(string)
-}
 
 func TestWebhookManagement(t *testing.T) {
 	t.Parallel()
@@ -182,7 +49,7 @@ func TestWebhookManagement(t *testing.T) {
 		}
 	}
 	r := e.Do("POST", "/api/v1/webhooks", key, strings.NewReader(`{"url":"https://127.0.0.1:9/hook","event_types":["matter.created","matter.created","invoice.paid"]}`))
-	mustStatus(t, r, 201)
+	apitest.MustStatus(t, r, 201)
 	data := r.Body["data"].(map[string]any)
 	secret, _ := r.Body["secret"].(string)
 	if !strings.HasPrefix(secret, "whsec_") || data["is_active"] != true || data["consecutive_failures"] != 0.0 || len(data["event_types"].([]any)) != 2 {
@@ -191,7 +58,7 @@ func TestWebhookManagement(t *testing.T) {
 	id := data["id"].(string)
 	for _, p := range []string{"/api/v1/webhooks", "/api/v1/webhooks/" + id} {
 		g := e.Get(p, key)
-		mustStatus(t, g, 200)
+		apitest.MustStatus(t, g, 200)
 		if strings.Contains(string(g.Raw), secret) || strings.Contains(string(g.Raw), `"secret"`) {
 			t.Fatalf("%s returns the secret", p)
 		}
@@ -206,8 +73,8 @@ func TestWebhookManagement(t *testing.T) {
 		}
 	}
 	other := e.Key(e.Org("B"), "webhooks:manage")
-	mustStatus(t, e.Get("/api/v1/webhooks/"+id, other), 404)
-	mustStatus(t, e.Do("DELETE", "/api/v1/webhooks/"+id, other, nil), 404)
+	apitest.MustStatus(t, e.Get("/api/v1/webhooks/"+id, other), 404)
+	apitest.MustStatus(t, e.Do("DELETE", "/api/v1/webhooks/"+id, other, nil), 404)
 	if r := e.Get("/api/v1/webhooks", e.Key(org, "matters:read")); r.Status != 403 || r.Body["required_scope"] != "webhooks:manage" {
 		t.Fatalf("scope: %d", r.Status)
 	}
@@ -215,21 +82,21 @@ func TestWebhookManagement(t *testing.T) {
 	if d.Status != 204 {
 		t.Fatalf("delete: %d", d.Status)
 	}
-	mustStatus(t, e.Get("/api/v1/webhooks/"+id, key), 404)
+	apitest.MustStatus(t, e.Get("/api/v1/webhooks/"+id, key), 404)
 }
 
 func TestEveryEventTypeArrivesSigned(t *testing.T) {
 	t.Parallel()
-	rc := newReceiver(t, 200)
-	e, d := hookEnv(t, rc)
+	rc := apitest.NewReceiver(t, 200)
+	e, d := apitest.HookEnv(t, rc)
 	org := e.Org("A")
 	key := e.Key(org)
-	_, secret := subscribe(t, e, key, rc.srv.URL+"/hooks", outbox.Types...)
+	_, secret := apitest.Subscribe(t, e, key, rc.Srv.URL+"/hooks", outbox.Types...)
 	ctx := context.Background()
-	im := &importer{t: t, e: e, key: key}
-	cl := im.client("company_id", im.company("11111111"))
-	m := im.matter(cl, `,"hourly_rate":100000`)["id"].(string)
-	im.post("/api/v1/time-entries", `{"matter_id":"`+m+`","date":"2025-03-01","duration_minutes":60}`)
+	im := apitest.NewImporter(t, e, key)
+	cl := im.Client("company_id", im.Company("11111111"))
+	m := im.Matter(cl, `,"hourly_rate":100000`)["id"].(string)
+	im.Post("/api/v1/time-entries", `{"matter_id":"`+m+`","date":"2025-03-01","duration_minutes":60}`)
 	if _, err := billing.NewStore(e.DB).Create(ctx, org, billing.NewInvoice{MatterID: m, IssueDate: "2025-03-31", Status: "sent",
 		Lines: []billing.Line{{Description: "Rådgivning", Amount: 100000}}}, time.Now()); err != nil {
 		t.Fatal(err)
@@ -248,14 +115,14 @@ func TestEveryEventTypeArrivesSigned(t *testing.T) {
 	if _, err := matter.NewStore(e.DB).SetStatus(ctx, org, m, "closed", time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	deliverAll(t, e, d, 1)
+	apitest.DeliverAll(t, e, d, 1)
 	keyOf := map[string]string{"matter.created": "matter", "matter.closed": "matter", "invoice.issued": "invoice",
 		"invoice.paid": "invoice", "document.signed": "signing_flow", "time_entry.created": "time_entry"}
 	var types []string
-	for _, dl := range rc.deliveries() {
-		h := dl.header
+	for _, dl := range rc.Deliveries() {
+		h := dl.Header
 		var env map[string]any
-		if err := json.Unmarshal(dl.body, &env); err != nil {
+		if err := json.Unmarshal(dl.Body, &env); err != nil {
 			t.Fatal(err)
 		}
 		typ := env["event"].(string)
@@ -267,14 +134,14 @@ func TestEveryEventTypeArrivesSigned(t *testing.T) {
 			h.Get("Service-Event-Id") != env["id"] || h.Get("Service-Event-Type") != typ || h.Get("Service-Delivery-Attempt") != "1" {
 			t.Errorf("%s: headers %v", typ, h)
 		}
-		if err := signature.Verify(secret, h.Get("Service-Signature"), dl.body, time.Now(), signature.DefaultTolerance); err != nil {
+		if err := signature.Verify(secret, h.Get("Service-Signature"), dl.Body, time.Now(), signature.DefaultTolerance); err != nil {
 			t.Errorf("%s: signature: %v", typ, err)
 		}
 		// The same delivery verifies with Standard Webhooks' own library,
 		// on the secret as the API showed it.
 		if wh, err := standardwebhooks.NewWebhook(secret); err != nil {
 			t.Errorf("the Standard Webhooks library does not take the secret %q: %v", secret, err)
-		} else if err := wh.Verify(dl.body, h); err != nil || h.Get("webhook-id") != env["id"] {
+		} else if err := wh.Verify(dl.Body, h); err != nil || h.Get("webhook-id") != env["id"] {
 			t.Errorf("%s: Standard Webhooks: %v (webhook-id %q)", typ, err, h.Get("webhook-id"))
 		}
 		if seq, ok := env["sequence"].(float64); !ok || seq < 1 || h.Get("Service-Event-Sequence") != strconv.FormatInt(int64(seq), 10) {
@@ -313,21 +180,21 @@ func TestEveryEventTypeArrivesSigned(t *testing.T) {
 
 func TestRetriesKeepTheEventIDAndStop(t *testing.T) {
 	t.Parallel()
-	rc := newReceiver(t, 500, 500, 200)
-	e, d := hookEnv(t, rc)
+	rc := apitest.NewReceiver(t, 500, 500, 200)
+	e, d := apitest.HookEnv(t, rc)
 	org := e.Org("A")
 	key := e.Key(org)
-	id, _ := subscribe(t, e, key, rc.srv.URL, "matter.created")
-	im := &importer{t: t, e: e, key: key}
-	im.matter(im.client("company_id", im.company("11111111")), "")
-	deliverAll(t, e, d, 1)
-	got := rc.deliveries()
+	id, _ := apitest.Subscribe(t, e, key, rc.Srv.URL, "matter.created")
+	im := apitest.NewImporter(t, e, key)
+	im.Matter(im.Client("company_id", im.Company("11111111")), "")
+	apitest.DeliverAll(t, e, d, 1)
+	got := rc.Deliveries()
 	if len(got) != 3 {
 		t.Fatalf("%d attempts", len(got))
 	}
 	for i, dl := range got {
-		if dl.header.Get("Service-Delivery-Attempt") != string(rune('1'+i)) || dl.header.Get("Service-Event-Id") != got[0].header.Get("Service-Event-Id") {
-			t.Fatalf("attempt %d: %v", i+1, dl.header)
+		if dl.Header.Get("Service-Delivery-Attempt") != string(rune('1'+i)) || dl.Header.Get("Service-Event-Id") != got[0].Header.Get("Service-Event-Id") {
+			t.Fatalf("attempt %d: %v", i+1, dl.Header)
 		}
 	}
 	log := e.Get("/api/v1/webhooks/"+id+"/deliveries", key)
@@ -344,37 +211,37 @@ func TestRetriesKeepTheEventIDAndStop(t *testing.T) {
 	if r.Status != 409 || !strings.Contains(r.Body["message"].(string), "delivered") {
 		t.Fatalf("retry of an attempt whose event was delivered since: %d %s", r.Status, r.Raw)
 	}
-	mustStatus(t, e.Do("POST", "/api/v1/webhooks/"+id+"/deliveries/"+log.Data()[0]["id"].(string)+"/retry", key, nil), 409)
-	mustStatus(t, e.Do("POST", "/api/v1/webhooks/"+id+"/deliveries/nope/retry", key, nil), 404)
+	apitest.MustStatus(t, e.Do("POST", "/api/v1/webhooks/"+id+"/deliveries/"+log.Data()[0]["id"].(string)+"/retry", key, nil), 409)
+	apitest.MustStatus(t, e.Do("POST", "/api/v1/webhooks/"+id+"/deliveries/nope/retry", key, nil), 404)
 
-	dead := newReceiver(t, 500)
-	e2, d2 := hookEnv(t, dead)
+	dead := apitest.NewReceiver(t, 500)
+	e2, d2 := apitest.HookEnv(t, dead)
 	key2 := e2.Key(e2.Org("B"))
-	subscribe(t, e2, key2, dead.srv.URL, "matter.created")
-	im2 := &importer{t: t, e: e2, key: key2}
-	im2.matter(im2.client("company_id", im2.company("22222222")), "")
-	deliverAll(t, e2, d2, 1)
-	if n := len(dead.deliveries()); n != 5 {
+	apitest.Subscribe(t, e2, key2, dead.Srv.URL, "matter.created")
+	im2 := apitest.NewImporter(t, e2, key2)
+	im2.Matter(im2.Client("company_id", im2.Company("22222222")), "")
+	apitest.DeliverAll(t, e2, d2, 1)
+	if n := len(dead.Deliveries()); n != 5 {
 		t.Fatalf("a dead receiver got %d attempts, want 5", n)
 	}
 }
 
 func TestTwentyConcurrentFailuresDisable(t *testing.T) {
 	t.Parallel()
-	rc := newReceiver(t, 503)
-	e, d := hookEnv(t, rc)
+	rc := apitest.NewReceiver(t, 503)
+	e, d := apitest.HookEnv(t, rc)
 	e.Deliverer.Schedule = []time.Duration{} // one attempt per event: failures come from many events
 	org := e.Org("A")
 	key := e.Key(org)
-	id, _ := subscribe(t, e, key, rc.srv.URL, "time_entry.created")
-	im := &importer{t: t, e: e, key: key}
-	m := im.matter(im.client("company_id", im.company("11111111")), `,"hourly_rate":1`)["id"].(string)
+	id, _ := apitest.Subscribe(t, e, key, rc.Srv.URL, "time_entry.created")
+	im := apitest.NewImporter(t, e, key)
+	m := im.Matter(im.Client("company_id", im.Company("11111111")), `,"hourly_rate":1`)["id"].(string)
 	for i := range 30 {
-		im.post("/api/v1/time-entries", `{"matter_id":"`+m+`","date":"2025-03-01","duration_minutes":`+string(rune('1'+i%9))+`}`)
+		im.Post("/api/v1/time-entries", `{"matter_id":"`+m+`","date":"2025-03-01","duration_minutes":`+string(rune('1'+i%9))+`}`)
 	}
-	deliverAll(t, e, d, 8)
+	apitest.DeliverAll(t, e, d, 8)
 	ep := e.Get("/api/v1/webhooks/"+id, key).Body["data"].(map[string]any)
-	attempts := len(rc.deliveries())
+	attempts := len(rc.Deliveries())
 	if ep["is_active"] != false || ep["disabled_at"] == nil {
 		t.Fatalf("not disabled after %d failures: %v", attempts, ep)
 	}
@@ -384,32 +251,30 @@ func TestTwentyConcurrentFailuresDisable(t *testing.T) {
 		t.Fatalf("consecutive_failures %v, attempts %d", ep["consecutive_failures"], attempts)
 	}
 	// Re-enabling resets the count and deliveries resume.
-	mustStatus(t, e.Do("PATCH", "/api/v1/webhooks/"+id, key, strings.NewReader(`{"is_active":true}`)), 200)
-	rc.mu.Lock()
-	rc.script = []int{200}
-	rc.mu.Unlock()
-	im.post("/api/v1/time-entries", `{"matter_id":"`+m+`","date":"2025-03-02","duration_minutes":5}`)
-	deliverAll(t, e, d, 1)
+	apitest.MustStatus(t, e.Do("PATCH", "/api/v1/webhooks/"+id, key, strings.NewReader(`{"is_active":true}`)), 200)
+	rc.Answer(200)
+	im.Post("/api/v1/time-entries", `{"matter_id":"`+m+`","date":"2025-03-02","duration_minutes":5}`)
+	apitest.DeliverAll(t, e, d, 1)
 	ep = e.Get("/api/v1/webhooks/"+id, key).Body["data"].(map[string]any)
-	if ep["is_active"] != true || ep["consecutive_failures"] != 0.0 || len(rc.deliveries()) != attempts+1 {
-		t.Fatalf("after re-enabling: %v, %d deliveries", ep, len(rc.deliveries()))
+	if ep["is_active"] != true || ep["consecutive_failures"] != 0.0 || len(rc.Deliveries()) != attempts+1 {
+		t.Fatalf("after re-enabling: %v, %d deliveries", ep, len(rc.Deliveries()))
 	}
 }
 
 func TestEventsStayInTheirOrganisation(t *testing.T) {
 	t.Parallel()
-	rcA, rcB := newReceiver(t, 200), newReceiver(t, 200)
-	e, d := hookEnv(t, rcA)
-	trust(e, rcA.srv, rcB.srv)
+	rcA, rcB := apitest.NewReceiver(t, 200), apitest.NewReceiver(t, 200)
+	e, d := apitest.HookEnv(t, rcA)
+	apitest.Trust(e, rcA.Srv, rcB.Srv)
 	keyA, keyB := e.Key(e.Org("A")), e.Key(e.Org("B"))
-	subscribe(t, e, keyA, rcA.srv.URL, outbox.Types...)
-	subscribe(t, e, keyB, rcB.srv.URL, outbox.Types...)
-	imB := &importer{t: t, e: e, key: keyB}
-	imB.matter(imB.client("company_id", imB.company("22222222")), "")
-	deliverAll(t, e, d, 2)
+	apitest.Subscribe(t, e, keyA, rcA.Srv.URL, outbox.Types...)
+	apitest.Subscribe(t, e, keyB, rcB.Srv.URL, outbox.Types...)
+	imB := apitest.NewImporter(t, e, keyB)
+	imB.Matter(imB.Client("company_id", imB.Company("22222222")), "")
+	apitest.DeliverAll(t, e, d, 2)
 	// B's company.created, client.created and matter.created.
-	if len(rcA.deliveries()) != 0 || len(rcB.deliveries()) != 3 {
-		t.Fatalf("A got %d, B got %d", len(rcA.deliveries()), len(rcB.deliveries()))
+	if len(rcA.Deliveries()) != 0 || len(rcB.Deliveries()) != 3 {
+		t.Fatalf("A got %d, B got %d", len(rcA.Deliveries()), len(rcB.Deliveries()))
 	}
 }
 
@@ -445,9 +310,9 @@ func TestSSRFGuard(t *testing.T) {
 	}
 	// At connect time: a name that resolves to loopback (DNS rebinding
 	// after registration) is refused by the dialer, whatever was checked.
-	rc := newReceiver(t, 200)
+	rc := apitest.NewReceiver(t, 200)
 	guarded, _ := webhook.NewHTTPClient("", false)
-	if _, err := guarded.Get(strings.Replace(rc.srv.URL, "127.0.0.1", "localhost", 1)); err == nil || !strings.Contains(err.Error(), "not allowed") {
+	if _, err := guarded.Get(strings.Replace(rc.Srv.URL, "127.0.0.1", "localhost", 1)); err == nil || !strings.Contains(err.Error(), "not allowed") {
 		t.Fatalf("connect to loopback: %v", err)
 	}
 	// A redirect to a private address is not followed.
@@ -472,20 +337,20 @@ func TestSSRFGuard(t *testing.T) {
 // hops again without delivering.
 func TestLongPausesHopThroughTheQueue(t *testing.T) {
 	t.Parallel()
-	rc := newReceiver(t, 500)
-	e, d := hookEnv(t, rc)
+	rc := apitest.NewReceiver(t, 500)
+	e, d := apitest.HookEnv(t, rc)
 	now := time.Now()
 	e.SetNow(now)
 	e.Deliverer.Schedule = []time.Duration{30 * time.Minute}
 	rec := &recordingQueue{}
 	e.Deliverer.Queue = rec
 	key := e.Key(e.Org("A"))
-	subscribe(t, e, key, rc.srv.URL, "matter.created")
-	im := &importer{t: t, e: e, key: key}
-	im.matter(im.client("company_id", im.company("11111111")), "")
-	deliverAll(t, e, d, 1) // attempt 1 fails; attempt 2 is scheduled
-	if len(rc.deliveries()) != 1 || len(rec.sent) != 1 || rec.delays[0] != queue.MaxDelay {
-		t.Fatalf("after attempt 1: %d deliveries, sent %d with delays %v", len(rc.deliveries()), len(rec.sent), rec.delays)
+	apitest.Subscribe(t, e, key, rc.Srv.URL, "matter.created")
+	im := apitest.NewImporter(t, e, key)
+	im.Matter(im.Client("company_id", im.Company("11111111")), "")
+	apitest.DeliverAll(t, e, d, 1) // attempt 1 fails; attempt 2 is scheduled
+	if len(rc.Deliveries()) != 1 || len(rec.sent) != 1 || rec.delays[0] != queue.MaxDelay {
+		t.Fatalf("after attempt 1: %d deliveries, sent %d with delays %v", len(rc.Deliveries()), len(rec.sent), rec.delays)
 	}
 	var job webhook.Job
 	_ = json.Unmarshal(rec.sent[0], &job)
@@ -497,15 +362,15 @@ func TestLongPausesHopThroughTheQueue(t *testing.T) {
 	if err := e.Deliverer.Handle(context.Background(), queue.Message{Body: rec.sent[0]}); err != nil {
 		t.Fatal(err)
 	}
-	if len(rc.deliveries()) != 1 || len(rec.sent) != 2 || rec.delays[1] <= 15*time.Minute-time.Second || rec.delays[1] > 15*time.Minute {
-		t.Fatalf("early: %d deliveries, delays %v", len(rc.deliveries()), rec.delays)
+	if len(rc.Deliveries()) != 1 || len(rec.sent) != 2 || rec.delays[1] <= 15*time.Minute-time.Second || rec.delays[1] > 15*time.Minute {
+		t.Fatalf("early: %d deliveries, delays %v", len(rc.Deliveries()), rec.delays)
 	}
 	// Due: attempt 2 goes out.
 	e.SetNow(now.Add(30 * time.Minute))
 	if err := e.Deliverer.Handle(context.Background(), queue.Message{Body: rec.sent[1]}); err != nil {
 		t.Fatal(err)
 	}
-	if got := rc.deliveries(); len(got) != 2 || got[1].header.Get("Service-Delivery-Attempt") != "2" {
+	if got := rc.Deliveries(); len(got) != 2 || got[1].Header.Get("Service-Delivery-Attempt") != "2" {
 		t.Fatalf("due: %d deliveries", len(got))
 	}
 }
@@ -557,25 +422,25 @@ func TestLocalReceiversOverHTTP(t *testing.T) {
 		t.Errorf("http to a private address: %v", err)
 	}
 
-	var got []delivery
+	var got []apitest.Delivery
 	var mu sync.Mutex
 	plain := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		mu.Lock()
-		got = append(got, delivery{r.Header.Clone(), b})
+		got = append(got, apitest.Delivery{Header: r.Header.Clone(), Body: b})
 		mu.Unlock()
 	}))
 	defer plain.Close()
-	tlsRcv := newReceiver(t, 200)
+	tlsRcv := apitest.NewReceiver(t, 200)
 	e := apitest.New(t, apitest.Options{})
-	trust(e) // the system's roots only: not the TLS receiver's self-signed certificate
+	apitest.Trust(e) // the system's roots only: not the TLS receiver's self-signed certificate
 	key := e.Key(e.Org("A"))
-	id, secret := subscribe(t, e, key, plain.URL+"/hooks", "matter.created")
+	id, secret := apitest.Subscribe(t, e, key, plain.URL+"/hooks", "matter.created")
 	a := e.Post("/api/v1/webhooks/"+id+"/test", key, "", "").Body["data"].(map[string]any)
-	if a["succeeded"] != true || len(got) != 1 || signature.Verify(secret, got[0].header.Get(signature.Header), got[0].body, time.Now(), signature.DefaultTolerance) != nil {
+	if a["succeeded"] != true || len(got) != 1 || signature.Verify(secret, got[0].Header.Get(signature.Header), got[0].Body, time.Now(), signature.DefaultTolerance) != nil {
 		t.Fatalf("a test to an http:// receiver on loopback: %v, %d received", a, len(got))
 	}
-	untrusted, _ := subscribe(t, e, key, tlsRcv.srv.URL, "matter.created") // the env does not trust its certificate
+	untrusted, _ := apitest.Subscribe(t, e, key, tlsRcv.Srv.URL, "matter.created") // the env does not trust its certificate
 	a = e.Post("/api/v1/webhooks/"+untrusted+"/test", key, "", "").Body["data"].(map[string]any)
 	if a["succeeded"] != false || !strings.Contains(a["error"].(string), "WEBHOOK_CA_FILE") {
 		t.Fatalf("a receiver with an untrusted certificate: %v", a)
