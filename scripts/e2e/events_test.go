@@ -148,22 +148,25 @@ func TestEventFeedReplayAndRecovery(t *testing.T) {
 		t.Fatalf("the feed lists %v\ndelivered        %v", listed[0], d.event)
 	}
 
-	// A replay delivers it again, marked.
-	// (A replay answered 503 is asked again: one whose transaction
-	// committed after its deadline delivers the event once more, under
-	// its own replay id, so the test looks for the delivery of the replay
-	// it was answered, not the second delivery.)
+	// A replay delivers it again, marked. (A replay answered 503 is asked
+	// again, as the spec says: the test looks for the delivery of the
+	// replay it was answered, not the second delivery.)
 	r := again(t, func() response {
 		return postT(t, "/webhooks/"+hookID+"/replay", key, "", `{"since":"`+start.Format(time.RFC3339Nano)+`"}`)
 	})
-	if r.status != 202 || r.body["data"].(map[string]any)["queued"] != 1.0 {
-		t.Fatalf("replay: %d %s", r.status, r.raw)
+	// A 409 after a 503: the 503'd replay committed after its deadline
+	// and is under way; its delivery is the one to find, whatever its id.
+	replayID := ""
+	if r.status != http.StatusConflict || !strings.Contains(string(r.raw), "replay") {
+		if r.status != 202 || r.body["data"].(map[string]any)["queued"] != 1.0 {
+			t.Fatalf("replay: %d %s", r.status, r.raw)
+		}
+		replayID = r.body["data"].(map[string]any)["id"].(string)
 	}
-	replayID := r.body["data"].(map[string]any)["id"].(string)
 	var replayed *hookDelivery
 	eventually(t, 30*time.Second, "the replayed delivery", func() bool {
 		for _, d := range hook.deliveries()[1:] {
-			if d.header.Get("Service-Replay-Id") == replayID {
+			if id := d.header.Get("Service-Replay-Id"); id != "" && (replayID == "" || id == replayID) {
 				replayed = &d
 				return true
 			}
@@ -217,8 +220,15 @@ func TestEventFeedReplayAndRecovery(t *testing.T) {
 	// Fixed; back on with what it missed since it went down.
 	hook.setFailing(false)
 	before := len(hook.deliveries())
-	p := do(t, "PATCH", "/webhooks/"+hookID, key, "", `{"is_active":true,"replay_since":"`+start.Format(time.RFC3339Nano)+`"}`)
-	if p.status != 200 || p.body["replay"].(map[string]any)["queued"] != 21.0 {
+	// Answered 503, it is asked again (again). Should the 503'd request
+	// have committed after its deadline, the second finds its replay
+	// under way: a 409 (wait for it), and the endpoint on. Either way,
+	// every missed event must then arrive.
+	p := again(t, func() response {
+		return do(t, "PATCH", "/webhooks/"+hookID, key, "", `{"is_active":true,"replay_since":"`+start.Format(time.RFC3339Nano)+`"}`)
+	})
+	committedEarlier := p.status == http.StatusConflict && get(t, "/webhooks/"+hookID, key).body["data"].(map[string]any)["is_active"] == true
+	if !committedEarlier && (p.status != 200 || p.body["replay"].(map[string]any)["queued"] != 21.0) {
 		t.Fatalf("re-enable with replay_since: %d %s", p.status, p.raw)
 	}
 	got := map[string]bool{}
