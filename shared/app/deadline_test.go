@@ -144,10 +144,11 @@ func TestDeliveriesToAHangingReceiverFinishInTime(t *testing.T) {
 	timeout := app.RecordMargin + 6*time.Second
 	// A record whose store calls missed their own deadlines on a loaded
 	// engine comes back, as it should, and SQS sends it again: so does
-	// this test, up to three invocations (ten records updating one
-	// endpoint's budget item at once met DynamoDB Local's lock waits in a
-	// fresh clone, seven of ten came back). Every invocation must end in
-	// time; the last must send none back.
+	// this test, up to five invocations, the delivery queue's
+	// maxReceiveCount (ten records updating one endpoint's budget item at
+	// once met DynamoDB Local's lock waits in fresh clones: seven of ten
+	// came back twice in a row). Every invocation must end in time; the
+	// last must send none back.
 	ev := sqsEvent(bodies...)
 	cameBack := false
 	for round := 1; ; round++ {
@@ -170,8 +171,8 @@ func TestDeliveriesToAHangingReceiverFinishInTime(t *testing.T) {
 		if len(resp.BatchItemFailures) == 0 {
 			break
 		}
-		if round == 3 {
-			t.Fatalf("records sent back to be delivered again, three invocations in a row: %v", resp.BatchItemFailures)
+		if round == 5 {
+			t.Fatalf("records sent back to be delivered again, five invocations in a row (the queue would dead-letter them): %v", resp.BatchItemFailures)
 		}
 		t.Logf("invocation %d sent back %d records (a loaded engine); SQS would send them again", round, len(resp.BatchItemFailures))
 		cameBack = true
