@@ -354,7 +354,7 @@ func TestStopLeavesNoProcess(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
 		t.Run(sig.String(), func(t *testing.T) {
 			t.Parallel()
-			c := start(t, localproc.OwnEngine(t))
+			c := startOnItsOwnEngine(t)                                                           // tried again on another port if the engine's is taken meanwhile
 			for _, path := range []string{"/matters", "/clients", "/webhooks", "/openapi.json"} { // warm some bootstraps
 				c.do(t, "GET", path, "")
 			}
