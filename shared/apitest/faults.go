@@ -207,3 +207,12 @@ func (e *Env) Items(org string) map[string][]map[string]ddbtypes.AttributeValue 
 	}
 	return out
 }
+
+// AttrS returns an item's string attribute name ("" when it has none or
+// it is not a string): for the items Items returns.
+func AttrS(item map[string]ddbtypes.AttributeValue, name string) string {
+	if v, ok := item[name].(*ddbtypes.AttributeValueMemberS); ok {
+		return v.Value
+	}
+	return ""
+}

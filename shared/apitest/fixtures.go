@@ -210,3 +210,49 @@ func Race(t testing.TB, n int, do func(i int) error, lost func(error) bool) []in
 	}
 	return won
 }
+
+// World is a small organisation put straight into the table: four
+// companies and four people, each engaged as a client, and ten matters in
+// several states, one an hour from At, on the clients in turn.
+type World struct {
+	Org, Key  string
+	At        time.Time // the first record's updated_at (2025-03-01 12:00 UTC)
+	Companies []*party.Company
+	People    []*party.Person
+	Clients   []*party.Client // company i's at 2i, person i's at 2i+1
+	Matters   []*matter.Matter
+}
+
+// NewWorld puts a World for an organisation named name, with a key of
+// every scope: company i and its client at At plus i days, person i and
+// its client an hour later; matter i at At plus i hours, on client i mod
+// 8, active, dormant, closed, archived, active in turn.
+func (e *Env) NewWorld(name string) *World {
+	e.t.Helper()
+	w := &World{Org: e.Org(name), At: time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)}
+	w.Key = e.Key(w.Org)
+	statuses := []matter.Status{matter.Active, matter.Dormant, matter.Closed, matter.Archived, matter.Active}
+	for i := range 4 {
+		at := w.At.Add(time.Duration(i) * 24 * time.Hour)
+		co, pe := Company(at), Person(at.Add(time.Hour))
+		cc, pc := ClientOf(co, at), ClientOf(pe, at.Add(time.Hour))
+		w.Companies, w.People, w.Clients = append(w.Companies, co), append(w.People, pe), append(w.Clients, cc, pc)
+		e.Put(w.Org, co, pe, cc, pc)
+	}
+	for i := range 10 {
+		m := Matter(w.Clients[i%len(w.Clients)], statuses[i%len(statuses)], w.At.Add(time.Duration(i)*time.Hour))
+		w.Matters = append(w.Matters, m)
+		e.Put(w.Org, m)
+	}
+	return w
+}
+
+// IDs returns the id of every record in a list response's data, in order.
+func (r Response) IDs() []string {
+	var out []string
+	for _, d := range r.Data() {
+		id, _ := d["id"].(string)
+		out = append(out, id)
+	}
+	return out
+}
