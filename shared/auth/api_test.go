@@ -1,10 +1,9 @@
-package families_test
+package auth_test
 
 import (
 	"context"
 	"errors"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +20,10 @@ import (
 	"github.com/practice-api/practice-api/shared/store"
 )
 
+// TestAuthentication: a Bearer key of a live client (either secret after
+// a rotation, either mode) is let in; a missing, misplaced, malformed,
+// unknown, wrong or mode-swapped key is a 401 with WWW-Authenticate and
+// costs the client nothing of its limit.
 func TestAuthentication(t *testing.T) {
 	t.Parallel()
 	e := apitest.New(t, apitest.Options{})
@@ -62,6 +65,7 @@ func TestAuthentication(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			e := e.For(t)
 			req, _ := http.NewRequest("GET", e.Server.URL+c.path, nil)
 			if c.header != "" {
 				req.Header.Set("Authorization", c.header)
@@ -97,6 +101,9 @@ func TestAuthentication(t *testing.T) {
 	_ = clientID
 }
 
+// TestRevocationAndExpiryApplyToTheNextRequest: a revoked secret, a
+// revoked client and an expired key are refused from the next request
+// on; revoking twice and rotating a revoked client are errors.
 func TestRevocationAndExpiryApplyToTheNextRequest(t *testing.T) {
 	t.Parallel()
 	e := apitest.New(t, apitest.Options{})
@@ -107,20 +114,20 @@ func TestRevocationAndExpiryApplyToTheNextRequest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustStatus(t, e.Get("/api/v1/matters", first), 200)
+	apitest.MustStatus(t, e.Get("/api/v1/matters", first), 200)
 	tok, _ := auth.ParseToken(first)
 	if err := e.Keys.RevokeSecret(ctx, client, tok.SecretID); err != nil {
 		t.Fatal(err)
 	}
-	mustStatus(t, e.Get("/api/v1/matters", first), 401)
-	mustStatus(t, e.Get("/api/v1/matters", second.String()), 200)
+	apitest.MustStatus(t, e.Get("/api/v1/matters", first), 401)
+	apitest.MustStatus(t, e.Get("/api/v1/matters", second.String()), 200)
 	if err := e.Keys.RevokeSecret(ctx, client, tok.SecretID); err != auth.ErrNoSuchSecret {
 		t.Fatalf("revoking twice: %v", err)
 	}
 	if err := e.Keys.Revoke(ctx, client, e.Now()); err != nil {
 		t.Fatal(err)
 	}
-	mustStatus(t, e.Get("/api/v1/matters", second.String()), 401)
+	apitest.MustStatus(t, e.Get("/api/v1/matters", second.String()), 401)
 	if _, err := e.Keys.Rotate(ctx, client, e.Now()); err != auth.ErrNoSuchClient {
 		t.Fatalf("rotate of a revoked client: %v", err)
 	}
@@ -128,11 +135,14 @@ func TestRevocationAndExpiryApplyToTheNextRequest(t *testing.T) {
 	now := time.Now()
 	e.SetNow(now)
 	expiring, _ := e.KeyWith(auth.KeyRequest{OrgID: org, Expires: now.Add(time.Hour)})
-	mustStatus(t, e.Get("/api/v1/matters", expiring), 200)
+	apitest.MustStatus(t, e.Get("/api/v1/matters", expiring), 200)
 	e.SetNow(now.Add(time.Hour))
-	mustStatus(t, e.Get("/api/v1/matters", expiring), 401)
+	apitest.MustStatus(t, e.Get("/api/v1/matters", expiring), 401)
 }
 
+// TestScopes: every route of the table opens to a key with its scope
+// alone and answers 403 naming it to a key with every other scope;
+// public routes need no key and count nothing.
 func TestScopes(t *testing.T) {
 	t.Parallel()
 	e := apitest.New(t, apitest.Options{})
@@ -142,6 +152,7 @@ func TestScopes(t *testing.T) {
 		path := strings.NewReplacer("{matter}", "x", "{client}", "x", "{person}", "x", "{company}", "x",
 			"{file}", "docs.js").Replace(routes.Prefix + rt.Path)
 		t.Run(rt.Name, func(t *testing.T) {
+			e := e.For(t)
 			if rt.Public {
 				for _, key := range []string{"", settingsOnly, "pa_test_not_a_key"} {
 					r := e.Do(rt.Method, path, key, nil)
@@ -178,6 +189,10 @@ func TestScopes(t *testing.T) {
 	}
 }
 
+// TestRateLimit: a client's secrets share one count per minute, shown on
+// every answer (errors too); the request over the limit is a 429 with
+// Retry-After to the minute's end; another client has its own count; a
+// new minute starts again and stale counters are swept.
 func TestRateLimit(t *testing.T) {
 	t.Parallel()
 	e := apitest.New(t, apitest.Options{RateLimit: 3})
@@ -194,34 +209,36 @@ func TestRateLimit(t *testing.T) {
 
 	for i, k := range []string{key, second.String(), key} { // all secrets of a client share one count
 		r := e.Get("/api/v1/matters/not-a-uuid", k) // errors carry the headers too
-		mustStatus(t, r, 404)
+		apitest.MustStatus(t, r, 404)
 		if r.Header.Get("X-RateLimit-Limit") != "3" || r.Header.Get("X-RateLimit-Remaining") != strconv.Itoa(2-i) || r.Header.Get("X-RateLimit-Reset") != reset {
 			t.Fatalf("request %d: headers %v", i, r.Header)
 		}
 	}
 	r := e.Get("/api/v1/matters", second.String())
-	mustStatus(t, r, 429)
+	apitest.MustStatus(t, r, 429)
 	if r.Header.Get("Retry-After") != "40" || r.Header.Get("X-RateLimit-Remaining") != "0" || r.Body["message"] == "" {
 		t.Fatalf("429: headers %v body %s", r.Header, r.Raw)
 	}
-	mustStatus(t, e.Get("/api/v1/matters", otherClient), 200) // counted per client
+	apitest.MustStatus(t, e.Get("/api/v1/matters", otherClient), 200) // counted per client
 	e.SetNow(minuteStart.Add(time.Minute))
 	r = e.Get("/api/v1/matters", key)
-	mustStatus(t, r, 200)
+	apitest.MustStatus(t, r, 200)
 	if r.Header.Get("X-RateLimit-Remaining") != "2" {
 		t.Fatalf("new window: remaining %s", r.Header.Get("X-RateLimit-Remaining"))
 	}
 	// After an idle spell, the stale counters are swept from the client item.
 	e.SetNow(minuteStart.Add(10 * time.Minute))
-	mustStatus(t, e.Get("/api/v1/matters", key), 200)
+	apitest.MustStatus(t, e.Get("/api/v1/matters", key), 200)
 	e.SetNow(minuteStart.Add(10*time.Minute + time.Second))
 	e.Calls.Reset()
-	mustStatus(t, e.Get("/api/v1/matters", key), 200)
+	apitest.MustStatus(t, e.Get("/api/v1/matters", key), 200)
 	if ops := e.Calls.Ops(); len(ops) != 3 {
 		t.Fatalf("stale counters left behind: %v", ops)
 	}
 }
 
+// TestConcurrentRequestsAreCountedExactly: 40 requests at once against a
+// limit of 25: exactly 25 answered, 15 refused with 429.
 func TestConcurrentRequestsAreCountedExactly(t *testing.T) {
 	t.Parallel()
 	e := apitest.New(t, apitest.Options{RateLimit: 25})
@@ -240,13 +257,6 @@ func TestConcurrentRequestsAreCountedExactly(t *testing.T) {
 		t.Fatalf("statuses %v, want 25×200 and 15×429", counts)
 	}
 }
-
-func mustStatus(t *testing.T, r apitest.Response, want int) {
-	t.Helper()
-	apitest.MustStatus(t, r, want)
-}
-
-var _ = slices.Contains[[]string]
 
 // TestPerClientLimitsAndOrganisationCeiling: a key's own limit replaces
 // the stage's for it alone, in its headers and its 429s; an
@@ -359,8 +369,8 @@ func TestPerClientLimitsAndOrganisationCeiling(t *testing.T) {
 	// An idle spell leaves no stale counter on the client item, and
 	// removing it took no call of its own.
 	e.SetNow(e.Now().Add(10 * time.Minute))
-	mustStatus(t, e.Get("/api/v1/matters", slow), 200)
-	mustStatus(t, e.Get("/api/v1/matters", slow), 200)
+	apitest.MustStatus(t, e.Get("/api/v1/matters", slow), 200)
+	apitest.MustStatus(t, e.Get("/api/v1/matters", slow), 200)
 	var item map[string]any
 	out, err := e.DB.Client.GetItem(ctx, &dynamodb.GetItemInput{TableName: &e.DB.Table, Key: store.Key("APICLIENT#"+slowID, "APICLIENT")})
 	if err != nil {

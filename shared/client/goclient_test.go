@@ -1,4 +1,4 @@
-package families_test
+package client_test
 
 import (
 	"context"
@@ -11,13 +11,18 @@ import (
 	"github.com/practice-api/practice-api/shared/client"
 )
 
+// TestGoClient: the Go client against the API on DynamoDB Local: its
+// iterator follows links.next and rides out 429s (waiting what
+// Retry-After says, on the API's clock), filters, creates and replays,
+// answers a refusal and a 404 as an *Error, and without retries gives
+// the 429 back.
 func TestGoClient(t *testing.T) {
 	t.Parallel()
 	e := apitest.New(t, apitest.Options{RateLimit: 3})
 	start := time.Now().Truncate(time.Minute).Add(time.Minute)
 	e.SetNow(start.Add(30 * time.Second))
-	w := newWorld(e, "A")
-	c := client.New(e.Server.URL+"/api/v1", w.key)
+	w := e.NewWorld("A")
+	c := client.New(e.Server.URL+"/api/v1", w.Key)
 	var slept []time.Duration
 	c.Sleep = func(_ context.Context, d time.Duration) error { // the API's clock moves instead
 		slept = append(slept, d)
@@ -65,7 +70,7 @@ func TestGoClient(t *testing.T) {
 	}
 	c.MaxRetries = 0
 	for range 5 {
-		_, err = c.Matter(ctx, w.matters[0].ID)
+		_, err = c.Matter(ctx, w.Matters[0].ID)
 	}
 	if !errors.As(err, &apiErr) || apiErr.Status != 429 || apiErr.RetryAfter <= 0 {
 		t.Fatalf("without retries: %v", err)

@@ -3,8 +3,6 @@ package families_test
 import (
 	"bufio"
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -15,12 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
 	"github.com/practice-api/practice-api/shared/apitest"
 	"github.com/practice-api/practice-api/shared/cpr"
-	"github.com/practice-api/practice-api/shared/webhook/signature"
 )
 
 // roundThreeSpellings are the CPR spellings the third attack round got
@@ -93,100 +87,8 @@ func TestCPRFormsAreRefused(t *testing.T) {
 	}
 	// What must pass: a date and a time range, a date and time after "kl.", a phone number.
 	for i, desc := range []string{"Møde 15.03.24 10.30-11.15", "Møde 15.03.2024 kl. 10.30", "Ring +45 20 11 90 12"} {
-		mustStatus(t, e.Post("/api/v1/time-entries", key, fmt.Sprintf("ok-%d", i),
+		apitest.MustStatus(t, e.Post("/api/v1/time-entries", key, fmt.Sprintf("ok-%d", i),
 			fmt.Sprintf(`{"matter_id":%q,"date":"2025-03-01","duration_minutes":30,"hourly_rate":1000,"description":%q}`, matter, desc)), 201)
-	}
-}
-
-// TestConcurrentRotationsHandOutOnlySigningSecrets: six rotations at once
-// get one 200 and five 409s; the secret handed out signs, beside the one
-// it replaced (the creation's), and no secret nobody was given does.
-func TestConcurrentRotationsHandOutOnlySigningSecrets(t *testing.T) {
-	t.Parallel()
-	rc := apitest.NewReceiver(t, 200)
-	e, d := apitest.HookEnv(t, rc)
-	org := e.Org("A")
-	key := e.Key(org)
-	id, created := apitest.Subscribe(t, e, key, rc.Srv.URL, "matter.created")
-	// All six read the current secret before any of them writes.
-	e.Faults.Barrier(6, func(in any) bool {
-		u, ok := in.(*dynamodb.UpdateItemInput)
-		return ok && strings.Contains(aws.ToString(u.UpdateExpression), "previous_secret")
-	})
-	var mu sync.Mutex
-	var given []string
-	statuses := map[int]int{}
-	var wg sync.WaitGroup
-	for range 6 {
-		wg.Go(func() {
-			r := e.Post("/api/v1/webhooks/"+id+"/rotate-secret", key, "", "")
-			mu.Lock()
-			defer mu.Unlock()
-			statuses[r.Status]++
-			if r.Status == 200 {
-				given = append(given, r.Body["secret"].(string))
-			}
-		})
-	}
-	wg.Wait()
-	if statuses[200] != 1 || statuses[409] != 5 {
-		t.Fatalf("statuses %v, want one 200 and five 409", statuses)
-	}
-	im := apitest.NewImporter(t, e, key)
-	im.Matter(im.Client("company_id", im.Company("12121212")), "")
-	apitest.DeliverAll(t, e, d, 1)
-	got := rc.Deliveries()[0]
-	h := got.Header.Get(signature.Header)
-	if strings.Count(h, "v1=") != 2 {
-		t.Fatalf("signatures: %q", h)
-	}
-	for _, s := range []string{created, given[0]} {
-		if signature.Verify(s, h, got.Body, time.Now(), signature.DefaultTolerance) != nil {
-			t.Fatalf("a secret that was handed out does not sign: %q", h)
-		}
-	}
-	// Both signatures are accounted for by the two secrets handed out.
-	for _, part := range strings.Split(h, ",") {
-		if !strings.HasPrefix(part, "v1=") {
-			continue
-		}
-		ok := false
-		for _, s := range []string{created, given[0]} {
-			if strings.Contains(signature.SignAll([]string{s}, time.Unix(headerTime(h), 0), got.Body), part) {
-				ok = true
-			}
-		}
-		if !ok {
-			t.Fatalf("signature %s is by a secret nobody was given", part)
-		}
-	}
-}
-
-func headerTime(h string) int64 {
-	var ts int64
-	for _, part := range strings.Split(h, ",") {
-		if strings.HasPrefix(part, "t=") {
-			fmt.Sscan(strings.TrimPrefix(part, "t="), &ts)
-		}
-	}
-	return ts
-}
-
-// TestRetryOfATestDeliveryIsRefused: a webhook.test attempt is not queued
-// again (it would be dropped: nothing subscribes to webhook.test): 409.
-func TestRetryOfATestDeliveryIsRefused(t *testing.T) {
-	t.Parallel()
-	failing := apitest.NewReceiver(t, 500)
-	e, _ := apitest.HookEnv(t, failing)
-	key := e.Key(e.Org("A"))
-	id, _ := apitest.Subscribe(t, e, key, failing.Srv.URL, "matter.created")
-	a := e.Post("/api/v1/webhooks/"+id+"/test", key, "", "").Body["data"].(map[string]any)
-	r := e.Post("/api/v1/webhooks/"+id+"/deliveries/"+a["id"].(string)+"/retry", key, "", "")
-	if r.Status != 409 || !strings.Contains(r.Body["message"].(string), "test") {
-		t.Fatalf("retry of a test delivery: %d %s", r.Status, r.Raw)
-	}
-	if e.Deliveries.Len() != 0 {
-		t.Fatal("a test delivery was queued")
 	}
 }
 
@@ -202,12 +104,12 @@ func TestTheEdgeAnswersAndLogsCarefully(t *testing.T) {
 	token, clientID := e.KeyWith(apitestKey(org))
 	for _, path := range []string{"/api/v1/matters", "/api/v1/clients", "/api/v1/webhooks", "/api/v1/reports/wip"} {
 		r := e.Get(path, token)
-		mustStatus(t, r, 200)
+		apitest.MustStatus(t, r, 200)
 		if r.Header.Get("Cache-Control") != "no-store" {
 			t.Errorf("GET %s: Cache-Control %q", path, r.Header.Get("Cache-Control"))
 		}
 	}
-	mustStatus(t, e.Get("/api/v1/people/010190-1234", token), 404)
+	apitest.MustStatus(t, e.Get("/api/v1/people/010190-1234", token), 404)
 	logMu.Lock()
 	lines := logs.String()
 	logMu.Unlock()
@@ -252,7 +154,7 @@ func TestTheEdgeAnswersAndLogsCarefully(t *testing.T) {
 		t.Fatalf("a body cut short: %d %v", resp.StatusCode, body)
 	}
 	// The key was never claimed: the same key with the whole body creates.
-	mustStatus(t, slow.Post("/api/v1/people", slowKey, "cut", `{"name":"Anne","email":"cut@example.dk"}`), 201)
+	apitest.MustStatus(t, slow.Post("/api/v1/people", slowKey, "cut", `{"name":"Anne","email":"cut@example.dk"}`), 201)
 
 	// The same filter twice.
 	for _, q := range []string{"status=active&status=closed", "per_page=5&per_page=6", "client_id=" + org + "&client_id=" + org, "updated_since=2025-01-01&updated_since=2025-01-02"} {
@@ -262,9 +164,9 @@ func TestTheEdgeAnswersAndLogsCarefully(t *testing.T) {
 		}
 	}
 	r := e.Get("/api/v1/companies?cvr=1&cvr=2", token)
-	mustStatus(t, r, 422)
+	apitest.MustStatus(t, r, 422)
 	// Unknown parameters stay ignored, repeated or not (spec: lists 2).
-	mustStatus(t, e.Get("/api/v1/matters?utm=a&utm=b", token), 200)
+	apitest.MustStatus(t, e.Get("/api/v1/matters?utm=a&utm=b", token), 200)
 }
 
 type lockedWriter struct {
@@ -276,31 +178,4 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
-}
-
-// TestIdempotencyKeysAreStoredUnderTheStagesSecret: the stored key is an
-// HMAC under a secret of the table, not a bare SHA-256 of the key that
-// anyone holding a table export could test guesses against.
-func TestIdempotencyKeysAreStoredUnderTheStagesSecret(t *testing.T) {
-	t.Parallel()
-	var sks []string
-	for range 2 { // two stages: two tables, two secrets
-		e := apitest.New(t, apitest.Options{})
-		org := e.Org("A")
-		mustStatus(t, e.Post("/api/v1/people", e.Key(org), "crm-42", `{"name":"Anne","email":"a@example.dk"}`), 201)
-		recs := e.Items(org)["idempotency"]
-		if len(recs) != 1 {
-			t.Fatalf("%d idempotency records", len(recs))
-		}
-		sks = append(sks, attrS(recs[0], "SK"))
-	}
-	bare := sha256.Sum256([]byte("crm-42"))
-	for _, sk := range sks {
-		if strings.Contains(sk, hex.EncodeToString(bare[:])) || strings.Contains(sk, "crm-42") {
-			t.Fatalf("the key is stored as %s", sk)
-		}
-	}
-	if sks[0] == sks[1] {
-		t.Fatalf("two stages store the same key alike: %s", sks[0])
-	}
 }

@@ -62,7 +62,7 @@ func TestEveryErrorKindHasItsCode(t *testing.T) {
 		orgs[i] = e.Org(fmt.Sprint("O", i))
 		key := e.Key(orgs[i], "matters:read", "parties:write")
 		wg.Go(func() {
-			mustStatus(t, e.Get("/api/v1/matters", key), 200) // a success first
+			apitest.MustStatus(t, e.Get("/api/v1/matters", key), 200) // a success first
 			got[i] = c.do(key)
 		})
 	}
@@ -75,7 +75,7 @@ func TestEveryErrorKindHasItsCode(t *testing.T) {
 	}
 	dup := got[8].Body
 	first := e.Items(orgs[8])["company"]
-	if len(first) != 1 || dup["existing_id"] != attrS(first[0], "id") || dup["field"] != "cvr" {
+	if len(first) != 1 || dup["existing_id"] != apitest.AttrS(first[0], "id") || dup["field"] != "cvr" {
 		t.Fatalf("the duplicate does not name the company that holds the CVR: %v", dup)
 	}
 	// Every code is listed once, with a status.

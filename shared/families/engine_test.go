@@ -48,13 +48,13 @@ func TestListsAnswerAfterAFailedTransaction(t *testing.T) {
 		{"/api/v1/people", `{"name":"Anne Holm","email":"dup@example.dk"}`},
 		{"/api/v1/companies", `{"name":"Kopi ApS","cvr":"11223344"}`},
 	} {
-		mustStatus(t, e.Post(c.path, writer, "fails-"+c.path, c.body), 422)
+		apitest.MustStatus(t, e.Post(c.path, writer, "fails-"+c.path, c.body), 422)
 	}
 	for _, key := range []string{unusedA, unusedB, writer} {
 		for _, path := range listPaths() {
-			mustStatus(t, e.Get(path, key), 200)
+			apitest.MustStatus(t, e.Get(path, key), 200)
 		}
-		mustStatus(t, e.Get("/api/v1/reports/wip", key), 200)
+		apitest.MustStatus(t, e.Get("/api/v1/reports/wip", key), 200)
 	}
 }
 

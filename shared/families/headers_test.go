@@ -8,54 +8,8 @@ import (
 
 	"github.com/practice-api/practice-api/shared/apitest"
 	"github.com/practice-api/practice-api/shared/httpapi/routes"
-	"github.com/practice-api/practice-api/shared/matter"
 	"github.com/practice-api/practice-api/shared/seed"
 )
-
-func TestConditionalReads(t *testing.T) {
-	t.Parallel()
-	e := apitest.New(t, apitest.Options{})
-	w := newWorld(e, "A")
-	path := "/api/v1/matters/" + w.matters[0].ID
-	first := e.Get(path, w.key)
-	etag := first.Header.Get("ETag")
-	if len(etag) != 34 || !strings.HasPrefix(etag, `"`) {
-		t.Fatalf("ETag %q", etag)
-	}
-	if again := e.Get(path, w.key); again.Header.Get("ETag") != etag {
-		t.Fatal("the ETag of an unchanged resource changed")
-	}
-	for _, inm := range []string{etag, "W/" + etag, `"other", ` + etag, "*"} {
-		req, _ := http.NewRequest("GET", e.Server.URL+path, nil)
-		req.Header.Set("Authorization", "Bearer "+w.key)
-		req.Header.Set("If-None-Match", inm)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusNotModified || resp.Header.Get("ETag") != etag || resp.Header.Get("X-RateLimit-Remaining") == "" {
-			t.Fatalf("If-None-Match %s: %d %v", inm, resp.StatusCode, resp.Header)
-		}
-	}
-	req, _ := http.NewRequest("GET", e.Server.URL+path, nil)
-	req.Header.Set("Authorization", "Bearer "+w.key)
-	req.Header.Set("If-None-Match", `"stale"`)
-	resp, _ := http.DefaultClient.Do(req)
-	resp.Body.Close()
-	if resp.StatusCode != 200 {
-		t.Fatalf("a stale ETag: %d", resp.StatusCode)
-	}
-	// A change gives a new ETag: the client's copy is stale.
-	if _, err := matterStore(e).SetStatus(t.Context(), w.org, w.matters[0].ID, "closed", time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	if e.Get(path, w.key).Header.Get("ETag") == etag {
-		t.Fatal("ETag unchanged after a change")
-	}
-}
-
-func matterStore(e *apitest.Env) *matter.Store { return matter.NewStore(e.DB) }
 
 // Every single read (and the document) answers If-None-Match with 304.
 func TestEverySingleReadIsConditional(t *testing.T) {
@@ -67,7 +21,7 @@ func TestEverySingleReadIsConditional(t *testing.T) {
 	}
 	key := tok.String()
 	hook := e.Post("/api/v1/webhooks", key, "", `{"url":"https://hooks.example.com/x","event_types":["matter.created"]}`)
-	mustStatus(t, hook, 201)
+	apitest.MustStatus(t, hook, 201)
 	n := 0
 	for _, rt := range routes.Table {
 		if rt.Method != "GET" || rt.Name == "reports.get" || rt.Name == "webhooks.deliveries" {

@@ -126,7 +126,7 @@ func catchUp(t *testing.T, e *apitest.Env, name string) {
 	for _, path := range []string{"/api/v1/time-entries", "/api/v1/invoices"} {
 		for _, bad := range []string{"updated_since=2025-03-01T10:00:00+02:00", "updated_since=yesterday", "updated_since=2025-02-30"} {
 			r := e.Get(path+"?"+bad, key)
-			mustStatus(t, r, 422)
+			apitest.MustStatus(t, r, 422)
 			if f := r.Body["field"]; f != "updated_since" {
 				t.Errorf("%s?%s: 422 on %q, want updated_since", path, bad, f)
 			}

@@ -1,4 +1,4 @@
-package families_test
+package openapi_test
 
 import (
 	"bytes"
@@ -80,7 +80,7 @@ func TestDocsPage(t *testing.T) {
 			}
 		}
 	}
-	mustStatus(t, e.Get("/api/v1/docs/nope.js", ""), 404)
+	apitest.MustStatus(t, e.Get("/api/v1/docs/nope.js", ""), 404)
 	// The guide pages: public HTML under the page's policy, revalidated
 	// (linked by name), linking back to the reference.
 	for _, name := range openapi.GuidePages {

@@ -1,4 +1,4 @@
-package families_test
+package outbox_test
 
 import (
 	"context"

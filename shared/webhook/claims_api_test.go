@@ -1,4 +1,4 @@
-package families_test
+package webhook_test
 
 import (
 	"context"
@@ -133,7 +133,7 @@ func TestClaimSweepsAtOnceWithFaults(t *testing.T) {
 	for i := range subs {
 		subs[i].event = byEndpoint[subs[i].id]
 	}
-	mustStatus(t, e.Do("DELETE", "/api/v1/webhooks/"+subs[3].id, subs[3].key, nil), 204)
+	apitest.MustStatus(t, e.Do("DELETE", "/api/v1/webhooks/"+subs[3].id, subs[3].key, nil), 204)
 	if r := e.Do("PATCH", "/api/v1/webhooks/"+subs[4].id, subs[4].key, strings.NewReader(`{"is_active":false}`)); r.Status != 200 {
 		t.Fatalf("turn endpoint off: %d %s", r.Status, r.Raw)
 	}

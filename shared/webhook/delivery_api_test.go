@@ -1,4 +1,4 @@
-package families_test
+package webhook_test
 
 import (
 	"context"
@@ -123,7 +123,7 @@ func TestAManualRetryCancelsTheScheduledAttempt(t *testing.T) {
 	}
 	failed := e.Get("/api/v1/webhooks/"+id+"/deliveries", key).Data()[0]["id"].(string)
 	r := e.Do("POST", "/api/v1/webhooks/"+id+"/deliveries/"+failed+"/retry", key, nil)
-	mustStatus(t, r, 202)
+	apitest.MustStatus(t, r, 202)
 	if r.Body["data"].(map[string]any)["attempt"] != 2.0 {
 		t.Fatalf("the retry after one attempt is numbered %v, want 2", r.Body["data"])
 	}
@@ -147,5 +147,5 @@ func TestAManualRetryCancelsTheScheduledAttempt(t *testing.T) {
 		t.Fatalf("log %v", log)
 	}
 	// Nothing more to retry: the event was delivered.
-	mustStatus(t, e.Do("POST", "/api/v1/webhooks/"+id+"/deliveries/"+failed+"/retry", key, nil), 409)
+	apitest.MustStatus(t, e.Do("POST", "/api/v1/webhooks/"+id+"/deliveries/"+failed+"/retry", key, nil), 409)
 }

@@ -1,4 +1,4 @@
-package families_test
+package webhook_test
 
 import (
 	"context"
@@ -36,7 +36,7 @@ type feedPage struct {
 func readFeed(t *testing.T, e *apitest.Env, key, query string) feedPage {
 	t.Helper()
 	r := e.Get("/api/v1/events"+query, key)
-	mustStatus(t, r, 200)
+	apitest.MustStatus(t, r, 200)
 	meta := r.Body["meta"].(map[string]any)
 	p := feedPage{events: r.Data(), hasMore: meta["has_more"] == true, nextAfter: int64(meta["next_after"].(float64)), next: r.Next()}
 	if int(meta["count"].(float64)) != len(p.events) || p.hasMore != (p.next != "") {
@@ -230,7 +230,7 @@ func TestAFeedReaderMissesNothingWhileEventsAreWritten(t *testing.T) {
 					case r.Status == 201:
 						tn.created.Add(1)
 						if i%5 == 0 { // a replay writes no event
-							mustStatus(t, e.Post("/api/v1/time-entries", tn.key, key, body), 200)
+							apitest.MustStatus(t, e.Post("/api/v1/time-entries", tn.key, key, body), 200)
 						}
 					case r.Status != 422:
 						t.Errorf("create: %d %s", r.Status, r.Raw)
@@ -373,7 +373,7 @@ func TestReplayQueuesAWindowAgain(t *testing.T) {
 	for round := 0; ; round++ {
 		before := len(rc.Deliveries())
 		r := replay(`{"since":"` + from + `"}`)
-		mustStatus(t, r, 202)
+		apitest.MustStatus(t, r, 202)
 		apitest.DeliverAll(t, e, d, 1)
 		for _, dl := range rc.Deliveries()[before:] {
 			covered[dl.Header.Get("Service-Event-Id")]++
@@ -415,7 +415,7 @@ func TestReplayQueuesAWindowAgain(t *testing.T) {
 	if r := e.Do("POST", "/api/v1/webhooks/"+id+"/replay", other, strings.NewReader(`{}`)); r.Status != 404 {
 		t.Fatalf("another organisation's endpoint, with a bad body: %d", r.Status)
 	}
-	mustStatus(t, e.Do("PATCH", "/api/v1/webhooks/"+id, key, strings.NewReader(`{"is_active":false}`)), 200)
+	apitest.MustStatus(t, e.Do("PATCH", "/api/v1/webhooks/"+id, key, strings.NewReader(`{"is_active":false}`)), 200)
 	if r := replay(`{"since":"` + since + `"}`); r.Status != 409 || !strings.Contains(r.Body["message"].(string), "disabled") {
 		t.Fatalf("a disabled endpoint: %d %s", r.Status, r.Raw)
 	}
@@ -515,7 +515,7 @@ func TestADisabledEndpointSaysSoAndCatchesUp(t *testing.T) {
 	// The receiver is fixed; on again, with what it missed since it went down.
 	down.Answer(200)
 	r := e.Do("PATCH", "/api/v1/webhooks/"+id, key, strings.NewReader(`{"is_active":true,"replay_since":"`+start.Format(time.RFC3339Nano)+`"}`))
-	mustStatus(t, r, 200)
+	apitest.MustStatus(t, r, 200)
 	if r.Body["data"].(map[string]any)["is_active"] != true || r.Body["replay"].(map[string]any)["queued"] != 30.0 {
 		t.Fatalf("re-enabled: %s", r.Raw)
 	}
@@ -546,8 +546,8 @@ func TestStandardWebhooksSignaturesDuringARotation(t *testing.T) {
 	key := e.Key(e.Org("A"))
 	id, old := apitest.Subscribe(t, e, key, rc.Srv.URL, "matter.created")
 	rot := e.Do("POST", "/api/v1/webhooks/"+id+"/rotate-secret", key, nil)
-	mustStatus(t, rot, 200)
-	mustStatus(t, e.Do("POST", "/api/v1/webhooks/"+id+"/test", key, nil), 200)
+	apitest.MustStatus(t, rot, 200)
+	apitest.MustStatus(t, e.Do("POST", "/api/v1/webhooks/"+id+"/test", key, nil), 200)
 	dl := rc.Deliveries()[0]
 	if n := len(strings.Fields(dl.Header.Get(signature.HeaderWebhookSignature))); n != 2 {
 		t.Fatalf("webhook-signature carries %d signatures during the grace period, want 2", n)
