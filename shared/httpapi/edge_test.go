@@ -10,7 +10,7 @@ package httpapi_test
 // links no store, no key store and no AWS SDK, so it runs in make unit;
 // what DynamoDB decides (which key is live, counting exactly under
 // concurrency, a key bound once in a transaction) is tested against
-// DynamoDB Local in shared/families and shared/auth.
+// DynamoDB Local in shared/auth, shared/idempotency and shared/families.
 
 import (
 	"bytes"
@@ -116,7 +116,7 @@ func randomHex(n int) string {
 
 // fakeRecords is an in-memory httpapi.IdempotencyKeys holding bound
 // records by organisation, endpoint and key. It binds nothing itself:
-// binding a key in a create's transaction is DynamoDB's (shared/families).
+// binding a key in a create's transaction is DynamoDB's (shared/idempotency).
 type fakeRecords struct {
 	mu   sync.Mutex
 	recs map[string]*idemkey.Bound
@@ -615,7 +615,7 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 
 // TestServeCreateKeyRules: the Idempotency-Key header's rules, and the
 // answers to a key already bound (what the record says, not how it was
-// bound: that is DynamoDB's, tested in shared/families).
+// bound: that is DynamoDB's, tested in shared/idempotency).
 func TestServeCreateKeyRules(t *testing.T) {
 	t.Parallel()
 	e := newEdge(t, httpapi.Config{})
