@@ -165,9 +165,11 @@ func TestTheFeedListsEveryEventInSequence(t *testing.T) {
 	}
 	for q, field := range map[string]string{"?after=-1": "after", "?after=x": "after", "?after=1.5": "after", "?after=1&after=2": "after",
 		"?event_types=matter.deleted": "event_types", "?event_types=webhook.test": "event_types", "?per_page=101": "per_page"} {
-		if r := e.Get("/api/v1/events"+q, key); r.Status != 422 || r.Body["field"] != field {
-			t.Errorf("GET /events%s: %d %s", q, r.Status, r.Raw)
-		}
+		t.Run(q, func(t *testing.T) {
+			if r := e.For(t).Get("/api/v1/events"+q, key); r.Status != 422 || r.Body["field"] != field {
+				t.Errorf("GET /events%s: %d %s", q, r.Status, r.Raw)
+			}
+		})
 	}
 	if r := e.Get("/api/v1/events", e.Key(org, "matters:read")); r.Status != 403 || r.Body["required_scope"] != "webhooks:manage" {
 		t.Fatalf("without webhooks:manage: %d %s", r.Status, r.Raw)
@@ -410,9 +412,11 @@ func TestReplayQueuesAWindowAgain(t *testing.T) {
 		`{"since":"` + since + `","event_types":["matter.deleted"]}`: "event_types",
 		`{"since":"` + since + `","colour":"blue"}`:                  "colour",
 	} {
-		if r := replay(body); r.Status != 422 || r.Body["field"] != field {
-			t.Errorf("replay %s: %d %s", body, r.Status, r.Raw)
-		}
+		t.Run("replay "+body, func(t *testing.T) {
+			if r := replay(body); r.Status != 422 || r.Body["field"] != field {
+				t.Errorf("replay %s: %d %s", body, r.Status, r.Raw)
+			}
+		})
 	}
 	other := e.Key(e.Org("B"))
 	if r := e.Do("POST", "/api/v1/webhooks/"+id+"/replay", other, strings.NewReader(`{"since":"`+since+`"}`)); r.Status != 404 {
@@ -510,9 +514,11 @@ func TestADisabledEndpointSaysSoAndCatchesUp(t *testing.T) {
 		`{"is_active":true,"replay_since":"2020-01-01T00:00:00Z"}`:                            "replay_since",
 		`{"is_active":true,"replay_since":"` + start.Format(time.RFC3339Nano) + `","url":""}`: "url",
 	} {
-		if r := e.Do("PATCH", "/api/v1/webhooks/"+id, key, strings.NewReader(body)); r.Status != 422 || r.Body["field"] != field {
-			t.Errorf("PATCH %s: %d %s", body, r.Status, r.Raw)
-		}
+		t.Run("PATCH "+body, func(t *testing.T) {
+			if r := e.For(t).Do("PATCH", "/api/v1/webhooks/"+id, key, strings.NewReader(body)); r.Status != 422 || r.Body["field"] != field {
+				t.Errorf("PATCH %s: %d %s", body, r.Status, r.Raw)
+			}
+		})
 	}
 	if ep := e.Get("/api/v1/webhooks/"+id, key).Body["data"].(map[string]any); ep["is_active"] != false {
 		t.Fatalf("a refused PATCH turned the endpoint on: %v", ep)
