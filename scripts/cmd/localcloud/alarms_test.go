@@ -306,8 +306,9 @@ func getsOf(fam string) []routes.Route {
 //     workers' (the schedule's sweep and check, a message on each queue)
 //     and the release check's (a release of three API functions, all at
 //     once: the hook's work is done at once, only its end is held, 98 s);
-//     the clock waits for their ends (each function's duration alarm),
-//     meanwhile a receiver that is down gets 21 events and is disabled;
+//     they end when the clock has passed their delays (each function's
+//     duration alarm), not after that much real time; meanwhile a
+//     receiver that is down gets 21 events and is disabled;
 //   - every function crashing for eight minutes (errors, each version's
 //     errors and 5xx, each route's 5xx, the API's 5xx rate; the synthetic
 //     check fails two minutes, its alarm fires, then crashes and its
@@ -434,8 +435,8 @@ func TestEveryAlarmIsFiredByAFault(t *testing.T) {
 			}
 		}
 	}
-	// While they hang (the clock waits: their Durations come at their
-	// ends, up to 98 s of real time), a receiver that is down: an endpoint
+	// While they hang (on the clock: each ends when the clock has passed
+	// its delay, its Duration the clock's), a receiver that is down: an endpoint
 	// at a closed port gets 21 events, both attempts refused, and is
 	// disabled after 20. A receiver that is up gets the same events (the
 	// later phases' events have an endpoint to go to).
@@ -517,8 +518,12 @@ func TestEveryAlarmIsFiredByAFault(t *testing.T) {
 			t.Fatalf("the endpoint of the receiver that is down not disabled 3 minutes after %d events: %s", webhook.DisableAfter+1, b)
 		}
 	}
-	k.awaitIdle(3*time.Minute, hanging...)
-	k.advance(3) // the duration alarms' evaluations over the three minutes
+	// Three minutes on: the hangs end on the way (the last, the release
+	// check's begun at the third minute, 98 s into the fourth; Advance
+	// returns once each hung invocation has put its Duration), and the
+	// duration alarms are evaluated over the three minutes.
+	k.advance(3)
+	k.awaitIdle(time.Minute, hanging...)
 	for _, r := range hookReleases {
 		fn, id, _ := strings.Cut(r, " ")
 		if st := callControl(t, c, "GET", "/localcloud/releases/"+id, nil); st["status"] != "Succeeded" {

@@ -24,6 +24,7 @@ import (
 	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/sqsserver"
 	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/stack"
 	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/tablefaults"
+	sharedclock "github.com/practice-api/practice-api/shared/clock"
 )
 
 // timeScale is LOCALCLOUD_TIME_SCALE: how many times faster than the wall
@@ -213,7 +214,7 @@ func newObservability(st *stack.Stack, res *stack.Resolver, scale float64, manua
 		// every alarm on the minute just ended, as CloudWatch evaluates
 		// them every minute; CodeDeploy's deployments act after that.
 		// https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/AlarmThatSendsEmail.html
-		o.store.Now, o.evaluator.Scale, o.deploy.Clock, o.ageScale = manual.Now, 1, manual, 1
+		o.store.Clock, o.evaluator.Scale, o.deploy.Clock, o.ageScale = manual, 1, manual, 1
 		manual.OnTick(func(time.Time) { o.sampleQueuesOnce() })
 		manual.OnTick(o.evaluator.Evaluate)
 	}
@@ -236,17 +237,12 @@ func (o *observability) invokeAsync(ctx context.Context, fn string, event []byte
 		if err == nil && out.Status == "ok" || attempt == 2 {
 			return
 		}
-		delay := time.Duration(attempt+1) * time.Minute
+		var lambdaClock sharedclock.Clock = clock.NewScaled(scale)
 		if o.manual != nil {
-			if o.manual.Sleep(ctx, delay) != nil {
-				return
-			}
-			continue
+			lambdaClock = o.manual
 		}
-		select {
-		case <-ctx.Done():
+		if sharedclock.SleepOn(ctx, lambdaClock, time.Duration(attempt+1)*time.Minute) != nil {
 			return
-		case <-time.After(time.Duration(float64(delay) / scale)):
 		}
 	}
 }

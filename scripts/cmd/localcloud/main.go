@@ -324,7 +324,11 @@ func (l *launch) startObservability() error {
 	l.logs.Metrics, l.obs.queues, l.obs.table, l.tableFaults.Metrics = l.obs.store, l.queues, l.tableFaults, l.obs.store
 	l.onStop(l.obs.serveAPIs(l.apisLn, l.st))
 	for _, a := range l.fns {
-		a.Version("1").Metrics = l.obs.store
+		v := a.Version("1")
+		v.Metrics = l.obs.store
+		if l.manual != nil { // a hang holds on the manual clock (its delay, the timeout)
+			v.Clock = l.manual
+		}
 	}
 	return nil
 }
@@ -422,10 +426,10 @@ func startSources(ctx context.Context, sources *sync.WaitGroup, st *stack.Stack,
 		}
 		sources.Go(func() { q.Run(ctx) })
 	}
+	eventBridge := clock.NewScaled(scale) // EventBridge's clock runs at LOCALCLOUD_TIME_SCALE
 	for _, sp := range st.Schedules {
 		every := sp.Every
-		sp.Every = time.Duration(float64(sp.Every) / scale) // EventBridge's clock runs at LOCALCLOUD_TIME_SCALE
-		sch := &schedule.Rule{Spec: sp}
+		sch := &schedule.Rule{Spec: sp, Clock: eventBridge}
 		for _, t := range sp.Targets {
 			at := &schedule.Target{Fn: fns[t.Function], Retries: t.Retries}
 			if c, ok := st.AsyncConfigs[t.Function]; ok {
@@ -437,8 +441,8 @@ func startSources(ctx context.Context, sources *sync.WaitGroup, st *stack.Stack,
 			if t.DeadLetter != "" {
 				at.DeadLetter = queues[t.DeadLetter]
 			}
-			if manual != nil {
-				at.Sleep = manual.Sleep
+			if manual != nil { // retries wait on the manual clock (else a minute of real time)
+				at.Clock = manual
 			}
 			sch.Targets = append(sch.Targets, at)
 		}

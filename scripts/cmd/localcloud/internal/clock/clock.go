@@ -184,6 +184,14 @@ func (m *Manual) Busy() int {
 	return m.busy
 }
 
+// Sleeping is how many waits (a participant's or Sleep's) are on the
+// clock: a test moves it once the wait it should end has begun.
+func (m *Manual) Sleeping() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.sleepers)
+}
+
 // Join makes the caller a participant, busy until it waits or leaves.
 func (m *Manual) Join() Waiter {
 	m.mu.Lock()
@@ -207,8 +215,20 @@ func (m *Manual) Sleep(ctx context.Context, d time.Duration) error {
 func (m *Manual) add(d time.Duration, participant bool) *sleeper {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	s := &sleeper{until: m.now.Add(d), participant: participant, fired: make(chan struct{})}
-	if d <= 0 {
+	return m.addLocked(m.now.Add(d), participant)
+}
+
+// addAt is a sleeper (not a participant) until the clock reaches until.
+func (m *Manual) addAt(until time.Time) *sleeper {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.addLocked(until, false)
+}
+
+// addLocked adds a sleeper until the clock reaches until (m.mu held).
+func (m *Manual) addLocked(until time.Time, participant bool) *sleeper {
+	s := &sleeper{until: until, participant: participant, fired: make(chan struct{})}
+	if !until.After(m.now) {
 		close(s.fired)
 		s.done = true
 		return s
@@ -260,6 +280,14 @@ func (w *manualWaiter) Wait(ctx context.Context, d time.Duration, wake <-chan st
 	case <-ctx.Done():
 	}
 	return w.m.remove(s)
+}
+
+// leave ends a participation that is busy.
+func (m *Manual) leave() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.busy--
+	m.cond.Broadcast()
 }
 
 func (w *manualWaiter) Leave() {

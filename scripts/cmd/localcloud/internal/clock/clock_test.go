@@ -3,6 +3,7 @@ package clock
 import (
 	"context"
 	"fmt"
+	shared "github.com/practice-api/practice-api/shared/clock"
 	"strings"
 	"sync"
 	"testing"
@@ -123,5 +124,69 @@ func TestAtIsTheClocksTimeAtAWallMoment(t *testing.T) {
 	}
 	if got := m.At(time.Now()); !got.Equal(start.Add(10 * time.Minute)) {
 		t.Errorf("At(now) %v, want %v", got, start.Add(10*time.Minute))
+	}
+}
+
+// TestManualIsTheServicesClock: the manual clock is a shared/clock.Clock:
+// a timer, a ticker and an AfterFunc fire once Advance has passed their
+// times, not before, and a stopped timer never does.
+func TestManualIsTheServicesClock(t *testing.T) {
+	start := time.Date(2026, 11, 27, 6, 0, 0, 0, time.UTC)
+	m := NewManual(start, time.Minute)
+	var c shared.Clock = m
+	slept := make(chan error, 1)
+	go func() { slept <- shared.SleepOn(context.Background(), c, 90*time.Second) }()
+	ticker, ticks := c.NewTicker(time.Minute)
+	defer ticker.Stop()
+	called := make(chan time.Time, 1)
+	c.AfterFunc(30*time.Second, func() { called <- m.Now() })
+	stopped, never := c.NewTimer(10 * time.Second)
+	if !stopped.Stop() {
+		t.Error("Stop of a timer that had not fired answered false")
+	}
+	for deadline := time.Now().Add(10 * time.Second); m.Sleeping() < 3; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d waits on the clock, want 3 (the sleep, the ticker, the AfterFunc)", m.Sleeping())
+		}
+	}
+	within := func(what string, ch <-chan time.Time) time.Time {
+		t.Helper()
+		select {
+		case at := <-ch:
+			return at
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s did not fire", what)
+			return time.Time{}
+		}
+	}
+	if _, err := m.Advance(time.Minute, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if at := within("the AfterFunc", called); !at.Equal(start.Add(30 * time.Second)) {
+		t.Errorf("the AfterFunc of 30 s ran at %v", at)
+	}
+	if at := within("the ticker", ticks); !at.Equal(start.Add(time.Minute)) {
+		t.Errorf("the first tick at %v, want %v", at, start.Add(time.Minute))
+	}
+	select {
+	case err := <-slept:
+		t.Fatalf("a 90 s sleep ended after a minute on the clock (%v)", err)
+	case <-never:
+		t.Fatal("a stopped timer fired")
+	case <-time.After(50 * time.Millisecond):
+	}
+	if _, err := m.Advance(time.Minute, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if at := within("the ticker", ticks); !at.Equal(start.Add(2 * time.Minute)) {
+		t.Errorf("the second tick at %v, want %v", at, start.Add(2*time.Minute))
+	}
+	select {
+	case err := <-slept:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a 90 s sleep had not ended after two minutes on the clock")
 	}
 }

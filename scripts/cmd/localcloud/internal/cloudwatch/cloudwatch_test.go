@@ -1,6 +1,7 @@
 package cloudwatch
 
 import (
+	"github.com/practice-api/practice-api/shared/clock"
 	"testing"
 	"time"
 )
@@ -26,7 +27,7 @@ func TestMissingDataAsCloudWatchTreatsIt(t *testing.T) {
 			m := Metric{Namespace: "PracticeApi", Name: "Errors", Dims: map[string]string{"Stage": "local"}}
 			for i, f := range []byte{c.points[0], c.points[2], c.points[4]} {
 				at := base.Add(time.Duration(i)*time.Minute + time.Second)
-				s.Now = func() time.Time { return at }
+				s.Clock = clock.Func(func() time.Time { return at })
 				switch f {
 				case 'X':
 					s.Put(m, 1)
@@ -142,7 +143,7 @@ func TestStatFindsItsPeriodAmongManyPoints(t *testing.T) {
 	m := Metric{Namespace: "AWS/Lambda", Name: "Duration"}
 	for i := range 1000 {
 		at := base.Add(time.Duration(i) * 100 * time.Millisecond)
-		s.Now = func() time.Time { return at }
+		s.Clock = clock.Func(func() time.Time { return at })
 		s.Put(m, float64(i))
 	}
 	if v, ok := s.Stat(m, "SampleCount", base.Add(10*time.Second), base.Add(11*time.Second)); !ok || v != 10 {
@@ -164,7 +165,7 @@ func TestStatFindsItsPeriodAmongManyPoints(t *testing.T) {
 func TestAHeartbeatAlarmLapsesOnlyAfterItsFirstData(t *testing.T) {
 	s := NewStore()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	s.Now = func() time.Time { return now }
+	s.Clock = clock.Func(func() time.Time { return now })
 	a, err := ParseAlarm("synthetic", map[string]any{"MetricName": "SyntheticCheckFailures", "Namespace": "PracticeApi", "Statistic": "Sum", "Period": 60.0,
 		"Threshold": 0.0, "ComparisonOperator": "GreaterThanThreshold", "EvaluationPeriods": 3.0, "DatapointsToAlarm": 2.0, "TreatMissingData": "missing",
 		"AlarmActions": []any{map[string]any{"Ref": "topic"}}, "InsufficientDataActions": []any{map[string]any{"Ref": "topic"}}})
@@ -209,7 +210,7 @@ func TestPutAtKeepsThePointsInOrder(t *testing.T) {
 	s := NewStore()
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	now := base.Add(3 * time.Minute)
-	s.Now = func() time.Time { return now }
+	s.Clock = clock.Func(func() time.Time { return now })
 	m := Metric{Namespace: "AWS/Lambda", Name: "Duration", Dims: map[string]string{"FunctionName": "f"}}
 	s.Put(m, 1)
 	s.PutAt(m, 50_000, base.Add(30*time.Second))

@@ -11,6 +11,7 @@
 package cloudwatch
 
 import (
+	"github.com/practice-api/practice-api/shared/clock"
 	"math"
 	"sort"
 	"strconv"
@@ -50,12 +51,16 @@ type point struct {
 type Store struct {
 	mu     sync.Mutex
 	points map[string][]point
-	// Now is the clock (time.Now by default).
-	Now func() time.Time
+	// Clock stamps the data points put without a time (nil: the wall
+	// clock; localcloud's manual clock with LOCALCLOUD_CLOCK=manual).
+	Clock clock.Clock
 }
 
-// NewStore is an empty store.
-func NewStore() *Store { return &Store{points: map[string][]point{}, Now: time.Now} }
+// NewStore is an empty store on the wall clock.
+func NewStore() *Store { return &Store{points: map[string][]point{}} }
+
+// Now is the store's time: its Clock's.
+func (s *Store) Now() time.Time { return clock.Or(s.Clock).Now() }
 
 // Put adds one data point at the current time.
 func (s *Store) Put(m Metric, v float64) {

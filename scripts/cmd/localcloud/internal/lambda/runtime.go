@@ -24,6 +24,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/clock"
 	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/cloudwatch"
 	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/stack"
 
@@ -65,6 +66,13 @@ type Function struct {
 	// https://docs.aws.amazon.com/lambda/latest/dg/monitoring-metrics-types.html
 	Metrics *cloudwatch.Store
 
+	// Clock, when set (localcloud's manual clock), is the time a hang
+	// holds an invocation on: the hung invocation ends when the clock has
+	// passed its hang's delay, or times out when it has passed the
+	// function's timeout, however little real time went by, and its
+	// Duration is the clock's. Unset, a hang holds in real time.
+	Clock clock.Clock
+
 	fault atomic.Pointer[Fault]
 }
 
@@ -78,7 +86,8 @@ type Function struct {
 // fault is on ends no sooner than Delay after its start (a call in it
 // that does not answer), so its Duration is Delay, whatever its work
 // took, and past the function's timeout it times out. Lifting a hang
-// does not shorten the invocations already hanging.
+// does not shorten the invocations already hanging. On a manual clock
+// (Function.Clock) the hang's delay and the timeout are the clock's.
 type Fault struct {
 	Kind  string // crash, throttle, slow, hang; "" none
 	Delay time.Duration
@@ -108,9 +117,13 @@ func answered(ctx context.Context) {
 	}
 }
 
-// now is the metrics' clock (the wall clock without a store).
+// now is the metrics' clock: the function's Clock, else the store's
+// (the wall clock without either).
 func (f *Function) now() time.Time {
-	if f.Metrics == nil || f.Metrics.Now == nil {
+	if f.Clock != nil {
+		return f.Clock.Now()
+	}
+	if f.Metrics == nil {
 		return time.Now()
 	}
 	return f.Metrics.Now()
@@ -198,6 +211,8 @@ const NoWait = -1
 // not at all).
 func (f *Function) Invoke(ctx context.Context, payload []byte, wait time.Duration) (Outcome, string, error) {
 	defer answered(ctx)
+	leave := func() {}
+	defer func() { leave() }() // a hold on the clock ends once the slot is free
 	at := f.now()
 	if o, done, err := f.beforeSlot(ctx, at); done {
 		return o, "", err
@@ -225,12 +240,22 @@ func (f *Function) Invoke(ctx context.Context, payload []byte, wait time.Duratio
 	timer := time.NewTimer(time.Until(inv.deadline))
 	defer timer.Stop()
 	o := f.await(inst, inv, timer)
-	answered(ctx)
-	o = f.hold(ctx, inst, o, hang, start, timer)
+	var took time.Duration
+	if hang != nil && f.Clock != nil {
+		// A participant of the clock before the answer lets a scheduled
+		// invocation's caller leave it: the clock stops at the hang's end.
+		w := f.Clock.Join()
+		leave = w.Leave
+		answered(ctx)
+		o, took = f.holdOnClock(ctx, w, inst, o, hang, at)
+	} else {
+		answered(ctx)
+		o = f.hold(ctx, inst, o, hang, start, timer)
+		took = time.Since(start)
+	}
 	inst.mu.Lock()
 	inst.current = nil
 	inst.mu.Unlock()
-	took := time.Since(start)
 	f.count(o, took, at)
 	f.report(inv.id, took, cold, o, inst)
 	f.release(inst)
@@ -371,6 +396,31 @@ func (f *Function) hold(ctx context.Context, inst *instance, o Outcome, hang *Fa
 		return f.timeout(inst)
 	}
 	return o
+}
+
+// holdOnClock keeps an invocation under a hang fault going on the
+// function's clock (w, a participant of it): it ends when the clock has
+// passed hang.Delay from the invocation's start (at), or, when the
+// function's timeout comes first, times out there as one that never
+// answers does. It returns the outcome and the Duration on the clock:
+// the hang's delay or the timeout, even when the clock had passed it
+// before the invocation's work answered (a move the invocation did not
+// hold); less only when ctx ended it first.
+func (f *Function) holdOnClock(ctx context.Context, w clock.Waiter, inst *instance, o Outcome, hang *Fault, at time.Time) (Outcome, time.Duration) {
+	end, timesOut := hang.Delay, false
+	if hang.Delay >= f.Spec.Timeout {
+		end, timesOut = f.Spec.Timeout, true
+	}
+	if o.Status == "timeout" { // its real deadline came first
+		return o, f.Spec.Timeout
+	}
+	if !w.Wait(ctx, end-f.Clock.Now().Sub(at), nil) {
+		return o, f.Clock.Now().Sub(at)
+	}
+	if timesOut {
+		return f.timeout(inst), end
+	}
+	return o, end
 }
 
 // count counts an invocation's outcome and puts its metrics, stamped at

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/clock"
 	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/lambda"
 
 	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/lambdatest"
@@ -245,5 +246,74 @@ func TestAHangIsInsideTheInvocation(t *testing.T) {
 	sort.Float64s(durations)
 	if len(durations) != 3 || durations[0] >= 1400 || durations[1] < 1500 || durations[2] < 2000 {
 		t.Fatalf("durations %v ms: want the lifted one under 1400, the hung one 1500 or more, the timed-out one over 2000", durations)
+	}
+}
+
+// TestAHangHoldsOnTheManualClock: on a manual clock (Function.Clock) a
+// hung invocation ends when the clock passes its delay, not after that
+// much real time, with the delay as its Duration; one whose hang passes
+// the timeout times out when the clock passes the timeout (its process
+// killed, its Duration the timeout); the clock's Advance returns once
+// the invocation has ended (a participant while it holds).
+func TestAHangHoldsOnTheManualClock(t *testing.T) {
+	t.Parallel()
+	f, logs := lambdatest.Function(t, 30*time.Second, 0)
+	m := clock.NewManual(time.Date(2026, 11, 27, 6, 0, 0, 0, time.UTC), time.Minute)
+	f.Clock = m
+	hold := func(delay time.Duration) chan lambda.Outcome {
+		t.Helper()
+		f.SetFault(&lambda.Fault{Kind: "hang", Delay: delay})
+		out := make(chan lambda.Outcome, 1)
+		go func() { o, _, _ := f.Invoke(context.Background(), []byte(`{}`), 0); out <- o }()
+		for deadline := time.Now().Add(30 * time.Second); m.Sleeping() == 0; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the hung invocation never waited on the clock")
+			}
+		}
+		return out
+	}
+	ended := func(out chan lambda.Outcome) (lambda.Outcome, bool) {
+		select {
+		case o := <-out:
+			return o, true
+		case <-time.After(10 * time.Second): // far less than the hang's real seconds
+			return lambda.Outcome{}, false
+		}
+	}
+
+	out := hold(26 * time.Second)
+	if _, err := m.Advance(25*time.Second, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case o := <-out:
+		t.Fatalf("the hang of 26 s ended after 25 s on the clock: %+v", o)
+	case <-time.After(100 * time.Millisecond):
+	}
+	if _, err := m.Advance(time.Second, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if o, ok := ended(out); !ok || o.Status != "ok" {
+		t.Fatalf("the hang of 26 s after 26 s on the clock: %+v (ended %v), want its answer", o, ok)
+	}
+
+	out = hold(time.Hour)
+	if _, err := m.Advance(30*time.Second, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if o, ok := ended(out); !ok || o.Status != "timeout" || !strings.Contains(string(o.Body), "Task timed out after 30.00 seconds") {
+		t.Fatalf("a hang past the timeout after 30 s on the clock: %+v (ended %v), want it timed out", o, ok)
+	}
+	if n := f.Timeouts.Load(); n != 1 {
+		t.Errorf("timeouts %d, want 1", n)
+	}
+	var durations []string
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if m := regexp.MustCompile(`\tDuration: ([0-9.]+) ms.*\tStatus: ([a-z]+)`).FindStringSubmatch(l); m != nil {
+			durations = append(durations, m[1]+" "+m[2])
+		}
+	}
+	if got, want := strings.Join(durations, ", "), "26000.00 ok, 30000.00 timeout"; got != want {
+		t.Errorf("REPORT durations %q, want %q (the clock's)", got, want)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/lambda"
 	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/sqsserver"
 	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/stack"
+	"github.com/practice-api/practice-api/shared/clock"
 
 	"github.com/google/uuid"
 )
@@ -34,6 +35,9 @@ type Destination interface {
 type Rule struct {
 	Spec    stack.Schedule
 	Targets []*Target
+	// Clock is EventBridge's time: Run fires the rule every Spec.Every on
+	// it (nil: the wall clock).
+	Clock clock.Clock
 }
 
 // Target is a function invoked asynchronously: Lambda's retries
@@ -49,20 +53,20 @@ type Target struct {
 	// second: Lambda waits a minute, then two (0: a minute; tests
 	// shorten it).
 	Pause time.Duration
-	// Sleep, when set, is how a retry waits (the manual clock's Sleep);
-	// nil: real time.
-	Sleep func(ctx context.Context, d time.Duration) error
+	// Clock is Lambda's time: a retry's pause passes on it (nil: the
+	// wall clock).
+	Clock clock.Clock
 }
 
 // Run fires the rule every interval until ctx ends.
 func (s *Rule) Run(ctx context.Context) {
-	t := time.NewTicker(s.Spec.Every)
+	t, ticks := clock.Or(s.Clock).NewTicker(s.Spec.Every)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case now := <-t.C:
+		case now := <-ticks:
 			s.Fire(ctx, now, nil)
 		}
 	}
@@ -105,7 +109,7 @@ func (a *Target) invoke(ctx context.Context, event []byte) {
 		}
 		if attempt >= a.Retries {
 			if a.OnFailure != nil {
-				rec, _ := json.Marshal(map[string]any{"version": "1.0", "timestamp": time.Now().UTC().Format(time.RFC3339Nano),
+				rec, _ := json.Marshal(map[string]any{"version": "1.0", "timestamp": clock.Or(a.Clock).Now().UTC().Format(time.RFC3339Nano),
 					"requestContext":  map[string]any{"requestId": id, "functionArn": a.Fn.ARN() + ":$LATEST", "condition": "RetriesExhausted", "approximateInvokeCount": attempt + 1},
 					"requestPayload":  json.RawMessage(event),
 					"responseContext": map[string]any{"statusCode": 200, "executedVersion": "$LATEST", "functionError": "Unhandled"},
@@ -114,17 +118,9 @@ func (a *Target) invoke(ctx context.Context, event []byte) {
 			}
 			return
 		}
-		pause := time.Duration(attempt+1) * cmp.Or(a.Pause, time.Minute)
-		if a.Sleep != nil {
-			if a.Sleep(ctx, pause) != nil {
-				return
-			}
-			continue
-		}
-		select { // Lambda waits a minute, then two, between async retries
-		case <-ctx.Done():
+		// Lambda waits a minute, then two, between async retries.
+		if clock.SleepOn(ctx, clock.Or(a.Clock), time.Duration(attempt+1)*cmp.Or(a.Pause, time.Minute)) != nil {
 			return
-		case <-time.After(pause):
 		}
 	}
 }

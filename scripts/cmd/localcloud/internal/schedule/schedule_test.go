@@ -12,6 +12,7 @@ import (
 	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/lambda"
 	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/sqsserver"
 	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/stack"
+	"github.com/practice-api/practice-api/shared/clock"
 )
 
 // probe is a target that answers as told: ok, a function error, or no
@@ -60,10 +61,12 @@ func firstMessage(ctx context.Context, t *testing.T, q *sqsserver.Queue) map[str
 }
 
 // TestRuleInvokesItsTargetsAsEventBridgeAndLambdaDo: one rule, three
-// targets at once. Each is invoked with EventBridge's scheduled event; a
-// function that keeps failing is retried Retries times and then goes to
-// its on-failure destination in Lambda's shape; an invocation that cannot
-// be made at all goes to the rule's dead-letter queue, unretried.
+// targets at once, on a manual clock (the rule's rate and Lambda's retry
+// pauses pass on it, not in real time). Each is invoked with
+// EventBridge's scheduled event; a function that keeps failing is retried
+// Retries times, a minute later on the clock (not sooner), and then goes
+// to its on-failure destination in Lambda's shape; an invocation that
+// cannot be made at all goes to the rule's dead-letter queue, unretried.
 func TestRuleInvokesItsTargetsAsEventBridgeAndLambdaDo(t *testing.T) {
 	srv := sqsserver.New("http://127.0.0.1:1", iam.NewIdentities())
 	queue := func(name string) *sqsserver.Queue {
@@ -71,15 +74,28 @@ func TestRuleInvokesItsTargetsAsEventBridgeAndLambdaDo(t *testing.T) {
 	}
 	failures, dead := queue("failures"), queue("rule-dlq")
 	ok, failing, throttled := &probe{answer: "ok"}, &probe{answer: "error"}, &probe{answer: "throttled"}
-	rule := &Rule{Spec: stack.Schedule{Rule: "SweepRule", Every: 100 * time.Millisecond}, Targets: []*Target{
-		{Fn: ok, Retries: 2},
-		{Fn: failing, Retries: 1, OnFailure: failures, Pause: 10 * time.Millisecond},
-		{Fn: throttled, Retries: 2, DeadLetter: dead, Pause: 10 * time.Millisecond},
+	m := clock.NewManual(time.Date(2026, 11, 27, 6, 0, 0, 0, time.UTC))
+	rule := &Rule{Spec: stack.Schedule{Rule: "SweepRule", Every: time.Minute}, Clock: m, Targets: []*Target{
+		{Fn: ok, Retries: 2, Clock: m},
+		{Fn: failing, Retries: 1, OnFailure: failures, Clock: m},
+		{Fn: throttled, Retries: 2, DeadLetter: dead, Clock: m},
 	}}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	go rule.Run(ctx)
-
+	if err := m.AwaitPending(ctx, 1); err != nil { // the rule's ticker
+		t.Fatal(err)
+	}
+	m.Advance(time.Minute)                         // the first tick
+	if err := m.AwaitPending(ctx, 2); err != nil { // and the failing target's retry pause
+		t.Fatalf("no retry waits on the clock after the first tick: %v", err)
+	}
+	m.Advance(59 * time.Second)
+	time.Sleep(20 * time.Millisecond)
+	if n := failing.calls.Load(); n != 1 {
+		t.Fatalf("the failing target was called %d times 59 s after the tick, want 1 (its retry a minute later)", n)
+	}
+	m.Advance(time.Second)
 	rec, deadEvent := firstMessage(ctx, t, failures), firstMessage(ctx, t, dead)
 	cancel()
 
