@@ -319,14 +319,17 @@ func getsOf(fam string) []routes.Route {
 //     version's 4xx) while releases' hooks crash, then are throttled
 //     (Lambda retries a hook a minute and two minutes later: the release
 //     check's errors and throttles);
-//   - the API's functions slow (1.1 s: each route's p99), documents' table
-//     calls throttled and webhooks' failing (DynamoDB's throttles and
-//     system errors), the dispatcher crashing 3 s into each invocation
-//     under 12 new events (the stream's batch retried and split, one
-//     send every 3 s: the clock moves a minute after each until the
-//     records' age passes 5 minutes in three: the iterator age), and the
-//     delivery queue refusing the dispatcher's sends to the end (the
-//     outbox's dispatch failures, its events parked after 10 sweeps);
+//   - the API's functions slow (1.1 s: each route's p99) for three
+//     minutes across two five-minute periods, documents' table calls
+//     throttled and webhooks' failing (DynamoDB's throttles and system
+//     errors), the dispatcher crashing 1 s into each invocation since
+//     the previous phase's last six minutes under 12 new events (the
+//     stream's batch retried and split, one send a second or so, the
+//     records past 5 minutes old in the three minutes: the iterator age;
+//     if not yet fired, the clock moves a minute after each send until
+//     it is), and the delivery queue refusing the dispatcher's sends to
+//     the end (the outbox's dispatch failures, its events parked after
+//     10 sweeps);
 //   - the table hanging for the API, requests begun in three minutes
 //     (each function's duration, each version's 5xx and latency, the
 //     reports route's 15 s);
@@ -449,25 +452,42 @@ func TestEveryAlarmIsFiredByAFault(t *testing.T) {
 	if json.Unmarshal(body, &clients) != nil || len(clients.Data) == 0 {
 		t.Fatalf("no demo client: %s", body)
 	}
+	// createMatters creates n matters, each asked again (its key the
+	// same) a second after an answer a client retries: none, a 5xx, a 429,
+	// or a 409 (the same key's request still in progress). It logs the
+	// answers of those it could not create.
 	createMatters := func(n int) int {
 		var created atomic.Int64
 		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var failed []string
 		for i := range n {
 			wg.Go(func() {
 				key := fmt.Sprintf("campaign-%d-%d", time.Now().UnixNano(), i)
-				for try := 0; try < 5; try++ {
-					code, _ := k.send("POST", "/matters", c.DemoKey, `{"client_id":"`+clients.Data[0].ID+`"}`, "Idempotency-Key", key)
+				var answers []string
+				for try := 0; try < 10; try++ {
+					if try > 0 {
+						time.Sleep(time.Second)
+					}
+					code, b := k.send("POST", "/matters", c.DemoKey, `{"client_id":"`+clients.Data[0].ID+`"}`, "Idempotency-Key", key)
 					if code == 201 {
 						created.Add(1)
 						return
 					}
-					if code != 0 && code < 500 {
-						return
+					answers = append(answers, fmt.Sprintf("%d %.120s", code, b))
+					if code != 0 && code < 500 && code != 409 && code != 429 {
+						break
 					}
 				}
+				mu.Lock()
+				failed = append(failed, strings.Join(answers, "; "))
+				mu.Unlock()
 			})
 		}
 		wg.Wait()
+		if len(failed) > 0 {
+			t.Logf("%d of %d matters not created: %v", len(failed), n, failed)
+		}
 		return int(created.Load())
 	}
 	subscribe := func(url, what string) string {
@@ -617,36 +637,50 @@ func TestEveryAlarmIsFiredByAFault(t *testing.T) {
 			t.Logf("keys refused, minute %d: answers %v", m, tally)
 		}
 	}
+	// The dispatcher stuck from here under 12 new events (the next
+	// phase's): their stream records age on the clock meanwhile.
+	k.fault(map[string]any{"function": "dispatcher", "fault": "crash", "delay_ms": 1000})
+	eventsAt := k.now()
+	if n := createMatters(12); n < 12 {
+		t.Errorf("%d of 12 matters created for the stuck dispatcher", n)
+	}
 	k.advance(6) // the second hook's last retry (minute 8), and its period's evaluation (minute 12)
 	k.fault(map[string]any{"function": "releasecheck", "fault": "none"})
 	phase("keys the API refuses, release checks failing")
 
 	// The API's functions slow, two tables failing, the dispatcher stuck
-	// under new events, six minutes.
+	// under the events of six minutes ago, three minutes: a period's
+	// fourth and fifth and the next one's first (each route's p99 in 3 of
+	// 5 minutes; the tables' throttles and system errors in two
+	// five-minute periods), each with a batch sent past its records' five
+	// minutes' age.
+	k.alignTo(3)
 	k.fault(map[string]any{"queue": "deliveryqueue", "fault": "refuse-sends", "function": "dispatcher"})
 	k.fault(map[string]any{"function": routes.Documents, "store": "throttle"})
 	k.fault(map[string]any{"function": routes.Webhooks, "store": "fail"})
-	k.fault(map[string]any{"function": "dispatcher", "fault": "crash", "delay_ms": 3000})
-	eventsAt := k.now()
-	if n := createMatters(12); n < 12 {
-		t.Errorf("%d of 12 matters created for the stuck dispatcher", n)
-	}
+	slowBegan := time.Now()
 	slow := []string{routes.Matters, routes.Parties, routes.TimeEntries, routes.Invoices, routes.Documents, routes.Meta, routes.Webhooks}
 	for _, f := range slow {
 		k.fault(map[string]any{"function": f, "fault": "slow", "delay_ms": 1100})
 	}
-	for range 6 {
+	for range 3 {
 		k.minute(everyRoute(1, c.DemoKey, routes.Reports), len(routes.Table))
 	}
+	t.Logf("three slow minutes: %v real", time.Since(slowBegan).Round(100*time.Millisecond))
 	for _, f := range slow {
 		k.fault(map[string]any{"function": f, "fault": "none"})
 	}
 	for _, f := range []string{routes.Documents, routes.Webhooks} {
 		k.fault(map[string]any{"function": f, "store": "none"})
 	}
-	// The records created at eventsAt are sent again every 3 s: a minute
-	// of the clock after each, until one is sent in each of three minutes
-	// past their five minutes' age.
+	// The records created at eventsAt are sent again every second or so
+	// (a crash 1 s in, a pause, or a half of the batch at once): if three
+	// minutes with a send past their five minutes' age did not fire the
+	// iterator age alarm yet, a minute of the clock after each send, until
+	// it fires. Their retries last about a minute of real time (the tree
+	// of a batch of 12 split to single records, four tries each: some 59
+	// sends), this phase a third of that.
+	loopBegan := time.Now()
 	for m := 0; !k.fired("outboxstreamiteratorage"); m++ {
 		if m == 10 {
 			t.Errorf("the stream's iterator age alarm did not fire in %v of the clock after its records were created", k.now().Sub(eventsAt).Round(time.Minute))
@@ -666,6 +700,7 @@ func TestEveryAlarmIsFiredByAFault(t *testing.T) {
 		}
 		k.advance(1)
 	}
+	t.Logf("the stream's iterator age: %v real after the slow minutes", time.Since(loopBegan).Round(100*time.Millisecond))
 	k.fault(map[string]any{"function": "dispatcher", "fault": "none"})
 	phase("the API slow, tables failing, the dispatcher stuck")
 
