@@ -10,6 +10,12 @@
 // alarms, shifted or rolled back) before Advance returns. However slow
 // the machine, a minute holds the same requests and the same data
 // points, so a canary stops at the same minute every run.
+//
+// Both clocks are the service's clock too (shared/clock.Clock: Now,
+// timers, tickers, AfterFunc), so a part written against it (the
+// metrics' store, a schedule's rate, a retry's pause) runs on either; a
+// manual timer is a participant while it fires, so Advance returns after
+// what it woke has acted.
 package clock
 
 import (
@@ -216,13 +222,6 @@ func (m *Manual) add(d time.Duration, participant bool) *sleeper {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.addLocked(m.now.Add(d), participant)
-}
-
-// addAt is a sleeper (not a participant) until the clock reaches until.
-func (m *Manual) addAt(until time.Time) *sleeper {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.addLocked(until, false)
 }
 
 // addLocked adds a sleeper until the clock reaches until (m.mu held).
