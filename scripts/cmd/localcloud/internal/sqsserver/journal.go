@@ -10,6 +10,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/practice-api/practice-api/shared/clock"
 )
 
 // A journal keeps the queues' messages across a restart of localcloud, as
@@ -140,7 +142,7 @@ func readJournal(path string) (map[string]map[string]*journalMessage, []journalL
 // returns how many.
 func (s *Server) restore(state map[string]map[string]*journalMessage, order []journalLine) int {
 	restored := 0
-	now := time.Now()
+	now := clock.Or(s.Clock).Now()
 	s.mu.Lock()
 	for _, l := range order {
 		m := state[l.Queue][l.ID]

@@ -6,6 +6,7 @@
 package sqsserver
 
 import (
+	"context"
 	"crypto/md5"
 	"encoding/hex"
 	"encoding/json"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/stack"
+	"github.com/practice-api/practice-api/shared/clock"
 	"github.com/practice-api/practice-api/shared/queue"
 
 	"github.com/google/uuid"
@@ -40,6 +42,11 @@ type Server struct {
 	Callers Callers           // who holds which access key id
 	Policy  Policy            // the callers' permissions (nil: not checked)
 	Journal *journal          // openJournal's, when the queues are kept on disk
+	// Clock is the time the queues run on: delays, visibility timeouts,
+	// retention, receive and send times, long polls' waits (nil: the wall
+	// clock). Set it before Create: a queue keeps the clock it was made
+	// with. A test moves a clock.Manual instead of waiting out a timeout.
+	Clock clock.Clock
 }
 
 // Credential issues a caller (a function, or the operator) its own access
@@ -72,6 +79,7 @@ type Queue struct {
 	journal *journal    // nil: the queue lives in memory only
 	fair    *queue.Fair // fair queues' rules, over the messages' groups
 	refused *refusal    // a fault campaign's: sends refused (nil: none)
+	clock   clock.Clock // the server's, when the queue was made
 }
 
 // refusal is a Deny of sqs:SendMessage in the queue's policy, for one
@@ -116,7 +124,7 @@ func (s *Server) Create(spec *stack.Queue, dlq *Queue) *Queue {
 	defer s.mu.Unlock()
 	q := &Queue{Name: spec.Name, URL: s.Base + "/" + stack.Account + "/" + spec.Name,
 		ARN: "arn:aws:sqs:" + stack.Region + ":" + stack.Account + ":" + spec.Name, visibility: spec.Visibility,
-		delay: spec.Delay, retention: spec.Retention, deadLetter: dlq, maxReceives: spec.MaxReceives, wake: make(chan struct{}, 1), fair: queue.NewFair()}
+		delay: spec.Delay, retention: spec.Retention, deadLetter: dlq, maxReceives: spec.MaxReceives, wake: make(chan struct{}, 1), fair: queue.NewFair(), clock: clock.Or(s.Clock)}
 	s.queues[spec.Name] = q
 	return q
 }
@@ -165,7 +173,7 @@ func (s *Server) startMove(source, destination string) (moveTask, string, string
 	src.mu.Lock()
 	msgs := src.msgs
 	src.msgs = nil
-	now := time.Now()
+	now := src.clock.Now()
 	for _, m := range msgs {
 		src.journal.record(src.Name, "del", m)
 		src.fair.Ended(m.tenant(), m.ID, now)
@@ -174,7 +182,7 @@ func (s *Server) startMove(source, destination string) (moveTask, string, string
 	for _, m := range msgs {
 		dst.SendGroup(m.Body, m.Group, 0)
 	}
-	t := moveTask{handle: uuid.NewString(), source: src.ARN, destination: dst.ARN, moved: len(msgs), started: time.Now()}
+	t := moveTask{handle: uuid.NewString(), source: src.ARN, destination: dst.ARN, moved: len(msgs), started: src.clock.Now()}
 	s.mu.Lock()
 	s.moves = append(s.moves, t)
 	s.mu.Unlock()
@@ -202,7 +210,7 @@ func (q *Queue) SendGroup(body, group string, delay time.Duration) *Message {
 	if delay < 0 {
 		delay = q.delay
 	}
-	now := time.Now()
+	now := q.clock.Now()
 	m := &Message{ID: uuid.NewString(), Body: body, MD5: md5Hex(body), Group: group, Sent: now, visible: now.Add(delay)}
 	q.mu.Lock()
 	q.msgs = append(q.msgs, m)
@@ -224,7 +232,7 @@ func (q *Queue) Receive(max int, visibility time.Duration) []Message {
 	if visibility < 0 {
 		visibility = q.visibility
 	}
-	now := time.Now()
+	now := q.clock.Now()
 	var out []Message
 	var dead []*Message
 	q.mu.Lock()
@@ -314,7 +322,7 @@ func (q *Queue) Delete(receipt string) bool {
 		if m.Receipt == receipt && receipt != "" {
 			q.msgs = append(q.msgs[:i], q.msgs[i+1:]...)
 			q.journal.record(q.Name, "del", m)
-			q.fair.Ended(m.tenant(), m.ID, time.Now())
+			q.fair.Ended(m.tenant(), m.ID, q.clock.Now())
 			return true
 		}
 	}
@@ -327,7 +335,7 @@ func (q *Queue) changeVisibility(receipt string, d time.Duration) bool {
 	defer q.mu.Unlock()
 	for _, m := range q.msgs {
 		if m.Receipt == receipt && receipt != "" {
-			now := time.Now()
+			now := q.clock.Now()
 			m.visible = now.Add(d)
 			q.journal.record(q.Name, "set", m)
 			q.fair.Hidden(m.tenant(), m.ID, now, m.visible)
@@ -341,6 +349,40 @@ func (q *Queue) changeVisibility(receipt string, d time.Duration) bool {
 		}
 	}
 	return false
+}
+
+// recheck is how often a long poll looks at its queue again for a
+// message whose delay or visibility timeout has ended (a send wakes it at
+// once). It is the emulator's own pacing, on the wall clock: with a manual
+// clock, a message the clock's move made visible is taken within it.
+const recheck = 100 * time.Millisecond
+
+// longPoll is ReceiveMessage's wait: it receives up to max messages
+// (Receive), waiting up to wait on the queue's clock for one to be
+// visible, as a long poll (WaitTimeSeconds) does; false when ctx ended
+// first (the caller left).
+// https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-short-and-long-polling.html
+func (q *Queue) longPoll(ctx context.Context, max int, visibility, wait time.Duration) ([]Message, bool) {
+	if msgs := q.Receive(max, visibility); len(msgs) > 0 || wait <= 0 {
+		return msgs, true
+	}
+	deadline := q.clock.Now().Add(wait) // before the timer: it fires at the deadline or after
+	timer, expired := q.clock.NewTimer(wait)
+	defer timer.Stop()
+	tick := time.NewTicker(recheck)
+	defer tick.Stop()
+	for {
+		select {
+		case <-q.wake:
+		case <-tick.C:
+		case <-expired:
+		case <-ctx.Done():
+			return nil, false
+		}
+		if msgs := q.Receive(max, visibility); len(msgs) > 0 || !q.clock.Now().Before(deadline) {
+			return msgs, true
+		}
+	}
 }
 
 // Contains reports whether the message id is still in the queue (sent, not
@@ -406,7 +448,7 @@ func (q *Queue) OldestAge(now time.Time) (age time.Duration, ok bool) {
 func (q *Queue) Counts() (visible, inFlight, delayed int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	now := time.Now()
+	now := q.clock.Now()
 	for _, m := range q.msgs {
 		switch {
 		case !m.visible.After(now):
@@ -425,7 +467,7 @@ func (q *Queue) Counts() (visible, inFlight, delayed int) {
 func (q *Queue) Fairness() queue.FairMetrics {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	now := time.Now()
+	now := q.clock.Now()
 	states := make([]queue.MessageState, 0, len(q.msgs))
 	for _, m := range q.msgs {
 		hidden := m.visible.After(now)
@@ -665,18 +707,9 @@ func actionReceiveMessage(c *call) bool {
 	}
 	max := min(max(c.num("MaxNumberOfMessages", 1), 1), 10)
 	vis := time.Duration(c.num("VisibilityTimeout", -1)) * time.Second
-	deadline := time.Now().Add(time.Duration(min(c.num("WaitTimeSeconds", 0), 20)) * time.Second)
-	var msgs []Message
-	for {
-		if msgs = q.Receive(max, vis); len(msgs) > 0 || time.Now().After(deadline) {
-			break
-		}
-		select {
-		case <-q.wake:
-		case <-time.After(100 * time.Millisecond):
-		case <-c.r.Context().Done():
-			return false
-		}
+	msgs, ok := q.longPoll(c.r.Context(), max, vis, time.Duration(min(c.num("WaitTimeSeconds", 0), 20))*time.Second)
+	if !ok {
+		return false
 	}
 	list := []map[string]any{}
 	for _, m := range msgs {

@@ -19,43 +19,120 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 
+	"github.com/practice-api/practice-api/shared/clock"
 	"github.com/practice-api/practice-api/shared/queue"
 	"github.com/practice-api/practice-api/shared/queue/sqsqueue"
 )
 
 // TestSQSServerKeepsSQSSemantics drives the in-repo SQS server with the
 // real SDK through the service's own adapter (shared/queue): delays,
-// visibility timeouts and receive counts, batches, and the redrive of a
-// message received maxReceiveCount times to its dead-letter queue.
+// visibility timeouts and receive counts to the millisecond on the
+// queue's clock (a manual one the test moves), long polls that end when a
+// delay does or when their wait has passed on that clock, batches, and
+// the redrive of a message received maxReceiveCount times to its
+// dead-letter queue.
 func TestSQSServerKeepsSQSSemantics(t *testing.T) {
-	jobs, dlq, client := jobsQueue(t, 2)
+	t.Parallel()
+	jobs, dlq, client, clk := jobsQueue(t, 2)
 	q := sqsqueue.New(client, jobs.URL)
 	ctx := context.Background()
+	counts := func(got []queue.Message) []int {
+		var n []int
+		for _, m := range got {
+			n = append(n, m.ReceiveCount)
+		}
+		return n
+	}
+	poll := func(wait time.Duration) <-chan []queue.Message {
+		done := make(chan []queue.Message, 1)
+		go func() {
+			got, err := q.Receive(ctx, 10, wait)
+			if err != nil {
+				t.Error(err)
+			}
+			done <- got
+		}()
+		return done
+	}
+	// A long poll waiting on the clock: its deadline's timer is set.
+	awaitPoll := func() {
+		wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if err := clk.AwaitPending(wctx, 1); err != nil {
+			t.Fatal("the long poll never waited on the queue's clock")
+		}
+	}
+	take := func(d time.Duration, what string) []queue.Message {
+		select {
+		case got := <-poll(d):
+			return got
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: no answer", what)
+			return nil
+		}
+	}
 
 	if err := q.Send(ctx, "g", []byte("later"), 2*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := q.Receive(ctx, 10, time.Second); len(got) != 0 {
+	if got := take(0, "a short poll"); len(got) != 0 {
 		t.Fatalf("a delayed message was received at once: %v", got)
 	}
-	var counts []int
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
-		got, err := q.Receive(ctx, 10, time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range got {
-			counts = append(counts, m.ReceiveCount) // never deleted: it fails each time
-		}
-		if v, _, _ := dlq.Counts(); v == 1 {
-			break
-		}
+	waiting := poll(5 * time.Second)
+	awaitPoll()
+	clk.Advance(2*time.Second - time.Millisecond)
+	if got := take(0, "a short poll 1.999 s in"); len(got) != 0 {
+		t.Fatalf("a message delayed 2 s was received 1.999 s later: %v", got)
 	}
-	if fmt.Sprint(counts) != "[1 2]" {
-		t.Fatalf("receive counts %v, want [1 2] and then the dead-letter queue", counts)
+	clk.Advance(time.Millisecond)
+	select {
+	case got := <-waiting:
+		if fmt.Sprint(counts(got)) != "[1]" {
+			t.Fatalf("the long poll took %v, want the delayed message received once", counts(got))
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a long poll did not take the message whose delay ended while it waited")
+	}
+	if _, f, _ := jobs.Counts(); f != 1 {
+		t.Fatalf("%d in flight, want the one received", f)
+	}
+	clk.Advance(time.Second - time.Millisecond) // the queue's visibility timeout, less 1 ms
+	if got := take(0, "a poll within the visibility timeout"); len(got) != 0 {
+		t.Fatalf("a message in flight was received again: %v", counts(got))
+	}
+	clk.Advance(time.Millisecond)
+	if got := take(0, "a poll at the visibility timeout"); fmt.Sprint(counts(got)) != "[2]" {
+		t.Fatalf("after its visibility timeout: %v, want the message again, received twice", counts(got))
+	}
+	clk.Advance(time.Second) // never deleted: it fails each time
+	if got := take(0, "a poll after maxReceiveCount receives"); len(got) != 0 {
+		t.Fatalf("received a third time: %v; want it moved to the dead-letter queue", counts(got))
+	}
+	if v, _, _ := dlq.Counts(); v != 1 {
+		t.Fatalf("%d visible in the dead-letter queue, want the message", v)
 	}
 	if v, f, d := jobs.Counts(); v+f+d != 0 {
 		t.Fatalf("the message is still in its queue: %d %d %d", v, f, d)
+	}
+
+	// An empty queue's long poll answers nothing when its wait has passed on
+	// the clock, not before.
+	empty := poll(2 * time.Second)
+	awaitPoll()
+	clk.Advance(2*time.Second - time.Millisecond)
+	select {
+	case got := <-empty:
+		t.Fatalf("a long poll of 2 s ended 1.999 s in: %v", got)
+	case <-time.After(3 * recheck): // it has looked again, and waits on
+	}
+	clk.Advance(time.Millisecond)
+	select {
+	case got := <-empty:
+		if len(got) != 0 {
+			t.Fatalf("an empty queue's long poll: %v", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a long poll went on past its wait on the clock")
 	}
 
 	var bodies [][]byte
@@ -66,12 +143,8 @@ func TestSQSServerKeepsSQSSemantics(t *testing.T) {
 		t.Fatal(err)
 	}
 	seen := map[string]bool{}
-	for deadline := time.Now().Add(5 * time.Second); len(seen) < 25 && time.Now().Before(deadline); {
-		got, err := q.Receive(ctx, 10, time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range got {
+	for range 3 {
+		for _, m := range take(0, "a batch") {
 			seen[string(m.Body)] = true
 			if err := q.Delete(ctx, m); err != nil {
 				t.Fatal(err)
@@ -79,7 +152,7 @@ func TestSQSServerKeepsSQSSemantics(t *testing.T) {
 		}
 	}
 	if len(seen) != 25 {
-		t.Fatalf("%d of 25 batched messages", len(seen))
+		t.Fatalf("%d of 25 batched messages in three receives of ten", len(seen))
 	}
 	if err := q.Hide(ctx, queue.Message{Receipt: "nope"}, time.Second); err == nil {
 		t.Fatal("a bad receipt was accepted")
@@ -93,7 +166,8 @@ func TestSQSServerKeepsSQSSemantics(t *testing.T) {
 // ListMessageMoveTasks reports the task; a queue that is no one's
 // dead-letter queue is refused, as SQS refuses it.
 func TestRedriveFromADeadLetterQueue(t *testing.T) {
-	jobs, dlq, client := jobsQueue(t, 1)
+	t.Parallel()
+	jobs, dlq, client, clk := jobsQueue(t, 1)
 	ctx := context.Background()
 	q := sqsqueue.New(client, jobs.URL)
 	for i := range 3 {
@@ -102,14 +176,13 @@ func TestRedriveFromADeadLetterQueue(t *testing.T) {
 		}
 	}
 	// Each is received once and not deleted (its worker failed): the next
-	// receive moves it to the dead-letter queue.
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
-		if _, err := q.Receive(ctx, 10, 1500*time.Millisecond); err != nil {
-			t.Fatal(err)
-		}
-		if v, _, _ := dlq.Counts(); v == 3 {
-			break
-		}
+	// receive, past the visibility timeout, moves it to the dead-letter queue.
+	if got, err := q.Receive(ctx, 10, 0); err != nil || len(got) != 3 {
+		t.Fatalf("the first receive: %v %v", got, err)
+	}
+	clk.Advance(time.Second)
+	if got, err := q.Receive(ctx, 10, 0); err != nil || len(got) != 0 {
+		t.Fatalf("the second receive: %v %v; want none, each moved to the dead-letter queue", got, err)
 	}
 	if v, _, _ := dlq.Counts(); v != 3 {
 		t.Fatalf("%d messages in the dead-letter queue, want 3", v)
@@ -136,23 +209,27 @@ func TestRedriveFromADeadLetterQueue(t *testing.T) {
 }
 
 // jobsQueue serves a queue "jobs" whose messages go to "jobs-dlq" after
-// maxReceives receives, and returns them with an SDK client of the server.
-func jobsQueue(t *testing.T, maxReceives int) (jobs, dlq *Queue, client *sqs.Client) {
+// maxReceives receives, both with a visibility timeout of a second on a
+// manual clock, and returns them with an SDK client of the server and the
+// clock.
+func jobsQueue(t *testing.T, maxReceives int) (jobs, dlq *Queue, client *sqs.Client, clk *clock.Manual) {
 	srv := httptest.NewServer(nil)
 	t.Cleanup(srv.Close)
 	s := New(srv.URL, iam.NewIdentities())
+	clk = clock.NewManual(time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC))
+	s.Clock = clk
 	srv.Config.Handler = s
 	dlq = s.Create(&stack.Queue{Name: "jobs-dlq", Visibility: time.Second, Retention: time.Hour}, nil)
 	jobs = s.Create(&stack.Queue{Name: "jobs", Visibility: time.Second, Retention: time.Hour, MaxReceives: maxReceives}, dlq)
 	client = sqs.New(sqs.Options{Region: stack.Region, BaseEndpoint: aws.String(srv.URL), Credentials: credentials.NewStaticCredentialsProvider(s.Credential("test"), "x", "")})
-	return jobs, dlq, client
+	return jobs, dlq, client, clk
 }
 
 // TestSQSServerRefusesStrangers: a request signed with no key, or with a
 // key this run did not issue, is refused as SQS refuses one (403, the
 // JSON protocol's error), before it reads or changes a queue.
 func TestSQSServerRefusesStrangers(t *testing.T) {
-	jobs, _, _ := jobsQueue(t, 2)
+	jobs, _, _, _ := jobsQueue(t, 2)
 	srvURL := strings.TrimSuffix(jobs.URL, "/"+stack.Account+"/jobs")
 	for _, c := range []struct{ key, want string }{
 		{"", "MissingAuthenticationToken"},
@@ -210,7 +287,7 @@ func TestQueueCallsNeedTheRole(t *testing.T) {
 // sends, receives stay open, and lifting the fault lets the caller send
 // again.
 func TestAQueueThatRefusesSendsAnswersAccessDenied(t *testing.T) {
-	jobs, _, client := jobsQueue(t, 2)
+	jobs, _, client, _ := jobsQueue(t, 2)
 	q := sqsqueue.New(client, jobs.URL)
 	ctx := context.Background()
 	jobs.RefuseSends("test", true)
@@ -248,8 +325,8 @@ func TestAQueueThatRefusesSendsAnswersAccessDenied(t *testing.T) {
 // message received PoisonReceives times is left out (SQS's poison-pill
 // rule), and a deleted one is gone.
 func TestOldestAgeIsSQSsApproximateAgeOfOldestMessage(t *testing.T) {
-	jobs, _, _ := jobsQueue(t, 10)
-	now := time.Now()
+	jobs, _, _, clk := jobsQueue(t, 10)
+	now := clk.Now()
 	if _, ok := jobs.OldestAge(now); ok {
 		t.Fatal("an empty queue has an oldest message")
 	}
