@@ -17,6 +17,7 @@ import (
 	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/lambda"
 	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/sqsserver"
 	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/stack"
+	"github.com/practice-api/practice-api/shared/clock"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
@@ -299,6 +300,10 @@ type Queue struct {
 	Fn      Function
 	Queue   Source
 	Filters []Filter
+	// Clock is the time the batching window passes on (nil: the wall
+	// clock); its queue's clock, so that a test moving a manual one
+	// moves both.
+	Clock clock.Clock
 }
 
 func (s *Queue) Run(ctx context.Context) {
@@ -324,22 +329,38 @@ func (s *Queue) Run(ctx context.Context) {
 }
 
 // gather receives one batch, waiting for messages and, within the
-// batching window, for a fuller batch.
+// batching window (on the mapping's clock, from the first message
+// gathered), for a fuller batch: a window of 0 takes what is there.
 func (s *Queue) gather(ctx context.Context) []sqsserver.Message {
+	clk := clock.Or(s.Clock)
 	var msgs []sqsserver.Message
-	deadline := time.Now().Add(s.Spec.Window)
+	var deadline time.Time // the window's end, once a message is gathered
+	var window clock.Timer
+	var windowEnds <-chan time.Time
+	defer func() {
+		if window != nil {
+			window.Stop()
+		}
+	}()
+	// A message whose delay or visibility timeout ended does not wake the
+	// mapping: it looks again on the wall clock, as Lambda's pollers do.
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
 	for ctx.Err() == nil {
-		msgs = append(msgs, s.Queue.Receive(s.Spec.BatchSize-len(msgs), -1)...)
-		if len(msgs) == s.Spec.BatchSize || (len(msgs) > 0 && !time.Now().Before(deadline)) {
+		got := s.Queue.Receive(s.Spec.BatchSize-len(msgs), -1)
+		if len(msgs) == 0 && len(got) > 0 && s.Spec.Window > 0 {
+			deadline = clk.Now().Add(s.Spec.Window) // before the timer: it fires at the deadline or after
+			window, windowEnds = clk.NewTimer(s.Spec.Window)
+		}
+		msgs = append(msgs, got...)
+		if len(msgs) == s.Spec.BatchSize || (len(msgs) > 0 && !clk.Now().Before(deadline)) {
 			return msgs
 		}
 		select {
 		case <-ctx.Done():
 		case <-s.Queue.Woken():
-		case <-time.After(100 * time.Millisecond):
-			if len(msgs) > 0 && !time.Now().Before(deadline) {
-				return msgs
-			}
+		case <-windowEnds:
+		case <-tick.C:
 		}
 	}
 	return msgs

@@ -13,6 +13,7 @@ import (
 	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/lambdatest"
 	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/sqsserver"
 	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/stack"
+	"github.com/practice-api/practice-api/shared/clock"
 )
 
 func TestMain(m *testing.M) { lambdatest.Main(m) }
@@ -21,47 +22,99 @@ func TestMain(m *testing.M) { lambdatest.Main(m) }
 // the messages a batch reports failed come back after the visibility
 // timeout and go to the dead-letter queue after maxReceiveCount; the rest
 // are deleted once. An identifier that is not in the batch fails the whole
-// batch, as Lambda does.
+// batch, as Lambda does. The queue and the mapping's batching window run
+// on a manual clock the test moves: a visibility timeout passes in a call,
+// and a message comes back at its end, not a millisecond before.
 func TestQueueMappingDeletesOnlyWhatSucceeded(t *testing.T) {
 	t.Parallel()
 	f, _ := lambdatest.Function(t, 5*time.Second, 0)
+	clk := clock.NewManual(time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC))
 	s := sqsserver.New("http://127.0.0.1:1", iam.NewIdentities())
+	s.Clock = clk
 	dlq := s.Create(&stack.Queue{Name: "dlq", Visibility: time.Second, Retention: time.Hour}, nil)
 	q := s.Create(&stack.Queue{Name: "jobs", Visibility: time.Second, Retention: time.Hour, MaxReceives: 2}, dlq)
 	for _, body := range []string{"ok-1", "bad", "ok-2", "ok-3"} {
 		q.Send(body, 0)
 	}
 	// A batching window gathers what is sent together into one batch.
-	src := &Queue{Spec: stack.QueueMapping{BatchSize: 10, Window: 300 * time.Millisecond, ReportFailures: true, MaxConcurrency: 2}, Fn: f, Queue: q}
+	const window = 300 * time.Millisecond
+	src := &Queue{Spec: stack.QueueMapping{BatchSize: 10, Window: window, ReportFailures: true, MaxConcurrency: 2}, Fn: f, Queue: q, Clock: clk}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { src.Run(ctx) })
 	defer func() { cancel(); wg.Wait() }()
 
-	deadLetters := func(want int) []string {
-		var dead []string
-		for deadline := time.Now().Add(15 * time.Second); len(dead) < want && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-			for _, m := range dlq.Receive(10, time.Hour) {
-				dead = append(dead, m.Body)
+	until := func(what string, done func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(15 * time.Second); !done(); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("never: %s", what)
 			}
 		}
-		time.Sleep(1500 * time.Millisecond) // past a visibility timeout: nothing more comes back
-		if visible, inFlight, delayed := q.Counts(); visible+inFlight+delayed != 0 {
-			t.Fatalf("left in the queue: %d visible, %d in flight, %d delayed", visible, inFlight, delayed)
+	}
+	// The mapping has gathered a batch and waits out its window on the
+	// clock: the window passes.
+	windowPasses := func(what string) {
+		t.Helper()
+		wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		defer cancel()
+		if err := clk.AwaitPending(wctx, 1); err != nil {
+			t.Fatalf("the mapping never gathered %s", what)
+		}
+		clk.Advance(window)
+	}
+	left := func() int {
+		visible, inFlight, delayed := q.Counts()
+		return visible + inFlight + delayed
+	}
+	deadLetters := func() []string {
+		var dead []string
+		for _, m := range dlq.Receive(10, time.Hour) {
+			dead = append(dead, m.Body)
 		}
 		sort.Strings(dead)
 		return dead
 	}
-	if dead := deadLetters(1); strings.Join(dead, " ") != "bad" {
-		t.Fatalf("dead-lettered: %v, want only bad", dead)
+	invocations := func(n int64) func() bool { return func() bool { return f.Invocations.Load() == n } }
+
+	windowPasses("the first batch")
+	until("the batch's successes deleted, bad left in flight", func() bool { return left() == 1 })
+	if n := f.Invocations.Load(); n != 1 {
+		t.Fatalf("%d invocations, want 1 (the four together)", n)
+	}
+	clk.Advance(time.Second - window - time.Millisecond) // received before the window passed
+	if visible, inFlight, _ := q.Counts(); visible != 0 || inFlight != 1 {
+		t.Fatalf("a millisecond before its visibility timeout ends: %d visible, %d in flight; want bad in flight", visible, inFlight)
+	}
+	clk.Advance(time.Millisecond) // bad comes back
+	windowPasses("bad again")
+	until("bad invoked again", invocations(2))
+	clk.Advance(time.Second) // bad comes back, received twice: to the dead-letter queue
+	var dead []string
+	until("bad dead-lettered", func() bool { dead = append(dead, deadLetters()...); return len(dead) > 0 })
+	if strings.Join(dead, " ") != "bad" || left() != 0 {
+		t.Fatalf("dead-lettered: %v with %d left in the queue, want only bad and none left", dead, left())
 	}
 	if n := f.Invocations.Load(); n != 2 {
 		t.Errorf("%d invocations, want 2 (the batch, then bad again)", n)
 	}
+
 	q.Send("alien", 0)
 	q.Send("ok-4", 0)
-	if dead := deadLetters(2); strings.Join(dead, " ") != "alien ok-4" {
-		t.Fatalf("dead-lettered: %v, want the whole batch with an alien identifier", dead)
+	windowPasses("alien's batch")
+	until("the batch with an alien identifier invoked", invocations(3))
+	clk.Advance(time.Second + window) // the whole batch comes back
+	windowPasses("the batch again")
+	until("the batch invoked again", invocations(4))
+	clk.Advance(time.Second + window)
+	dead = nil
+	until("the batch dead-lettered", func() bool { dead = append(dead, deadLetters()...); return len(dead) >= 2 })
+	sort.Strings(dead)
+	if strings.Join(dead, " ") != "alien ok-4" || left() != 0 {
+		t.Fatalf("dead-lettered: %v with %d left in the queue, want the whole batch with an alien identifier", dead, left())
+	}
+	if n := f.Invocations.Load(); n != 4 {
+		t.Errorf("%d invocations, want 4 (the batch with an alien identifier twice)", n)
 	}
 }
 
