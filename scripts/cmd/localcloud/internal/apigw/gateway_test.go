@@ -7,8 +7,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,6 +31,7 @@ func TestMain(m *testing.M) { lambdatest.Main(m) }
 // $default, 500 on a function error, 503 past the integration timeout,
 // 429 past the stage's throttle, for parallel clients.
 func TestGatewayServesAsAnHTTPAPIDoes(t *testing.T) {
+	t.Parallel()
 	f, _ := lambdatest.Function(t, 10*time.Second, 0)
 	s := &stack.Stack{Routes: []stack.Route{{Key: "POST /things/{id}", Function: "Probe"}, {Key: "GET /things/mine", Function: "Probe"},
 		{Key: "GET /things/{id}", Function: "Probe"}, {Key: "$default", Function: "Probe"}}}
@@ -34,7 +39,6 @@ func TestGatewayServesAsAnHTTPAPIDoes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g.timeout = time.Second
 	srv := httptest.NewServer(g)
 	defer srv.Close()
 
@@ -103,14 +107,20 @@ func TestGatewayServesAsAnHTTPAPIDoes(t *testing.T) {
 	if code, b, _ := get("/fail"); code != 500 || b != `{"message":"Internal Server Error"}` {
 		t.Errorf("a function error: %d %s", code, b)
 	}
+	// The integration timeout (a gateway of its own, with a short one): the
+	// function takes 3 s, the client has API Gateway's 503 at the timeout.
+	impatient, _ := New(s, map[string]Function{"Probe": f})
+	impatient.timeout = 200 * time.Millisecond
 	start := time.Now()
-	if code, b, _ := get("/slow"); code != 503 || b != `{"message":"Service Unavailable"}` || time.Since(start) > 2500*time.Millisecond {
-		t.Errorf("past the integration timeout: %d %s after %v", code, b, time.Since(start))
+	rec := httptest.NewRecorder()
+	impatient.ServeHTTP(rec, httptest.NewRequest("GET", "/slow", nil))
+	if took := time.Since(start); rec.Code != 503 || rec.Body.String() != `{"message":"Service Unavailable"}` || took < impatient.timeout || took > 2500*time.Millisecond {
+		t.Errorf("past the integration timeout: %d %s after %v", rec.Code, rec.Body, took)
 	}
 
 	// Without $default, an unmatched path is API Gateway's 404.
 	g2, _ := New(&stack.Stack{Routes: s.Routes[:1]}, map[string]Function{"Probe": f})
-	rec := httptest.NewRecorder()
+	rec = httptest.NewRecorder()
 	g2.ServeHTTP(rec, httptest.NewRequest("GET", "/elsewhere", nil))
 	if rec.Code != 404 || rec.Body.String() != `{"message":"Not Found"}` {
 		t.Errorf("no route: %d %s", rec.Code, rec.Body)
@@ -154,6 +164,7 @@ func TestGatewayServesAsAnHTTPAPIDoes(t *testing.T) {
 // (API Gateway's 500 for a throttled Lambda) and logged as a throttle;
 // once they end, calls run again.
 func TestReservedConcurrencyRefusesAtOnce(t *testing.T) {
+	t.Parallel()
 	f, logs := lambdatest.Function(t, 10*time.Second, 2)
 	g, err := New(&stack.Stack{Routes: []stack.Route{{Key: "$default", Function: "Probe"}}}, map[string]Function{"Probe": f})
 	if err != nil {
@@ -171,10 +182,16 @@ func TestReservedConcurrencyRefusesAtOnce(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
+	// The two calls hold their slots until the test releases them, however
+	// slow the machine.
+	release := filepath.Join(t.TempDir(), "release")
+	defer func() { _ = os.WriteFile(release, nil, 0o600) }() // on a failure too: the server's Close waits for them
 	var wg sync.WaitGroup
+	var ended atomic.Int32
 	for range 2 {
 		wg.Go(func() {
-			if code, _ := get("/slow"); code != 201 {
+			defer ended.Add(1)
+			if code, _ := get("/hold?until=" + url.QueryEscape(release)); code != 201 {
 				t.Errorf("a call within the reservation: %d", code)
 			}
 		})
@@ -188,6 +205,12 @@ func TestReservedConcurrencyRefusesAtOnce(t *testing.T) {
 	code, body := get("/quick")
 	if took := time.Since(start); code != 500 || body != `{"message":"Internal Server Error"}` || took > time.Second {
 		t.Errorf("a call beyond the reservation: %d %s after %v (want 500 at once)", code, body, took)
+	}
+	if n := ended.Load(); n != 0 {
+		t.Fatalf("%d of the two held calls ended before they were released", n)
+	}
+	if err := os.WriteFile(release, nil, 0o600); err != nil {
+		t.Fatal(err)
 	}
 	wg.Wait()
 	if code, _ := get("/quick"); code != 201 {
@@ -203,6 +226,7 @@ func TestReservedConcurrencyRefusesAtOnce(t *testing.T) {
 // over it once base64-encoded; 4 MB of text is not) and on a response (the
 // invocation fails: API Gateway's 500).
 func TestLimitsAsAWSSetsThem(t *testing.T) {
+	t.Parallel()
 	f, _ := lambdatest.Function(t, 10*time.Second, 0)
 	g, err := New(&stack.Stack{Routes: []stack.Route{{Key: "$default", Function: "Probe"}}}, map[string]Function{"Probe": f})
 	if err != nil {
@@ -258,6 +282,7 @@ var accessLogFormat = map[string]string{
 // clients; a request no route takes has "-" for every integration
 // variable; no line keeps a $context variable unrendered (#38, item 9).
 func TestTheAccessLogIsTheStagesFormat(t *testing.T) {
+	t.Parallel()
 	f, _ := lambdatest.Function(t, 10*time.Second, 0)
 	s := &stack.Stack{Routes: []stack.Route{{Key: "GET /whoami", Function: "Probe"}, {Key: "GET /fail", Function: "Probe"}},
 		AccessLogFormat: accessLogFormat}

@@ -109,7 +109,7 @@ func (s *syncedBuffer) Write(p []byte) (int, error) {
 
 // gatewayAnswer is the test bootstrap's answer to an API Gateway event
 // (see TestMain): by path, the event itself, a binary body, an error, or
-// nothing for a long while.
+// nothing for a long while (3 s, or until the test releases it).
 func gatewayAnswer(path string, event []byte) (any, error) {
 	switch path {
 	case "/binary":
@@ -119,6 +119,14 @@ func gatewayAnswer(path string, event []byte) (any, error) {
 		return nil, errors.New("asked to fail")
 	case "/slow":
 		time.Sleep(3 * time.Second)
+	case "/hold": // until the file ?until= names exists (the test releases it), at most a minute
+		var ev events.APIGatewayV2HTTPRequest
+		_ = json.Unmarshal(event, &ev)
+		for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			if _, err := os.Stat(ev.QueryStringParameters["until"]); err == nil {
+				break
+			}
+		}
 	case "/plain":
 		return map[string]string{"not": "structured"}, nil
 	case "/huge":
