@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -48,41 +49,45 @@ func sqsEvent(bodies ...string) events.SQSEvent {
 // overrunning records in one batch; the invocation ends before its deadline
 // and names exactly the records that failed or overran.
 func TestBatchRecordsRunConcurrentlyUnderTheirDeadline(t *testing.T) {
-	ev := sqsEvent("ok", "ok", "ok", "ok", "fail", "fail", "hang", "hang", "hang", "hang")
-	h := app.SQSHandler(func(ctx context.Context, m queue.Message) error {
-		switch string(m.Body) {
-		case "fail":
-			return errors.New("failed")
-		case "hang":
-			<-ctx.Done()
-			return ctx.Err()
+	// In a bubble: the deadlines pass on its clock, at once when every
+	// record waits on one.
+	synctest.Test(t, func(t *testing.T) {
+		ev := sqsEvent("ok", "ok", "ok", "ok", "fail", "fail", "hang", "hang", "hang", "hang")
+		h := app.SQSHandler(func(ctx context.Context, m queue.Message) error {
+			switch string(m.Body) {
+			case "fail":
+				return errors.New("failed")
+			case "hang":
+				<-ctx.Done()
+				return ctx.Err()
+			}
+			return nil
+		})
+		timeout := app.RecordMargin + time.Second
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		start := time.Now()
+		resp, err := h(ctx, ev)
+		took := time.Since(start)
+		if err != nil || took != timeout-app.RecordMargin {
+			t.Fatalf("the batch took %s of its %s (%v); want it to end at its records' deadline, RecordMargin before its own", took, timeout, err)
 		}
-		return nil
+		var failed []string
+		for _, f := range resp.BatchItemFailures {
+			failed = append(failed, f.ItemIdentifier)
+		}
+		slices.Sort(failed)
+		if want := []string{"m4", "m5", "m6", "m7", "m8", "m9"}; !slices.Equal(failed, want) {
+			t.Fatalf("batch item failures %v, want %v", failed, want)
+		}
+		// With no time left to start, every record comes back.
+		late, cancel2 := context.WithTimeout(context.Background(), app.RecordMargin/2)
+		defer cancel2()
+		resp, _ = h(late, sqsEvent("ok", "ok"))
+		if len(resp.BatchItemFailures) != 2 {
+			t.Fatalf("records started without time: %v", resp.BatchItemFailures)
+		}
 	})
-	timeout := app.RecordMargin + time.Second
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	start := time.Now()
-	resp, err := h(ctx, ev)
-	took := time.Since(start)
-	if err != nil || took >= timeout {
-		t.Fatalf("the batch took %s of its %s (%v)", took, timeout, err)
-	}
-	var failed []string
-	for _, f := range resp.BatchItemFailures {
-		failed = append(failed, f.ItemIdentifier)
-	}
-	slices.Sort(failed)
-	if want := []string{"m4", "m5", "m6", "m7", "m8", "m9"}; !slices.Equal(failed, want) {
-		t.Fatalf("batch item failures %v, want %v", failed, want)
-	}
-	// With no time left to start, every record comes back.
-	late, cancel2 := context.WithTimeout(context.Background(), app.RecordMargin/2)
-	defer cancel2()
-	resp, _ = h(late, sqsEvent("ok", "ok"))
-	if len(resp.BatchItemFailures) != 2 {
-		t.Fatalf("records started without time: %v", resp.BatchItemFailures)
-	}
 }
 
 // TestDeliveriesToAHangingReceiverFinishInTime: ten deliveries in one batch
