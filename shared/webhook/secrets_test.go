@@ -83,6 +83,9 @@ func TestLocalBox(t *testing.T) {
 // project's machines): envelope encryption with a generated data key,
 // opened by a second box with a cold cache through Decrypt.
 func TestKMSBox(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts moto_server (Python, seconds to listen): skipped with -short, as the queue adapter's moto tests are; make test runs it")
+	}
 	path, err := exec.LookPath("moto_server")
 	if err != nil {
 		t.Skip("moto_server is not installed here: the KMS envelope is not tested (CI's machine image has it)")
