@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/practice-api/practice-api/scripts/cmd/localcloud/internal/stack"
@@ -43,9 +44,10 @@ type Server struct {
 	Policy  Policy            // the callers' permissions (nil: not checked)
 	Journal *journal          // openJournal's, when the queues are kept on disk
 	// Clock is the time the queues run on: delays, visibility timeouts,
-	// retention, receive and send times, long polls' waits (nil: the wall
-	// clock). Set it before Create: a queue keeps the clock it was made
-	// with. A test moves a clock.Manual instead of waiting out a timeout.
+	// retention, receive and send times (nil: the wall clock; a long
+	// poll's wait stays on the wall clock). Set it before Create: a queue
+	// keeps the clock it was made with. A test moves a clock.Manual
+	// instead of waiting out a timeout.
 	Clock clock.Clock
 }
 
@@ -76,10 +78,11 @@ type Queue struct {
 	mu      sync.Mutex
 	msgs    []*Message
 	wake    chan struct{}
-	journal *journal    // nil: the queue lives in memory only
-	fair    *queue.Fair // fair queues' rules, over the messages' groups
-	refused *refusal    // a fault campaign's: sends refused (nil: none)
-	clock   clock.Clock // the server's, when the queue was made
+	journal *journal     // nil: the queue lives in memory only
+	fair    *queue.Fair  // fair queues' rules, over the messages' groups
+	refused *refusal     // a fault campaign's: sends refused (nil: none)
+	clock   clock.Clock  // the server's, when the queue was made
+	polls   atomic.Int32 // long polls waiting now
 }
 
 // refusal is a Deny of sqs:SendMessage in the queue's policy, for one
@@ -352,22 +355,24 @@ func (q *Queue) changeVisibility(receipt string, d time.Duration) bool {
 }
 
 // recheck is how often a long poll looks at its queue again for a
-// message whose delay or visibility timeout has ended (a send wakes it at
-// once). It is the emulator's own pacing, on the wall clock: with a manual
-// clock, a message the clock's move made visible is taken within it.
+// message whose delay or visibility timeout has ended on the queue's
+// clock (a send wakes it at once).
 const recheck = 100 * time.Millisecond
 
 // longPoll is ReceiveMessage's wait: it receives up to max messages
-// (Receive), waiting up to wait on the queue's clock for one to be
-// visible, as a long poll (WaitTimeSeconds) does; false when ctx ended
-// first (the caller left).
+// (Receive), waiting up to wait for one to be visible, as a long poll
+// (WaitTimeSeconds) does; false when ctx ended first (the caller left).
+// The wait is on the wall clock, as every queue receive's long poll in
+// the service is (DEVELOPERS.md: a manual clock nobody moves hangs none);
+// the delays and visibility timeouts it waits out are on the queue's.
 // https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/sqs-short-and-long-polling.html
 func (q *Queue) longPoll(ctx context.Context, max int, visibility, wait time.Duration) ([]Message, bool) {
 	if msgs := q.Receive(max, visibility); len(msgs) > 0 || wait <= 0 {
 		return msgs, true
 	}
-	deadline := q.clock.Now().Add(wait) // before the timer: it fires at the deadline or after
-	timer, expired := q.clock.NewTimer(wait)
+	q.polls.Add(1)
+	defer q.polls.Add(-1)
+	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	tick := time.NewTicker(recheck)
 	defer tick.Stop()
@@ -375,11 +380,12 @@ func (q *Queue) longPoll(ctx context.Context, max int, visibility, wait time.Dur
 		select {
 		case <-q.wake:
 		case <-tick.C:
-		case <-expired:
+		case <-timer.C:
+			return q.Receive(max, visibility), true
 		case <-ctx.Done():
 			return nil, false
 		}
-		if msgs := q.Receive(max, visibility); len(msgs) > 0 || !q.clock.Now().Before(deadline) {
+		if msgs := q.Receive(max, visibility); len(msgs) > 0 {
 			return msgs, true
 		}
 	}
