@@ -36,6 +36,9 @@ import (
 // RECEIVERS_REQUIRED=1 (CI).
 func TestReceiversSurviveTheProbe(t *testing.T) {
 	t.Parallel()
+	if testing.Short() {
+		t.Skip("runs the receivers under Node, Python and a Go build (4 to 20 s of make unit's tail beside its other packages): skipped with -short, as make unit runs no Node; make test runs it")
+	}
 	root, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
