@@ -15,6 +15,9 @@ import (
 // snippet compiles as shown, and the client needs nothing of the service
 // (the build fetches no module besides this one).
 func TestAnOutsideModuleBuildsOnTheClient(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and links another module's program (1.5 to 8 s of make unit's tail): skipped with -short, as a Lambda bootstrap's link is; make test runs it")
+	}
 	root, _ := filepath.Abs("../..")
 	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
 	if err != nil {
