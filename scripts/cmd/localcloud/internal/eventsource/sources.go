@@ -301,8 +301,8 @@ type Queue struct {
 	Queue   Source
 	Filters []Filter
 	// Clock is the time the batching window passes on (nil: the wall
-	// clock); its queue's clock, so that a test moving a manual one
-	// moves both.
+	// clock): give it the queue's, so that a test moving a manual clock
+	// moves both. On a manual clock a window ends only when it is moved.
 	Clock clock.Clock
 }
 
@@ -343,7 +343,7 @@ func (s *Queue) gather(ctx context.Context) []sqsserver.Message {
 		}
 	}()
 	// A message whose delay or visibility timeout ended does not wake the
-	// mapping: it looks again on the wall clock, as Lambda's pollers do.
+	// mapping: it looks again every 100 ms of wall time.
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for ctx.Err() == nil {
