@@ -6,6 +6,14 @@ LAMBDA_OUT := .bin/lambda
 
 .PHONY: help run test test-tiers local-cloud-alarms test-own-engine test-packages test-processes check cfn-lint local-cloud-release rollback oas-lint unit e2e bench soak fairness capacity openapi openapi-coverage build synth diff deploy import destroy smoke local-cloud local-cloud-test local-up local-deploy local-test local-down clean dynamodb-local docs-assets chromium
 
+# Every go command here builds with -trimpath: a build then does not depend
+# on the folder the repository sits in, so a second clone or worktree (and
+# CI's fresh clone on a machine with a warm cache) reuses the build cache
+# instead of compiling every package again (go vet alone: 26 s of CPU in a
+# fresh clone without it, 1.4 s with it). Code finds the repository's
+# files through shared/modroot, not runtime.Caller's file names.
+export GOFLAGS := $(strip $(filter-out -trimpath,$(GOFLAGS)) -trimpath)
+
 # jsii (the CDK's Go bridge) runs on Node; Node 20 works but warns loudly.
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20

@@ -18,7 +18,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -27,6 +26,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/practice-api/practice-api/shared/modroot"
 	"github.com/practice-api/practice-api/shared/openapi/conformance"
 )
 
@@ -110,8 +110,12 @@ func checkConformance(code int) int {
 }
 
 func repoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
+	root, err := modroot.Find()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		os.Exit(2)
+	}
+	return root
 }
 
 func freeAddr() string {

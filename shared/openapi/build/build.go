@@ -13,12 +13,12 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 
 	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/httpapi/routes"
+	"github.com/practice-api/practice-api/shared/modroot"
 )
 
 // Version is the document's info.version: the API's major version (the
@@ -175,8 +175,11 @@ func errorsSection() string {
 // the files of docs/receivers as they are (a test runs each against real
 // deliveries), read when the document is built.
 func receivers() string {
-	_, here, _, _ := runtime.Caller(0)
-	dir := filepath.Join(filepath.Dir(here), "..", "..", "..", "docs", "receivers")
+	root, err := modroot.Find()
+	if err != nil {
+		panic(err)
+	}
+	dir := filepath.Join(root, "docs", "receivers")
 	var b strings.Builder
 	b.WriteString("## Receiving webhooks: verifiers to copy\n\n" +
 		"The signing key is the endpoint's whole secret, `whsec_` prefix included, as shown once by `POST /webhooks` and `rotate-secret`. " +

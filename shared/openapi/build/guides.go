@@ -6,10 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"unicode"
 
+	"github.com/practice-api/practice-api/shared/modroot"
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/ast"
 	"github.com/yuin/goldmark/extension"
@@ -49,7 +49,11 @@ func RenderGuides() (map[string][]byte, error) {
 			src = []byte(receivers())
 		} else {
 			var err error
-			if src, err = os.ReadFile(filepath.Join(repoRoot(), "docs", g.Source)); err != nil {
+			root, err := modroot.Find()
+			if err != nil {
+				return nil, err
+			}
+			if src, err = os.ReadFile(filepath.Join(root, "docs", g.Source)); err != nil {
 				return nil, err
 			}
 		}
@@ -104,11 +108,6 @@ func (g *githubIDs) Generate(value []byte, _ ast.NodeKind) []byte {
 }
 
 func (g *githubIDs) Put(value []byte) { g.seen[string(value)]++ }
-
-func repoRoot() string {
-	_, here, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(here), "..", "..", "..")
-}
 
 // links points a link to another guide at its page (api.md#x →
 // api.html#x) and keeps the text of a link to anything else of the
