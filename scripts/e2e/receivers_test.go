@@ -216,7 +216,7 @@ func npmCI(t *testing.T, dir string) {
 		if _, err := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json")); err == nil {
 			return
 		}
-		cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund", "--loglevel=error")
+		cmd := exec.Command("npm", "ci", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error")
 		cmd.Dir = dir
 		if out, err := cmd.CombinedOutput(); err != nil {
 			npmErr = fmt.Errorf("npm ci in %s: %v\n%s", dir, err, out)

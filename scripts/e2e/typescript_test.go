@@ -52,7 +52,7 @@ func TestTheTypeScriptClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	if have, err := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json")); err != nil || have.ModTime().Before(lock.ModTime()) {
-		npm("ci", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error")
+		npm("ci", "--prefer-offline", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error")
 	}
 	npm("run", "build", "--silent")
 	unlock()
