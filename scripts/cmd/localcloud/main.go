@@ -126,6 +126,7 @@ type launch struct {
 	obs     *observability
 	sources sync.WaitGroup
 	srcCtx  context.Context
+	bell    *eventsource.Bell // rung as each invocation ends: the stream pollers look at once
 
 	gw       *apigw.Gateway
 	operator string
@@ -292,13 +293,16 @@ func (l *launch) startFunctions() error {
 		return err
 	}
 	settings := passedThrough()
+	l.bell = &eventsource.Bell{}
 	for id, spec := range l.st.Functions {
 		env, err := functionEnv(spec, l.res, settings, "http://"+l.guardLn.Addr().String(), l.sqs.Base, l.sqs.Credential(spec.Name))
 		if err != nil {
 			return err
 		}
 		env = withAPIs(env, "http://"+l.apisLn.Addr().String())
-		l.fns[id] = lambda.NewAlias("live", lambda.New(spec, env, l.res.FunctionArn(id), maxConc, &lambda.Logger{Name: spec.Name, W: l.logs}))
+		fn := lambda.New(spec, env, l.res.FunctionArn(id), maxConc, &lambda.Logger{Name: spec.Name, W: l.logs})
+		fn.Ended = l.bell.Ring // a function may have written to the table
+		l.fns[id] = lambda.NewAlias("live", fn)
 	}
 	l.onStop(func() {
 		var wg sync.WaitGroup
@@ -349,7 +353,7 @@ func (l *launch) startEventSources() error {
 	srcCtx, stopSources := context.WithCancel(l.ctx)
 	l.srcCtx = srcCtx
 	l.onStop(func() { stopSources(); l.sources.Wait() })
-	return startSources(srcCtx, &l.sources, l.st, l.cfg.Endpoint, l.streamArn, l.fns, l.queues, l.scale, l.manual)
+	return startSources(srcCtx, &l.sources, l.st, l.cfg.Endpoint, l.streamArn, l.fns, l.queues, l.scale, l.manual, l.bell)
 }
 
 // startGateway makes the HTTP API's routes, starts the alarms' evaluation
@@ -400,7 +404,7 @@ func (l *launch) serve() error {
 // invocation's end), their retries wait on it, and the stream's iterator
 // age is measured on it.
 func startSources(ctx context.Context, sources *sync.WaitGroup, st *stack.Stack, engine, streamArn string, fns map[string]*lambda.Alias,
-	queues map[string]*sqsserver.Queue, scale float64, manual *clock.Manual) error {
+	queues map[string]*sqsserver.Queue, scale float64, manual *clock.Manual, bell *eventsource.Bell) error {
 	streams := dynamodbstreams.New(dynamodbstreams.Options{Region: stack.Region, BaseEndpoint: aws.String(engine),
 		Credentials: credentials.NewStaticCredentialsProvider("local", "local", "")})
 	for _, m := range st.StreamMappings {
@@ -408,7 +412,7 @@ func startSources(ctx context.Context, sources *sync.WaitGroup, st *stack.Stack,
 		if manual != nil {
 			consumer.Age = func(created time.Time) time.Duration { return manual.Now().Sub(manual.At(created)) }
 		}
-		s := &eventsource.Stream{Spec: m, Fn: consumer, Client: streams, StreamArn: streamArn}
+		s := &eventsource.Stream{Spec: m, Fn: consumer, Client: streams, StreamArn: streamArn, Bell: bell}
 		if m.OnFailure != "" {
 			s.OnFailure = queues[m.OnFailure]
 		}

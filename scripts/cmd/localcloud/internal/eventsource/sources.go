@@ -44,6 +44,14 @@ type Destination interface {
 	Send(body string, delay time.Duration) *sqsserver.Message
 }
 
+// StreamsAPI is what a Stream calls of DynamoDB Streams (a
+// *dynamodbstreams.Client).
+type StreamsAPI interface {
+	DescribeStream(ctx context.Context, in *dynamodbstreams.DescribeStreamInput, opts ...func(*dynamodbstreams.Options)) (*dynamodbstreams.DescribeStreamOutput, error)
+	GetShardIterator(ctx context.Context, in *dynamodbstreams.GetShardIteratorInput, opts ...func(*dynamodbstreams.Options)) (*dynamodbstreams.GetShardIteratorOutput, error)
+	GetRecords(ctx context.Context, in *dynamodbstreams.GetRecordsInput, opts ...func(*dynamodbstreams.Options)) (*dynamodbstreams.GetRecordsOutput, error)
+}
+
 // Stream is a DynamoDB stream event source mapping: it reads the
 // table's stream from DynamoDB Local's Streams API, shard by shard and in
 // order, keeps the records that pass the mapping's filters (the others are
@@ -55,10 +63,62 @@ type Destination interface {
 type Stream struct {
 	Spec      stack.StreamMapping
 	Fn        Function
-	Client    *dynamodbstreams.Client
+	Client    StreamsAPI
 	StreamArn string
 	Filters   []Filter
 	OnFailure Destination // nil: none
+	Bell      *Bell       // rung when the table may have new records (nil: none)
+}
+
+// The stream's polling: Lambda polls each shard about four times a second
+// (https://docs.aws.amazon.com/lambda/latest/dg/with-ddb.html); localcloud
+// does so while a shard has records and for a while after, then, while it
+// stays empty, waits twice as long after each empty read, up to idlePoll.
+// A Bell rung when the table may have changed (an invocation ended: the
+// gateway's, a queue's, a schedule's) cuts such a wait short and brings
+// the shard back to Lambda's pace, never faster: the next read comes a
+// quarter second after the last at the earliest, so a busy stack's rings
+// add no reads. A write from outside the stack (scripts/admin, a test's
+// own client) is read at the next poll, idlePoll at most after it. An
+// idle stack reads each shard every 2 s instead of four times a second:
+// the engine (DynamoDB Local) serves GetRecords on the CPU that make test
+// shares.
+const (
+	busyPoll = 250 * time.Millisecond
+	idlePoll = 2 * time.Second
+)
+
+// Bell wakes the stream pollers waiting out an idle shard: Ring wakes
+// every waiter at once (a nil Bell never rings).
+type Bell struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+// Ring wakes everyone waiting on the bell now.
+func (b *Bell) Ring() {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	if b.ch != nil {
+		close(b.ch)
+		b.ch = nil
+	}
+	b.mu.Unlock()
+}
+
+// rung is closed at the next Ring (nil, which never fires, for a nil Bell).
+func (b *Bell) rung() <-chan struct{} {
+	if b == nil {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ch == nil {
+		b.ch = make(chan struct{})
+	}
+	return b.ch
 }
 
 func (s *Stream) Run(ctx context.Context) {
@@ -114,7 +174,9 @@ func (s *Stream) shard(ctx context.Context, id string, pos streamtypes.ShardIter
 	iter := it.ShardIterator
 	var batch []map[string]any
 	var batchStart time.Time
+	wait := busyPoll
 	for iter != nil && ctx.Err() == nil {
+		rung := s.Bell.rung() // a ring from now on finds this read's end
 		out, err := s.Client.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: iter, Limit: aws.Int32(1000)})
 		if err != nil {
 			if ctx.Err() == nil {
@@ -124,6 +186,7 @@ func (s *Stream) shard(ctx context.Context, id string, pos streamtypes.ShardIter
 			continue
 		}
 		iter = out.NextShardIterator
+		readAt := time.Now()
 		for _, r := range out.Records {
 			rec := s.eventRecord(r)
 			if !passes(s.Filters, rec) {
@@ -142,11 +205,20 @@ func (s *Stream) shard(ctx context.Context, id string, pos streamtypes.ShardIter
 			s.deliver(ctx, id, batch)
 			batch = nil
 		}
-		if len(out.Records) == 0 {
-			select { // Lambda polls each shard about four times a second
+		if len(out.Records) > 0 {
+			wait = busyPoll
+			continue
+		}
+		select {
+		case <-ctx.Done():
+		case <-rung: // still no more often than Lambda's pace
+			wait = busyPoll
+			select {
 			case <-ctx.Done():
-			case <-time.After(250 * time.Millisecond):
+			case <-time.After(busyPoll - time.Since(readAt)):
 			}
+		case <-time.After(wait):
+			wait = min(2*wait, idlePoll)
 		}
 	}
 	if len(batch) > 0 && ctx.Err() == nil {

@@ -52,7 +52,7 @@ func (a *Alias) Publish(bootstrap string) string {
 	}
 	env = append(env, "AWS_LAMBDA_FUNCTION_VERSION="+n)
 	a.versions[n] = &Function{Spec: &spec, Env: env, arn: a.base.arn, Slots: a.base.Slots, out: a.base.out, all: map[*instance]bool{},
-		InitLimit: a.base.InitLimit, Version: n, AliasName: a.AliasName, Metrics: a.base.Metrics, Clock: a.base.Clock}
+		InitLimit: a.base.InitLimit, Version: n, AliasName: a.AliasName, Metrics: a.base.Metrics, Clock: a.base.Clock, Ended: a.base.Ended}
 	return n
 }
 

@@ -73,6 +73,11 @@ type Function struct {
 	// Duration is the clock's. Unset, a hang holds in real time.
 	Clock clock.Clock
 
+	// Ended, when set, is called as each invocation that ran has ended
+	// (whatever its outcome): it may have written to the table, and
+	// localcloud's stream pollers look at once (eventsource.Bell).
+	Ended func()
+
 	fault atomic.Pointer[Fault]
 }
 
@@ -164,7 +169,8 @@ type instance struct {
 	lastAt  time.Time // the start of the last invocation handed to it (began)
 	initErr string
 
-	oom bool // killed for passing the function's memory size
+	oom  bool          // killed for passing the function's memory size
+	busy chan struct{} // an invocation was handed to it (watchMemory resumes)
 
 	started   time.Time
 	ready     chan struct{} // closed at the process's first request for work: its init is over
@@ -259,6 +265,9 @@ func (f *Function) Invoke(ctx context.Context, payload []byte, wait time.Duratio
 	f.count(o, took, at)
 	f.report(inv.id, took, cold, o, inst)
 	f.release(inst)
+	if f.Ended != nil {
+		f.Ended()
+	}
 	return o, inv.id, nil
 }
 
@@ -352,6 +361,10 @@ func (f *Function) await(inst *instance, inv *invocation, timer *time.Timer) Out
 	inst.mu.Lock()
 	inst.current, inst.lastAt = inv, inv.at
 	inst.mu.Unlock()
+	select {
+	case inst.busy <- struct{}{}:
+	default: // the watcher has one to take already
+	}
 	select {
 	case inst.work <- inv:
 	case <-inst.exited:
@@ -543,7 +556,7 @@ func (f *Function) start() (*instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	inst := &instance{fn: f, ln: ln, work: make(chan *invocation), exited: make(chan struct{}), ready: make(chan struct{}), started: time.Now()}
+	inst := &instance{fn: f, ln: ln, work: make(chan *invocation), exited: make(chan struct{}), ready: make(chan struct{}), busy: make(chan struct{}, 1), started: time.Now()}
 	// Only this process may reach its Runtime API: the API lives under a
 	// secret path of its own, which only the process's environment holds
 	// (another user of the machine cannot read it; a runtime client joins
@@ -604,8 +617,11 @@ func (i *instance) crashOutcome() Outcome {
 // watchMemory enforces the function's memory size: Lambda's sandbox
 // kills a runtime whose memory passes it (the invocation fails with
 // Runtime.ExitError, "signal: killed", and its REPORT line shows the whole
-// size used). localcloud reads the process's resident set every 20 ms and
-// kills it past the size. Not an address-space limit (RLIMIT_AS): a Go
+// size used). localcloud reads the process's resident set every 20 ms
+// while it initialises or runs an invocation, and kills it past the size;
+// between invocations, when Lambda freezes the sandbox, it reads nothing
+// (an idle stack's runtimes cost no wake-ups: 50 reads a second each
+// before). Not an address-space limit (RLIMIT_AS): a Go
 // runtime reserves over a gigabyte of address space at start and touches a
 // few megabytes of it, so such a limit either stops every function or
 // none; not a cgroup either, which needs a delegated cgroup v2 memory
@@ -619,6 +635,15 @@ func (i *instance) watchMemory(limitMB int) {
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
+		if !i.working() {
+			tick.Stop()
+			select {
+			case <-i.exited:
+				return
+			case <-i.busy:
+			}
+			tick.Reset(20 * time.Millisecond)
+		}
 		select {
 		case <-i.exited:
 			return
@@ -641,6 +666,19 @@ func (i *instance) watchMemory(limitMB int) {
 			return
 		}
 	}
+}
+
+// working tells whether the process initialises or runs an invocation
+// (not frozen between invocations, as Lambda would have it).
+func (i *instance) working() bool {
+	select {
+	case <-i.ready:
+	default:
+		return true // its init
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.current != nil
 }
 
 func (i *instance) kill() {
