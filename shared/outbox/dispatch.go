@@ -45,6 +45,10 @@ type Dispatcher struct {
 	// Clock is the dispatcher's time: claim leases, a sweep's minimum age,
 	// the poller's interval (the wall clock when nil).
 	Clock clock.Clock
+	// Written, when set, holds the shards of pending events this process
+	// wrote (its client watched by Written.Watch): Poll sweeps those at
+	// once. Nil where a stream triggers dispatch (AWS, localcloud).
+	Written *Written
 	// Retention is how long a dispatched internal event is kept
 	// (DefaultRetention when 0), FeedRetention one of the feed
 	// (DefaultFeedRetention when 0).
@@ -104,13 +108,22 @@ const MaxDispatchAttempts = 10
 // as an event (parked at once), and a shard whose read fails. The error is
 // then a *FailedEvents.
 func (d *Dispatcher) Sweep(ctx context.Context, minAge time.Duration) (int, error) {
+	shards := make([]int, ShardsOf(d.DB))
+	for i := range shards {
+		shards[i] = i
+	}
+	return d.sweepShards(ctx, minAge, shards)
+}
+
+// sweepShards is Sweep over shards only.
+func (d *Dispatcher) sweepShards(ctx context.Context, minAge time.Duration, shards []int) (int, error) {
 	upTo := store.FormatTime(d.now().Add(-minAge)) + "~"
 	var all dispatchTally
 	// Eight shards at a time: a sweep is 32 Queries before it dispatches
 	// anything, one after another a second on a loaded store.
 	sem := make(chan struct{}, 8)
 	var wg store.Calls
-	for shard := range ShardsOf(d.DB) {
+	for _, shard := range shards {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
@@ -525,45 +538,71 @@ func (d *Dispatcher) Now() time.Time { return d.now() }
 // next comes up to IdlePolls intervals later.
 const IdlePolls = 8
 
-// Poll sweeps whenever kick fires (a write in this process) and between
-// kicks on a timer (events written elsewhere, say by the admin tool) until
-// ctx ends: the devserver's stand-in for the stream trigger. The timer
-// starts at interval and doubles after each sweep that dispatched nothing,
-// up to IdlePolls intervals; a kick or a sweep that dispatched an event
-// brings it back to interval. A sweep is a Query per shard (32), so an
-// idle devserver sweeping every second kept DynamoDB Local busy: 2.8 s of
-// its CPU a minute, for no event.
+// Poll is the devserver's stand-in for the stream trigger, until ctx ends.
+// It sweeps every shard at once, then on a timer (for events written
+// elsewhere, say by the admin tool, and events whose dispatch failed):
+// the timer starts at interval and doubles after each such sweep that
+// dispatched nothing, up to IdlePolls intervals, and comes back to
+// interval after one that dispatched an event. A sweep of every shard is
+// a Query per shard (32), so an idle devserver sweeping every second kept
+// DynamoDB Local busy: 2.8 s of its CPU a minute, for no event.
+//
+// Events this process writes are dispatched at once: with d.Written (its
+// client's writes watched), each write of a pending event wakes a sweep
+// of the shards written since the last; kick (a write request served)
+// does the same. Without d.Written, kick sweeps every shard and brings the
+// timer back to interval.
 func (d *Dispatcher) Poll(ctx context.Context, kick <-chan struct{}, interval time.Duration, onError func(error)) {
-	wait := interval
-	for {
-		n, err := d.pollOnce(ctx)
+	var wake <-chan struct{}
+	if d.Written != nil {
+		wake = d.Written.Wake()
+	}
+	sweep := func(shards []int) int {
+		n, err := d.pollOnce(ctx, shards)
 		if err != nil && !errors.Is(err, context.Canceled) {
 			onError(err)
 		}
-		if n > 0 {
-			wait = interval
-		}
-		t, fired := d.clock().NewTimer(wait)
+		return n
+	}
+	wait := interval
+	sweep(nil)
+	t, fired := d.clock().NewTimer(wait)
+	for {
 		select {
 		case <-ctx.Done():
 			t.Stop()
 			return
 		case <-kick:
+			if d.Written != nil {
+				sweep(d.Written.Take())
+				continue
+			}
 			t.Stop()
+			sweep(nil)
 			wait = interval
+			t, fired = d.clock().NewTimer(wait)
+		case <-wake:
+			sweep(d.Written.Take())
 		case <-fired:
-			if n == 0 {
+			if d.Written != nil {
+				d.Written.Take() // this sweep reads them too
+			}
+			if sweep(nil) > 0 {
+				wait = interval
+			} else {
 				wait = min(2*wait, IdlePolls*interval)
 			}
+			t, fired = d.clock().NewTimer(wait)
 		}
 	}
 }
 
-// pollOnce is one sweep of Poll's. A panic in it (a sink's, carried back
-// by store.Calls) is its error, with the stack, and the next sweep comes
-// as usual: in the poller's goroutine it would end the process (the
-// devserver) with the Go runtime's report, which no logger redacts.
-func (d *Dispatcher) pollOnce(ctx context.Context) (n int, err error) {
+// pollOnce is one sweep of Poll's, of shards (every shard when nil). A
+// panic in it (a sink's, carried back by store.Calls) is its error, with
+// the stack, and the next sweep comes as usual: in the poller's goroutine
+// it would end the process (the devserver) with the Go runtime's report,
+// which no logger redacts.
+func (d *Dispatcher) pollOnce(ctx context.Context, shards []int) (n int, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			stack := debug.Stack()
@@ -573,7 +612,10 @@ func (d *Dispatcher) pollOnce(ctx context.Context) (n int, err error) {
 			err = fmt.Errorf("sweep panicked: %v\n%s", p, stack)
 		}
 	}()
-	return d.Sweep(ctx, 0)
+	if shards == nil {
+		return d.Sweep(ctx, 0)
+	}
+	return d.sweepShards(ctx, 0, shards)
 }
 
 // Round is what a sink may keep for the length of one dispatch round (a

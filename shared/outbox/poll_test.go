@@ -2,11 +2,13 @@ package outbox
 
 import (
 	"context"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/practice-api/practice-api/shared/clock"
@@ -71,4 +73,106 @@ func TestPollBacksOffWhenIdle(t *testing.T) {
 	sweeps(swept)
 	stop()
 	<-done
+}
+
+// countSink counts what it is sent.
+type countSink struct{ n atomic.Int32 }
+
+func (s *countSink) Send(context.Context, string, []byte, time.Duration) error {
+	s.n.Add(1)
+	return nil
+}
+
+// TestPollSweepsTheShardsThisProcessWrote: with its client's writes
+// watched (Written), the poller dispatches an event the process commits at
+// once, reading only that event's shard, and leaves its timer's sweep of
+// every shard where it was.
+func TestPollSweepsTheShardsThisProcessWrote(t *testing.T) {
+	t.Parallel()
+	var queries atomic.Int64
+	written := NewWritten()
+	db := storetest.NewDB(t, func(stack *middleware.Stack) error {
+		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("count", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+			if _, ok := in.Parameters.(*dynamodb.QueryInput); ok {
+				queries.Add(1)
+			}
+			return next.HandleInitialize(ctx, in)
+		}), middleware.After)
+	}, written.Watch)
+	shards := int64(ShardsOf(db))
+	ctx, stop := context.WithTimeout(context.Background(), time.Minute)
+	defer stop()
+	tick := clock.NewManual(time.Now())
+	db.Clock = tick // events' times, which a sweep compares with its own
+	sink := &countSink{}
+	d := &Dispatcher{DB: db, Routes: map[Type][]Sink{MatterCreated: {sink}}, Clock: tick, Written: written}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		d.Poll(ctx, nil, time.Second, func(err error) { t.Errorf("sweep: %v", err) })
+	}()
+	until := func(what string, cond func() bool) {
+		t.Helper()
+		for ctx.Err() == nil && !cond() {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("%s: never (%d queries, %d sent)", what, queries.Load(), sink.n.Load())
+		}
+	}
+	until("the first sweep", func() bool { return queries.Load() == shards })
+	if err := tick.AwaitPending(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		tick.Advance(time.Millisecond) // each event after the last (its sequence is a microsecond of the clock's), well before the timer
+		ev, err := New("org", MatterCreated, "matter", i, tick.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx := db.Tx()
+		Add(tx, ev)
+		if err := tx.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		until("the event sent, the clock unmoved", func() bool { return sink.n.Load() == int32(i+1) })
+	}
+	if got := queries.Load(); got > shards+3 {
+		t.Fatalf("%d queries after the first sweep for 3 events, want at most 3 (their shards)", got-shards)
+	}
+	before := queries.Load()
+	tick.Advance(time.Second) // the timer's sweep of every shard, as it was set
+	until("the timer's sweep", func() bool { return queries.Load() >= before+shards })
+	stop()
+	<-done
+	if sink.n.Load() != 3 {
+		t.Fatalf("%d sends, want 3", sink.n.Load())
+	}
+}
+
+func TestPendingShardOfAWrite(t *testing.T) {
+	w := NewWritten()
+	for _, c := range []struct {
+		pk    string
+		shard int
+		ok    bool
+	}{
+		{PendingPK(0), 0, true}, {PendingPK(31), 31, true}, {ParkedPK, 0, false}, {"OUTBOX#PENDING#x", 0, false}, {"O#org", 0, false},
+	} {
+		t.Run(c.pk, func(t *testing.T) {
+			shard, ok := pendingShard(map[string]ddbtypes.AttributeValue{"GSI6PK": &ddbtypes.AttributeValueMemberS{Value: c.pk}})
+			if shard != c.shard || ok != c.ok {
+				t.Fatalf("pendingShard(%s) = %d, %v; want %d, %v", c.pk, shard, ok, c.shard, c.ok)
+			}
+		})
+	}
+	w.Mark(3)
+	w.Mark(1)
+	w.Mark(3)
+	if got := w.Take(); !slices.Equal(got, []int{1, 3}) {
+		t.Fatalf("Take() = %v, want [1 3]", got)
+	}
+	if got := w.Take(); len(got) != 0 {
+		t.Fatalf("a second Take() = %v, want none", got)
+	}
 }

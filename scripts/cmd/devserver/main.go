@@ -15,12 +15,15 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
 	"github.com/practice-api/practice-api/scripts/internal/localrun"
 	"github.com/practice-api/practice-api/shared/apiapp"
 	"github.com/practice-api/practice-api/shared/app"
 	"github.com/practice-api/practice-api/shared/config"
 	"github.com/practice-api/practice-api/shared/families"
 	"github.com/practice-api/practice-api/shared/lambdahttp"
+	"github.com/practice-api/practice-api/shared/outbox"
 	"github.com/practice-api/practice-api/shared/party"
 	"github.com/practice-api/practice-api/shared/queue"
 	"github.com/practice-api/practice-api/shared/seed"
@@ -63,6 +66,10 @@ func run() error {
 		return err
 	}
 	defer engine.Stop()
+	// Without a stream, the dispatcher learns of this process's pending
+	// events from its client's writes, and sweeps their shards at once.
+	written := outbox.NewWritten()
+	db.Client = dynamodb.New(db.Client.Options(), func(o *dynamodb.Options) { o.APIOptions = append(o.APIOptions, written.Watch) })
 	if err := db.EnsureTable(ctx); err != nil {
 		return err
 	}
@@ -87,6 +94,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	workers.Dispatcher.Written = written
 	kick := make(chan struct{}, 1)
 	go workers.Dispatcher.Poll(ctx, kick, time.Second, func(err error) { log.Error("outbox sweep", "err", err) })
 	go app.SweepClaimsEvery(ctx, workers.Deliverer, db.Clock, time.Minute, workers.Metrics) // as the schedule's sweep on AWS
