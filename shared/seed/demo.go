@@ -27,7 +27,7 @@ func Demo(ctx context.Context, db *store.DB, now time.Time) (org string, key aut
 	_, err = keys.CreateOrg(ctx, DemoOrgID, "Demo Advokatfirma", now)
 	switch {
 	case err == nil:
-		if _, err = Run(ctx, db, DemoOrgID, Options{Matters: 12, EntriesPerMatter: 4, Now: now}); err != nil {
+		if _, err = Run(ctx, db, DemoOrgID, Options{Matters: 12, EntriesPerMatter: 4, Now: now, EveryStatus: true}); err != nil {
 			return "", auth.Token{}, err
 		}
 	case errors.Is(err, store.ErrConflict):

@@ -28,6 +28,12 @@ type Options struct {
 	Now time.Time
 	// Rand makes runs reproducible in tests; nil for a random seed.
 	Rand *rand.Rand
+	// EveryStatus gives the first matters each status in turn (Statuses'
+	// order), the rest a random one: the demo organisation's, so that a
+	// list filtered by any status (the reference page's console asks for
+	// active ones) finds some. Drawn at random, 12 matters had none active
+	// about once in 800 runs.
+	EveryStatus bool
 }
 
 // Counts says what a seed run created.
@@ -94,7 +100,7 @@ func Run(ctx context.Context, db *store.DB, org string, opt Options) (Counts, er
 			users[i] = uuid.NewString()
 		}
 		for i := range opt.Matters {
-			if err := sd.matter(clients[i%len(clients)], "SAG-"+strconv.FormatInt(first+int64(i), 10), users); err != nil {
+			if err := sd.matter(i, clients[i%len(clients)], "SAG-"+strconv.FormatInt(first+int64(i), 10), users); err != nil {
 				return sd.c, err
 			}
 		}
@@ -181,9 +187,9 @@ func (sd *seeder) client(runID string, i int) (party.Client, error) {
 	return cl, nil
 }
 
-// matter makes a matter of cl numbered number, its time (some of it
-// billed on invoices) and two documents.
-func (sd *seeder) matter(cl party.Client, number string, users []string) error {
+// matter makes the i-th matter, of cl, numbered number, its time (some of
+// it billed on invoices) and two documents.
+func (sd *seeder) matter(i int, cl party.Client, number string, users []string) error {
 	r, org := sd.r, sd.org
 	updated := sd.stamp()
 	if updated < cl.CreatedAt {
@@ -193,6 +199,9 @@ func (sd *seeder) matter(cl party.Client, number string, users []string) error {
 	m := matter.Matter{ClientID: cl.ID, MatterNumber: number,
 		Title: subjects[r.IntN(len(subjects))], Status: statuses[r.IntN(len(statuses))],
 		HourlyRate: &rate, Currency: "DKK", CreatedAt: cl.CreatedAt, UpdatedAt: updated}
+	if sd.opt.EveryStatus && i < len(matter.Statuses) {
+		m.Status = matter.Statuses[i]
+	}
 	var err error
 	if m.ID, err = matter.ID(sd.ctx, sd.db, org, m.MatterNumber); err != nil {
 		return err

@@ -13,7 +13,9 @@ import (
 
 	"github.com/practice-api/practice-api/shared/auth"
 	"github.com/practice-api/practice-api/shared/cpr"
+	"github.com/practice-api/practice-api/shared/matter"
 	"github.com/practice-api/practice-api/shared/seed"
+	"github.com/practice-api/practice-api/shared/store"
 	"github.com/practice-api/practice-api/shared/store/storetest"
 )
 
@@ -94,5 +96,44 @@ func TestSeedWritesNoCPR(t *testing.T) {
 	}
 	if n < 1000 {
 		t.Fatalf("only %d items read", n)
+	}
+}
+
+// TestTheDemoHasMattersInEveryStatus: the demo organisation's list
+// filtered by any status finds a matter (the reference page's console
+// asks for active ones); its first four matters take the four statuses
+// in turn, however the rest are drawn.
+func TestTheDemoHasMattersInEveryStatus(t *testing.T) {
+	t.Parallel()
+	db := storetest.NewDB(t)
+	ctx := context.Background()
+	if _, _, err := seed.Demo(ctx, db, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range matter.Statuses {
+		t.Run(string(st), func(t *testing.T) {
+			page, err := db.Query(ctx, store.ListQuery{Index: store.GSI3, PK: store.Collection(seed.DemoOrgID, "MATTER", "STATUS", string(st)), Limit: 1})
+			if err != nil || len(page.Items) == 0 {
+				t.Fatalf("no %s matter in the demo organisation (%v)", st, err)
+			}
+		})
+	}
+	// The same rule with a draw fixed: statuses by matter number.
+	org, err := auth.NewStore(db, 0).CreateOrg(ctx, "", "every status", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := seed.Run(ctx, db, org.ID, seed.Options{Matters: 4, EveryStatus: true, Rand: rand.New(rand.NewPCG(1, 2))}); err != nil {
+		t.Fatal(err)
+	}
+	for i, st := range matter.Statuses {
+		page, err := db.Query(ctx, store.ListQuery{Index: store.GSI3, PK: store.Collection(org.ID, "MATTER", "STATUS", string(st)), Limit: 10})
+		if err != nil || len(page.Items) != 1 {
+			t.Fatalf("%d %s matters (%v), want 1", len(page.Items), st, err)
+		}
+		var m matter.Matter
+		if err := attributevalue.UnmarshalMap(page.Items[0], &m); err != nil || m.MatterNumber != fmt.Sprint("SAG-", i+1) {
+			t.Fatalf("the %s matter is %s (%v), want SAG-%d", st, m.MatterNumber, err, i+1)
+		}
 	}
 }
