@@ -12,8 +12,24 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/practice-api/practice-api/shared/clock"
+	"github.com/practice-api/practice-api/shared/store"
 	"github.com/practice-api/practice-api/shared/store/storetest"
 )
+
+// countingQueries is a fresh table whose client counts its Queries (and
+// carries more, the test's other options).
+func countingQueries(t *testing.T, more ...func(*middleware.Stack) error) (*store.DB, *atomic.Int64) {
+	var queries atomic.Int64
+	count := func(stack *middleware.Stack) error {
+		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("count", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+			if _, ok := in.Parameters.(*dynamodb.QueryInput); ok {
+				queries.Add(1)
+			}
+			return next.HandleInitialize(ctx, in)
+		}), middleware.After)
+	}
+	return storetest.NewDB(t, append([]func(*middleware.Stack) error{count}, more...)...), &queries
+}
 
 // TestPollBacksOffWhenIdle: the devserver's poller sweeps every interval
 // while sweeps find events, doubles its wait after each that finds none
@@ -21,15 +37,7 @@ import (
 // Each sweep is counted by its Queries on DynamoDB Local, one per shard.
 func TestPollBacksOffWhenIdle(t *testing.T) {
 	t.Parallel()
-	var queries atomic.Int64
-	db := storetest.NewDB(t, func(stack *middleware.Stack) error {
-		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("count", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-			if _, ok := in.Parameters.(*dynamodb.QueryInput); ok {
-				queries.Add(1)
-			}
-			return next.HandleInitialize(ctx, in)
-		}), middleware.After)
-	})
+	db, queries := countingQueries(t)
 	shards := int64(ShardsOf(db))
 	ctx, stop := context.WithTimeout(context.Background(), time.Minute)
 	defer stop()
@@ -89,16 +97,8 @@ func (s *countSink) Send(context.Context, string, []byte, time.Duration) error {
 // every shard where it was.
 func TestPollSweepsTheShardsThisProcessWrote(t *testing.T) {
 	t.Parallel()
-	var queries atomic.Int64
 	written := NewWritten()
-	db := storetest.NewDB(t, func(stack *middleware.Stack) error {
-		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("count", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-			if _, ok := in.Parameters.(*dynamodb.QueryInput); ok {
-				queries.Add(1)
-			}
-			return next.HandleInitialize(ctx, in)
-		}), middleware.After)
-	}, written.Watch)
+	db, queries := countingQueries(t, written.Watch)
 	shards := int64(ShardsOf(db))
 	ctx, stop := context.WithTimeout(context.Background(), time.Minute)
 	defer stop()

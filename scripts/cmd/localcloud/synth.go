@@ -17,30 +17,18 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/practice-api/practice-api/shared/modroot"
 	"github.com/practice-api/practice-api/shared/store/ddblocal"
 )
 
 // repoRoot finds the module's folder from the working directory up, or
 // from the binary's (.bin/localcloud) up.
 func repoRoot() (string, error) {
-	starts := []string{}
-	if wd, err := os.Getwd(); err == nil {
-		starts = append(starts, wd)
+	root, err := modroot.Find()
+	if err != nil {
+		return "", errors.New("run localcloud inside the repository (or set LOCALCLOUD_TEMPLATE)")
 	}
-	if exe, err := os.Executable(); err == nil {
-		starts = append(starts, filepath.Dir(exe))
-	}
-	for _, dir := range starts {
-		for d := dir; ; d = filepath.Dir(d) {
-			if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil && strings.Contains(string(b), "module github.com/practice-api/practice-api\n") {
-				return d, nil
-			}
-			if filepath.Dir(d) == d {
-				break
-			}
-		}
-	}
-	return "", errors.New("run localcloud inside the repository (or set LOCALCLOUD_TEMPLATE)")
+	return root, nil
 }
 
 // synthesize builds every function for this machine and synthesizes the

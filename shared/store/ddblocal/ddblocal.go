@@ -34,6 +34,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/practice-api/practice-api/shared/modroot"
 )
 
 // ToolsDir is where the pinned npm package lives, relative to the repository root.
@@ -403,31 +405,19 @@ func globJar(tools string) string {
 	return m[len(m)-1]
 }
 
-// toolsDir finds scripts/dynamodb-local above the working directory (tests
-// run in their package's folder) or above the executable (.bin/devserver).
+// toolsDir is scripts/dynamodb-local of the repository found above the
+// working directory (tests run in their package's folder) or above the
+// executable (.bin/devserver).
 func toolsDir() (string, error) {
-	var starts []string
-	if wd, err := os.Getwd(); err == nil {
-		starts = append(starts, wd)
-	}
-	if exe, err := os.Executable(); err == nil {
-		starts = append(starts, filepath.Dir(exe))
-	}
-	for _, dir := range starts {
-		for {
-			candidate := filepath.Join(dir, ToolsDir)
-			if _, err := os.Stat(filepath.Join(candidate, "package.json")); err == nil {
-				return candidate, nil
-			}
-			parent := filepath.Dir(dir)
-			if parent == dir {
-				break
-			}
-			dir = parent
+	root, err := modroot.Find()
+	if err == nil {
+		candidate := filepath.Join(root, ToolsDir)
+		if _, err = os.Stat(filepath.Join(candidate, "package.json")); err == nil {
+			return candidate, nil
 		}
 	}
-	return "", fmt.Errorf("cannot find %s/package.json above the working folder or the executable; "+
-		"run from the repository, or set LOCAL_DYNAMODB_JAR to a DynamoDBLocal.jar", ToolsDir)
+	return "", fmt.Errorf("cannot find %s/package.json above the working folder or the executable (%v); "+
+		"run from the repository, or set LOCAL_DYNAMODB_JAR to a DynamoDBLocal.jar", ToolsDir, err)
 }
 
 // install runs npm ci under an exclusive lock, so that test binaries
