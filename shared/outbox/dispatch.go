@@ -564,6 +564,13 @@ func (d *Dispatcher) Poll(ctx context.Context, kick <-chan struct{}, interval ti
 		}
 		return n
 	}
+	// written sweeps the shards written since the last (none: no sweep;
+	// pollOnce reads a nil list as every shard).
+	written := func() {
+		if shards := d.Written.Take(); len(shards) > 0 {
+			sweep(shards)
+		}
+	}
 	wait := interval
 	sweep(nil)
 	t, fired := d.clock().NewTimer(wait)
@@ -574,7 +581,7 @@ func (d *Dispatcher) Poll(ctx context.Context, kick <-chan struct{}, interval ti
 			return
 		case <-kick:
 			if d.Written != nil {
-				sweep(d.Written.Take())
+				written()
 				continue
 			}
 			t.Stop()
@@ -582,7 +589,7 @@ func (d *Dispatcher) Poll(ctx context.Context, kick <-chan struct{}, interval ti
 			wait = interval
 			t, fired = d.clock().NewTimer(wait)
 		case <-wake:
-			sweep(d.Written.Take())
+			written()
 		case <-fired:
 			if d.Written != nil {
 				d.Written.Take() // this sweep reads them too

@@ -83,14 +83,11 @@ func (t *manualTimer) arm(until time.Time) {
 			default: // the reader has not taken the last one
 			}
 		}
-		if t.period > 0 {
-			t.mu.Lock()
-			if t.stop == stop {
-				t.mu.Unlock()
-				t.arm(until.Add(t.period))
-			} else {
-				t.mu.Unlock()
-			}
+		t.mu.Lock()
+		period, current := t.period, t.stop == stop
+		t.mu.Unlock()
+		if period > 0 && current {
+			t.arm(until.Add(period))
 		}
 		m.leave()
 	}()
@@ -124,8 +121,15 @@ func (t *manualTimer) Reset(d time.Duration) bool {
 
 type manualTicker struct{ t *manualTimer }
 
-func (k manualTicker) Stop()                 { k.t.Stop() }
-func (k manualTicker) Reset(d time.Duration) { k.t.period = d; k.t.Reset(d) }
+func (k manualTicker) Stop() { k.t.Stop() }
+
+// Reset makes the ticker fire every d from now on.
+func (k manualTicker) Reset(d time.Duration) {
+	k.t.mu.Lock()
+	k.t.period = d // its goroutine reads it under mu
+	k.t.mu.Unlock()
+	k.t.Reset(d)
+}
 
 // NewTimer is a timer of the scaled clock: d on it, d/Scale of real time.
 func (s *Scaled) NewTimer(d time.Duration) (shared.Timer, <-chan time.Time) {
