@@ -44,9 +44,12 @@ var (
 	// configuration from the environment, as Lambda gives it, instead of
 	// the SDK's whole default chain: sdkChain).
 	family = join(edge, "shared/apiapp", "shared/store", "shared/auth", "shared/idempotency", "shared/outbox", "shared/queue", "shared/awsenv")
-	// partyDomain is party with what it links: a matter needs its
-	// client's KYC, so every family that reads a matter links it.
-	partyDomain = []string{"shared/party", "shared/netguard", "shared/workflow"}
+	// partyDomain is party with what it links.
+	partyDomain = []string{"shared/party", "shared/party/engagement", "shared/netguard", "shared/workflow"}
+	// matterDomain is matter with what it links: a matter needs its
+	// client's KYC, so every family that reads a matter links the
+	// engagement (the client item), not the parties family.
+	matterDomain = []string{"shared/matter", "shared/party/engagement", "shared/workflow"}
 	// workers is what the worker functions link: package app wires every
 	// worker, so each links them all (the files that wire them are not
 	// split per worker yet).
@@ -58,11 +61,11 @@ var (
 var mayLink = map[string][]string{
 	"meta":        join(edge, "shared/openapi"),
 	"parties":     join(family, partyDomain),
-	"matters":     join(family, partyDomain, "shared/matter"),
-	"timeentries": join(family, partyDomain, "shared/matter", "shared/timeentry"),                                    // an entry is logged on a matter
-	"documents":   join(family, partyDomain, "shared/matter", "shared/document"),                                     // a document is filed on a matter
-	"invoices":    join(family, partyDomain, "shared/matter", "shared/timeentry", "shared/billing"),                  // bills a matter's time entries
-	"reports":     join(family, partyDomain, "shared/matter", "shared/timeentry", "shared/billing", "shared/report"), // reads time and invoices
+	"matters":     join(family, matterDomain),
+	"timeentries": join(family, matterDomain, "shared/timeentry"),                                    // an entry is logged on a matter
+	"documents":   join(family, matterDomain, "shared/document"),                                     // a document is filed on a matter
+	"invoices":    join(family, matterDomain, "shared/timeentry", "shared/billing"),                  // bills a matter's time entries
+	"reports":     join(family, matterDomain, "shared/timeentry", "shared/billing", "shared/report"), // reads time and invoices
 	// Webhooks: the endpoints' API, and delivery alone (webhookwire) for
 	// manual retries and replays; no party, no other worker.
 	"webhooks":     join(family, "shared/netguard", "shared/webhook", "shared/webhook/signature", "shared/webhookwire", "shared/queue/sqsqueue"),
@@ -111,6 +114,12 @@ var (
 		"github.com/aws/aws-sdk-go-v2/service/ssooidc",
 		"github.com/aws/aws-sdk-go-v2/service/signin",
 	}
+	// foldingTables are Unicode's case folding and IDNA (party's e-mail
+	// rule, party.NormalizeEmail), about 330 KB in each function that
+	// links them, which only the parties family (and the workers, which
+	// wire every family) may link; mayFold lists those functions.
+	foldingTables = []string{"golang.org/x/text/cases", "golang.org/x/net/idna"}
+	mayFold       = join("parties", "configseed", "delivery", "dispatcher", "enrichment", "releasecheck", "synthetic")
 	// noService lists the functions that link no AWS SDK service
 	// package at all (no DynamoDB client): meta serves its document and
 	// the 404/405 tables, and touches no store.
@@ -196,6 +205,13 @@ func TestEachFunctionLinksOnlyItsFamily(t *testing.T) {
 				for _, d := range all {
 					if strings.HasPrefix(d, sdkServices) {
 						t.Errorf("links %s, an AWS SDK service package, and may link none", d)
+					}
+				}
+			}
+			if !slices.Contains(mayFold, name) {
+				for _, p := range foldingTables {
+					if slices.Contains(all, p) {
+						t.Errorf("links %s (party's e-mail folding), which only the parties family may link: read a client through shared/party/engagement", p)
 					}
 				}
 			}

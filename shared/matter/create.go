@@ -10,7 +10,7 @@ import (
 	"github.com/practice-api/practice-api/shared/body"
 	"github.com/practice-api/practice-api/shared/idempotency"
 	"github.com/practice-api/practice-api/shared/outbox"
-	"github.com/practice-api/practice-api/shared/party"
+	"github.com/practice-api/practice-api/shared/party/engagement"
 	"github.com/practice-api/practice-api/shared/store"
 	"github.com/practice-api/practice-api/shared/workflow"
 )
@@ -107,10 +107,10 @@ func (s *Store) create(ctx context.Context, req *idempotency.Create, m *Matter) 
 	if err != nil {
 		return err
 	}
-	cpk, csk := party.ClientKey(req.Org, m.ClientID)
+	cpk, csk := engagement.Key(req.Org, m.ClientID)
 	cond := store.ItemExists()
 	if m.Status == Active {
-		cond = cond.And(party.KYCInOrderCondition(req.Now))
+		cond = cond.And(engagement.KYCInOrderCondition(req.Now))
 	}
 	tx := s.db.Tx()
 	ci := tx.CheckWhen(cpk, csk, cond)
@@ -129,8 +129,8 @@ func (s *Store) create(ctx context.Context, req *idempotency.Create, m *Matter) 
 
 // explainClient says why the client condition failed: no such client, or KYC.
 func (s *Store) explainClient(ctx context.Context, req *idempotency.Create, m *Matter) error {
-	pk, sk := party.ClientKey(req.Org, m.ClientID)
-	c, err := store.ReadInto[party.Client](ctx, s.db, pk, sk)
+	pk, sk := engagement.Key(req.Org, m.ClientID)
+	c, err := store.ReadInto[engagement.Client](ctx, s.db, pk, sk)
 	if errors.Is(err, store.ErrNotFound) {
 		return apperr.Invalidf("client_id", "no client with id %s exists in your organisation; create the engagement with POST /clients first", m.ClientID)
 	}
@@ -138,7 +138,7 @@ func (s *Store) explainClient(ctx context.Context, req *idempotency.Create, m *M
 		return err
 	}
 	why := "its KYC case is " + string(c.KYCStatus)
-	if c.KYCStatus == party.KYCApproved {
+	if c.KYCStatus == engagement.KYCApproved {
 		why = "its KYC approval expired at " + c.KYCExpiresAt
 	}
 	return apperr.Invalidf("status", "the matter cannot be imported as active: the client's KYC is not in order (%s); import it with status dormant and activate it in the application once KYC is approved", why)

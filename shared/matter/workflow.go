@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/practice-api/practice-api/shared/outbox"
-	"github.com/practice-api/practice-api/shared/party"
+	"github.com/practice-api/practice-api/shared/party/engagement"
 	"github.com/practice-api/practice-api/shared/store"
 	"github.com/practice-api/practice-api/shared/workflow"
 )
@@ -54,8 +54,8 @@ func (s *Store) SetStatus(ctx context.Context, org, id string, to Status, now ti
 		mi := tx.PutWhen(m, store.UnchangedSince(prev))
 		ki := -1
 		if to == Active {
-			cpk, csk := party.ClientKey(org, m.ClientID)
-			ki = tx.CheckWhen(cpk, csk, party.KYCInOrderCondition(now))
+			cpk, csk := engagement.Key(org, m.ClientID)
+			ki = tx.CheckWhen(cpk, csk, engagement.KYCInOrderCondition(now))
 		}
 		typ := outbox.MatterUpdated
 		if to == Closed {

@@ -8,26 +8,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
-
 	"github.com/practice-api/practice-api/shared/outbox"
 	"github.com/practice-api/practice-api/shared/store"
 	"github.com/practice-api/practice-api/shared/workflow"
 )
-
-// KYCInOrder reports whether the engagement's KYC allows an active matter
-// at now: approved, and not expired (an approval without an expiry holds).
-func (c *Client) KYCInOrder(now time.Time) bool {
-	return c.KYCStatus == KYCApproved && (c.KYCExpiresAt == "" || c.KYCExpiresAt > store.FormatTime(now))
-}
-
-// KYCInOrderCondition is KYCInOrder as a condition on the client's item,
-// for a transaction that must not commit past a concurrent KYC change.
-func KYCInOrderCondition(now time.Time) expression.ConditionBuilder {
-	expires := expression.Name("kyc_expires_at")
-	return expression.Name("kyc_status").Equal(expression.Value(string(KYCApproved))).
-		And(expression.AttributeNotExists(expires).Or(expires.GreaterThan(expression.Value(store.FormatTime(now)))))
-}
 
 // SetKYC records the outcome of a client's KYC case, as the application's
 // KYC workflow does, and raises client.updated in the same transaction.

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/text/unicode/norm"
 
 	"github.com/practice-api/practice-api/shared/body"
+	"github.com/practice-api/practice-api/shared/party/engagement"
 	"github.com/practice-api/practice-api/shared/store"
 )
 
@@ -76,49 +77,28 @@ type Logo struct {
 	SHA256      string `dynamodbav:"sha256" json:"sha256"`
 }
 
-// Client is an engagement on exactly one party; it has no party data of its own.
-type Client struct {
-	store.Keys   `json:"-"`
-	ID           string    `dynamodbav:"id" json:"id"`
-	Type         string    `dynamodbav:"type" json:"type"`
-	CompanyID    string    `dynamodbav:"company_id,omitempty" json:"company_id,omitempty"`
-	PersonID     string    `dynamodbav:"person_id,omitempty" json:"person_id,omitempty"`
-	KYCStatus    KYCStatus `dynamodbav:"kyc_status" json:"kyc_status"`
-	KYCExpiresAt string    `dynamodbav:"kyc_expires_at,omitempty" json:"kyc_expires_at,omitempty"`
-	CreatedAt    string    `dynamodbav:"created_at" json:"created_at"`
-	UpdatedAt    string    `dynamodbav:"updated_at" json:"updated_at"`
-}
-
-// PartyID is the id of the engaged party, whichever kind it is.
-func (c *Client) PartyID() string {
-	if c.CompanyID != "" {
-		return c.CompanyID
-	}
-	return c.PersonID
-}
+// Client is an engagement on exactly one party (package engagement, which
+// the families that read a client's KYC link instead of party).
+type Client = engagement.Client
 
 // KYCStatus is the state of an engagement's KYC case.
-type KYCStatus string
+type KYCStatus = engagement.KYCStatus
 
-// KYC statuses of an engagement. Imports open at pending; the application
-// (scripts/admin kyc set) moves them.
+// KYC statuses of an engagement (engagement's).
 const (
-	KYCPending    KYCStatus = "pending"
-	KYCInProgress KYCStatus = "in_progress"
-	KYCApproved   KYCStatus = "approved"
-	KYCRejected   KYCStatus = "rejected"
+	KYCPending    = engagement.KYCPending
+	KYCInProgress = engagement.KYCInProgress
+	KYCApproved   = engagement.KYCApproved
+	KYCRejected   = engagement.KYCRejected
 )
 
 // KYCStatuses lists every KYC status.
-var KYCStatuses = []KYCStatus{KYCPending, KYCInProgress, KYCApproved, KYCRejected}
-
-// ClientKey returns the primary key of an engagement, for other packages.
-func ClientKey(org, id string) (pk, sk string) { return store.OrgPK(org), clientSK(id) }
+var KYCStatuses = engagement.KYCStatuses
 
 // Sort keys of the base table (partition store.OrgPK(org)).
 func personSK(id string) string  { return "PERSON#" + id }
 func companySK(id string) string { return "COMPANY#" + id }
-func clientSK(id string) string  { return "CLIENT#" + id }
+func clientSK(id string) string  { return engagement.SK(id) }
 
 // NormalizeEmail is the form in which e-mail uniqueness is decided: two
 // addresses that people read as the same are the same person. It is the
@@ -197,14 +177,6 @@ func (p *Person) SetKeys(org string) {
 func (c *Company) SetKeys(org string) {
 	c.Keys = store.Keys{PK: store.OrgPK(org), SK: companySK(c.ID), Kind: "company",
 		GSI1PK: store.Collection(org, "COMPANY"), GSI1SK: store.Seq(c.UpdatedAt, c.ID)}
-}
-
-// SetKeys fills the item keys: GSI1 lists clients by last change, GSI2 by
-// type and last change.
-func (c *Client) SetKeys(org string) {
-	c.Keys = store.Keys{PK: store.OrgPK(org), SK: clientSK(c.ID), Kind: "client",
-		GSI1PK: store.Collection(org, "CLIENT"), GSI1SK: store.Seq(c.UpdatedAt, c.ID),
-		GSI2PK: store.Collection(org, "CLIENT", "TYPE", c.Type), GSI2SK: store.Seq(c.UpdatedAt, c.ID)}
 }
 
 // Events carry a party's and an engagement's ids and status, never a

@@ -9,6 +9,7 @@ import (
 
 	"github.com/practice-api/practice-api/shared/apitest"
 	"github.com/practice-api/practice-api/shared/party"
+	"github.com/practice-api/practice-api/shared/party/engagement"
 	"github.com/practice-api/practice-api/shared/store"
 )
 
@@ -56,9 +57,9 @@ func TestKYCConditionAgreesWithKYCInOrder(t *testing.T) {
 		cl.KYCStatus, cl.KYCExpiresAt = c.status, c.expires
 		e.Put(org, co, cl)
 		wg.Go(func() {
-			pk, sk := party.ClientKey(org, cl.ID)
+			pk, sk := engagement.Key(org, cl.ID)
 			tx := e.DB.Tx()
-			tx.CheckWhen(pk, sk, party.KYCInOrderCondition(now))
+			tx.CheckWhen(pk, sk, engagement.KYCInOrderCondition(now))
 			err := tx.Commit(context.Background())
 			if (err == nil) != c.inOrder {
 				t.Errorf("%s: the condition says %v, want in order %v", c.name, err, c.inOrder)
