@@ -14,9 +14,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"sort"
-	"strings"
 
+	"github.com/practice-api/practice-api/scripts/internal/synthcache"
 	"github.com/practice-api/practice-api/shared/modroot"
 	"github.com/practice-api/practice-api/shared/store/ddblocal"
 )
@@ -92,77 +91,40 @@ func synthesize(ctx context.Context) (string, error) {
 	for k, v := range settings {
 		ctxMap[k] = v
 	}
-	ctxJSON, _ := json.Marshal(ctxMap)
 	settingsJSON, _ := json.Marshal(settings)
 	// A STAGE_SETTINGS file (the stage's kept settings, infra reads it) is
 	// part of what the template depends on.
+	var kept []byte
 	if path := os.Getenv("STAGE_SETTINGS"); path != "" {
-		kept, err := os.ReadFile(path)
-		if err != nil {
+		if kept, err = os.ReadFile(path); err != nil {
 			return "", fmt.Errorf("STAGE_SETTINGS: %w", err)
 		}
 		settingsJSON = append(append(settingsJSON, '\n'), kept...)
 	}
 	sum := sha256.Sum256(settingsJSON)
 	assembly := filepath.Join(out, "cdk.out-"+hex.EncodeToString(sum[:6]))
-	fp, err := fingerprint(root, code)
-	if err != nil {
+	// Synthesized again only when the infra program, a bootstrap,
+	// cdk.json or the settings changed, and then from the machine's cache
+	// when any clone synthesized the same before (synthcache).
+	infra := filepath.Join(out, "infra")
+	if err := synthcache.Build(ctx, root, infra); err != nil {
 		return "", err
 	}
-	fp += "\n" + string(ctxJSON) + "\n" + string(settingsJSON)
-	tpl := filepath.Join(assembly, "PracticeApi-local.template.json")
-	stamp := filepath.Join(assembly, "synth.fingerprint")
-	if old, err := os.ReadFile(stamp); err == nil && string(old) == fp {
-		if _, err := os.Stat(tpl); err == nil {
-			return tpl, nil
-		}
+	res, err := synthcache.Synthesize(ctx, synthcache.Request{
+		Root: root, Infra: infra, Context: ctxMap, Extra: kept, Out: assembly,
+		Env: []string{"JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION=1", "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20",
+			"CDK_DEFAULT_ACCOUNT=", "CDK_DEFAULT_REGION="},
+	})
+	if err != nil {
+		return "", fmt.Errorf("synthesize the local stage: %w", err)
 	}
-	slog.Info("localcloud: synthesizing the local stage (cdk synth, offline)", "into", assembly, "settings", settings)
-	cmd = exec.CommandContext(ctx, "go", "run", "./infra")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CDK_CONTEXT_JSON="+string(ctxJSON), "SYNTH_OUTDIR="+assembly,
-		"JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION=1", "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20",
-		"CDK_DEFAULT_ACCOUNT=", "CDK_DEFAULT_REGION=")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("synthesize the local stage: %v\n%s", err, b)
+	switch res.Cached {
+	case "":
+		slog.Info("localcloud: synthesized the local stage (cdk synth, offline)", "into", assembly, "settings", settings)
+	case "machine":
+		slog.Info("localcloud: the local stage as synthesized before on this machine (the same infra, bootstraps and settings)", "into", assembly)
 	}
-	return tpl, os.WriteFile(stamp, []byte(fp), 0o644)
-}
-
-// fingerprint hashes what the template depends on: the bootstraps, the
-// CDK app and its context.
-func fingerprint(root, code string) (string, error) {
-	h := sha256.New()
-	add := func(path string) error {
-		f, err := os.Open(path)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		fmt.Fprintf(h, "%s\n", strings.TrimPrefix(path, root))
-		_, err = io.Copy(h, f)
-		return err
-	}
-	var files []string
-	for _, dir := range []string{code, filepath.Join(root, "infra")} {
-		err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-			if err == nil && !d.IsDir() && !strings.HasSuffix(p, "_test.go") {
-				files = append(files, p)
-			}
-			return err
-		})
-		if err != nil {
-			return "", err
-		}
-	}
-	files = append(files, filepath.Join(root, "cdk.json"), filepath.Join(root, "go.sum"))
-	sort.Strings(files)
-	for _, f := range files {
-		if err := add(f); err != nil {
-			return "", err
-		}
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return filepath.Join(assembly, "PracticeApi-local.template.json"), nil
 }
 
 // install puts the binary src at dst unless dst already holds the same
