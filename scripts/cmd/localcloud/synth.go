@@ -60,7 +60,10 @@ func synthesize(ctx context.Context) (string, error) {
 	// running the old file (writing over it would fail, text file busy).
 	fresh := filepath.Join(out, "build")
 	slog.Info("localcloud: building the functions' bootstraps", "arch", runtime.GOARCH, "into", code)
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-tags", "lambda.norpc", "-ldflags", "-s -w",
+	// No VCS stamp (nothing reads it): a commit that leaves a function's
+	// code alone leaves its bootstrap's bytes alone, and with them the
+	// synth's key (synthcache).
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false", "-tags", "lambda.norpc", "-ldflags", "-s -w",
 		"-o", fresh+string(filepath.Separator), "./functions/...")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+runtime.GOARCH, "CGO_ENABLED=0")

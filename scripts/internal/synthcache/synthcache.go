@@ -7,8 +7,8 @@
 // synth).
 //
 // The key is what the assembly is made of: the infra program as built
-// (with -trimpath, so the same source and module versions give the same
-// bytes in any folder: every Go input at once, the module's packages it
+// (with -trimpath and no VCS stamp, so the same source and module versions
+// give the same bytes in any folder and at any commit: every Go input at once, the module's packages it
 // imports included), the CDK context it is given (but its codeDir, a
 // folder's name), every file of the functions' code folder, cdk.json, the
 // environment the program reads and any extra bytes the caller adds (a
@@ -48,7 +48,9 @@ const Keep = 16
 // file under root/.bin the caller alone writes), which Request.Infra then
 // names; go build relinks nothing when it is up to date.
 func Build(ctx context.Context, root, path string) error {
-	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", path, "./infra")
+	// -buildvcs=false: the commit stamped into the binary would change the
+	// key with every commit, though the program did not change.
+	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false", "-o", path, "./infra")
 	build.Dir = root
 	if b, err := build.CombinedOutput(); err != nil {
 		return fmt.Errorf("build infra: %v\n%s", err, b)
