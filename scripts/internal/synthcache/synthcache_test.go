@@ -88,11 +88,15 @@ func TestTheSameInputsMakeTheAssemblyOnce(t *testing.T) {
 	runs := func() int { b, _ := os.ReadFile(count); return len(b) }
 
 	var env []string
+	built := map[string]bool{}
 	synth := func(root, code, stage, out string) Result {
 		t.Helper()
 		infra := filepath.Join(root, ".bin", "infra")
-		if err := Build(t.Context(), root, infra); err != nil {
-			t.Fatal(err)
+		if !built[root] { // once a repository: go build's own check costs a second under load
+			if err := Build(t.Context(), root, infra); err != nil {
+				t.Fatal(err)
+			}
+			built[root] = true
 		}
 		res, err := Synthesize(t.Context(), Request{Root: root, Infra: infra,
 			Context: map[string]string{"stage": stage, "codeDir": code}, Out: out, Env: env})
