@@ -97,9 +97,9 @@ func synthesize(ctx context.Context) (string, error) {
 	settingsJSON, _ := json.Marshal(settings)
 	// A STAGE_SETTINGS file (the stage's kept settings, infra reads it) is
 	// part of what the template depends on.
-	var kept []byte
 	if path := os.Getenv("STAGE_SETTINGS"); path != "" {
-		if kept, err = os.ReadFile(path); err != nil {
+		kept, err := os.ReadFile(path)
+		if err != nil {
 			return "", fmt.Errorf("STAGE_SETTINGS: %w", err)
 		}
 		settingsJSON = append(append(settingsJSON, '\n'), kept...)
@@ -114,7 +114,7 @@ func synthesize(ctx context.Context) (string, error) {
 		return "", err
 	}
 	res, err := synthcache.Synthesize(ctx, synthcache.Request{
-		Root: root, Infra: infra, Context: ctxMap, Extra: kept, Out: assembly,
+		Root: root, Infra: infra, Context: ctxMap, Out: assembly,
 		Env: []string{"JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION=1", "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20",
 			"CDK_DEFAULT_ACCOUNT=", "CDK_DEFAULT_REGION="},
 	})

@@ -10,9 +10,9 @@
 // (with -trimpath and no VCS stamp, so the same source and module versions
 // give the same bytes in any folder and at any commit: every Go input at once, the module's packages it
 // imports included), the CDK context it is given (but its codeDir, a
-// folder's name), every file of the functions' code folder, cdk.json, the
-// environment the program reads and any extra bytes the caller adds (a
-// stage's kept settings). An entry holds the assembly but its copies of
+// folder's name), every file of the functions' code folder, cdk.json and
+// the environment the program reads (a STAGE_SETTINGS file by its bytes,
+// not its name). Each entry lists them (synthcache-inputs.txt). An entry holds the assembly but its copies of
 // the functions' code (the assets CDK copies from the code folder), which
 // are copied back from the code folder on a hit; they are the same bytes,
 // since the key holds them.
@@ -63,7 +63,6 @@ type Request struct {
 	Root    string            // the repository
 	Infra   string            // the infra program, as Build made it
 	Context map[string]string // the CDK context (CDK_CONTEXT_JSON), codeDir included
-	Extra   []byte            // more of what the assembly depends on (a STAGE_SETTINGS file)
 	Env     []string          // more environment for the program (KEY=value)
 	Out     string            // the assembly's folder; emptied first unless it already holds this key's
 }
@@ -85,7 +84,7 @@ func Synthesize(ctx context.Context, r Request) (Result, error) {
 		*p = abs
 	}
 	env := append(os.Environ(), r.Env...) // r.Env last: the one os/exec (and the key) take of a name
-	key, err := keyOf(r, env)
+	key, inputs, err := keyOf(r, env)
 	if err != nil {
 		return Result{}, err
 	}
@@ -126,54 +125,70 @@ func Synthesize(ctx context.Context, r Request) (Result, error) {
 	}
 	if entry != "" {
 		// A cache that cannot be written costs the next synth, not this one.
-		_ = store(r.Out, entry, r.Context["codeDir"])
+		_ = store(r.Out, entry, r.Context["codeDir"], inputs)
 		prune(filepath.Dir(entry), Keep)
 	}
 	return res, os.WriteFile(stamp, []byte(key), 0o644)
 }
 
 // keyVars are the variables the infra program reads (but the two this
-// package sets).
-var keyVars = []string{"CDK_DEFAULT_ACCOUNT", "CDK_DEFAULT_REGION", "CDK_OUTDIR", "SYNTH_ARGS", "STAGE_SETTINGS"}
+// package sets); STAGE_SETTINGS names a file, which is keyed by its bytes.
+var keyVars = []string{"CDK_DEFAULT_ACCOUNT", "CDK_DEFAULT_REGION", "CDK_OUTDIR", "SYNTH_ARGS"}
 
-func keyOf(r Request, env []string) (string, error) {
-	h := sha256.New()
+// inputsFile, in an entry, lists what its key was made of, line by line
+// (a miss is explained by comparing two entries' lists).
+const inputsFile = "synthcache-inputs.txt"
+
+// keyOf returns the key of r and the inputs it was made of.
+func keyOf(r Request, env []string) (string, []byte, error) {
+	var in strings.Builder
 	sum, err := fileSum(r.Infra)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	fmt.Fprintf(h, "infra %s\n", sum)
+	fmt.Fprintf(&in, "infra %s\n", sum)
 	c := maps.Clone(r.Context)
 	delete(c, "codeDir")
 	cj, _ := json.Marshal(c) // sorted keys
-	fmt.Fprintf(h, "context %s\n", cj)
-	for _, v := range keyVars {
+	fmt.Fprintf(&in, "context %s\n", cj)
+	getenv := func(name string) string {
 		val := ""
 		for _, kv := range env {
-			if s, ok := strings.CutPrefix(kv, v+"="); ok {
+			if s, ok := strings.CutPrefix(kv, name+"="); ok {
 				val = s // the last one wins
 			}
 		}
-		fmt.Fprintf(h, "env %s=%q\n", v, val)
+		return val
+	}
+	for _, v := range keyVars {
+		fmt.Fprintf(&in, "env %s=%q\n", v, getenv(v))
+	}
+	if path := getenv("STAGE_SETTINGS"); path != "" {
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(r.Root, path) // the program runs in r.Root
+		}
+		s, err := fileSum(path)
+		if err != nil {
+			return "", nil, fmt.Errorf("STAGE_SETTINGS: %w", err)
+		}
+		fmt.Fprintf(&in, "STAGE_SETTINGS %s\n", s)
 	}
 	if code := r.Context["codeDir"]; code != "" {
 		files, err := sums(code)
 		if err != nil {
-			return "", err
+			return "", nil, err
 		}
 		for _, f := range files {
-			fmt.Fprintf(h, "code %s %s\n", f.rel, f.sum)
+			fmt.Fprintf(&in, "code %s %s\n", f.rel, f.sum)
 		}
 	}
-	cdk, err := os.ReadFile(filepath.Join(r.Root, "cdk.json"))
+	cdk, err := fileSum(filepath.Join(r.Root, "cdk.json"))
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
-	fmt.Fprintf(h, "cdk.json %d\n", len(cdk))
-	h.Write(cdk)
-	fmt.Fprintf(h, "extra %d\n", len(r.Extra))
-	h.Write(r.Extra)
-	return hex.EncodeToString(h.Sum(nil)), nil
+	fmt.Fprintf(&in, "cdk.json %s\n", cdk)
+	key := sha256.Sum256([]byte(in.String()))
+	return hex.EncodeToString(key[:]), []byte(in.String()), nil
 }
 
 type fileSumEntry struct{ rel, sum string }
@@ -204,7 +219,7 @@ const linksFile = "synthcache-links.json"
 // store copies the assembly at out into entry (through a folder beside it,
 // renamed into place: a reader never sees half an entry), but the files
 // the code folder holds too, which it names in linksFile.
-func store(out, entry, code string) error {
+func store(out, entry, code string, inputs []byte) error {
 	bySum := map[string]string{}
 	if code != "" {
 		files, err := sums(code)
@@ -241,6 +256,9 @@ func store(out, entry, code string) error {
 	if err := os.WriteFile(filepath.Join(tmp, linksFile), lj, 0o644); err != nil {
 		return err
 	}
+	if err := os.WriteFile(filepath.Join(tmp, inputsFile), inputs, 0o644); err != nil {
+		return err
+	}
 	if err := os.Rename(tmp, entry); err != nil && !errors.Is(err, fs.ErrExist) && !isNotEmpty(err) {
 		return err // another process stored the same entry first: as good
 	}
@@ -270,7 +288,7 @@ func restore(entry, out, code string) error {
 		return err
 	}
 	for _, f := range files {
-		if f.rel == linksFile {
+		if f.rel == linksFile || f.rel == inputsFile {
 			continue
 		}
 		if err := copyFile(filepath.Join(entry, f.rel), filepath.Join(out, f.rel)); err != nil {

@@ -169,12 +169,32 @@ func TestTheSameInputsMakeTheAssemblyOnce(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(outB, "template.json")); !bytes.Equal(b, []byte("stage dev account ")) {
 		t.Fatalf("template %q", b)
 	}
+	// A stage's kept settings count by their bytes, wherever the file is.
+	settings := func(body string) string {
+		p := filepath.Join(t.TempDir(), "settings.json")
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return "STAGE_SETTINGS=" + p
+	}
+	env = []string{"CDK_DEFAULT_ACCOUNT=", settings(`{"rateLimit": 60}`)}
+	if r := synth(rootB, codeB, "dev", outB); r.Cached != "" || runs() != 5 {
+		t.Fatalf("with a settings file: cached %q, %d runs", r.Cached, runs())
+	}
+	env = []string{"CDK_DEFAULT_ACCOUNT=", settings(`{"rateLimit": 60}`)}
+	if r := synth(rootB, codeB, "dev", filepath.Join(rootB, ".bin", "kept")); r.Cached != "machine" || runs() != 5 {
+		t.Fatalf("the same settings in another file: cached %q, %d runs", r.Cached, runs())
+	}
+	env = []string{"CDK_DEFAULT_ACCOUNT=", settings(`{"rateLimit": 61}`)}
+	if r := synth(rootB, codeB, "dev", outB); r.Cached != "" || runs() != 6 {
+		t.Fatalf("other settings: cached %q, %d runs", r.Cached, runs())
+	}
 	env = nil
 	t.Setenv("SYNTH_CACHE", "off")
-	if r := synth(rootA, codeA, "prod", filepath.Join(rootA, ".bin", "prod")); r.Cached != "" || runs() != 5 {
+	if r := synth(rootA, codeA, "prod", filepath.Join(rootA, ".bin", "prod")); r.Cached != "" || runs() != 7 {
 		t.Fatalf("SYNTH_CACHE=off: cached %q, %d runs", r.Cached, runs())
 	}
-	if r := synth(rootB, codeB, "local", filepath.Join(rootB, ".bin", "other")); r.Cached != "" || runs() != 6 {
+	if r := synth(rootB, codeB, "local", filepath.Join(rootB, ".bin", "other")); r.Cached != "" || runs() != 8 {
 		t.Fatalf("SYNTH_CACHE=off, a key the cache holds: cached %q, %d runs", r.Cached, runs())
 	}
 	t.Setenv("SYNTH_CACHE", "")
