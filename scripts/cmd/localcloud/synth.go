@@ -172,23 +172,10 @@ func sameFile(a, b string) (bool, error) {
 	} else if err != nil {
 		return false, err
 	}
-	ha, err := fileSum(a)
+	ha, err := synthcache.FileSum(a)
 	if err != nil {
 		return false, err
 	}
-	hb, err := fileSum(b)
+	hb, err := synthcache.FileSum(b)
 	return err == nil && ha == hb, err
-}
-
-func fileSum(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -142,7 +142,7 @@ const inputsFile = "synthcache-inputs.txt"
 // keyOf returns the key of r and the inputs it was made of.
 func keyOf(r Request, env []string) (string, []byte, error) {
 	var in strings.Builder
-	sum, err := fileSum(r.Infra)
+	sum, err := FileSum(r.Infra)
 	if err != nil {
 		return "", nil, err
 	}
@@ -167,7 +167,7 @@ func keyOf(r Request, env []string) (string, []byte, error) {
 		if !filepath.IsAbs(path) {
 			path = filepath.Join(r.Root, path) // the program runs in r.Root
 		}
-		s, err := fileSum(path)
+		s, err := FileSum(path)
 		if err != nil {
 			return "", nil, fmt.Errorf("STAGE_SETTINGS: %w", err)
 		}
@@ -182,7 +182,7 @@ func keyOf(r Request, env []string) (string, []byte, error) {
 			fmt.Fprintf(&in, "code %s %s\n", f.rel, f.sum)
 		}
 	}
-	cdk, err := fileSum(filepath.Join(r.Root, "cdk.json"))
+	cdk, err := FileSum(filepath.Join(r.Root, "cdk.json"))
 	if err != nil {
 		return "", nil, err
 	}
@@ -200,7 +200,7 @@ func sums(dir string) ([]fileSumEntry, error) {
 		if err != nil || !d.Type().IsRegular() {
 			return err
 		}
-		s, err := fileSum(p)
+		s, err := FileSum(p)
 		if err != nil {
 			return err
 		}
@@ -327,7 +327,8 @@ func copyFile(src, dst string) error {
 	return o.Close()
 }
 
-func fileSum(path string) (string, error) {
+// FileSum is the SHA-256 of the file at path, in hex.
+func FileSum(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", err
