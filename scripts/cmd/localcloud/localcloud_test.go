@@ -487,6 +487,15 @@ func TestDevStageThrottlesAnswer429(t *testing.T) {
 	// call, so the burst the gateway lets through is served in time on a
 	// loaded machine too (the gateway throttles a route whatever its
 	// callers send).
+	//
+	// At this scale a five-minute period is five wall seconds, from a
+	// multiple of five (CloudWatch's periods here are on the wall clock):
+	// each keyed burst starts at a period's start, so that all its 429s
+	// count in that one period however long a loaded machine takes to
+	// send them (a burst that straddled two counted under 100 in each).
+	const period = 5 * time.Second
+	atNextPeriod := func() { time.Sleep(time.Until(time.Now().Truncate(period).Add(period + 100*time.Millisecond))) }
+	atNextPeriod()
 	first := time.Now()
 	if codes := burst(400, "/matters?per_page=1"); codes[429] == 0 || codes[401] < 200 || codes[401]+codes[429] != 400 {
 		t.Errorf("400 at once on a keyed route (burst 200): %v", codes)
@@ -501,7 +510,10 @@ func TestDevStageThrottlesAnswer429(t *testing.T) {
 		callControl(t, c, "POST", "/localcloud/faults", map[string]any{"function": fn, "store": "slow", "delay_ms": 1500})
 	}
 	var wg sync.WaitGroup
-	until := time.Now().Add(5 * time.Second)
+	// To 2.5 s into the next period: the calls still in flight (1.5 s
+	// each) end before the period does, and the second burst waits for
+	// the one after it (2 of 3 periods over 100: that and the first's).
+	until := first.Truncate(period).Add(period + 2500*time.Millisecond)
 	for w := range 12 {
 		wg.Go(func() {
 			path := []string{"/matters?per_page=1", "/clients?per_page=1"}[w%2]
@@ -519,8 +531,11 @@ func TestDevStageThrottlesAnswer429(t *testing.T) {
 	for _, fn := range []string{routes.Matters, routes.Parties} {
 		callControl(t, c, "POST", "/localcloud/faults", map[string]any{"function": fn, "store": "none"})
 	}
-	// The second keyed burst, in the next (scaled) five-minute period.
-	time.Sleep(time.Until(first.Add(5500 * time.Millisecond)))
+	// The second keyed burst, at the start of the period after the next.
+	atNextPeriod()
+	if second := time.Now().Truncate(period); second.Sub(first.Truncate(period)) != 2*period {
+		t.Logf("the second burst is %v after the first's period: a loaded machine", second.Sub(first.Truncate(period)))
+	}
 	if codes := burst(400, "/matters?per_page=1"); codes[429] <= 100 {
 		t.Errorf("400 at once on a keyed route again: %v", codes)
 	}
