@@ -115,7 +115,7 @@ var (
 		"github.com/aws/aws-sdk-go-v2/service/signin",
 	}
 	// foldingTables are Unicode's case folding and IDNA (party's e-mail
-	// rule, party.NormalizeEmail), about 330 KB in each function that
+	// rule, party.NormalizeEmail), 197-262 KB of each function that
 	// links them, which only the parties family (and the workers, which
 	// wire every family) may link; mayFold lists those functions.
 	foldingTables = []string{"golang.org/x/text/cases", "golang.org/x/net/idna"}

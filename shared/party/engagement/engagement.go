@@ -4,7 +4,8 @@
 // and checks it in the transaction that activates it; that is all it needs
 // of party, so it links this package and not party, whose e-mail rules
 // carry Unicode's case folding and IDNA tables (golang.org/x/text/cases,
-// golang.org/x/net/idna: about 330 KB in each function that links them).
+// golang.org/x/net/idna: 197-262 KB of each family function that linked
+// them).
 // Package party holds the rest and names these under its own names.
 package engagement
 
