@@ -94,7 +94,11 @@ func Synthesize(ctx context.Context, r Request) (Result, error) {
 		res.Cached = "folder"
 		return res, nil
 	}
-	if err := os.RemoveAll(r.Out); err != nil {
+	// Out is not emptied: a localcloud may be running from its assets (a
+	// folder per asset, named by its content's hash), which a synth or a
+	// restore leaves in place; the stamp goes first, so that Out counts as
+	// this key's only once it is complete.
+	if err := os.Remove(stamp); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return res, err
 	}
 	entry := ""
@@ -109,9 +113,7 @@ func Synthesize(ctx context.Context, r Request) (Result, error) {
 			_ = os.Chtimes(entry, now, now) // used last
 			res.Cached = "machine"
 			return res, os.WriteFile(stamp, []byte(key), 0o644)
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			_ = os.RemoveAll(r.Out) // a broken entry: synthesize
-		}
+		} // else (no entry, or a broken one): synthesize
 	}
 	ctxJSON, err := json.Marshal(r.Context)
 	if err != nil {
@@ -269,8 +271,12 @@ func isNotEmpty(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "directory not empty")
 }
 
-// restore copies entry into out, and the files it left out from the code
-// folder; fs.ErrNotExist when there is no such entry.
+// restore makes entry's assembly in out, with the files it left out
+// from the code folder; fs.ErrNotExist when there is no such entry. It is
+// made in a folder beside out, then moved in: each top-level file by a
+// rename (a reader sees the old or the new), each asset folder whole, and
+// an asset folder out already holds is left as it is (its name is its
+// content's hash; a running localcloud may be executing from it).
 func restore(entry, out, code string) error {
 	lj, err := os.ReadFile(filepath.Join(entry, linksFile))
 	if err != nil {
@@ -287,16 +293,42 @@ func restore(entry, out, code string) error {
 	if err != nil {
 		return err
 	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(out), ".restore-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
 	for _, f := range files {
 		if f.rel == linksFile || f.rel == inputsFile {
 			continue
 		}
-		if err := copyFile(filepath.Join(entry, f.rel), filepath.Join(out, f.rel)); err != nil {
+		if err := copyFile(filepath.Join(entry, f.rel), filepath.Join(tmp, f.rel)); err != nil {
 			return err
 		}
 	}
 	for dst, src := range links {
-		if err := copyFile(filepath.Join(code, src), filepath.Join(out, dst)); err != nil {
+		if err := copyFile(filepath.Join(code, src), filepath.Join(tmp, dst)); err != nil {
+			return err
+		}
+	}
+	made, err := os.ReadDir(tmp)
+	if err != nil {
+		return err
+	}
+	for _, e := range made {
+		dst := filepath.Join(out, e.Name())
+		if e.IsDir() {
+			if _, err := os.Stat(dst); err == nil && strings.HasPrefix(e.Name(), "asset.") {
+				continue
+			}
+			if err := os.RemoveAll(dst); err != nil {
+				return err
+			}
+		}
+		if err := os.Rename(filepath.Join(tmp, e.Name()), dst); err != nil {
 			return err
 		}
 	}

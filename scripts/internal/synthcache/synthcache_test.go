@@ -140,6 +140,29 @@ func TestTheSameInputsMakeTheAssemblyOnce(t *testing.T) {
 		t.Errorf("the cache holds the functions' bytes: %v", entries)
 	}
 
+	// A restore over an assembly leaves its asset folders as they are (a
+	// localcloud may be running from them) and puts back the rest.
+	running := filepath.Join(outB, want[0].rel+".running")
+	if err := os.WriteFile(running, []byte("in use"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(outB, "template.json")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(outB, "synth.key")); err != nil {
+		t.Fatal(err)
+	}
+	if r := synth(rootB, codeB, "local", outB); r.Cached != "machine" || runs() != 1 {
+		t.Fatalf("restored over an assembly: cached %q, %d runs", r.Cached, runs())
+	}
+	if _, err := os.Stat(running); err != nil {
+		t.Errorf("the restore replaced an asset folder in use: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(outB, "template.json")); !bytes.Equal(b, []byte("stage local account ")) {
+		t.Fatalf("template %q after the restore", b)
+	}
+	oldAsset := filepath.Dir(running)
+
 	// What changes the assembly synthesizes again.
 	if err := os.WriteFile(filepath.Join(codeB, "b", "bootstrap"), []byte("binary b, changed"), 0o755); err != nil {
 		t.Fatal(err)
@@ -149,6 +172,9 @@ func TestTheSameInputsMakeTheAssemblyOnce(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(outB, "template.json")); !bytes.Equal(b, []byte("stage local account ")) {
 		t.Fatalf("template %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(oldAsset, "bootstrap")); err != nil {
+		t.Errorf("a synth removed the assets of the one before (a localcloud may be running from them): %v", err)
 	}
 	if r := synth(rootB, codeB, "dev", outB); r.Cached != "" || runs() != 3 {
 		t.Fatalf("another context: cached %q, %d runs", r.Cached, runs())
