@@ -43,15 +43,7 @@ func TestAPanickingDispatchIsCarriedAndPollGoesOn(t *testing.T) {
 	ctx := context.Background()
 	var evs []Event
 	for i := range 6 {
-		ev, err := New(fmt.Sprint("org", i%2), MatterCreated, "n", i, time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		tx := db.Tx()
-		Add(tx, ev)
-		if err := tx.Commit(ctx); err != nil {
-			t.Fatal(err)
-		}
+		commitEvent(t, db, fmt.Sprint("org", i%2), "n", i, time.Now())
 	}
 	for i := range 2 { // as the stream hands them over (TestADispatchRoundSendsItsEventsAtOnce)
 		page, err := Feed(ctx, db, FeedQuery{Org: fmt.Sprint("org", i), Limit: 100, Now: time.Now().Add(time.Minute), Retention: time.Hour})
@@ -76,15 +68,7 @@ func TestAPanickingDispatchIsCarriedAndPollGoesOn(t *testing.T) {
 	}
 
 	commit := func(org string) {
-		ev, err := New(org, MatterCreated, "n", 99, time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		tx := db.Tx()
-		Add(tx, ev)
-		if err := tx.Commit(ctx); err != nil {
-			t.Fatal(err)
-		}
+		commitEvent(t, db, org, "n", 99, time.Now())
 	}
 	s.hits.Store(0) // the next send of org0's panics again: in Poll's sweep
 	commit("org0")

@@ -73,15 +73,7 @@ func TestADispatchRoundSendsItsEventsAtOnce(t *testing.T) {
 	ctx := context.Background()
 	var evs []Event
 	for i := range 64 {
-		ev, err := New(fmt.Sprint("org", i%4), MatterCreated, "n", i, time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		tx := db.Tx()
-		Add(tx, ev)
-		if err := tx.Commit(ctx); err != nil {
-			t.Fatal(err)
-		}
+		commitEvent(t, db, fmt.Sprint("org", i%4), "n", i, time.Now())
 	}
 	for i := range 4 {
 		page, err := Feed(ctx, db, FeedQuery{Org: fmt.Sprint("org", i), Limit: 100, Now: time.Now().Add(time.Minute), Retention: time.Hour})

@@ -18,6 +18,21 @@ import (
 
 // countingQueries is a fresh table whose client counts its Queries (and
 // carries more, the test's other options).
+// commitEvent writes one pending matter.created event of org, alone in
+// its transaction, as a write request does.
+func commitEvent(t *testing.T, db *store.DB, org, subject string, data any, at time.Time) {
+	t.Helper()
+	ev, err := New(org, MatterCreated, subject, data, at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := db.Tx()
+	Add(tx, ev)
+	if err := tx.Commit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func countingQueries(t *testing.T, more ...func(*middleware.Stack) error) (*store.DB, *atomic.Int64) {
 	var queries atomic.Int64
 	count := func(stack *middleware.Stack) error {
@@ -126,15 +141,7 @@ func TestPollSweepsTheShardsThisProcessWrote(t *testing.T) {
 	}
 	for i := range 3 {
 		tick.Advance(time.Millisecond) // each event after the last (its sequence is a microsecond of the clock's), well before the timer
-		ev, err := New("org", MatterCreated, "matter", i, tick.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		tx := db.Tx()
-		Add(tx, ev)
-		if err := tx.Commit(ctx); err != nil {
-			t.Fatal(err)
-		}
+		commitEvent(t, db, "org", "matter", i, tick.Now())
 		until("the event sent, the clock unmoved", func() bool { return sink.n.Load() == int32(i+1) })
 	}
 	if got := queries.Load(); got > shards+3 {
