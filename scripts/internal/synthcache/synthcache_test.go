@@ -224,6 +224,21 @@ func TestTheSameInputsMakeTheAssemblyOnce(t *testing.T) {
 		t.Fatalf("SYNTH_CACHE=off, a key the cache holds: cached %q, %d runs", r.Cached, runs())
 	}
 	t.Setenv("SYNTH_CACHE", "")
+	// Another infra program (its sum kept beside it is taken again).
+	src := filepath.Join(rootA, "infra", "main.go")
+	b, _ := os.ReadFile(src)
+	if err := os.WriteFile(src, bytes.Replace(b, []byte(`"stage "`), []byte(`"stage: "`), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := Build(t.Context(), rootA, filepath.Join(rootA, ".bin", "infra")); err != nil {
+		t.Fatal(err)
+	}
+	if r := synth(rootA, codeA, "local", outA); r.Cached != "" || runs() != 9 {
+		t.Fatalf("another infra program: cached %q, %d runs", r.Cached, runs())
+	}
+	if b, _ := os.ReadFile(filepath.Join(outA, "template.json")); !bytes.Equal(b, []byte("stage: local account 123456789012")) {
+		t.Fatalf("template %q from the new program", b)
+	}
 	for i := range Keep + 1 {
 		stage := fmt.Sprint("s", i)
 		synth(rootA, codeA, stage, filepath.Join(rootA, ".bin", stage))
