@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 
 	"github.com/practice-api/practice-api/scripts/internal/synthcache"
 	"github.com/practice-api/practice-api/shared/modroot"
@@ -52,33 +53,57 @@ func synthesize(ctx context.Context) (string, error) {
 		return "", err
 	}
 	defer unlock()
-	// One go build for every function (it links them in parallel), into a
-	// folder beside that is kept, so that go build relinks nothing that is
-	// up to date (a start then costs a fraction of a second, not seconds of
-	// linking); each binary that changed is then copied into place as
-	// <function>/bootstrap through a rename: another localcloud may be
-	// running the old file (writing over it would fail, text file busy).
-	fresh := filepath.Join(out, "build")
-	slog.Info("localcloud: building the functions' bootstraps", "arch", runtime.GOARCH, "into", code)
-	// No VCS stamp (nothing reads it): a commit that leaves a function's
-	// code alone leaves its bootstrap's bytes alone, and with them the
-	// synth's key (synthcache).
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false", "-tags", "lambda.norpc", "-ldflags", "-s -w",
-		"-o", fresh+string(filepath.Separator), "./functions/...")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+runtime.GOARCH, "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("build functions/...: %v\n%s", err, b)
-	}
-	built, err := os.ReadDir(fresh)
+	// The builds below (every function's bootstrap, the infra program) are
+	// skipped when nothing they read changed since the last ones here: go
+	// build's own check of an up-to-date binary costs the go command
+	// about a second of CPU each time, and make test starts localcloud
+	// fourteen times from one clone.
+	infra := filepath.Join(out, "infra")
+	stamp := filepath.Join(out, "built.state")
+	state, err := sourceState(root)
 	if err != nil {
 		return "", err
 	}
-	for _, e := range built {
-		if err := os.MkdirAll(filepath.Join(code, e.Name()), 0o755); err != nil {
+	if prev, err := os.ReadFile(stamp); err == nil && string(prev) == state && builtAlready(code, infra) {
+		slog.Info("localcloud: the bootstraps and the infra program are up to date (no source changed since they were built)", "in", out)
+	} else {
+		_ = os.Remove(stamp)
+		// One go build for every function (it links them in parallel), into a
+		// folder beside that is kept, so that go build relinks nothing that is
+		// up to date (a start then costs a fraction of a second, not seconds of
+		// linking); each binary that changed is then copied into place as
+		// <function>/bootstrap through a rename: another localcloud may be
+		// running the old file (writing over it would fail, text file busy).
+		fresh := filepath.Join(out, "build")
+		slog.Info("localcloud: building the functions' bootstraps", "arch", runtime.GOARCH, "into", code)
+		// No VCS stamp (nothing reads it): a commit that leaves a function's
+		// code alone leaves its bootstrap's bytes alone, and with them the
+		// synth's key (synthcache).
+		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false", "-tags", "lambda.norpc", "-ldflags", "-s -w",
+			"-o", fresh+string(filepath.Separator), "./functions/...")
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+runtime.GOARCH, "CGO_ENABLED=0")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("build functions/...: %v\n%s", err, b)
+		}
+		built, err := os.ReadDir(fresh)
+		if err != nil {
 			return "", err
 		}
-		if err := install(filepath.Join(fresh, e.Name()), filepath.Join(code, e.Name(), "bootstrap")); err != nil {
+		for _, e := range built {
+			if err := os.MkdirAll(filepath.Join(code, e.Name()), 0o755); err != nil {
+				return "", err
+			}
+			if err := install(filepath.Join(fresh, e.Name()), filepath.Join(code, e.Name(), "bootstrap")); err != nil {
+				return "", err
+			}
+		}
+		if err := synthcache.Build(ctx, root, infra); err != nil {
+			return "", err
+		}
+		// The state read before the builds: a file changed while they ran
+		// leaves a state that does not match, and the next start builds.
+		if err := os.WriteFile(stamp, []byte(state), 0o644); err != nil {
 			return "", err
 		}
 	}
@@ -109,10 +134,6 @@ func synthesize(ctx context.Context) (string, error) {
 	// Synthesized again only when the infra program, a bootstrap,
 	// cdk.json or the settings changed, and then from the machine's cache
 	// when any clone synthesized the same before (synthcache).
-	infra := filepath.Join(out, "infra")
-	if err := synthcache.Build(ctx, root, infra); err != nil {
-		return "", err
-	}
 	res, err := synthcache.Synthesize(ctx, synthcache.Request{
 		Root: root, Infra: infra, Context: ctxMap, Out: assembly,
 		Env: []string{"JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION=1", "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20",
@@ -128,6 +149,74 @@ func synthesize(ctx context.Context) (string, error) {
 		slog.Info("localcloud: the local stage as synthesized before on this machine (the same infra, bootstraps and settings)", "into", assembly)
 	}
 	return filepath.Join(assembly, "PracticeApi-local.template.json"), nil
+}
+
+// sourceState fingerprints what building the functions and the infra
+// program reads: the go command (its path, size and time), the
+// environment that changes a build, go.mod and go.sum, and every file
+// under functions/, shared/ and infra/ (the only folders of the module
+// either links: functions/deps_test.go) by path, size, mode and time.
+// A file that is written changes its time; nothing is read but folders.
+func sourceState(root string) (string, error) {
+	var b strings.Builder
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		return "", err
+	}
+	if info, err := os.Stat(goBin); err == nil {
+		fmt.Fprintf(&b, "go %s %d %d\n", goBin, info.Size(), info.ModTime().UnixNano())
+	}
+	for _, k := range []string{"GOFLAGS", "GOEXPERIMENT", "GOAMD64", "GOARM64", "GOTOOLCHAIN", "GOROOT", "GOPATH", "GOMODCACHE"} {
+		fmt.Fprintf(&b, "%s=%s\n", k, os.Getenv(k))
+	}
+	fmt.Fprintf(&b, "GOARCH=%s\n", runtime.GOARCH)
+	for _, top := range []string{"go.mod", "go.sum", "functions", "shared", "infra"} {
+		if _, err := os.Lstat(filepath.Join(root, top)); errors.Is(err, fs.ErrNotExist) {
+			fmt.Fprintf(&b, "%s absent\n", top)
+			continue
+		}
+		err := filepath.WalkDir(filepath.Join(root, top), func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if d.IsDir() {
+				if d.Name() == "node_modules" {
+					return filepath.SkipDir
+				}
+				return nil
+			}
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(root, path)
+			fmt.Fprintf(&b, "%s %d %o %d\n", rel, info.Size(), info.Mode(), info.ModTime().UnixNano())
+			return nil
+		})
+		if err != nil {
+			return "", fmt.Errorf("the sources' state: %w", err)
+		}
+	}
+	sum := sha256.Sum256([]byte(b.String()))
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// builtAlready: the infra program and every function's bootstrap are in
+// place (the build folder names the functions last built).
+func builtAlready(code, infra string) bool {
+	if _, err := os.Stat(infra); err != nil {
+		return false
+	}
+	built, err := os.ReadDir(filepath.Join(filepath.Dir(code), "build"))
+	if err != nil || len(built) == 0 {
+		return false
+	}
+	for _, e := range built {
+		if _, err := os.Stat(filepath.Join(code, e.Name(), "bootstrap")); err != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // install puts the binary src at dst unless dst already holds the same
