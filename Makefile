@@ -57,13 +57,15 @@ MODULE := github.com/practice-api/practice-api
 PROCESS_PKGS := scripts/cmd/devserver scripts/cmd/localcloud scripts/e2e
 
 ## test-packages: every package's own tests but the process tier's: unit, API tests on DynamoDB Local (one engine per test binary, or make test's), the CDK synth
-# In two lines that run at once (make test), two test binaries each (go
-# test runs them in the order given):
-#   - test-packages-store: the packages that load the store most, the
-#     heaviest first, two at a time, not more: four at once (tried) made
-#     shared/families take 195 s instead of 68 and store calls time out
-#     into 503s on the one engine, the run's bottleneck;
-#   - test-packages-rest: every other package, the longest first (the
+# In two lines that run at once (make test; go test runs the packages in
+# the order given):
+#   - test-packages-store: the packages that load the store most, one
+#     at a time, the heaviest first: the one engine is the run's
+#     bottleneck, and two of them at once beside the other tiers (tried)
+#     slowed the mixed load's writes from 15 s to 3 minutes and store
+#     calls timed out into 503s (four at once in one line, tried before:
+#     shared/families took 195 s instead of 68);
+#   - test-packages-rest: every other package, two at a time, the longest first (the
 #     CDK synth, the packages that wait on processes), then the many small
 #     ones, which in one line behind the store's ran last and mostly alone
 #     (a link and a run each, two at a time: the last 40 s of make test
@@ -73,7 +75,7 @@ REST_FIRST := infra scripts/internal/localrun shared/app scripts/cmd/admin share
 test-packages: test-packages-store test-packages-rest
 
 test-packages-store: dynamodb-local
-	$(GO) test -count=1 -timeout 15m $(addprefix $(MODULE)/,$(STORE_PKGS))
+	$(GO) test -count=1 -timeout 15m -p 1 $(addprefix $(MODULE)/,$(STORE_PKGS))
 
 test-packages-rest: dynamodb-local
 	$(GO) test -count=1 -timeout 15m $(addprefix $(MODULE)/,$(REST_FIRST)) $(filter-out $(addprefix $(MODULE)/,$(PROCESS_PKGS) $(OWN_ENGINE_PKGS) $(STORE_PKGS) $(REST_FIRST)),$(shell $(GO) list ./...))
