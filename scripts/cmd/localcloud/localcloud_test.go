@@ -444,7 +444,11 @@ func children(pid int) []int {
 func TestDevStageThrottlesAnswer429(t *testing.T) {
 	t.Parallel()
 	file := filepath.Join(t.TempDir(), "dev-throttles.json")
-	if err := os.WriteFile(file, []byte(`{"throttleRate":"100","throttleBurst":"200","publicThrottleRate":"10","publicThrottleBurst":"20","accountConcurrency":"10"}`), 0o600); err != nil {
+	// Four outbox shards, not 32: on a clock 60 times faster the stack's
+	// sweeps (a Query per shard each scaled minute, the dispatcher's and
+	// the claims') sent the engine make test shares a thousand calls, and
+	// this test is about the gateway and its alarms.
+	if err := os.WriteFile(file, []byte(`{"throttleRate":"100","throttleBurst":"200","publicThrottleRate":"10","publicThrottleBurst":"20","accountConcurrency":"10","outboxShards":"4"}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	c := start(t, "STAGE_SETTINGS="+file, "LOCALCLOUD_TIME_SCALE=60")
@@ -712,6 +716,16 @@ func TestAWorkerThatDiesMidSendIsSweptAfterItsJobDeadLetters(t *testing.T) {
 				p := r.(map[string]any)["Properties"].(map[string]any)
 				p["VisibilityTimeout"] = 1.0
 				p["RedrivePolicy"].(map[string]any)["maxReceiveCount"] = 2.0
+			}
+			// Four outbox shards in every function, not 32: the sweeps (a
+			// Query per shard every 2 s here, the dispatcher's and the
+			// claims') are what this stack sends the engine most.
+			if r.(map[string]any)["Type"] == "AWS::Lambda::Function" {
+				if vars, ok := r.(map[string]any)["Properties"].(map[string]any)["Environment"].(map[string]any)["Variables"].(map[string]any); ok {
+					if _, ok := vars["OUTBOX_SHARDS"]; ok {
+						vars["OUTBOX_SHARDS"] = "4"
+					}
+				}
 			}
 		}
 	})
