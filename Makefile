@@ -4,7 +4,7 @@ GO ?= $(shell command -v go || echo /usr/local/go/bin/go)
 FUNCTIONS := $(notdir $(patsubst %/,%,$(wildcard functions/*/)))
 LAMBDA_OUT := .bin/lambda
 
-.PHONY: help run test test-tiers local-cloud-alarms test-own-engine test-packages test-packages-store test-packages-rest test-processes check cfn-lint local-cloud-release rollback oas-lint unit e2e bench soak fairness capacity openapi openapi-coverage build synth diff deploy import destroy smoke local-cloud local-cloud-test local-up local-deploy local-test local-down clean dynamodb-local docs-assets chromium
+.PHONY: help run test test-tiers local-cloud-alarms test-own-engine test-packages test-processes check cfn-lint local-cloud-release rollback oas-lint unit e2e bench soak fairness capacity openapi openapi-coverage build synth diff deploy import destroy smoke local-cloud local-cloud-test local-up local-deploy local-test local-down clean dynamodb-local docs-assets chromium
 
 # Every go command here builds with -trimpath: a build then does not depend
 # on the folder the repository sits in, so a second clone or worktree (and
@@ -44,7 +44,7 @@ test: dynamodb-local
 
 # test-tiers: the tiers at once.
 test-tiers:
-	@$(MAKE) --no-print-directory -j7 -Otarget check oas-lint test-packages-store test-packages-rest test-own-engine test-processes local-cloud-test
+	@$(MAKE) --no-print-directory -j6 -Otarget check oas-lint test-packages test-own-engine test-processes local-cloud-test
 
 ## local-cloud-alarms: localcloud's alarm campaign alone, with its narrative: each of the template's alarms fired by the fault that should fire it, on the manual clock (LOCALCLOUD_CLOCK=manual: a minute passes when the traffic and invocations the test caused in it have begun or been answered), on a DynamoDB Local of its own; make test runs it too
 local-cloud-alarms: dynamodb-local
@@ -57,28 +57,20 @@ MODULE := github.com/practice-api/practice-api
 PROCESS_PKGS := scripts/cmd/devserver scripts/cmd/localcloud scripts/e2e
 
 ## test-packages: every package's own tests but the process tier's: unit, API tests on DynamoDB Local (one engine per test binary, or make test's), the CDK synth
-# In two lines that run at once (make test; go test runs the packages in
-# the order given):
-#   - test-packages-store: the packages that load the store most, one
-#     at a time, the heaviest first: the one engine is the run's
-#     bottleneck, and two of them at once beside the other tiers (tried)
-#     slowed the mixed load's writes from 15 s to 3 minutes and store
-#     calls timed out into 503s (four at once in one line, tried before:
-#     shared/families took 195 s instead of 68);
-#   - test-packages-rest: every other package, two at a time, the longest first (the
-#     CDK synth, the packages that wait on processes), then the many small
-#     ones, which in one line behind the store's ran last and mostly alone
-#     (a link and a run each, two at a time: the last 40 s of make test
-#     at under half the machine).
-STORE_PKGS := shared/families shared/webhook shared/apiapp shared/auth shared/client shared/queue
-REST_FIRST := infra scripts/internal/localrun shared/app scripts/cmd/admin shared/cpr
-test-packages: test-packages-store test-packages-rest
-
-test-packages-store: dynamodb-local
-	$(GO) test -count=1 -timeout 15m -p 1 $(addprefix $(MODULE)/,$(STORE_PKGS))
-
-test-packages-rest: dynamodb-local
-	$(GO) test -count=1 -timeout 15m $(addprefix $(MODULE)/,$(REST_FIRST)) $(filter-out $(addprefix $(MODULE)/,$(PROCESS_PKGS) $(OWN_ENGINE_PKGS) $(STORE_PKGS) $(REST_FIRST)),$(shell $(GO) list ./...))
+# go test's two test binaries at once (one per core), not more: their
+# durations sum to about 550 s, but they wait on the one engine, which is
+# the run's bottleneck; four at once (tried) made shared/families take 195 s
+# instead of 68 and store calls time out into 503s.
+# The longest first (go test starts them in the order given): in
+# alphabetical order shared/families and shared/webhook started last and
+# ran alone at the end of make test, the engine their only company. Not in
+# two lines at once either (tried: the store's heaviest packages in one,
+# the rest in another): families and webhook then ran beside the e2e
+# suites at the start, when the engine is busiest, and make test took
+# longer (4 min 29 s and 4 min 32 s, against 4 min 23 s so).
+SLOW_FIRST := infra shared/app scripts/internal/localrun shared/families shared/webhook shared/apiapp shared/auth shared/client shared/queue scripts/cmd/admin shared/cpr
+test-packages: dynamodb-local
+	$(GO) test -count=1 -timeout 15m $(addprefix $(MODULE)/,$(SLOW_FIRST)) $(filter-out $(addprefix $(MODULE)/,$(PROCESS_PKGS) $(OWN_ENGINE_PKGS) $(SLOW_FIRST)),$(shell $(GO) list ./...))
 
 # Packages whose tests get a DynamoDB Local of their own in make test, not
 # the run's shared one: docs' event-table test makes every documented change
