@@ -51,6 +51,22 @@ func start(t *testing.T, env ...string) (*proc, error) {
 	return p, nil
 }
 
+// startOnItsOwnEngine starts the devserver (as start does) with a DynamoDB
+// Local of its own, up to three times: the engine's port is chosen free,
+// but on a busy machine another process's listener can take it while the
+// JVM starts (seen in a make test: the engine's BindException, "Address
+// already in use"), and each attempt takes another port.
+func startOnItsOwnEngine(t *testing.T, env ...string) (*proc, error) {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		p, err := start(t, append(env, localproc.OwnEngine(t))...)
+		if err == nil || attempt == 3 || !strings.Contains(err.Error(), "Address already in use") {
+			return p, err
+		}
+		t.Logf("the devserver's engine lost its port (attempt %d of 3), trying another: %v", attempt, err)
+	}
+}
+
 // waitGone waits until the engine's process is gone and nothing answers on
 // its address (a thread-group leader can show as a zombie while its other
 // threads still close their sockets, so both are polled).
@@ -93,7 +109,7 @@ func getJSON(t *testing.T, url, key string) (int, map[string]any) {
 
 func TestKillNineLeavesNoEngine(t *testing.T) {
 	t.Parallel()
-	p, err := start(t, localproc.OwnEngine(t))
+	p, err := startOnItsOwnEngine(t)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +162,7 @@ func TestSignalsStopTheEngine(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
 			t.Parallel()
-			p, err := start(t, localproc.OwnEngine(t))
+			p, err := startOnItsOwnEngine(t)
 			if err != nil {
 				t.Fatal(err)
 			}
