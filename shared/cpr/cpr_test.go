@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -87,14 +88,49 @@ func TestFind(t *testing.T) {
 }
 
 // TestNoUUIDReadsAsACPR draws a million random UUIDs: ids are sent in
-// bodies and returned everywhere, so none may be taken for a CPR.
+// bodies and returned everywhere, so none may be taken for a CPR, but
+// for one shape. A UUID with no hex letter whose first six digits are a
+// calendar date (DDMMYY) is round 4's probe (01019012-3400-4000-8000-…,
+// in mustRefuse), a CPR written as a UUID, and reads as one by design:
+// about one random UUID in 70 million, so this test met one in about one
+// run of seventy (22050405-5781-4590-8928-947120084634, in a make test)
+// and failed. Those are counted apart and must read as a CPR.
 func TestNoUUIDReadsAsACPR(t *testing.T) {
 	t.Parallel()
+	shaped := 0
 	for range draws() {
-		if id := uuid.NewString(); cpr.Find(id) || cpr.Find("client "+id+".") {
+		id := uuid.NewString()
+		if probeShaped(id) {
+			shaped++
+			if !cpr.Find(id) {
+				t.Errorf("UUID %s, of digits and a date like round 4's probe, does not read as a CPR", id)
+			}
+			continue
+		}
+		if cpr.Find(id) || cpr.Find("client "+id+".") {
 			t.Fatalf("UUID %s reads as a CPR", id)
 		}
 	}
+	for _, id := range []string{"22050405-5781-4590-8928-947120084634", "01019012-3400-4000-8000-000000000000", "23089630-4635-4923-9160-572810106994"} {
+		if !probeShaped(id) || !cpr.Find(id) {
+			t.Errorf("%s: probe-shaped %v, read as a CPR %v; want both", id, probeShaped(id), cpr.Find(id))
+		}
+	}
+	if probeShaped("32089630-4635-4923-9160-572810106994") || probeShaped("22050405-5781-4590-8928-94712008463a") {
+		t.Error("a UUID with no date first, or with a hex letter, is probe-shaped")
+	}
+	t.Logf("%d of %d UUIDs had round 4's probe's shape", shaped, draws())
+}
+
+// probeShaped: id has no hex letter and the first ten digits an all-digit
+// UUID reads as one group (cpr's maskOpaque: its first eight, then two)
+// start with a calendar date.
+func probeShaped(id string) bool {
+	if strings.ContainsAny(strings.ToLower(id), "abcdef") {
+		return false
+	}
+	_, err := time.Parse("020106", id[:6])
+	return err == nil
 }
 
 func TestIsKey(t *testing.T) {
