@@ -61,19 +61,21 @@ PROCESS_PKGS := scripts/cmd/devserver scripts/cmd/localcloud scripts/e2e
 # durations sum to about 550 s, but they wait on the one engine, which is
 # the run's bottleneck; four at once (tried) made shared/families take 195 s
 # instead of 68 and store calls time out into 503s.
-# The longest first (go test starts them in the order given): in
-# alphabetical order shared/families and shared/webhook started last and
-# ran alone at the end of make test, the engine their only company. Not in
-# two lines at once either (tried: the store's heaviest packages in one,
-# the rest in another): families and webhook then ran beside the e2e
-# suites at the start, when the engine is busiest, and make test took
-# longer (4 min 29 s and 4 min 32 s, against 4 min 23 s so). Nor webhook
-# first (tried): its fairness test beside both e2e suites at their
-# busiest saw store calls time out. The small packages that wait (a
-# Runtime API's bootstrap, log lines, an engine's start) before the
-# others: at the end, two of them at once left the machine idle for 10 s.
-SLOW_FIRST := infra shared/app scripts/internal/localrun shared/families shared/webhook shared/apiapp shared/auth shared/client shared/queue scripts/cmd/admin shared/cpr \
-  scripts/cmd/localcloud/internal/lambda shared/logs shared/seed shared/store shared/store/ddblocal
+# The long packages that do not load the store first (go test starts
+# them in the order given: the CDK synth, the ones that wait on processes,
+# log lines or a Runtime API's bootstrap); at the end, two waiting ones at
+# once left the machine idle for 10 s. The store's heaviest, families and
+# webhook, keep their alphabetical places, far apart. Tried and dropped:
+#   - families and webhook first or side by side (one line, longest
+#     first): webhook's fairness test then ran beside families and the e2e
+#     suites, its store calls timed out and it failed in two fresh clones
+#     of nine;
+#   - the store's heaviest packages in a line of their own beside the
+#     rest: families met 503s beside both e2e suites, and make test took
+#     longer (4 min 29 s and 4 min 32 s);
+#   - everything but the engine at nice 10: the engine, given the CPU,
+#     used a quarter more of it, and make test took 5 min 25 s.
+SLOW_FIRST := infra shared/app scripts/internal/localrun scripts/cmd/admin shared/cpr scripts/cmd/localcloud/internal/lambda shared/logs
 test-packages: dynamodb-local
 	$(GO) test -count=1 -timeout 15m $(addprefix $(MODULE)/,$(SLOW_FIRST)) $(filter-out $(addprefix $(MODULE)/,$(PROCESS_PKGS) $(OWN_ENGINE_PKGS) $(SLOW_FIRST)),$(shell $(GO) list ./...))
 
