@@ -38,6 +38,22 @@ type proc = localproc.Proc
 func start(t *testing.T, env ...string) (*proc, error) {
 	t.Helper()
 	p, err := localproc.Start(t, localproc.Build(t, "devserver"), 2*time.Minute, env...)
+	return checkEngine(t, p, err, env)
+}
+
+// startOnItsOwnEngine starts the devserver (as start does) with a DynamoDB
+// Local of its own (localproc.StartOnOwnEngine: tried again on another
+// port when the engine's was taken while the JVM started).
+func startOnItsOwnEngine(t *testing.T) (*proc, error) {
+	t.Helper()
+	p, err := localproc.StartOnOwnEngine(t, localproc.Build(t, "devserver"), 2*time.Minute)
+	return checkEngine(t, p, err, nil)
+}
+
+// checkEngine: a devserver on an engine given to it (the run's shared
+// one, DYNAMODB_ENDPOINT) started none, and one without started its own.
+func checkEngine(t *testing.T, p *proc, err error, env []string) (*proc, error) {
+	t.Helper()
 	if err != nil {
 		return p, err
 	}
@@ -49,22 +65,6 @@ func start(t *testing.T, env ...string) (*proc, error) {
 		t.Fatalf("engine pid %d with DYNAMODB_ENDPOINT set: %v\n%s", p.EnginePID, external, p.Logs())
 	}
 	return p, nil
-}
-
-// startOnItsOwnEngine starts the devserver (as start does) with a DynamoDB
-// Local of its own, up to three times: the engine's port is chosen free,
-// but on a busy machine another process's listener can take it while the
-// JVM starts (seen in a make test: the engine's BindException, "Address
-// already in use"), and each attempt takes another port.
-func startOnItsOwnEngine(t *testing.T, env ...string) (*proc, error) {
-	t.Helper()
-	for attempt := 1; ; attempt++ {
-		p, err := start(t, append(env, localproc.OwnEngine(t))...)
-		if err == nil || attempt == 3 || !strings.Contains(err.Error(), "Address already in use") {
-			return p, err
-		}
-		t.Logf("the devserver's engine lost its port (attempt %d of 3), trying another: %v", attempt, err)
-	}
 }
 
 // waitGone waits until the engine's process is gone and nothing answers on

@@ -573,40 +573,35 @@ func TestABadReleaseRollsBackAndAGoodOneGoesOut(t *testing.T) {
 // other package's tables, answered some calls late (a good build's p99
 // reached 765 ms in its third minute at load 25 on it; on its own, at
 // load 18 to 38, at most 605 ms after the first minute).
-// A start is tried three times: the engine's port is chosen free, but on
-// a busy machine another process's listener can take it while the JVM
-// starts, and localcloud then stops at its first table call (seen once in
-// a dozen starts at load 30: CreateTable answered 403 by another server).
+// A start is tried three times (localproc.StartOnOwnEngine): the engine's
+// port is chosen free, but on a busy machine another process's listener
+// can take it while the JVM starts, and localcloud then stops at its first
+// table call (seen once in a dozen starts at load 30: CreateTable answered
+// 403 by another server).
 func startOnItsOwnEngine(t *testing.T, env ...string) *cloud {
 	t.Helper()
-	for attempt := 1; ; attempt++ {
-		p, err := localproc.Start(t, localproc.Build(t, "localcloud"), 5*time.Minute, append(env, localproc.OwnEngine(t))...)
-		if err != nil {
-			if attempt < 3 {
-				t.Logf("localcloud did not start (attempt %d of 3), trying again on another engine port: %v", attempt, err)
-				continue
-			}
-			t.Fatalf("localcloud did not start in 3 attempts: %v", err)
-		}
-		c := &cloud{Proc: p}
-		for deadline := time.Now().Add(5 * time.Second); c.template == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			for _, line := range c.Lines() {
-				var l struct {
-					Msg      string `json:"msg"`
-					Template string `json:"template"`
-					SQS      string `json:"sqs_endpoint"`
-					SQSKey   string `json:"sqs_access_key_id"`
-				}
-				if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "localcloud ready" {
-					c.template, c.sqs, c.sqsKey = l.Template, l.SQS, l.SQSKey
-				}
-			}
-		}
-		if c.template == "" {
-			t.Fatalf("no localcloud ready log line:\n%s", c.Logs())
-		}
-		return c
+	p, err := localproc.StartOnOwnEngine(t, localproc.Build(t, "localcloud"), 5*time.Minute, env...)
+	if err != nil {
+		t.Fatalf("localcloud did not start in 3 attempts: %v", err)
 	}
+	c := &cloud{Proc: p}
+	for deadline := time.Now().Add(5 * time.Second); c.template == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		for _, line := range c.Lines() {
+			var l struct {
+				Msg      string `json:"msg"`
+				Template string `json:"template"`
+				SQS      string `json:"sqs_endpoint"`
+				SQSKey   string `json:"sqs_access_key_id"`
+			}
+			if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "localcloud ready" {
+				c.template, c.sqs, c.sqsKey = l.Template, l.SQS, l.SQSKey
+			}
+		}
+	}
+	if c.template == "" {
+		t.Fatalf("no localcloud ready log line:\n%s", c.Logs())
+	}
+	return c
 }
 
 // startRelease publishes bootstrap as fn's next version and starts its

@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -113,6 +114,23 @@ func Build(t *testing.T, name string) string {
 	}
 	built[name] = bin
 	return bin
+}
+
+// StartOnOwnEngine is Start with a DynamoDB Local of the process's own
+// (OwnEngine), tried up to three times: the engine's port is chosen free,
+// but on a busy machine another process's listener can take it while the
+// JVM starts (the engine's BindException, "Address already in use", or
+// another server answering the runtime's first table call), and each
+// attempt takes another port.
+func StartOnOwnEngine(t *testing.T, binary string, within time.Duration, env ...string) (*Proc, error) {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		p, err := Start(t, binary, within, append(slices.Clip(env), OwnEngine(t))...)
+		if err == nil || attempt == 3 {
+			return p, err
+		}
+		t.Logf("%s did not start on an engine of its own (attempt %d of 3), trying another port: %v", filepath.Base(binary), attempt, err)
+	}
 }
 
 // OwnEngine is an entry for Start's env that gives the process a DynamoDB
