@@ -84,7 +84,16 @@ func Synthesize(ctx context.Context, r Request) (Result, error) {
 		*p = abs
 	}
 	env := append(os.Environ(), r.Env...) // r.Env last: the one os/exec (and the key) take of a name
-	key, inputs, err := keyOf(r, env)
+	// The code folder's files are read once: the key and, on a miss,
+	// the entry's links both need their sums.
+	var code []fileSumEntry
+	if dir := r.Context["codeDir"]; dir != "" {
+		var err error
+		if code, err = sums(dir); err != nil {
+			return Result{}, err
+		}
+	}
+	key, inputs, err := keyOf(r, env, code)
 	if err != nil {
 		return Result{}, err
 	}
@@ -127,7 +136,7 @@ func Synthesize(ctx context.Context, r Request) (Result, error) {
 	}
 	if entry != "" {
 		// A cache that cannot be written costs the next synth, not this one.
-		_ = store(r.Out, entry, r.Context["codeDir"], inputs)
+		_ = store(r.Out, entry, code, inputs)
 		prune(filepath.Dir(entry), Keep)
 	}
 	return res, os.WriteFile(stamp, []byte(key), 0o644)
@@ -141,8 +150,9 @@ var keyVars = []string{"CDK_DEFAULT_ACCOUNT", "CDK_DEFAULT_REGION", "CDK_OUTDIR"
 // (a miss is explained by comparing two entries' lists).
 const inputsFile = "synthcache-inputs.txt"
 
-// keyOf returns the key of r and the inputs it was made of.
-func keyOf(r Request, env []string) (string, []byte, error) {
+// keyOf returns the key of r, whose code folder's files are code, and the
+// inputs it was made of.
+func keyOf(r Request, env []string, code []fileSumEntry) (string, []byte, error) {
 	var in strings.Builder
 	sum, err := programSum(r.Infra)
 	if err != nil {
@@ -175,14 +185,8 @@ func keyOf(r Request, env []string) (string, []byte, error) {
 		}
 		fmt.Fprintf(&in, "STAGE_SETTINGS %s\n", s)
 	}
-	if code := r.Context["codeDir"]; code != "" {
-		files, err := sums(code)
-		if err != nil {
-			return "", nil, err
-		}
-		for _, f := range files {
-			fmt.Fprintf(&in, "code %s %s\n", f.rel, f.sum)
-		}
+	for _, f := range code {
+		fmt.Fprintf(&in, "code %s %s\n", f.rel, f.sum)
 	}
 	cdk, err := FileSum(filepath.Join(r.Root, "cdk.json"))
 	if err != nil {
@@ -220,17 +224,11 @@ const linksFile = "synthcache-links.json"
 
 // store copies the assembly at out into entry (through a folder beside it,
 // renamed into place: a reader never sees half an entry), but the files
-// the code folder holds too, which it names in linksFile.
-func store(out, entry, code string, inputs []byte) error {
+// the code folder holds too (code: their sums), which it names in linksFile.
+func store(out, entry string, code []fileSumEntry, inputs []byte) error {
 	bySum := map[string]string{}
-	if code != "" {
-		files, err := sums(code)
-		if err != nil {
-			return err
-		}
-		for _, f := range files {
-			bySum[f.sum] = f.rel
-		}
+	for _, f := range code {
+		bySum[f.sum] = f.rel
 	}
 	if err := os.MkdirAll(filepath.Dir(entry), 0o755); err != nil {
 		return err
