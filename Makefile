@@ -39,7 +39,7 @@ run: dynamodb-local
 # whatever the result.
 WITH_ENGINE := .bin/withengine
 test: dynamodb-local
-	@$(GO) build -o $(WITH_ENGINE) ./scripts/cmd/withengine
+	@mkdir -p $(dir $(WITH_ENGINE)) && $(GO) run -exec cp ./scripts/cmd/withengine $(WITH_ENGINE).tmp && mv $(WITH_ENGINE).tmp $(WITH_ENGINE)
 	$(WITH_ENGINE) -- $(MAKE) --no-print-directory test-tiers
 
 # test-tiers: the tiers at once.

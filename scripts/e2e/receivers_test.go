@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -11,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/practice-api/practice-api/scripts/internal/gobin"
 )
 
 // TestReceiverExamples runs the copy-paste receivers of docs/receivers (Go
@@ -29,10 +32,8 @@ func TestReceiverExamples(t *testing.T) {
 	}
 	dir := t.TempDir()
 	goBin := filepath.Join(dir, "go-receiver")
-	build := exec.Command("go", "build", "-o", goBin, "./docs/receivers/go")
-	build.Dir = api.root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build the Go receiver: %v\n%s", err, out)
+	if err := gobin.Build(context.Background(), api.root, "./docs/receivers/go", goBin, nil); err != nil {
+		t.Fatalf("build the Go receiver: %v", err)
 	}
 	for _, lang := range []struct {
 		name, interpreter string

@@ -2,19 +2,19 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/practice-api/practice-api/scripts/internal/gobin"
 	"github.com/practice-api/practice-api/scripts/internal/localproc"
 	"github.com/practice-api/practice-api/shared/metrics"
 )
@@ -66,11 +66,8 @@ func buildBootstrap(t *testing.T, pkg string) string {
 		t.Fatalf("build %s: no repository root: %v", pkg, err)
 	}
 	out := filepath.Join(t.TempDir(), "bootstrap")
-	cmd := exec.Command("go", "build", "-trimpath", "-tags", "lambda.norpc", "-o", out, pkg)
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build %s: %v\n%s", pkg, err, b)
+	if err := gobin.Build(context.Background(), root, pkg, out, []string{"CGO_ENABLED=0"}, "-trimpath", "-tags", "lambda.norpc"); err != nil {
+		t.Fatal(err)
 	}
 	return out
 }

@@ -15,7 +15,9 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 
+	"github.com/practice-api/practice-api/scripts/internal/gobin"
 	"github.com/practice-api/practice-api/scripts/internal/synthcache"
 	"github.com/practice-api/practice-api/shared/modroot"
 	"github.com/practice-api/practice-api/shared/store/ddblocal"
@@ -68,23 +70,17 @@ func synthesize(ctx context.Context) (string, error) {
 		slog.Info("localcloud: the bootstraps and the infra program are up to date (no source changed since they were built)", "in", out)
 	} else {
 		_ = os.Remove(stamp)
-		// One go build for every function (it links them in parallel), into a
-		// folder beside that is kept, so that go build relinks nothing that is
-		// up to date (a start then costs a fraction of a second, not seconds of
-		// linking); each binary that changed is then copied into place as
-		// <function>/bootstrap through a rename: another localcloud may be
-		// running the old file (writing over it would fail, text file busy).
+		// Every function's bootstrap through go's cache of executables
+		// (gobin), into a folder beside that is kept; each binary that
+		// changed is then copied into place as <function>/bootstrap through
+		// a rename: another localcloud may be running the old file (writing
+		// over it would fail, text file busy). A first start in a fresh
+		// clone of code this machine built before links nothing (11
+		// functions: 13 s of CPU otherwise).
 		fresh := filepath.Join(out, "build")
 		slog.Info("localcloud: building the functions' bootstraps", "arch", runtime.GOARCH, "into", code)
-		// No VCS stamp (nothing reads it): a commit that leaves a function's
-		// code alone leaves its bootstrap's bytes alone, and with them the
-		// synth's key (synthcache).
-		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false", "-tags", "lambda.norpc", "-ldflags", "-s -w",
-			"-o", fresh+string(filepath.Separator), "./functions/...")
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "GOOS=linux", "GOARCH="+runtime.GOARCH, "CGO_ENABLED=0")
-		if b, err := cmd.CombinedOutput(); err != nil {
-			return "", fmt.Errorf("build functions/...: %v\n%s", err, b)
+		if err := buildFunctions(ctx, root, fresh); err != nil {
+			return "", err
 		}
 		built, err := os.ReadDir(fresh)
 		if err != nil {
@@ -199,6 +195,42 @@ func sourceState(root string) (string, error) {
 	}
 	sum := sha256.Sum256([]byte(b.String()))
 	return hex.EncodeToString(sum[:]), nil
+}
+
+// buildFunctions builds each main package under functions/ into
+// fresh/<function>, several at once. No VCS stamp (nothing reads it): a
+// commit that leaves a function's code alone leaves its bootstrap's bytes
+// alone, and with them the synth's key (synthcache).
+func buildFunctions(ctx context.Context, root, fresh string) error {
+	dirs, err := os.ReadDir(filepath.Join(root, "functions"))
+	if err != nil {
+		return err
+	}
+	env := []string{"GOOS=linux", "GOARCH=" + runtime.GOARCH, "CGO_ENABLED=0"}
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+		sem  = make(chan struct{}, max(2, runtime.NumCPU()))
+	)
+	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Join(root, "functions", d.Name(), "main.go")); !d.IsDir() || err != nil {
+			continue
+		}
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			err := gobin.Build(ctx, root, "./functions/"+d.Name(), filepath.Join(fresh, d.Name()), env,
+				"-trimpath", "-buildvcs=false", "-tags", "lambda.norpc", "-ldflags", "-s -w")
+			if err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // builtAlready: the infra program and every function's bootstrap are in

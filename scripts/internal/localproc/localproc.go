@@ -26,6 +26,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/practice-api/practice-api/scripts/internal/gobin"
 	"github.com/practice-api/practice-api/shared/store/ddblocal"
 	"github.com/practice-api/practice-api/shared/store/storetest"
 )
@@ -109,8 +110,8 @@ func Build(t *testing.T, name string) string {
 		t.Fatal(err)
 	}
 	bin := filepath.Join(dir, name)
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
+	if err := gobin.Build(context.Background(), ".", ".", bin, nil); err != nil {
+		t.Fatal(err)
 	}
 	built[name] = bin
 	return bin

@@ -39,6 +39,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/practice-api/practice-api/scripts/internal/gobin"
 )
 
 // Keep is how many entries the cache keeps (the ones used last).
@@ -46,14 +48,13 @@ const Keep = 16
 
 // Build builds the infra program of the repository at root into path (a
 // file under root/.bin the caller alone writes), which Request.Infra then
-// names; go build relinks nothing when it is up to date.
+// names; a program this machine linked before comes out of go's cache
+// (gobin).
 func Build(ctx context.Context, root, path string) error {
 	// -buildvcs=false: the commit stamped into the binary would change the
 	// key with every commit, though the program did not change.
-	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false", "-o", path, "./infra")
-	build.Dir = root
-	if b, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("build infra: %v\n%s", err, b)
+	if err := gobin.Build(ctx, root, "./infra", path, nil, "-trimpath", "-buildvcs=false"); err != nil {
+		return fmt.Errorf("build infra: %w", err)
 	}
 	return nil
 }
