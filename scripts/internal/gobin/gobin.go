@@ -11,6 +11,9 @@
 // function's bootstrap, the infra program twice, the devserver twice,
 // localcloud, the operator tools).
 //
+// What go run links has no symbol table and no DWARF (go run's -s -w):
+// stack traces are whole, but a debugger needs a go build of its own.
+//
 // The cache is content-addressed (the key is go's action ID: every input
 // of the link), so two clones building different code at once each get
 // their own program.
