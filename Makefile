@@ -84,16 +84,11 @@ test-packages: dynamodb-local
 # the run's shared one: docs' event-table test makes every documented change
 # for four organisations at once, and beside the other tiers on the shared
 # engine (one lock for every table) its transactions missed their 5 s
-# window in three fresh clones of four. shared/webhook's tests are the
-# run's heaviest user of the engine after families (36 s of its CPU alone);
-# DynamoDB Local serves about one core at most (one lock for every table),
-# so on an engine of its own, on the other core, webhook no longer waits
-# behind everything else's calls, nor they behind its; it starts at once
-# beside docs. localrun's one test starts and pauses an engine of its own
-# whatever the run shares, and mostly waits (45 s of a hang's timeouts, a
-# second of CPU): it waits here, not in one of test-packages' two places,
-# the run's longest line.
-OWN_ENGINE_PKGS := docs shared/webhook scripts/internal/localrun
+# window in three fresh clones of four. localrun's one test starts and
+# pauses an engine of its own whatever the run shares, and mostly waits
+# (45 s of a hang's timeouts, a second of CPU): here it waits beside docs,
+# not in one of test-packages' two places, the run's longest line.
+OWN_ENGINE_PKGS := docs scripts/internal/localrun
 
 ## test-own-engine: the packages of OWN_ENGINE_PKGS, each test binary with an engine of its own
 test-own-engine: dynamodb-local
