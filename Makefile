@@ -63,8 +63,8 @@ PROCESS_PKGS := scripts/cmd/devserver scripts/cmd/localcloud scripts/e2e
 # the run's bottleneck; four at once (tried) made shared/families take 195 s
 # instead of 68 and store calls time out into 503s.
 # The long packages that do not load the store first (go test starts
-# them in the order given: the ones that wait on processes, log lines or
-# a Runtime API's bootstrap); at the end, two waiting ones at
+# them in the order given: the CDK synth, the ones that wait on processes,
+# log lines or a Runtime API's bootstrap); at the end, two waiting ones at
 # once left the machine idle for 10 s. The store's heaviest, families and
 # webhook, keep their alphabetical places, far apart. Tried and dropped:
 #   - families and webhook first or side by side (one line, longest
@@ -75,21 +75,10 @@ PROCESS_PKGS := scripts/cmd/devserver scripts/cmd/localcloud scripts/e2e
 #     rest: families met 503s beside both e2e suites, and make test took
 #     longer (4 min 29 s and 4 min 32 s);
 #   - everything but the engine at nice 10: the engine, given the CPU,
-#     used a quarter more of it, and make test took 5 min 25 s;
-#   - webhook on an engine of its own from the start (the own-engine
-#     tier): it took 190 s instead of 37, and make test 5 min 25 s.
-# infra (the CDK synth: 30 s of Node's CPU, none of the engine's) goes
-# just before families, not first: the start, with every tier starting,
-# is the run's busiest time (infra took 73 to 171 s there), while families
-# and webhook at the end keep the engine's one core busy and leave the
-# other half idle.
-SLOW_FIRST := shared/app scripts/cmd/admin shared/cpr scripts/cmd/localcloud/internal/lambda shared/logs
-BESIDE_FAMILIES := infra
-PACKAGES_IN_ORDER = $(shell $(GO) list ./... | awk -v late="$(addprefix $(MODULE)/,$(BESIDE_FAMILIES))" \
-  'BEGIN { n = split(late, l, " "); for (i = 1; i <= n; i++) skip[l[i]] = 1 } \
-   $$0 == "$(MODULE)/shared/families" { for (i = 1; i <= n; i++) print l[i] } !($$0 in skip) { print }')
+#     used a quarter more of it, and make test took 5 min 25 s.
+SLOW_FIRST := infra shared/app scripts/cmd/admin shared/cpr scripts/cmd/localcloud/internal/lambda shared/logs
 test-packages: dynamodb-local
-	$(GO) test -count=1 -timeout 15m $(addprefix $(MODULE)/,$(SLOW_FIRST)) $(filter-out $(addprefix $(MODULE)/,$(PROCESS_PKGS) $(OWN_ENGINE_PKGS) $(SLOW_FIRST)),$(PACKAGES_IN_ORDER))
+	$(GO) test -count=1 -timeout 15m $(addprefix $(MODULE)/,$(SLOW_FIRST)) $(filter-out $(addprefix $(MODULE)/,$(PROCESS_PKGS) $(OWN_ENGINE_PKGS) $(SLOW_FIRST)),$(shell $(GO) list ./...))
 
 # Packages whose tests get a DynamoDB Local of their own in make test, not
 # the run's shared one: docs' event-table test makes every documented change
