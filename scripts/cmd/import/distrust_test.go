@@ -317,13 +317,18 @@ func TestTheCSVReportIsSafeInASpreadsheet(t *testing.T) {
 // of its own.
 func TestAStateNamedByAReportMustBeAState(t *testing.T) {
 	t.Parallel()
-	var requests atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		requests.Add(1)
-		w.WriteHeader(201)
-		fmt.Fprint(w, `{"data":{"id":"c2"}}`)
-	}))
-	t.Cleanup(srv.Close)
+	// A server per subtest: they run at once, and the torn state's import
+	// sends its row while the other counts that none was sent.
+	server := func(t *testing.T) (*httptest.Server, *atomic.Int32) {
+		var requests atomic.Int32
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			requests.Add(1)
+			w.WriteHeader(201)
+			fmt.Fprint(w, `{"data":{"id":"c2"}}`)
+		}))
+		t.Cleanup(srv.Close)
+		return srv, &requests
+	}
 	report := func(t *testing.T, dir, state string) string {
 		p := filepath.Join(dir, "rettet.csv")
 		mustWrite(t, p, "kind,source_id,name,cvr,refused_line,refused_status,refused_field,refused_reason,refused_state\n"+
@@ -333,6 +338,7 @@ func TestAStateNamedByAReportMustBeAState(t *testing.T) {
 
 	t.Run("a file of the user's", func(t *testing.T) {
 		t.Parallel()
+		srv, requests := server(t)
 		dir := t.TempDir()
 		rc := filepath.Join(dir, "bashrc")
 		must(t, os.WriteFile(rc, []byte("export PATH=$HOME/bin:$PATH\n"), 0o644))
@@ -351,6 +357,7 @@ func TestAStateNamedByAReportMustBeAState(t *testing.T) {
 
 	t.Run("a state torn by a kill", func(t *testing.T) {
 		t.Parallel()
+		srv, _ := server(t)
 		dir := t.TempDir()
 		state := filepath.Join(dir, "kunder.csv.state")
 		mustWrite(t, state, `{"row":"company:crm-1","id":"c1"}`+"\n"+`{"row":"person:crm-9","i`)
