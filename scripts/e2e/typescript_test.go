@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/practice-api/practice-api/scripts/internal/synthcache"
 )
 
 // TestTheTypeScriptClient builds the TypeScript client in
@@ -220,21 +222,7 @@ func saveBuild(t *testing.T, dir, inputs string) {
 		return
 	}
 	_ = os.Rename(tmp, entry) // another run's entry for the same inputs stays
-	entries, _ := os.ReadDir(parent)
-	type kept struct {
-		name string
-		at   time.Time
-	}
-	var all []kept
-	for _, e := range entries {
-		if info, err := e.Info(); err == nil && e.IsDir() && e.Name()[0] != '.' {
-			all = append(all, kept{e.Name(), info.ModTime()})
-		}
-	}
-	slices.SortFunc(all, func(a, b kept) int { return b.at.Compare(a.at) })
-	for _, old := range all[min(len(all), 8):] {
-		_ = os.RemoveAll(filepath.Join(parent, old.name))
-	}
+	synthcache.Prune(parent, 8)
 }
 
 func copyFile(from, to string) error {

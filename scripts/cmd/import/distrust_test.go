@@ -114,6 +114,19 @@ func TestTheImporterTrustsNoServer(t *testing.T) {
 	}
 }
 
+// countingServer answers every request 201 with a resource of id, and
+// counts them.
+func countingServer(t *testing.T, id string) (*httptest.Server, *atomic.Int32) {
+	var requests atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		w.WriteHeader(201)
+		fmt.Fprintf(w, `{"data":{"id":%q}}`, id)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &requests
+}
+
 // The state file and the report are created 0600 (an older 0644 one is
 // narrowed), and refused unless they are regular files reached through no
 // symbolic link: a link at the name, a linked folder in the path, a FIFO
@@ -121,13 +134,7 @@ func TestTheImporterTrustsNoServer(t *testing.T) {
 // then, and nothing is written where a link points.
 func TestTheImportersFilesArePrivateAndPlain(t *testing.T) {
 	t.Parallel()
-	var requests atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		requests.Add(1)
-		w.WriteHeader(201)
-		fmt.Fprint(w, `{"data":{"id":"c1"}}`)
-	}))
-	t.Cleanup(srv.Close)
+	srv, requests := countingServer(t, "c1")
 
 	t.Run("created 0600, an older one narrowed", func(t *testing.T) {
 		t.Parallel()
@@ -317,18 +324,6 @@ func TestTheCSVReportIsSafeInASpreadsheet(t *testing.T) {
 // of its own.
 func TestAStateNamedByAReportMustBeAState(t *testing.T) {
 	t.Parallel()
-	// A server per subtest: they run at once, and the torn state's import
-	// sends its row while the other counts that none was sent.
-	server := func(t *testing.T) (*httptest.Server, *atomic.Int32) {
-		var requests atomic.Int32
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			requests.Add(1)
-			w.WriteHeader(201)
-			fmt.Fprint(w, `{"data":{"id":"c2"}}`)
-		}))
-		t.Cleanup(srv.Close)
-		return srv, &requests
-	}
 	report := func(t *testing.T, dir, state string) string {
 		p := filepath.Join(dir, "rettet.csv")
 		mustWrite(t, p, "kind,source_id,name,cvr,refused_line,refused_status,refused_field,refused_reason,refused_state\n"+
@@ -338,7 +333,9 @@ func TestAStateNamedByAReportMustBeAState(t *testing.T) {
 
 	t.Run("a file of the user's", func(t *testing.T) {
 		t.Parallel()
-		srv, requests := server(t)
+		// A server per subtest: they run at once, and the torn state's
+		// import sends its row while this one counts that none was sent.
+		srv, requests := countingServer(t, "c2")
 		dir := t.TempDir()
 		rc := filepath.Join(dir, "bashrc")
 		must(t, os.WriteFile(rc, []byte("export PATH=$HOME/bin:$PATH\n"), 0o644))
@@ -357,7 +354,7 @@ func TestAStateNamedByAReportMustBeAState(t *testing.T) {
 
 	t.Run("a state torn by a kill", func(t *testing.T) {
 		t.Parallel()
-		srv, _ := server(t)
+		srv, _ := countingServer(t, "c2")
 		dir := t.TempDir()
 		state := filepath.Join(dir, "kunder.csv.state")
 		mustWrite(t, state, `{"row":"company:crm-1","id":"c1"}`+"\n"+`{"row":"person:crm-9","i`)

@@ -88,23 +88,19 @@ func (c *cloud) log() []string { return c.Lines() }
 // and for its ready log line, which names the template and the SQS server.
 func start(t *testing.T, env ...string) *cloud {
 	t.Helper()
-	// The first run builds and synthesizes. The engine's port is chosen
-	// free before that, and another process can take it meanwhile (a
-	// first start in a fresh clone builds for seconds): such a start is
-	// tried again on other ports, up to three times.
-	bin := localproc.Build(t, "localcloud")
-	var p *localproc.Proc
-	var err error
-	for attempt := 1; ; attempt++ {
-		p, err = localproc.Start(t, bin, 5*time.Minute, env...)
-		if err == nil || attempt == 3 || !strings.Contains(err.Error(), "address already in use") {
-			break
-		}
-		t.Logf("localcloud did not start (attempt %d of 3): a port it was given was taken meanwhile; trying others", attempt)
-	}
+	// The first run builds and synthesizes, which leaves time for another
+	// process to take a port chosen for it (StartTryingPorts).
+	p, err := localproc.StartTryingPorts(t, localproc.Build(t, "localcloud"), 5*time.Minute, env...)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return ready(t, p)
+}
+
+// ready waits for a started localcloud's ready log line, which names the
+// template and the SQS server.
+func ready(t *testing.T, p *localproc.Proc) *cloud {
+	t.Helper()
 	c := &cloud{Proc: p}
 	for deadline := time.Now().Add(5 * time.Second); c.template == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		for _, line := range c.Lines() {

@@ -581,24 +581,7 @@ func startOnItsOwnEngine(t *testing.T, env ...string) *cloud {
 	if err != nil {
 		t.Fatalf("localcloud did not start in 3 attempts: %v", err)
 	}
-	c := &cloud{Proc: p}
-	for deadline := time.Now().Add(5 * time.Second); c.template == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		for _, line := range c.Lines() {
-			var l struct {
-				Msg      string `json:"msg"`
-				Template string `json:"template"`
-				SQS      string `json:"sqs_endpoint"`
-				SQSKey   string `json:"sqs_access_key_id"`
-			}
-			if json.Unmarshal([]byte(line), &l) == nil && l.Msg == "localcloud ready" {
-				c.template, c.sqs, c.sqsKey = l.Template, l.SQS, l.SQSKey
-			}
-		}
-	}
-	if c.template == "" {
-		t.Fatalf("no localcloud ready log line:\n%s", c.Logs())
-	}
-	return c
+	return ready(t, p)
 }
 
 // startRelease publishes bootstrap as fn's next version and starts its

@@ -125,12 +125,36 @@ func Build(t *testing.T, name string) string {
 // attempt takes another port.
 func StartOnOwnEngine(t *testing.T, binary string, within time.Duration, env ...string) (*Proc, error) {
 	t.Helper()
+	return startTrying(t, binary, within, "on an engine of its own", func(error) bool { return true },
+		func() []string { return append(slices.Clip(env), OwnEngine(t)) })
+}
+
+// StartTryingPorts is Start, tried again on other ports (up to three
+// times) when the process exits because a port it was given was taken
+// meanwhile ("address already in use"): the ports Start chooses are free
+// when chosen, and a process that builds before it binds (localcloud's
+// first start in a fresh clone) leaves another time to take one. Any
+// other failure is returned at once.
+func StartTryingPorts(t *testing.T, binary string, within time.Duration, env ...string) (*Proc, error) {
+	t.Helper()
+	return startTrying(t, binary, within, "", func(err error) bool { return strings.Contains(err.Error(), "address already in use") },
+		func() []string { return env })
+}
+
+// startTrying starts binary with env() (called again for each attempt, so
+// that its ports are chosen again) up to three times while again says an
+// attempt's error is worth another.
+func startTrying(t *testing.T, binary string, within time.Duration, what string, again func(error) bool, env func() []string) (*Proc, error) {
+	t.Helper()
 	for attempt := 1; ; attempt++ {
-		p, err := Start(t, binary, within, append(slices.Clip(env), OwnEngine(t))...)
-		if err == nil || attempt == 3 {
+		p, err := Start(t, binary, within, env()...)
+		if err == nil || attempt == 3 || !again(err) {
 			return p, err
 		}
-		t.Logf("%s did not start on an engine of its own (attempt %d of 3), trying another port: %v", filepath.Base(binary), attempt, err)
+		if what != "" {
+			what = " " + strings.TrimPrefix(what, " ")
+		}
+		t.Logf("%s did not start%s (attempt %d of 3), trying other ports: %v", filepath.Base(binary), what, attempt, err)
 	}
 }
 

@@ -138,7 +138,7 @@ func Synthesize(ctx context.Context, r Request) (Result, error) {
 	if entry != "" {
 		// A cache that cannot be written costs the next synth, not this one.
 		_ = store(r.Out, entry, code, inputs)
-		prune(filepath.Dir(entry), Keep)
+		Prune(filepath.Dir(entry), Keep)
 	}
 	return res, os.WriteFile(stamp, []byte(key), 0o644)
 }
@@ -398,8 +398,11 @@ func FileSum(path string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// prune removes all but the keep entries of dir used last.
-func prune(dir string, keep int) {
+// Prune removes all but the keep entries (folders) of dir used last, by
+// their times, and any folder named with a leading dot (an entry being
+// stored) older than an hour, which a killed process left. Other caches
+// of the machine's kept the same way use it too.
+func Prune(dir string, keep int) {
 	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return
