@@ -2,6 +2,10 @@ module github.com/practice-api/practice-api
 
 go 1.26.8
 
+// npm's folders hold no Go package: go list/vet/test ./... do not walk them
+// (nor race an install in progress beside make test's other tiers).
+ignore node_modules
+
 require (
 	github.com/aws/aws-cdk-go/awscdk/v2 v2.270.0
 	github.com/aws/aws-lambda-go v1.55.1

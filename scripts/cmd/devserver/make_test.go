@@ -122,3 +122,96 @@ func TestGorunSaysWhatItBuildsOnStderr(t *testing.T) {
 		t.Errorf("a rebuild did not say so:\n%s", errs)
 	}
 }
+
+// TestNpmInstallsAreOutOfGoPatterns: make test installs npm packages
+// (scripts/lib/npm-ci) while its other tiers run go vet, staticcheck and
+// go list on ./...; a folder of an install in progress, renamed under the
+// walk, failed go vet ("pattern ./...: open …: no such file or
+// directory"). So npm-ci builds a copy under a dot-name, which Go's
+// patterns skip, and go.mod ignores node_modules. Here a package in
+// node_modules that does not compile stands in for npm's files, and go
+// list ./... runs in the middle of each copy npm-ci makes.
+func TestNpmInstallsAreOutOfGoPatterns(t *testing.T) {
+	t.Parallel()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go")
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		t.Skip("no node")
+	}
+	root, mod, bin := "../../..", t.TempDir(), t.TempDir()
+	goMod, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	header := "module example.com/m\n\ngo 1.26\n"
+	for _, line := range strings.Split(string(goMod), "\n") {
+		if strings.HasPrefix(line, "ignore ") {
+			header += line + "\n"
+		}
+	}
+	lib, err := os.ReadFile(filepath.Join(root, "scripts/lib/npm-ci"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	broken := "package broken\n\nfunc (\n"
+	log := filepath.Join(bin, "go-list.log")
+	write := func(path, body string, mode os.FileMode) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(body), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(mod, "go.mod"), header, 0o644)
+	write(filepath.Join(mod, "tool/tool.go"), "package tool\n", 0o644)
+	write(filepath.Join(mod, "tool/package.json"), "{}\n", 0o644)
+	write(filepath.Join(mod, "tool/package-lock.json"), "{}\n", 0o644)
+	write(filepath.Join(mod, "npm-ci"), string(lib), 0o755)
+	// npm: its version, and an install of one package holding Go that
+	// does not compile.
+	write(filepath.Join(bin, "npm"), "#!/bin/sh\n"+
+		"if [ \"$1\" = --version ]; then echo 10.0.0; exit 0; fi\n"+
+		"mkdir -p node_modules/pkg && echo '{}' > node_modules/.package-lock.json && printf '"+strings.ReplaceAll(broken, "\n", `\n`)+"' > node_modules/pkg/broken.go\n", 0o755)
+	// cp: the real one, then go list ./... while its copy exists.
+	write(filepath.Join(bin, "cp"), "#!/bin/sh\n"+
+		"/bin/cp \"$@\" || exit $?\n"+
+		"echo \"cp $*\" >> "+log+"\n"+
+		"(cd "+mod+" && "+goBin+" list ./... >> "+log+" 2>&1) || echo 'go list failed' >> "+log+"\n", 0o755)
+	env := append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "XDG_CACHE_HOME="+t.TempDir(), "NPM_CI_CACHE=", "GOFLAGS=")
+	npmCI := func() {
+		t.Helper()
+		cmd := exec.Command(filepath.Join(mod, "npm-ci"), filepath.Join(mod, "tool"))
+		cmd.Env = env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("npm-ci: %v\n%s", err, out)
+		}
+	}
+	npmCI() // npm ci, then a copy into the cache
+	if err := os.RemoveAll(filepath.Join(mod, "tool/node_modules")); err != nil {
+		t.Fatal(err)
+	}
+	npmCI() // a copy back from the cache, under a temporary name
+	raw, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatalf("npm-ci copied nothing with cp: %v", err)
+	}
+	got := string(raw)
+	if strings.Count(got, "cp -al ") < 2 {
+		t.Fatalf("npm-ci did not make its two copies:\n%s", got)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(got), "\n") {
+		if strings.HasPrefix(line, "cp ") {
+			continue
+		}
+		if line != "example.com/m/tool" {
+			t.Fatalf("go list ./... during npm-ci's copies saw more than the module's one package:\n%s", got)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(mod, "tool/node_modules/pkg/broken.go")); err != nil {
+		t.Fatalf("the copy back from the cache is not in place: %v", err)
+	}
+}
