@@ -46,6 +46,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/practice-api/practice-api/scripts/internal/gobin"
 	"github.com/practice-api/practice-api/shared/outbox"
 	"github.com/practice-api/practice-api/shared/store"
 )
@@ -96,10 +97,9 @@ func run() error {
 	}()
 	logf("building the %s and the admin tool from %s", o.target, root)
 	for _, name := range []string{o.target, "admin"} {
-		cmd := exec.Command("go", "build", "-o", filepath.Join(work, name), "./scripts/cmd/"+name)
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("build %s: %v\n%s", name, err, out)
+		// Out of go's cache of executables: a second run links nothing.
+		if err := gobin.Build(context.Background(), root, "./scripts/cmd/"+name, filepath.Join(work, name), nil); err != nil {
+			return fmt.Errorf("build %s: %w", name, err)
 		}
 	}
 	rcv, err := newReceiver(filepath.Join(work, "ca.pem"), o.slow)

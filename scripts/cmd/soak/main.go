@@ -59,6 +59,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/practice-api/practice-api/scripts/internal/gobin"
 	"github.com/practice-api/practice-api/shared/webhook/signature"
 )
 
@@ -191,10 +192,9 @@ func run() (*Report, error) {
 	}()
 	logf("building the %s and the admin tool", target)
 	for _, name := range []string{target, "admin"} {
-		cmd := exec.Command("go", "build", "-o", filepath.Join(work, name), "./scripts/cmd/"+name)
-		cmd.Dir = root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("build %s: %v\n%s", name, err, out)
+		// Out of go's cache of executables: a second run links nothing.
+		if err := gobin.Build(context.Background(), root, "./scripts/cmd/"+name, filepath.Join(work, name), nil); err != nil {
+			return nil, fmt.Errorf("build %s: %w", name, err)
 		}
 	}
 
