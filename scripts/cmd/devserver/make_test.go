@@ -200,7 +200,8 @@ func TestNpmInstallsAreOutOfGoPatterns(t *testing.T) {
 		t.Fatalf("npm-ci copied nothing with cp: %v", err)
 	}
 	got := string(raw)
-	if strings.Count(got, "cp -al ") < 2 {
+	if strings.Count(got, "cp -a") < 2 { // -al, or -a where hard links fail
+
 		t.Fatalf("npm-ci did not make its two copies:\n%s", got)
 	}
 	for _, line := range strings.Split(strings.TrimSpace(got), "\n") {
