@@ -16,7 +16,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/google/uuid"
 
 	"github.com/practice-api/practice-api/shared/apikey"
 	"github.com/practice-api/practice-api/shared/config"
@@ -156,7 +155,7 @@ func (s *Store) DefaultLimit() int { return s.defaultLimit }
 // (the devserver's demo organisation); ErrConflict when id is taken.
 func (s *Store) CreateOrg(ctx context.Context, id, name string, now time.Time) (Org, error) {
 	if id == "" {
-		id = uuid.NewString()
+		id = store.NewID()
 	}
 	o := Org{ID: id, Name: name, CreatedAt: store.FormatTime(now)}
 	o.PK, o.SK = orgKey(id)
@@ -233,7 +232,7 @@ func (s *Store) CreateKey(ctx context.Context, req KeyRequest, now time.Time) (C
 	}
 	id := req.ClientID
 	if id == "" {
-		id = uuid.NewString()
+		id = store.NewID()
 	}
 	tok, err := newToken(req.Mode, id)
 	if err != nil {

@@ -12,7 +12,6 @@ import (
 	"unicode/utf8"
 
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/google/uuid"
 
 	"github.com/practice-api/practice-api/shared/httpapi"
 	"github.com/practice-api/practice-api/shared/matter"
@@ -338,7 +337,7 @@ func (in *NewInvoice) check() (issue time.Time, err error) {
 // newInvoice is the invoice in creates on m: due 30 days after issue, its
 // total the sum of its lines; its number and keys come later.
 func newInvoice(m matter.Matter, in NewInvoice, issue, now time.Time) Invoice {
-	v := Invoice{ID: uuid.NewString(), MatterID: m.ID, ClientID: m.ClientID, Status: in.Status, IssueDate: in.IssueDate,
+	v := Invoice{ID: store.NewID(), MatterID: m.ID, ClientID: m.ClientID, Status: in.Status, IssueDate: in.IssueDate,
 		DueDate: issue.AddDate(0, 0, 30).Format(time.DateOnly), Currency: "DKK", Lines: in.Lines,
 		CreatedAt: store.FormatTime(now)}
 	v.UpdatedAt = v.CreatedAt

@@ -13,8 +13,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/google/uuid"
-
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 
 	"github.com/practice-api/practice-api/shared/apperr"
@@ -150,7 +148,7 @@ func (s *Store) Create(ctx context.Context, org string, in NewDocument, now time
 		}
 		return Document{}, err
 	}
-	d := Document{ID: uuid.NewString(), MatterID: in.MatterID, Name: in.Name, Filename: in.Filename, MimeType: in.MimeType,
+	d := Document{ID: store.NewID(), MatterID: in.MatterID, Name: in.Name, Filename: in.Filename, MimeType: in.MimeType,
 		SizeBytes: in.SizeBytes, Folder: in.Folder, CreatedAt: store.FormatTime(now)}
 	d.UpdatedAt = d.CreatedAt
 	d.SetKeys(org)
@@ -178,7 +176,7 @@ func (s *Store) Seal(ctx context.Context, org, id string, now time.Time) (Signin
 	if d.SigningFlowID != "" {
 		return SigningFlow{}, fmt.Errorf("%w: signing flow %s sealed it at %s", ErrSealed, d.SigningFlowID, d.SignedAt)
 	}
-	f := SigningFlow{ID: uuid.NewString(), DocumentID: d.ID, MatterID: d.MatterID, Status: Sealed, SealedAt: store.FormatTime(now)}
+	f := SigningFlow{ID: store.NewID(), DocumentID: d.ID, MatterID: d.MatterID, Status: Sealed, SealedAt: store.FormatTime(now)}
 	f.Keys = store.Keys{PK: store.OrgPK(org), SK: "SIGN#" + f.ID, Kind: "signing_flow"}
 	prev := d.UpdatedAt
 	d.SigningFlowID, d.SignedAt, d.UpdatedAt = f.ID, f.SealedAt, store.NextUpdate(prev, now)

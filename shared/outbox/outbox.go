@@ -12,8 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/practice-api/practice-api/shared/store"
 )
 
@@ -214,7 +212,7 @@ func New(org string, typ Type, key string, payload any, now time.Time) (Event, e
 	if err != nil {
 		return Event{}, fmt.Errorf("outbox: %w", err)
 	}
-	id := uuid.NewString()
+	id := store.NewID()
 	created := store.FormatTime(now)
 	return Event{
 		Keys: store.Keys{PK: store.OrgPK(org), SK: "EVI#" + id, Kind: "event",

@@ -235,7 +235,7 @@ func (sd *seeder) matter(i int, cl party.Client, number string, users []string) 
 		return err
 	}
 	for d := range 2 {
-		doc := document.Document{ID: uuid.NewString(), MatterID: m.ID, Name: fmt.Sprintf("%s – bilag %d", m.Title, d+1),
+		doc := document.Document{ID: store.NewID(), MatterID: m.ID, Name: fmt.Sprintf("%s – bilag %d", m.Title, d+1),
 			Filename: fmt.Sprintf("bilag-%d.pdf", d+1), MimeType: "application/pdf", SizeBytes: int64(20_000 + r.IntN(2_000_000)),
 			Folder: folders[r.IntN(len(folders))], CreatedAt: updated, UpdatedAt: updated}
 		doc.SetKeys(org)
@@ -252,7 +252,7 @@ func (sd *seeder) matter(i int, cl party.Client, number string, users []string) 
 // back in one transaction).
 func (sd *seeder) bill(m matter.Matter, billed []timeentry.TimeEntry, updated string) error {
 	for start := 0; start < len(billed); start += billing.MaxBilledEntries {
-		inv := billing.Invoice{ID: uuid.NewString(), MatterID: m.ID, ClientID: m.ClientID,
+		inv := billing.Invoice{ID: store.NewID(), MatterID: m.ID, ClientID: m.ClientID,
 			Status: invoiceStates[sd.r.IntN(len(invoiceStates))], Currency: "DKK", CreatedAt: updated, UpdatedAt: updated}
 		for i := start; i < min(start+billing.MaxBilledEntries, len(billed)); i++ {
 			t := &billed[i]

@@ -6,11 +6,14 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/practice-api/practice-api/shared/cpr"
 )
 
 // Identifiers are UUID strings (the spec), of three kinds:
@@ -26,35 +29,74 @@ import (
 //     e-mail, a party, a matter number): the item's own key is then its
 //     uniqueness guard, so a create writes no guard item. The HMAC keeps
 //     ids from revealing the values they are derived from.
+//
+// And NewID, a random UUIDv4 for every other item an integrator sees.
+//
+// No id drawn at random reads as a CPR number. A UUID with no hex letter
+// whose first six digits are a calendar date (DDMMYY) is a CPR written as
+// a UUID to cpr.Find (shared/cpr's probe-shaped UUIDs), and a write body
+// that carries one is refused: the service's own id, sent back as an
+// invoice line's time_entry_id, would answer 422. For a random UUID that
+// is about one in 70 million; for a DateID of 2001 to 2012, whose first
+// digits are the date, about one in 60,000 (its 22 random hex digits and
+// its variant all decimal). So NewID, TimeID and DateID draw again until
+// cpr.Find does not read the id. A DerivedID cannot be drawn again: the
+// same value must give the same id. Its 29 free hex digits all decimal
+// with a date first is about one value in 100 million.
+
+// mint returns the first id draw makes that cpr.Find does not read (the
+// doc above). Sixteen draws bound it, should a future rule read every id
+// of some shape: a create must never spin.
+func mint(draw func() string) string {
+	id := draw()
+	for range 16 {
+		if !cpr.Find(id) {
+			break
+		}
+		id = draw()
+	}
+	return id
+}
+
+// NewID is a random UUIDv4 (uuid.NewString) that does not read as a CPR.
+func NewID() string { return mint(uuid.NewString) }
 
 // TimeID is a UUIDv7 of t with microsecond order (RFC 9562's "increased
 // clock precision" in rand_a) and 62 random bits.
-func TimeID(t time.Time) string {
-	var b [16]byte
-	_, _ = rand.Read(b[8:])
-	ms := uint64(t.UnixMilli())
-	for i := 0; i < 6; i++ {
-		b[i] = byte(ms >> (40 - 8*i))
-	}
-	us := uint16(t.Nanosecond() / 1000 % 1000)
-	b[6] = 0x70 | byte(us>>8)
-	b[7] = byte(us)
-	b[8] = 0x80 | b[8]&0x3f
-	return uuid.UUID(b).String()
+func TimeID(t time.Time) string { return timeID(t, rand.Reader) }
+
+func timeID(t time.Time, random io.Reader) string {
+	return mint(func() string {
+		var b [16]byte
+		_, _ = io.ReadFull(random, b[8:])
+		ms := uint64(t.UnixMilli())
+		for i := 0; i < 6; i++ {
+			b[i] = byte(ms >> (40 - 8*i))
+		}
+		us := uint16(t.Nanosecond() / 1000 % 1000)
+		b[6] = 0x70 | byte(us>>8)
+		b[7] = byte(us)
+		b[8] = 0x80 | b[8]&0x3f
+		return uuid.UUID(b).String()
+	})
 }
 
 // DateID is a UUIDv8 whose text starts with date's YYYYMMDD (date is
 // YYYY-MM-DD): ids of the same date sort together, dates in order.
-func DateID(date string) string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	d := strings.ReplaceAll(date, "-", "")
-	for i := 0; i < 4 && 2*i+1 < len(d); i++ {
-		b[i] = (d[2*i]-'0')<<4 | (d[2*i+1] - '0')
-	}
-	b[6] = 0x80 | b[6]&0x0f
-	b[8] = 0x80 | b[8]&0x3f
-	return uuid.UUID(b).String()
+func DateID(date string) string { return dateID(date, rand.Reader) }
+
+func dateID(date string, random io.Reader) string {
+	return mint(func() string {
+		var b [16]byte
+		_, _ = io.ReadFull(random, b[:])
+		d := strings.ReplaceAll(date, "-", "")
+		for i := 0; i < 4 && 2*i+1 < len(d); i++ {
+			b[i] = (d[2*i]-'0')<<4 | (d[2*i+1] - '0')
+		}
+		b[6] = 0x80 | b[6]&0x0f
+		b[8] = 0x80 | b[8]&0x3f
+		return uuid.UUID(b).String()
+	})
 }
 
 // DateOf is the YYYYMMDD prefix of the DateIDs of date (YYYY-MM-DD), the

@@ -632,7 +632,7 @@ func (d *Deliverer) SendTest(ctx context.Context, org, endpointID string) (Attem
 	now := d.now()
 	data, _ := json.Marshal(map[string]any{"test": map[string]string{"endpoint_id": e.ID,
 		"message": "A test event, sent on request through POST /webhooks/{id}/test. Verify its signature as for any event."}})
-	ev := outbox.Message{ID: uuid.NewString(), OrgID: org, Type: outbox.WebhookTest, CreatedAt: store.FormatTime(now), Data: data}
+	ev := outbox.Message{ID: store.NewID(), OrgID: org, Type: outbox.WebhookTest, CreatedAt: store.FormatTime(now), Data: data}
 	ctx, cancel := context.WithTimeout(ctx, TestTimeout)
 	defer cancel()
 	a, err := d.attempt(ctx, &e, ev, Job{OrgID: org, EventID: ev.ID, EndpointID: e.ID, Attempt: 1}, now)

@@ -21,7 +21,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/expression"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/google/uuid"
 
 	"github.com/practice-api/practice-api/shared/apperr"
 	"github.com/practice-api/practice-api/shared/body"
@@ -232,7 +231,7 @@ func (s *Store) Create(ctx context.Context, org string, raw []byte, now time.Tim
 	if err := b.Err(); err != nil {
 		return Endpoint{}, err
 	}
-	id := uuid.NewString()
+	id := store.NewID()
 	secret, sealed, err := s.newSealedSecret(ctx, org, id)
 	if err != nil {
 		return Endpoint{}, err
