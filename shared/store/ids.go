@@ -42,7 +42,7 @@ import (
 // its variant all decimal). So NewID, TimeID and DateID draw again until
 // cpr.Find does not read the id. A DerivedID cannot be drawn again: the
 // same value must give the same id. Its 29 free hex digits all decimal
-// with a date first is about one value in 100 million.
+// with a date first is about one value in 75 million.
 
 // mint returns the first id draw makes that cpr.Find does not read (the
 // doc above). Sixteen draws bound it, should a future rule read every id
