@@ -41,8 +41,8 @@ import (
 // digits are the date, about one in 60,000 (its 22 random hex digits and
 // its variant all decimal). So NewID, TimeID and DateID draw again until
 // cpr.Find does not read the id. A DerivedID cannot be drawn again: the
-// same value must give the same id. Its 29 free hex digits all decimal
-// with a date first is about one value in 75 million.
+// same value must give the same id; its 30 free hex digits and variant
+// all decimal, with a date first, come about once in 75 million values.
 
 // mint returns the first id draw makes that cpr.Find does not read (the
 // doc above). Sixteen draws bound it, should a future rule read every id
