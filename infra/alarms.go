@@ -2,6 +2,8 @@ package main
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -190,7 +192,8 @@ func newAlarms(s *Stack, p *Props) {
 		alarm(name+"-queue-age", runbook{"queue-age", high}, name+": the oldest message has waited over 15 minutes (workers stuck or too few), 3 of 5 minutes",
 			s.Queues[name].MetricApproximateAgeOfOldestMessage(&awscloudwatch.MetricOptions{Period: minute, Statistic: jsii.String("Maximum")}), 900, 3, 5)
 	}
-	for name, dlq := range s.DLQs {
+	for _, name := range slices.Sorted(maps.Keys(s.DLQs)) { // in order: the template is the same at every synth
+		dlq := s.DLQs[name]
 		alarm(name+"-dlq-depth", runbook{"dead-letter-queue", high}, name+": messages in the dead-letter queue (inspect and redrive)",
 			dlq.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{Period: five, Statistic: jsii.String("Maximum")}), 0, 1, 1)
 	}
@@ -320,7 +323,8 @@ func newDashboard(s *Stack, p *Props) {
 		durations = append(durations, f.MetricDuration(opts("p99")))
 		throttles = append(throttles, f.MetricThrottles(opts("Sum")))
 	}
-	for name, q := range s.Queues {
+	for _, name := range slices.Sorted(maps.Keys(s.Queues)) {
+		q := s.Queues[name]
 		depth = append(depth, q.MetricApproximateNumberOfMessagesVisible(opts("Maximum")), s.DLQs[name].MetricApproximateNumberOfMessagesVisible(opts("Maximum")))
 		age = append(age, q.MetricApproximateAgeOfOldestMessage(opts("Maximum")))
 	}

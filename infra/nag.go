@@ -40,7 +40,8 @@ func suppressNag(s *Stack) {
 		suppress(q, true, "AwsSolutions-SQS3", "This queue is itself a dead-letter queue (or a failure destination): what lands here already failed, and its depth raises an alarm.")
 		suppress(q, true, "Serverless-SQSRedrivePolicy", "This queue is itself a dead-letter queue (or a failure destination): a redrive policy on it would only move failures further from the alarm that watches it.")
 	}
-	for name, f := range s.Functions {
+	for _, name := range slices.Sorted(maps.Keys(s.Functions)) {
+		f := s.Functions[name]
 		suppress(f, true, "Serverless-LambdaTracing", "X-Ray is off by decision (docs/cost-model.md): the functions carry no X-Ray "+
 			"instrumentation, so a trace held only Lambda's own segment, which the REPORT line, Lambda's metrics and the request "+
 			"metrics per version already give, for about $660 a month at 1,000 requests a second. The X-Request-Id an integrator "+
@@ -65,7 +66,8 @@ func suppressNag(s *Stack) {
 			suppress(f, true, "Serverless-LambdaDLQ", "Invoked only synchronously, by API Gateway: a failure is the caller's answer (a JSON 5xx), and nothing is queued to retry.")
 		}
 	}
-	for name, a := range s.Aliases {
+	for _, name := range slices.Sorted(maps.Keys(s.Aliases)) {
+		a := s.Aliases[name]
 		if name == "enrichment" || name == "delivery" { // their SQS mappings hang off the alias they invoke
 			suppress(a, true, "Serverless-LambdaEventSourceMappingDestination", "SQS event source mappings take no on-failure destination; "+
 				"the queue's redrive policy (five receives, then its dead-letter queue, with an alarm) is the failure path. Partial batch failures are reported.")

@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -98,11 +99,7 @@ func (s *Stack) versionAlarms(fn Function, p *Props) []awscloudwatch.IAlarm {
 // checkDeployment refuses a deployment that CodeDeploy does not have.
 func checkDeployment(name string) error {
 	if _, ok := Deployments[name]; !ok {
-		var known []string
-		for k := range Deployments {
-			known = append(known, k)
-		}
-		return fmt.Errorf("deployment %q: use one of %s", name, strings.Join(sortStrings(known), ", "))
+		return fmt.Errorf("deployment %q: use one of %s", name, strings.Join(slices.Sorted(maps.Keys(Deployments)), ", "))
 	}
 	return nil
 }
@@ -157,8 +154,6 @@ func (s *Stack) releases(p *Props) {
 	}
 	s.hookEnvironment(functions, groups)
 }
-
-func sortStrings(s []string) []string { slices.Sort(s); return s }
 
 // hookEnvironment tells the release check which function each family (or
 // worker) is, and which deployment group releases it.

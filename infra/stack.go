@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -460,9 +461,7 @@ func (s *Stack) secretsKeyUse() {
 	}
 	for _, name := range []string{"webhooks", "delivery"} {
 		cond := map[string]any{"ArnEquals": map[string]any{"aws:PrincipalArn": s.Functions[name].Role().RoleArn()}}
-		for k, v := range secretsKeyContext {
-			cond[k] = v
-		}
+		maps.Copy(cond, secretsKeyContext)
 		s.SecretsKey.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 			Sid:        jsii.String(map[string]string{"webhooks": "SealAndOpenWebhookSecrets", "delivery": "OpenWebhookSecrets"}[name]),
 			Principals: &[]awsiam.IPrincipal{awsiam.NewAccountRootPrincipal()},
