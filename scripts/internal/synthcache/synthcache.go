@@ -20,9 +20,7 @@
 // Entries live in the user's cache folder (practice-api/synth), about
 // 1.2 MB each; the sixteen used last are kept (make test makes four:
 // cfn-lint's dev and prod, localcloud's tests' and the e2e suite's local
-// stage). SYNTH_CACHE=off synthesizes every time. Synths of one key run
-// one at a time on the machine (a lock file per key in
-// practice-api/synth-locks): the others wait and restore the entry.
+// stage). SYNTH_CACHE=off synthesizes every time.
 package synthcache
 
 import (
@@ -40,7 +38,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/practice-api/practice-api/scripts/internal/gobin"
@@ -121,17 +118,6 @@ func Synthesize(ctx context.Context, r Request) (Result, error) {
 		}
 	}
 	if entry != "" {
-		// One synth of a key at a time on the machine: make test starts
-		// localclouds of the same stage at once, and after a change each
-		// missed the cache and synthesized the same assembly (10 s of
-		// Node's CPU each, at the run's busiest time). The others wait for
-		// the first and restore what it kept. A lock that cannot be taken
-		// costs a synth, not the run.
-		locks := filepath.Join(filepath.Dir(filepath.Dir(entry)), "synth-locks")
-		if unlock, err := lock(filepath.Join(locks, filepath.Base(entry)+".lock")); err == nil {
-			defer unlock()
-		}
-		defer removeOld(locks, 24*time.Hour) // no synth waits a day
 		if err := restore(entry, r.Out, r.Context["codeDir"]); err == nil {
 			now := time.Now()
 			_ = os.Chtimes(entry, now, now) // used last
@@ -155,35 +141,6 @@ func Synthesize(ctx context.Context, r Request) (Result, error) {
 		Prune(filepath.Dir(entry), Keep)
 	}
 	return res, os.WriteFile(stamp, []byte(key), 0o644)
-}
-
-// lock takes an exclusive lock on the file path (made if missing; its
-// folder too), waiting for another process's; unlock releases it.
-func lock(path string) (unlock func(), err error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, err
-	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		_ = f.Close()
-		return nil, err
-	}
-	now := time.Now()
-	_ = os.Chtimes(path, now, now)       // Prune's age of it
-	return func() { _ = f.Close() }, nil // closing releases the lock
-}
-
-// removeOld removes the files of dir not touched for age.
-func removeOld(dir string, age time.Duration) {
-	ents, _ := os.ReadDir(dir)
-	for _, e := range ents {
-		if info, err := e.Info(); err == nil && !e.IsDir() && time.Since(info.ModTime()) > age {
-			_ = os.Remove(filepath.Join(dir, e.Name()))
-		}
-	}
 }
 
 // keyVars are the variables the infra program reads (but the two this

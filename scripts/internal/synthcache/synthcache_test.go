@@ -7,14 +7,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 )
 
 // fakeInfra is a CDK app in small: it copies the code folder's functions
 // into hash-named asset folders, as CDK stages assets, writes a template
-// that names the context's stage, and counts its runs in a file (after
-// SYNTH_SLEEP, when set).
+// that names the context's stage, and counts its runs in a file.
 const fakeInfra = `package main
 
 import (
@@ -23,13 +21,9 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"time"
 )
 
 func main() {
-	if d, err := time.ParseDuration(os.Getenv("SYNTH_SLEEP")); err == nil {
-		time.Sleep(d) // a synth that takes a while, as CDK's does
-	}
 	var ctx map[string]string
 	if err := json.Unmarshal([]byte(os.Getenv("CDK_CONTEXT_JSON")), &ctx); err != nil {
 		panic(err)
@@ -272,56 +266,5 @@ func TestTheSameInputsMakeTheAssemblyOnce(t *testing.T) {
 	}
 	if kept, _ := filepath.Glob(filepath.Join(os.Getenv("XDG_CACHE_HOME"), "practice-api", "synth", "*")); len(kept) != Keep {
 		t.Errorf("the cache keeps %d entries, want %d", len(kept), Keep)
-	}
-}
-
-// TestSynthsOfOneKeyAtOnceRunTheAppOnce: make test starts localclouds of
-// the same stage at once; after a change each missed the cache and ran
-// the same synth. Synths of one key wait for the first, then restore what
-// it kept; another key is not held up by them.
-func TestSynthsOfOneKeyAtOnceRunTheAppOnce(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds a Go program: skipped with -short; make test runs it")
-	}
-	isolateCache(t)
-	count := filepath.Join(t.TempDir(), "count")
-	t.Setenv("SYNTH_COUNT", count)
-	t.Setenv("CDK_DEFAULT_ACCOUNT", "")
-	root, code := repo(t)
-	infra := filepath.Join(root, ".bin", "infra")
-	if err := Build(t.Context(), root, infra); err != nil {
-		t.Fatal(err)
-	}
-	env := []string{"SYNTH_SLEEP=300ms"}
-	results := make([]Result, 4)
-	var wg sync.WaitGroup
-	for i := range results {
-		stage := "local"
-		if i == 3 {
-			stage = "dev" // another key
-		}
-		wg.Go(func() {
-			res, err := Synthesize(t.Context(), Request{Root: root, Infra: infra, Env: env,
-				Context: map[string]string{"stage": stage, "codeDir": code}, Out: filepath.Join(root, ".bin", fmt.Sprint("out", i))})
-			if err != nil {
-				t.Error(err)
-			}
-			results[i] = res
-		})
-	}
-	wg.Wait()
-	b, _ := os.ReadFile(count)
-	cached := map[string]int{}
-	for _, r := range results[:3] {
-		cached[r.Cached]++
-	}
-	if len(b) != 2 || cached[""] != 1 || cached["machine"] != 2 || results[3].Cached != "" {
-		t.Fatalf("the app ran %d times for two keys; local's three synths: %v (want one synthesized, two restored); dev's: %q", len(b), cached, results[3].Cached)
-	}
-	for i := range 3 {
-		got, err := os.ReadFile(filepath.Join(root, ".bin", fmt.Sprint("out", i), "template.json"))
-		if err != nil || string(got) != "stage local account " {
-			t.Errorf("out%d's template: %q %v", i, got, err)
-		}
 	}
 }
