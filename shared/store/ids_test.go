@@ -27,36 +27,37 @@ func decimalFirst(n int) io.Reader {
 // and is still of its kind (the date first; the instant's order).
 func TestMintedIDsNeverReadAsACPR(t *testing.T) {
 	t.Parallel()
+	type maker struct {
+		name string
+		make func(random io.Reader) string
+		n    int                  // bytes of randomness a draw takes
+		kind func(id string) bool // still of its kind
+	}
+	var makers []maker
 	for _, date := range []string{"2001-01-01", "2005-06-30", "2011-03-15", "2012-12-31"} {
-		t.Run("DateID "+date, func(t *testing.T) {
-			// What the first draw alone gives: the id the old DateID could mint.
-			old := store.DateIDFrom(date, bytes.NewReader(bytes.Repeat([]byte{0x11}, 16)))
+		makers = append(makers, maker{"DateID " + date, func(r io.Reader) string { return store.DateIDFrom(date, r) }, 16,
+			func(id string) bool { return strings.HasPrefix(id, store.DateOf(date)) }})
+	}
+	// An instant whose milliseconds' hex is decimal (0x011111111111, in
+	// 2007; today's have hex letters).
+	at := time.UnixMilli(0x011111111111)
+	instant := store.TimeIDFrom(at, rand.Reader)[:13]
+	makers = append(makers, maker{"TimeID", func(r io.Reader) string { return store.TimeIDFrom(at, r) }, 8,
+		func(id string) bool { return id[:13] == instant }})
+	for _, m := range makers {
+		t.Run(m.name, func(t *testing.T) {
+			// What the first draw alone gives: the id the old maker could mint.
+			old := m.make(bytes.NewReader(bytes.Repeat([]byte{0x11}, m.n)))
 			if !cpr.Find(old) {
-				t.Fatalf("%s: a DateID of digits alone does not read as a CPR, so this test tests nothing", old)
+				t.Fatalf("%s: an id of digits alone does not read as a CPR, so this test tests nothing", old)
 			}
-			id := store.DateIDFrom(date, decimalFirst(16))
+			id := m.make(decimalFirst(m.n))
 			if cpr.Find(id) {
-				t.Fatalf("DateID %s reads as a CPR", id)
+				t.Fatalf("%s reads as a CPR", id)
 			}
-			if !strings.HasPrefix(id, store.DateOf(date)) || id == old {
-				t.Fatalf("DateID %s: not drawn again, or not of %s", id, date)
+			if id == old || !m.kind(id) {
+				t.Fatalf("%s: not drawn again (the first draw gave %s), or not of its kind", id, old)
 			}
 		})
 	}
-	t.Run("TimeID", func(t *testing.T) {
-		// An instant whose milliseconds' hex is decimal (0x011111111111,
-		// in 2007; today's have hex letters).
-		at := time.UnixMilli(0x011111111111)
-		old := store.TimeIDFrom(at, bytes.NewReader(bytes.Repeat([]byte{0x11}, 8)))
-		if !cpr.Find(old) {
-			t.Fatalf("%s: a TimeID of digits alone does not read as a CPR, so this test tests nothing", old)
-		}
-		id := store.TimeIDFrom(at, decimalFirst(8))
-		if cpr.Find(id) {
-			t.Fatalf("TimeID %s reads as a CPR", id)
-		}
-		if id[:13] != old[:13] {
-			t.Fatalf("TimeID %s is not of the instant of %s", id, old)
-		}
-	})
 }
