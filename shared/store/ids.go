@@ -16,7 +16,7 @@ import (
 	"github.com/practice-api/practice-api/shared/cpr"
 )
 
-// Identifiers are UUID strings (the spec), of three kinds:
+// Identifiers are UUID strings (the spec), of four kinds:
 //
 //   - TimeID: a UUIDv7 of an instant (milliseconds, then the microseconds
 //     within it in rand_a), so that ids sort by time: delivery attempts,
@@ -29,8 +29,7 @@ import (
 //     e-mail, a party, a matter number): the item's own key is then its
 //     uniqueness guard, so a create writes no guard item. The HMAC keeps
 //     ids from revealing the values they are derived from.
-//
-// And NewID, a random UUIDv4 for every other item an integrator sees.
+//   - NewID: a random UUIDv4, for every other item an integrator sees.
 //
 // No id drawn at random reads as a CPR number. A UUID with no hex letter
 // whose first six digits are a calendar date (DDMMYY) is a CPR written as
