@@ -26,7 +26,7 @@ func TestMakeRunsInstallQuietlyOnStdout(t *testing.T) {
 		}
 	}
 	root, dir := "../../..", t.TempDir()
-	for _, f := range []string{"Makefile", "scripts/dynamodb-local/package.json", "scripts/dynamodb-local/package-lock.json", "scripts/lib/require-java", "scripts/lib/npm-ci"} {
+	for _, f := range []string{"Makefile", "scripts/dynamodb-local/package.json", "scripts/dynamodb-local/package-lock.json", "scripts/lib/require-java", "scripts/lib/npm-ci", "scripts/lib/cache.sh"} {
 		raw, err := os.ReadFile(filepath.Join(root, f))
 		if err != nil {
 			t.Fatal(err)
@@ -155,6 +155,10 @@ func TestNpmInstallsAreOutOfGoPatterns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	cacheLib, err := os.ReadFile(filepath.Join(root, "scripts/lib/cache.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	broken := "package broken\n\nfunc (\n"
 	log := filepath.Join(bin, "go-list.log")
 	write := func(path, body string, mode os.FileMode) {
@@ -171,6 +175,7 @@ func TestNpmInstallsAreOutOfGoPatterns(t *testing.T) {
 	write(filepath.Join(mod, "tool/package.json"), "{}\n", 0o644)
 	write(filepath.Join(mod, "tool/package-lock.json"), "{}\n", 0o644)
 	write(filepath.Join(mod, "npm-ci"), string(lib), 0o755)
+	write(filepath.Join(mod, "cache.sh"), string(cacheLib), 0o644)
 	// npm: its version, and an install of one package holding Go that
 	// does not compile.
 	write(filepath.Join(bin, "npm"), "#!/bin/sh\n"+
